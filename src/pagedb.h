@@ -1,0 +1,513 @@
+/*
+** pagedb.h -- the public interface of pagedb.
+**
+** pagedb stores a dataset of variable-length samples (images, audio, text,
+** tensors) in one data file of fixed-size pages, beside a SQLite database,
+** the catalog, that records the schema, the pages and every sample.  Many
+** threads write samples in parallel; any committed sample is read back by
+** id in O(1), either in place through a memory map or by copying it into a
+** buffer.
+**
+** This header is the specification.  Each declaration is preceded by its
+** contract: what it does, who owns what, how long a returned pointer lives,
+** which threads may call it, and every result code it can return.
+**
+** Threads.  A pagedb handle may be used from any number of threads at once
+** for pagedb_writer_open(), pagedb_reader_open(), pagedb_commit(),
+** pagedb_count() and pagedb_errmsg().  A pagedb_writer and a pagedb_reader
+** belong to one thread at a time: give each thread its own.  Schema calls
+** (pagedb_set_page_size, pagedb_field_add) and pagedb_close() must not run
+** concurrently with anything else on the same handle.
+**
+** Tiers.  The core API comes first; the VFS interface (for new storage
+** backends) follows it.
+*/
+#ifndef PAGEDB_H
+#define PAGEDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+# define PAGEDB_API __attribute__((visibility("default")))
+#else
+# define PAGEDB_API
+#endif
+
+#define PAGEDB_VERSION        "0.1.0"
+#define PAGEDB_VERSION_NUMBER 1000     /* X*1000000 + Y*1000 + Z */
+
+/* The version of the library actually linked, as PAGEDB_VERSION. */
+PAGEDB_API const char *pagedb_libversion(void);
+
+/*
+** Result codes.  Every function that can fail returns one of these.  The
+** low 8 bits are the primary code; an extended code adds detail in the bits
+** above (PAGEDB_IOERR_SYNC & 0xff == PAGEDB_IOERR).  Compare against the
+** primary code with (rc & 0xff).
+*/
+#define PAGEDB_OK           0   /* Success */
+#define PAGEDB_ERROR        1   /* Generic error (see pagedb_errmsg) */
+#define PAGEDB_NOMEM        2   /* A memory allocation failed */
+#define PAGEDB_IOERR        3   /* The operating system reported an I/O error */
+#define PAGEDB_CORRUPT      4   /* The data file or catalog is damaged */
+#define PAGEDB_NOTFOUND     5   /* No such sample, or no value for that field */
+#define PAGEDB_FULL         6   /* Disk full, or an id or page number space ran out */
+#define PAGEDB_CONSTRAINT   7   /* A sample id is already used */
+#define PAGEDB_MISUSE       8   /* The API was called incorrectly */
+#define PAGEDB_TOOBIG       9   /* A value or buffer size is out of bounds */
+#define PAGEDB_READONLY    10   /* Attempt to write through a read-only handle */
+#define PAGEDB_BUSY        11   /* Another process writes this dataset */
+#define PAGEDB_CANTOPEN    12   /* A file could not be opened or created */
+#define PAGEDB_NOTADB      13   /* The file is not a pagedb dataset (or not this one's) */
+#define PAGEDB_MISMATCH    14   /* The field has another type than the call needs */
+#define PAGEDB_RANGE       15   /* A field number is out of range */
+
+#define PAGEDB_IOERR_READ         (PAGEDB_IOERR | (1<<8))  /* read() failed */
+#define PAGEDB_IOERR_SHORT_READ   (PAGEDB_IOERR | (2<<8))  /* read past end of file */
+#define PAGEDB_IOERR_WRITE        (PAGEDB_IOERR | (3<<8))  /* write() failed */
+#define PAGEDB_IOERR_SYNC         (PAGEDB_IOERR | (4<<8))  /* fsync() failed; handle poisoned */
+#define PAGEDB_IOERR_TRUNCATE     (PAGEDB_IOERR | (5<<8))  /* ftruncate() failed */
+#define PAGEDB_IOERR_FSTAT        (PAGEDB_IOERR | (6<<8))  /* fstat() failed */
+#define PAGEDB_IOERR_LOCK         (PAGEDB_IOERR | (7<<8))  /* file locking failed */
+#define PAGEDB_IOERR_MMAP         (PAGEDB_IOERR | (8<<8))  /* mmap() failed */
+#define PAGEDB_IOERR_CATALOG      (PAGEDB_IOERR | (9<<8))  /* SQLite reported an I/O error */
+#define PAGEDB_CORRUPT_HEADER     (PAGEDB_CORRUPT | (1<<8))  /* data file header is damaged */
+#define PAGEDB_CORRUPT_TRUNCATED  (PAGEDB_CORRUPT | (2<<8))  /* data file shorter than committed */
+#define PAGEDB_CORRUPT_CATALOG    (PAGEDB_CORRUPT | (3<<8))  /* catalog rows are inconsistent */
+#define PAGEDB_NOTADB_VERSION     (PAGEDB_NOTADB | (1<<8))   /* format version from the future */
+#define PAGEDB_NOTADB_MISMATCH    (PAGEDB_NOTADB | (2<<8))   /* catalog of another data file */
+#define PAGEDB_BUSY_LOCKED        (PAGEDB_BUSY | (1<<8))     /* a writer holds the write lock */
+#define PAGEDB_CANTOPEN_NOENT     (PAGEDB_CANTOPEN | (1<<8)) /* the file does not exist */
+
+/*
+** The English name of a result code ("PAGEDB_CORRUPT") and a short
+** description of it ("database disk image is malformed"-style).  Both return
+** static strings that are never freed; an unknown code yields
+** "PAGEDB_UNKNOWN" / "unknown error".  Extended codes have their own names.
+*/
+PAGEDB_API const char *pagedb_errname(int rc);
+PAGEDB_API const char *pagedb_errstr(int rc);
+
+/* ------------------------------------------------------------------ */
+/* Opening and closing                                                 */
+/* ------------------------------------------------------------------ */
+
+typedef struct pagedb pagedb;
+typedef struct pagedb_writer pagedb_writer;   /* one per writing thread */
+typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
+
+#define PAGEDB_OPEN_READONLY   0x01
+#define PAGEDB_OPEN_READWRITE  0x02
+#define PAGEDB_OPEN_CREATE     0x04   /* with READWRITE: create if missing */
+
+/*
+** Open the dataset whose data file is PATH.  Its catalog is the SQLite
+** database PATH-catalog beside it ("cats.pagedb" has "cats.pagedb-catalog").
+**
+** FLAGS is PAGEDB_OPEN_READONLY, or PAGEDB_OPEN_READWRITE optionally or-ed
+** with PAGEDB_OPEN_CREATE.  VFS names a registered VFS (see pagedb_vfs_find);
+** NULL means the default, which is "posix" unless the environment variable
+** PAGEDB_VFS names another.
+**
+** A read-write open takes the dataset's write lock: a second read-write open
+** of the same dataset, from this or another process, fails with
+** PAGEDB_BUSY_LOCKED until the first is closed.  Read-only opens take no lock
+** and see the samples committed when they opened.  A read-write open
+** recovers from a crash: pages written after the last commit are discarded
+** and their space is reused.
+**
+** *DB is always set: to a new handle, or to NULL when no handle could be
+** allocated.  On an error other than PAGEDB_NOMEM, *DB is a handle whose only
+** uses are pagedb_errmsg() and pagedb_close(): the caller must close it.
+**
+** Results: PAGEDB_OK; PAGEDB_CANTOPEN_NOENT (no such dataset and no CREATE);
+** PAGEDB_CANTOPEN (the file cannot be opened or created); PAGEDB_NOTADB
+** (not a pagedb data file, or a catalog that is not SQLite);
+** PAGEDB_NOTADB_VERSION (written by a newer pagedb); PAGEDB_NOTADB_MISMATCH
+** (the catalog belongs to another data file); PAGEDB_CORRUPT* (damaged
+** header, a data file shorter than its committed pages, catalog rows that
+** point outside the committed pages or overlap); PAGEDB_BUSY_LOCKED;
+** PAGEDB_IOERR*; PAGEDB_NOMEM; PAGEDB_MISUSE (bad flags, unknown VFS).
+*/
+PAGEDB_API int pagedb_open(const char *path, pagedb **db, int flags, const char *vfs);
+
+/*
+** Close a dataset.  Open writers are flushed and closed, open readers are
+** closed (their pointers become invalid), everything committable is
+** committed (as pagedb_commit), and all resources are released.  Calling it
+** with NULL is a harmless no-op.  The handle is freed even when an error is
+** returned; the result says whether the final commit succeeded.
+*/
+PAGEDB_API int pagedb_close(pagedb *db);
+
+/*
+** The message of the most recent failing call on DB or on one of its
+** writers or readers, made by the calling thread, in English: what failed
+** and where (file, page, sample, field).  "not an error" after success.
+** The string is owned by pagedb and is valid until the calling thread's next
+** call on DB or on one of its writers or readers.  For a NULL DB it
+** describes the failure to allocate a handle.
+*/
+PAGEDB_API const char *pagedb_errmsg(pagedb *db);
+
+/* ------------------------------------------------------------------ */
+/* Schema                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Field types. */
+#define PAGEDB_BYTES   1   /* bytes stored in pages */
+#define PAGEDB_TEXT    2   /* bytes stored in pages, by convention UTF-8 */
+#define PAGEDB_INT     3   /* 64-bit signed integer, a catalog column */
+#define PAGEDB_REAL    4   /* IEEE double, a catalog column */
+
+/* Codecs for BYTES and TEXT fields. */
+#define PAGEDB_CODEC_NONE  0   /* stored as given */
+#define PAGEDB_CODEC_LZ4   1   /* reserved: not yet supported */
+
+#define PAGEDB_MIN_PAGE_SIZE   (64u << 10)   /* 64 KiB */
+#define PAGEDB_MAX_PAGE_SIZE   (1u << 30)    /* 1 GiB */
+#define PAGEDB_DEFAULT_PAGE_SIZE (8u << 20)  /* 8 MiB */
+#define PAGEDB_MAX_FIELDS      256           /* fields per dataset */
+#define PAGEDB_MAX_NAME        64            /* bytes in a field name */
+#define PAGEDB_MAX_SAMPLE      ((uint64_t)1 << 36)  /* 64 GiB: bytes of one sample */
+
+/*
+** Set the page size of a new dataset: a power of two from
+** PAGEDB_MIN_PAGE_SIZE to PAGEDB_MAX_PAGE_SIZE.  Only before the first field
+** is added (PAGEDB_MISUSE after); PAGEDB_RANGE for a size that is not a
+** power of two in range; PAGEDB_READONLY on a read-only handle.
+*/
+PAGEDB_API int pagedb_set_page_size(pagedb *db, size_t bytes);
+
+/* The dataset's page size in bytes. */
+PAGEDB_API size_t pagedb_page_size(pagedb *db);
+
+/*
+** Add a field to the schema of a dataset that has no samples yet.  Fields
+** are numbered 0, 1, 2... in the order they are added.  NAME is 1 to
+** PAGEDB_MAX_NAME bytes of letters, digits, '_', '.' and '-', not starting
+** with a digit, and unique regardless of case; "id", "page" and "off" are
+** reserved (they name catalog columns).  TYPE is one of PAGEDB_BYTES,
+** PAGEDB_TEXT, PAGEDB_INT, PAGEDB_REAL; CODEC is PAGEDB_CODEC_NONE.  The
+** field is durable when this returns PAGEDB_OK.
+**
+** Results: PAGEDB_OK; PAGEDB_MISUSE (bad name or type, samples already
+** written or committed, a writer is open); PAGEDB_CONSTRAINT (name taken);
+** PAGEDB_ERROR (a codec not supported yet); PAGEDB_TOOBIG (more than
+** PAGEDB_MAX_FIELDS fields); PAGEDB_READONLY; PAGEDB_IOERR*.
+*/
+PAGEDB_API int pagedb_field_add(pagedb *db, const char *name, int type, int codec);
+
+/* The number of field NAME (exact match), or -1 if there is none. */
+PAGEDB_API int pagedb_field_index(pagedb *db, const char *name);
+
+/* The number of fields; the name, type and codec of field I (NULL / -1 if
+** I is out of range).  Names are owned by DB and live as long as it does. */
+PAGEDB_API int pagedb_field_count(pagedb *db);
+PAGEDB_API const char *pagedb_field_name(pagedb *db, int i);
+PAGEDB_API int pagedb_field_type(pagedb *db, int i);
+PAGEDB_API int pagedb_field_codec(pagedb *db, int i);
+
+/* The number of committed samples (that a reader of DB can see). */
+PAGEDB_API int64_t pagedb_count(pagedb *db);
+
+/* The number of committed pages. */
+PAGEDB_API int64_t pagedb_page_count(pagedb *db);
+
+/* ------------------------------------------------------------------ */
+/* Writing                                                             */
+/* ------------------------------------------------------------------ */
+
+#define PAGEDB_AUTO_ID  (-1)   /* pagedb_sample_begin: let the engine choose */
+
+/*
+** Open a writer: a private page buffer in which one thread assembles
+** samples.  Any number of writers may be open at once, one per thread; each
+** fills its own page in RAM with no lock held and writes the page at an
+** offset it claimed with one atomic step, so writers never wait for each
+** other.  Memory: one page plus the largest sample it has held.
+**
+** Results: PAGEDB_OK; PAGEDB_READONLY; PAGEDB_MISUSE (no fields yet, the
+** handle failed); PAGEDB_NOMEM.  *W is NULL on error.
+*/
+PAGEDB_API int pagedb_writer_open(pagedb *db, pagedb_writer **w);
+
+/*
+** Begin a sample with id ID (>= 0), or PAGEDB_AUTO_ID to have the engine
+** assign one above every id it has seen.  The id is reserved at once: an id
+** that is committed or reserved by any writer fails with PAGEDB_CONSTRAINT
+** and the writer stays ready for the next sample_begin.
+**
+** Results: PAGEDB_OK; PAGEDB_CONSTRAINT; PAGEDB_MISUSE (negative id, a
+** sample already begun, writer failed); PAGEDB_FULL (auto ids exhausted);
+** PAGEDB_NOMEM.
+*/
+PAGEDB_API int pagedb_sample_begin(pagedb_writer *w, int64_t id);
+
+/*
+** Give the current sample's value of field FIELD (a BYTES or TEXT field):
+** N bytes copied from DATA (DATA may be NULL when N is 0).  Fields may be
+** given in any order, each at most once per sample; a field left out reads
+** back as PAGEDB_NOTFOUND.  When the sample no longer fits in the rest of
+** the page, the engine writes the page and moves the sample to a fresh one;
+** a sample larger than a page is written to a run of contiguous pages at
+** pagedb_sample_end.  DATA is not referenced after the call returns.
+**
+** Results: PAGEDB_OK; PAGEDB_RANGE (no such field); PAGEDB_MISMATCH (a
+** scalar field); PAGEDB_MISUSE (no sample begun, field given twice);
+** PAGEDB_TOOBIG (the sample would exceed PAGEDB_MAX_SAMPLE bytes);
+** PAGEDB_NOMEM; PAGEDB_IOERR* or PAGEDB_FULL (writing the filled page
+** failed: the samples ended on it are dropped and the writer fails, see
+** pagedb_writer_close).
+*/
+PAGEDB_API int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n);
+
+/* Give the current sample's value of an INT or REAL field.  Results as
+** pagedb_put, with PAGEDB_MISMATCH when the field's type differs. */
+PAGEDB_API int pagedb_put_int(pagedb_writer *w, int field, int64_t v);
+PAGEDB_API int pagedb_put_real(pagedb_writer *w, int field, double v);
+
+/*
+** End the current sample.  *ID (if ID is not NULL) receives its id.  The
+** sample becomes durable and visible at the first pagedb_commit after its
+** page is written (when the page fills, at pagedb_writer_flush, or at
+** pagedb_writer_close).
+**
+** Results: PAGEDB_OK; PAGEDB_MISUSE (no sample begun); PAGEDB_NOMEM;
+** PAGEDB_IOERR* / PAGEDB_FULL (a page write failed, see pagedb_put).
+*/
+PAGEDB_API int pagedb_sample_end(pagedb_writer *w, int64_t *id);
+
+/*
+** Abandon the current sample (if any): its bytes are discarded and its id
+** is released.  Always PAGEDB_OK.
+*/
+PAGEDB_API int pagedb_sample_cancel(pagedb_writer *w);
+
+/*
+** Write the writer's partly filled page, so that the samples on it can be
+** committed.  The rest of that page stays unused.  A sample begun but not
+** ended stays in the writer.  Results: PAGEDB_OK; PAGEDB_IOERR*;
+** PAGEDB_FULL; PAGEDB_MISUSE (writer failed earlier).
+*/
+PAGEDB_API int pagedb_writer_flush(pagedb_writer *w);
+
+/*
+** Flush (a sample begun but not ended is abandoned), then free the writer.
+** NULL is a harmless no-op.  The writer is freed whatever the result.
+** After a page write failed, the result is that failure's code.
+*/
+PAGEDB_API int pagedb_writer_close(pagedb_writer *w);
+
+/* The message of the writer's most recent failure ("not an error" if none);
+** valid until the writer's next call. */
+PAGEDB_API const char *pagedb_writer_errmsg(pagedb_writer *w);
+
+/*
+** Make every sample on a written page durable and visible.  The durable
+** state is always a contiguous prefix of pages: a page is committable once
+** every page before it has been written, and pages that writers still fill
+** are not committed (flush them first).  The order is: data file synced
+** (fsync when it grew, fdatasync otherwise), then the new pages and samples
+** recorded in the catalog in one SQLite transaction, then the samples made
+** visible.  May be called from any thread, concurrently with writers.
+**
+** A failed sync poisons the handle: every later write or commit fails with
+** PAGEDB_IOERR_SYNC, since the kernel may have dropped the unsynced pages.
+**
+** Results: PAGEDB_OK; PAGEDB_READONLY; PAGEDB_IOERR*; PAGEDB_FULL;
+** PAGEDB_NOMEM.
+*/
+PAGEDB_API int pagedb_commit(pagedb *db);
+
+/* ------------------------------------------------------------------ */
+/* Reading                                                             */
+/* ------------------------------------------------------------------ */
+
+#define PAGEDB_READ_MMAP  1   /* zero-copy: pointers into a map of the file */
+#define PAGEDB_READ_COPY  2   /* pread() into the reader's own buffer */
+
+/*
+** Open a reader for committed samples.  MODE is PAGEDB_READ_MMAP (a read
+** returns a pointer into a read-only shared map of the data file: nothing is
+** copied, and the kernel may keep the pages resident) or PAGEDB_READ_COPY (a
+** read copies the field into a buffer the reader owns, which grows to the
+** largest field read: resident memory stays bounded).
+**
+** Zero-copy and truncation: if another program truncates the data file
+** while it is mapped, touching a returned pointer raises SIGBUS.  Use
+** PAGEDB_READ_COPY for files you do not control.
+**
+** Results: PAGEDB_OK; PAGEDB_MISUSE (bad mode); PAGEDB_IOERR_MMAP;
+** PAGEDB_NOMEM.  *R is NULL on error.
+*/
+PAGEDB_API int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **r);
+
+/*
+** Read field FIELD (BYTES or TEXT) of committed sample ID: *DATA receives a
+** pointer to its *N bytes.  The pointer is valid until the next call on R
+** (any read, or pagedb_reader_close) or pagedb_close(): copy what must
+** outlive it.  In PAGEDB_READ_MMAP mode the bytes are the file's own pages,
+** read-only.  Costs O(1): no SQL is run.
+**
+** Results: PAGEDB_OK; PAGEDB_NOTFOUND (no committed sample ID, or it has no
+** value for FIELD); PAGEDB_RANGE; PAGEDB_MISMATCH (a scalar field);
+** PAGEDB_IOERR* (copy mode); PAGEDB_NOMEM (copy mode).
+*/
+PAGEDB_API int pagedb_read(pagedb_reader *r, int64_t id, int field,
+                           const void **data, size_t *n);
+
+/*
+** As pagedb_read, but copy the bytes into BUF of CAP bytes.  *N receives the
+** field's size in every case where it is known; if CAP is smaller than it,
+** nothing is copied and the result is PAGEDB_TOOBIG.
+*/
+PAGEDB_API int pagedb_read_into(pagedb_reader *r, int64_t id, int field,
+                                void *buf, size_t cap, size_t *n);
+
+/* Read an INT or REAL field of committed sample ID.  Results: PAGEDB_OK;
+** PAGEDB_NOTFOUND; PAGEDB_RANGE; PAGEDB_MISMATCH. */
+PAGEDB_API int pagedb_read_int(pagedb_reader *r, int64_t id, int field, int64_t *v);
+PAGEDB_API int pagedb_read_real(pagedb_reader *r, int64_t id, int field, double *v);
+
+/* Free a reader; pointers it returned become invalid.  NULL is a no-op. */
+PAGEDB_API int pagedb_reader_close(pagedb_reader *r);
+
+/* The message of the reader's most recent failure; valid until its next call. */
+PAGEDB_API const char *pagedb_reader_errmsg(pagedb_reader *r);
+
+/*
+** Run one SQL statement's worth of text SQL on the catalog, read-only
+** (a statement that would write fails with PAGEDB_READONLY), calling XROW for
+** each result row with the column count, values (NULL for SQL NULL) and
+** names; a non-zero return from XROW stops and yields PAGEDB_ERROR.  Several
+** statements separated by ';' run in order.  For tools and the shell.
+*/
+PAGEDB_API int pagedb_sql(pagedb *db, const char *sql,
+                          int (*xrow)(void *ctx, int ncol, char **vals, char **names),
+                          void *ctx);
+
+/* Paths of the data file and of the catalog; owned by DB. */
+PAGEDB_API const char *pagedb_path(pagedb *db);
+PAGEDB_API const char *pagedb_catalog_path(pagedb *db);
+
+/* ------------------------------------------------------------------ */
+/* The VFS: the storage backend under every file pagedb opens          */
+/* ------------------------------------------------------------------ */
+
+/*
+** A VFS is a set of functions for opening files, and an open file is an
+** object whose first member points to its methods, as in SQLite's
+** sqlite3_vfs / sqlite3_io_methods.  A backend "subclasses" pagedb_file by
+** embedding it first in a larger struct of szFile bytes, which pagedb
+** allocates before calling xOpen.
+**
+** Every method returns a PAGEDB_* code.  xRead of a range that extends past
+** the end of the file reads what exists, zero-fills the rest and returns
+** PAGEDB_IOERR_SHORT_READ.  xWrite writes all N bytes or fails.  Offsets,
+** lengths and buffers given to a file opened with PAGEDB_VFS_DIRECT must be
+** multiples of xSectorSize() (and buffers aligned to it).  Methods may be
+** called from several threads at once on one file, except xClose.
+*/
+typedef struct pagedb_vfs pagedb_vfs;
+typedef struct pagedb_file pagedb_file;
+typedef struct pagedb_io_methods pagedb_io_methods;
+
+struct pagedb_file {
+  const pagedb_io_methods *pMethods;   /* NULL if xOpen failed */
+};
+
+/* A read request of a batch: the backend fills RC with the request's result. */
+typedef struct pagedb_iovec {
+  void *buf;
+  size_t n;
+  uint64_t off;
+  int rc;
+} pagedb_iovec;
+
+/* Flags of xSync. */
+#define PAGEDB_SYNC_DATA   0x01   /* data only (fdatasync) */
+#define PAGEDB_SYNC_FULL   0x02   /* data and metadata (fsync) */
+
+/* Lock levels of xLock. */
+#define PAGEDB_LOCK_NONE       0
+#define PAGEDB_LOCK_EXCLUSIVE  2   /* the dataset's single writer */
+
+/* Hints of xAdvise. */
+#define PAGEDB_ADVISE_NORMAL      0
+#define PAGEDB_ADVISE_SEQUENTIAL  1
+#define PAGEDB_ADVISE_RANDOM      2
+#define PAGEDB_ADVISE_WILLNEED    3
+#define PAGEDB_ADVISE_DONTNEED    4
+
+/* xDeviceCharacteristics bits. */
+#define PAGEDB_IOCAP_DIRECT        0x01  /* bypasses the page cache: align I/O */
+#define PAGEDB_IOCAP_MMAP          0x02  /* xMap works */
+#define PAGEDB_IOCAP_BATCH         0x04  /* xReadBatch submits requests together */
+
+struct pagedb_io_methods {
+  int iVersion;                                  /* 1 */
+  int (*xClose)(pagedb_file *);
+  int (*xRead)(pagedb_file *, void *buf, size_t n, uint64_t off);
+  int (*xWrite)(pagedb_file *, const void *buf, size_t n, uint64_t off);
+  int (*xTruncate)(pagedb_file *, uint64_t size);
+  int (*xSync)(pagedb_file *, int flags);
+  int (*xFileSize)(pagedb_file *, uint64_t *size);
+  int (*xLock)(pagedb_file *, int level);        /* non-blocking: PAGEDB_BUSY */
+  int (*xSectorSize)(pagedb_file *);
+  int (*xDeviceCharacteristics)(pagedb_file *);
+  /* Map N bytes from offset 0 read-only and shared; *P receives the map.
+  ** N may exceed the file size: bytes past the end must not be touched. */
+  int (*xMap)(pagedb_file *, size_t n, const void **p);
+  int (*xUnmap)(pagedb_file *, const void *p, size_t n);
+  /* Read N requests; may submit them together.  Returns the first failure. */
+  int (*xReadBatch)(pagedb_file *, pagedb_iovec *reqs, int n);
+  int (*xAdvise)(pagedb_file *, uint64_t off, uint64_t n, int hint);
+  /* errno of the most recent failure on this file, for messages. */
+  int (*xLastErrno)(pagedb_file *);
+};
+
+/* xOpen flags. */
+#define PAGEDB_VFS_READONLY   0x01
+#define PAGEDB_VFS_READWRITE  0x02
+#define PAGEDB_VFS_CREATE     0x04
+#define PAGEDB_VFS_EXCLUSIVE  0x08   /* with CREATE: fail if it exists */
+#define PAGEDB_VFS_DIRECT     0x10   /* bypass the page cache if the backend can */
+
+struct pagedb_vfs {
+  int iVersion;            /* 1 */
+  int szFile;              /* size of the backend's subclass of pagedb_file */
+  const char *zName;       /* unique name, e.g. "posix" */
+  pagedb_vfs *pNext;       /* used by the registry; do not touch */
+  void *pAppData;          /* the backend's own */
+  /* Open PATH into FILE (szFile bytes, zeroed).  On failure FILE->pMethods
+  ** stays NULL and the result says why (PAGEDB_CANTOPEN_NOENT, ...). */
+  int (*xOpen)(pagedb_vfs *, const char *path, pagedb_file *file, int flags);
+  int (*xDelete)(pagedb_vfs *, const char *path, int syncDir);
+  /* *EXISTS receives 1 if PATH exists. */
+  int (*xAccess)(pagedb_vfs *, const char *path, int *exists);
+  /* fsync the directory that holds PATH, after creating or renaming it. */
+  int (*xSyncDir)(pagedb_vfs *, const char *path);
+};
+
+/*
+** Register VFS under its zName (replacing one of the same name) and, if
+** MAKEDFLT, make it the default.  The struct must outlive its registration.
+** Thread-safe.  Results: PAGEDB_OK; PAGEDB_MISUSE (NULL, no name, iVersion
+** below 1).
+*/
+PAGEDB_API int pagedb_vfs_register(pagedb_vfs *vfs, int makeDflt);
+PAGEDB_API int pagedb_vfs_unregister(pagedb_vfs *vfs);
+
+/* The VFS named NAME, or the default for NULL; NULL if none.  Thread-safe. */
+PAGEDB_API pagedb_vfs *pagedb_vfs_find(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PAGEDB_H */
