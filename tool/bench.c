@@ -495,6 +495,17 @@ static const char *modeName(int mode){
   return mode == PAGEDB_READ_MMAP ? "mmap" : "copy";
 }
 
+/* The offset of the first byte of P[0..N) that differs from sample I. */
+static size_t firstDiff(const wl_t *w, int64_t i, const uint8_t *p, size_t n){
+  uint8_t *e = malloc(n);
+  size_t k = 0;
+  if( e == 0 ) return 0;
+  wl_fill(w, i, e, n);
+  while( k < n && e[k] == p[k] ) k++;
+  free(e);
+  return k;
+}
+
 /*
 ** Check every sample of the dataset against the workload through a reader
 ** of MODE: every byte (wl_check) and every label.  Untimed; once per mode.
@@ -524,8 +535,13 @@ static void pdbVerify(Run *r, pagedb *db, int mode){
       continue;
     }
     if( wl_check(&r->w, i, p, n) ){
-      fail(b, "verify %s: sample %lld: %zu bytes read, %llu expected, or the bytes differ",
-           modeName(mode), (long long)i, n, (unsigned long long)r->aSize[i]);
+      if( n != r->aSize[i] ){
+        fail(b, "verify %s: sample %lld: %zu bytes read, %llu expected", modeName(mode),
+             (long long)i, n, (unsigned long long)r->aSize[i]);
+      }else{
+        fail(b, "verify %s: sample %lld (%zu bytes): first wrong byte at offset %zu",
+             modeName(mode), (long long)i, n, firstDiff(&r->w, i, p, n));
+      }
       nBad++;
       continue;
     }
