@@ -148,7 +148,7 @@ PAGEDB_API int pagedb_close(pagedb *db);
 /*
 ** The message of the most recent failing call on DB or on one of its
 ** writers or readers, made by the calling thread, in English: what failed
-** and where (file, page, sample, field).  "not an error" after success.
+** and where (file, page, sample, field); "not an error" if there was none.
 ** The string is owned by pagedb and is valid until the calling thread's next
 ** call on DB or on one of its writers or readers.  For a NULL DB it
 ** describes the failure to allocate a handle.

@@ -1,0 +1,103 @@
+/*
+** api.h -- the handles behind the public API (main.c, writer.c, reader.c).
+*/
+#ifndef PAGEDB_API_H
+#define PAGEDB_API_H
+
+#include "catalog.h"
+#include "index.h"
+#include "pager.h"
+
+#include <pthread.h>
+
+/* A written run and the slots of the samples on it (see index.h). */
+typedef struct PageRecs {
+  PageDone d;               /* must be first: the pager frees with free() */
+  uint64_t slots[];         /* d.nsamples slots of db->nw words */
+} PageRecs;
+
+struct pagedb {
+  char *path;
+  char *catpath;
+  int readonly;
+  int failed;               /* open failed: only errmsg and close work */
+  pagedb_vfs *vfs;
+  Pager *pager;
+  Catalog *cat;
+  Index *idx;
+
+  CatField fields[PAGEDB_MAX_FIELDS];
+  int nfield;
+  int nw;                   /* words per slot */
+
+  _Atomic int64_t next_auto;      /* next PAGEDB_AUTO_ID candidate */
+  _Atomic uint64_t committed;     /* committed pages */
+  _Atomic int want_map;           /* a zero-copy reader exists */
+  _Atomic int broken;             /* sticky failure code, 0 if none */
+
+  pthread_mutex_t mu;       /* the lists of writers and readers */
+  pagedb_writer *writers;
+  pagedb_reader *readers;
+
+  /* Commit.  Lock order: commit_mu, then cat_mu.  The catalog thread takes
+  ** runs as they enter the written prefix and inserts their rows into the
+  ** catalog's open transaction; pagedb_commit finishes what is left, syncs
+  ** and commits. */
+  pthread_mutex_t commit_mu;
+  pthread_mutex_t cat_mu;   /* the catalog's write connection and the lists */
+  PageRecs *todo;           /* taken from the pager, not yet inserted */
+  PageRecs *inserted;       /* inserted in the open transaction */
+  PageRecs **inserted_tail;
+  uint64_t nsample;         /* committed samples, as the catalog records */
+
+  pthread_mutex_t wake_mu;  /* guards wake/stop, never held during work */
+  pthread_cond_t wake_cv;
+  int wake, stop, thread_on;
+  pthread_t thread;
+
+  pdb_msg err;
+};
+
+struct pagedb_writer {
+  pagedb *db;
+  pagedb_writer *next;      /* in db->writers */
+  uint8_t *buf;             /* the page being filled; cap >= page size */
+  size_t cap;
+  size_t pos;               /* bytes in use, run header included */
+  PageRecs *recs;           /* samples ended on this page */
+  uint32_t caprec;
+  int in_sample;
+  size_t start;             /* where the current sample's record begins */
+  uint64_t *cur;            /* the current sample's slot */
+  int nput;                 /* BYTES/TEXT fields given so far */
+  uint16_t order[PAGEDB_MAX_FIELDS];  /* ...in the order given */
+  int failed;               /* sticky: a page write failed */
+  pdb_msg err;
+};
+
+struct pagedb_reader {
+  pagedb *db;
+  pagedb_reader *next;      /* in db->readers */
+  int mode;
+  uint8_t *buf;             /* copy mode: the last field read */
+  size_t cap;
+  pdb_msg err;
+};
+
+/* Start the catalog thread if it is not running. */
+void api_start_thread(pagedb *db);
+
+/* Wake the catalog thread: runs have entered the written prefix. */
+void api_wake(pagedb *db);
+
+/* Free a writer (flushing it) or a reader without touching db's lists
+** (db->mu held).  A writer's failure is copied to OUT. */
+int api_writer_free(pagedb_writer *w, pdb_msg *out);
+void api_reader_free(pagedb_reader *r);
+
+/* Whether field F is stored in pages. */
+static inline int api_is_bytes(const pagedb *db, int f) {
+  return db->fields[f].type == PAGEDB_BYTES || db->fields[f].type == PAGEDB_TEXT;
+}
+
+#endif /* PAGEDB_API_H */

@@ -1,0 +1,664 @@
+/*
+** catalog.c -- the catalog: a plain SQLite database, PATH-catalog.
+**
+** One connection writes (the dataset has one writer process); it keeps one
+** long transaction open while runs enter the written prefix, inserting
+** their rows as they come so the cost of the inserts overlaps the page
+** writes, and commits it only after the data file is synced (pagedb_commit).
+** Until then no other connection can see any of it (WAL mode).  A second,
+** read-only connection serves pagedb_sql(), so user queries never see the
+** uncommitted rows of the open transaction.
+**
+** Everything read from the catalog is untrusted: types are checked here,
+** offsets by the caller against the page table and the file.
+*/
+#include "catalog.h"
+#include "index.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+
+struct Catalog {
+  pagedb *db;
+  char *path;
+  sqlite3 *w;               /* the connection (read-write or read-only) */
+  sqlite3 *r;               /* read-only connection for pagedb_sql */
+  pthread_mutex_t rmu;      /* serialises r */
+  int in_txn;               /* the long write transaction is open */
+  sqlite3_stmt *ins_sample;
+  sqlite3_stmt *ins_page;
+};
+
+static const char *kSchema =
+  "CREATE TABLE meta(key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;"
+  "CREATE TABLE field(idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
+  " type TEXT NOT NULL, codec TEXT NOT NULL);"
+  "CREATE TABLE page(pgno INTEGER PRIMARY KEY, npages INTEGER NOT NULL,"
+  " used INTEGER NOT NULL, nsamples INTEGER NOT NULL);"
+  "CREATE TABLE sample(id INTEGER PRIMARY KEY, page INTEGER NOT NULL, off INTEGER NOT NULL);"
+  "CREATE VIEW extent(id, field, name, page, off, len) AS"
+  " SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0;";
+
+static const char *kTypeNames[] = { [PAGEDB_BYTES] = "bytes", [PAGEDB_TEXT] = "text",
+                                     [PAGEDB_INT] = "int", [PAGEDB_REAL] = "real" };
+
+static int is_bytes(int type) { return type == PAGEDB_BYTES || type == PAGEDB_TEXT; }
+
+/* Map a SQLite result to a pagedb code and record the message. */
+static int sq_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *doing) {
+  int rc;
+  switch (src & 0xff) {
+    case SQLITE_NOMEM: rc = PAGEDB_NOMEM; break;
+    case SQLITE_FULL: rc = PAGEDB_FULL; break;
+    case SQLITE_IOERR: rc = PAGEDB_IOERR_CATALOG; break;
+    case SQLITE_CORRUPT: rc = PAGEDB_CORRUPT_CATALOG; break;
+    case SQLITE_NOTADB: rc = PAGEDB_NOTADB; break;
+    case SQLITE_BUSY: case SQLITE_LOCKED: rc = PAGEDB_BUSY; break;
+    case SQLITE_READONLY: rc = PAGEDB_READONLY; break;
+    case SQLITE_CANTOPEN: rc = PAGEDB_CANTOPEN; break;
+    default: rc = PAGEDB_ERROR; break;
+  }
+  const char *why = conn ? sqlite3_errmsg(conn) : sqlite3_errstr(src);
+  if (rc == PAGEDB_NOTADB)
+    return pdb_err(c->db, m, rc, "catalog %s is not a SQLite database (%s)", c->path, why);
+  return pdb_err(c->db, m, rc, "catalog %s: %s while %s", c->path, why, doing);
+}
+
+static int exec(Catalog *c, pdb_msg *m, const char *sql, const char *doing) {
+  int src = sqlite3_exec(c->w, sql, NULL, NULL, NULL);
+  return src == SQLITE_OK ? PAGEDB_OK : sq_fail(c, m, c->w, src, doing);
+}
+
+static int prepare(Catalog *c, pdb_msg *m, sqlite3 *conn, const char *sql, sqlite3_stmt **st) {
+  int src = sqlite3_prepare_v2(conn, sql, -1, st, NULL);
+  return src == SQLITE_OK ? PAGEDB_OK : sq_fail(c, m, conn, src, "preparing a statement");
+}
+
+/* Defensive settings for a connection to a file we did not necessarily
+** write: no schema tricks, no extension loading, checked cells. */
+static int harden(Catalog *c, pdb_msg *m, sqlite3 *conn) {
+  sqlite3_db_config(conn, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+  sqlite3_db_config(conn, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+  sqlite3_db_config(conn, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+  sqlite3_busy_timeout(conn, 10000);
+  int src = sqlite3_exec(conn, "PRAGMA cell_size_check=ON; PRAGMA foreign_keys=OFF;", NULL, NULL, NULL);
+  return src == SQLITE_OK ? PAGEDB_OK : sq_fail(c, m, conn, src, "configuring the connection");
+}
+
+static int connect(Catalog *c, pdb_msg *m, int flags, sqlite3 **out) {
+  sqlite3 *conn = NULL;
+  int src = sqlite3_open_v2(c->path, &conn, flags | SQLITE_OPEN_NOMUTEX, NULL);
+  if (src != SQLITE_OK) {
+    int rc = conn ? sq_fail(c, m, conn, src, "opening")
+                  : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory opening catalog %s", c->path);
+    sqlite3_close(conn);
+    return rc;
+  }
+  int rc = harden(c, m, conn);
+  if (rc != PAGEDB_OK) {
+    sqlite3_close(conn);
+    return rc;
+  }
+  *out = conn;
+  return PAGEDB_OK;
+}
+
+int cat_open(pagedb *db, pdb_msg *m, const char *path, int mode, Catalog **pc) {
+  *pc = NULL;
+  Catalog *c = calloc(1, sizeof *c);
+  if (!c || !(c->path = pdb_strdup(path))) {
+    free(c);
+    return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening catalog %s", path);
+  }
+  c->db = db;
+  pthread_mutex_init(&c->rmu, NULL);
+  int flags = mode == CAT_READONLY ? SQLITE_OPEN_READONLY
+            : mode == CAT_CREATE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+            : SQLITE_OPEN_READWRITE;
+  int rc = connect(c, m, flags, &c->w);
+  if (rc == PAGEDB_OK && mode != CAT_READONLY) {
+    /* WAL: readers in other processes read the last commit while the
+    ** writer's long transaction grows; FULL: a commit is durable when
+    ** COMMIT returns, which pagedb_commit promises. */
+    rc = exec(c, m, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "setting WAL mode");
+  }
+  if (rc != PAGEDB_OK) {
+    cat_close(c);
+    return rc;
+  }
+  *pc = c;
+  return PAGEDB_OK;
+}
+
+void cat_close(Catalog *c) {
+  if (!c) return;
+  sqlite3_finalize(c->ins_sample);
+  sqlite3_finalize(c->ins_page);
+  if (c->w && c->in_txn) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_close(c->w);
+  sqlite3_close(c->r);
+  pthread_mutex_destroy(&c->rmu);
+  free(c->path);
+  free(c);
+}
+
+/* Bind and run one statement with integer/text parameters given as SQL
+** text in FMT order; for the few statements outside the hot path. */
+static int run(Catalog *c, pdb_msg *m, const char *sql, const char *doing, int n, ...) {
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, sql, &st);
+  if (rc != PAGEDB_OK) return rc;
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 1; i <= n; i++) {
+    const char *kind = va_arg(ap, const char *);
+    if (kind[0] == 'i') sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
+    else sqlite3_bind_text(st, i, va_arg(ap, const char *), -1, SQLITE_TRANSIENT);
+  }
+  va_end(ap);
+  int src = sqlite3_step(st);
+  if (src == SQLITE_DONE || src == SQLITE_ROW) src = SQLITE_OK;
+  if (src != SQLITE_OK) rc = sq_fail(c, m, c->w, src, doing);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int set_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v) {
+  return run(c, m, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", "updating meta", 2,
+             "t", key, "i", v);
+}
+
+int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size) {
+  char hex[33];
+  pdb_uuid_hex(uuid, hex);
+  int rc = exec(c, m, "BEGIN", "creating the catalog");
+  if (rc == PAGEDB_OK) rc = exec(c, m, kSchema, "creating the catalog");
+  if (rc == PAGEDB_OK)
+    rc = run(c, m, "INSERT INTO meta(key, value) VALUES('uuid', ?1)", "creating the catalog", 1, "t", hex);
+  if (rc == PAGEDB_OK) rc = set_meta(c, m, "format", PDB_FORMAT);
+  if (rc == PAGEDB_OK) rc = set_meta(c, m, "page_size", page_size);
+  if (rc == PAGEDB_OK) rc = set_meta(c, m, "committed_pages", 0);
+  if (rc == PAGEDB_OK) rc = set_meta(c, m, "samples", 0);
+  if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "creating the catalog");
+  if (rc != PAGEDB_OK) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
+
+int cat_set_page_size(Catalog *c, pdb_msg *m, uint32_t page_size) {
+  return set_meta(c, m, "page_size", page_size);
+}
+
+static int corrupt(Catalog *c, pdb_msg *m, const char *fmt, const char *detail) {
+  char what[300];
+  snprintf(what, sizeof what, fmt, detail);
+  return pdb_err(c->db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: %s", c->path, what);
+}
+
+static int hexval(int ch) {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  return -1;
+}
+
+static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT key, value FROM meta", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int seen = 0, src;
+  memset(meta, 0, sizeof *meta);
+  while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *key = (const char *)sqlite3_column_text(st, 0);
+    if (!key) continue;
+    if (strcmp(key, "uuid") == 0) {
+      const unsigned char *hex = sqlite3_column_text(st, 1);
+      if (!hex || sqlite3_column_bytes(st, 1) != 32) break;
+      int ok = 1;
+      for (int i = 0; i < 16; i++) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) ok = 0;
+        meta->uuid[i] = (uint8_t)(hi << 4 | lo);
+      }
+      if (!ok) break;
+      seen |= 1;
+      continue;
+    }
+    if (sqlite3_column_type(st, 1) != SQLITE_INTEGER) continue;
+    int64_t v = sqlite3_column_int64(st, 1);
+    if (v < 0) continue;
+    if (strcmp(key, "page_size") == 0 && v <= UINT32_MAX) meta->page_size = (uint32_t)v, seen |= 2;
+    else if (strcmp(key, "format") == 0 && v <= UINT32_MAX) meta->format = (uint32_t)v, seen |= 4;
+    else if (strcmp(key, "committed_pages") == 0) meta->committed = (uint64_t)v, seen |= 8;
+    else if (strcmp(key, "samples") == 0) meta->nsample = (uint64_t)v, seen |= 16;
+  }
+  if (src != SQLITE_DONE && src != SQLITE_ROW) rc = sq_fail(c, m, c->w, src, "reading meta");
+  sqlite3_finalize(st);
+  if (rc == PAGEDB_OK && seen != 31)
+    rc = corrupt(c, m, "table meta lacks a valid %s", !(seen & 1) ? "uuid" : !(seen & 2) ? "page_size"
+                 : !(seen & 4) ? "format" : !(seen & 8) ? "committed_pages" : "samples");
+  return rc;
+}
+
+static int type_of(const char *s) {
+  for (int t = PAGEDB_BYTES; t <= PAGEDB_REAL; t++)
+    if (s && strcmp(s, kTypeNames[t]) == 0) return t;
+  return -1;
+}
+
+static int load_fields(Catalog *c, pdb_msg *m, CatField *fields, int *nfield) {
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT idx, name, type, codec FROM field ORDER BY idx", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int n = 0, src;
+  while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(st, 1);
+    const char *codec = (const char *)sqlite3_column_text(st, 3);
+    int type = type_of((const char *)sqlite3_column_text(st, 2));
+    if (n >= PAGEDB_MAX_FIELDS || sqlite3_column_int64(st, 0) != n) {
+      rc = corrupt(c, m, "table field is not numbered 0, 1, 2... (%s)", name ? name : "?");
+    } else if (!name || strlen(name) == 0 || strlen(name) > PAGEDB_MAX_NAME || type < 0) {
+      rc = corrupt(c, m, "table field has an invalid row for '%s'", name ? name : "?");
+    } else if (!codec || strcmp(codec, "none") != 0) {
+      rc = corrupt(c, m, "field uses codec '%s', which this pagedb does not support", codec ? codec : "?");
+    } else {
+      snprintf(fields[n].name, sizeof fields[n].name, "%s", name);
+      fields[n].type = type;
+      fields[n].codec = PAGEDB_CODEC_NONE;
+      n++;
+    }
+  }
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading fields");
+  sqlite3_finalize(st);
+  *nfield = n;
+  return rc;
+}
+
+/* The sample table must have exactly id, page, off and one column per field. */
+static int check_columns(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT name FROM pragma_table_info('sample') ORDER BY cid", &st);
+  if (rc != PAGEDB_OK) return rc;
+  static const char *fixed[] = { "id", "page", "off" };
+  int i = 0, src;
+  while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    const char *want = i < 3 ? fixed[i] : i - 3 < nfield ? fields[i - 3].name : NULL;
+    if (!name || !want || sqlite3_stricmp(name, want) != 0)
+      rc = corrupt(c, m, "table sample has an unexpected column '%s'", name ? name : "?");
+    i++;
+  }
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the sample table");
+  if (rc == PAGEDB_OK && i != 3 + nfield)
+    rc = corrupt(c, m, "table sample lacks %s", i == 0 ? "every column (is it missing?)" : "columns for some fields");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield) {
+  *nfield = 0;
+  /* Every object must be one we made: a trigger or an extra view could run
+  ** arbitrary SQL inside our transactions. */
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w,
+                   "SELECT type, name FROM sqlite_schema WHERE type IN ('table','view','trigger')"
+                   " AND name NOT IN ('meta','field','page','sample','extent')"
+                   " AND name NOT LIKE 'sqlite_%'", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) {
+    char what[200];
+    snprintf(what, sizeof what, "%s '%s'", sqlite3_column_text(st, 0), sqlite3_column_text(st, 1));
+    rc = corrupt(c, m, "unexpected %s in the catalog", what);
+  } else if (src != SQLITE_DONE) {
+    rc = sq_fail(c, m, c->w, src, "reading the schema");
+  }
+  sqlite3_finalize(st);
+  static const char *need[] = { "meta", "field", "page", "sample" };
+  for (int i = 0; rc == PAGEDB_OK && i < 4; i++) {
+    char sql[120];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM sqlite_schema WHERE type='table' AND name='%s'", need[i]);
+    rc = prepare(c, m, c->w, sql, &st);
+    if (rc != PAGEDB_OK) break;
+    src = sqlite3_step(st);
+    if (src == SQLITE_DONE) rc = corrupt(c, m, "table %s is missing", need[i]);
+    else if (src != SQLITE_ROW) rc = sq_fail(c, m, c->w, src, "reading the schema");
+    sqlite3_finalize(st);
+  }
+  if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
+  if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, nfield);
+  if (rc == PAGEDB_OK) rc = check_columns(c, m, fields, *nfield);
+  return rc;
+}
+
+/* Append identifier NAME to SQL, double-quoted. */
+static void quote(char *sql, size_t cap, const char *name) {
+  size_t n = strlen(sql);
+  snprintf(sql + n, cap - n, "\"%s\"", name);   /* names never contain '"' */
+}
+
+static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  size_t cap = 256 + (size_t)nfield * (200 + 4 * PAGEDB_MAX_NAME);
+  char *sql = malloc(cap);
+  char *prev = malloc(cap);
+  if (!sql || !prev) {
+    free(sql);
+    free(prev);
+    return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
+  }
+  snprintf(sql, cap, "DROP VIEW IF EXISTS extent; CREATE VIEW extent(id, field, name, page, off, len) AS ");
+  snprintf(prev, cap, "off");
+  int any = 0;
+  for (int i = 0; i < nfield; i++) {
+    if (!is_bytes(fields[i].type)) continue;
+    size_t n = strlen(sql);
+    snprintf(sql + n, cap - n, "%sSELECT id, %d, '%s', page, %s, ", any ? " UNION ALL " : "", i,
+             fields[i].name, prev);
+    quote(sql, cap, fields[i].name);
+    n = strlen(sql);
+    snprintf(sql + n, cap - n, " FROM sample WHERE ");
+    quote(sql, cap, fields[i].name);
+    n = strlen(sql);
+    snprintf(sql + n, cap - n, " IS NOT NULL");
+    n = strlen(prev);
+    snprintf(prev + n, cap - n, " + coalesce(");
+    quote(prev, cap, fields[i].name);
+    n = strlen(prev);
+    snprintf(prev + n, cap - n, ", 0)");
+    any = 1;
+  }
+  if (!any) {
+    size_t n = strlen(sql);
+    snprintf(sql + n, cap - n, "SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0");
+  }
+  int rc = exec(c, m, sql, "creating the extent view");
+  free(sql);
+  free(prev);
+  return rc;
+}
+
+int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f) {
+  assert(!c->in_txn);
+  CatField fields[PAGEDB_MAX_FIELDS];
+  int nfield;
+  char sql[256];
+  snprintf(sql, sizeof sql, "ALTER TABLE sample ADD COLUMN ");
+  quote(sql, sizeof sql, f->name);
+  size_t n = strlen(sql);
+  snprintf(sql + n, sizeof sql - n, " %s", f->type == PAGEDB_REAL ? "REAL" : "INTEGER");
+  int rc = exec(c, m, "BEGIN IMMEDIATE", "adding a field");
+  if (rc == PAGEDB_OK)
+    rc = run(c, m, "INSERT INTO field(idx, name, type, codec) VALUES(?1, ?2, ?3, 'none')", "adding a field",
+             3, "i", (int64_t)idx, "t", f->name, "t", kTypeNames[f->type]);
+  if (rc == PAGEDB_OK) rc = exec(c, m, sql, "adding a field");
+  if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, &nfield);
+  if (rc == PAGEDB_OK) rc = make_view(c, m, fields, nfield);
+  if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "adding a field");
+  if (rc != PAGEDB_OK) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_finalize(c->ins_sample);
+  c->ins_sample = NULL;
+  return rc;
+}
+
+int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n) {
+  *runs = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT pgno, npages, used, nsamples FROM page ORDER BY pgno", &st);
+  if (rc != PAGEDB_OK) return rc;
+  uint64_t cap = 0, cnt = 0;
+  CatRun *v = NULL;
+  int src;
+  while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    for (int i = 0; i < 4; i++) {
+      if (sqlite3_column_type(st, i) != SQLITE_INTEGER || sqlite3_column_int64(st, i) < 0) {
+        char pg[32];
+        snprintf(pg, sizeof pg, "%lld", (long long)sqlite3_column_int64(st, 0));
+        rc = corrupt(c, m, "table page has a non-integer or negative value in the row of page %s", pg);
+        break;
+      }
+    }
+    if (rc != PAGEDB_OK) break;
+    if (cnt == cap) {
+      cap = cap ? cap * 2 : 256;
+      CatRun *nv = realloc(v, cap * sizeof *v);
+      if (!nv) {
+        rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading the page table of %s", c->path);
+        break;
+      }
+      v = nv;
+    }
+    int64_t np = sqlite3_column_int64(st, 1), ns = sqlite3_column_int64(st, 3);
+    if (np < 1 || np > UINT32_MAX || ns > UINT32_MAX) {
+      char pg[32];
+      snprintf(pg, sizeof pg, "%lld", (long long)sqlite3_column_int64(st, 0));
+      rc = corrupt(c, m, "table page has an impossible run length or sample count at page %s", pg);
+      break;
+    }
+    v[cnt].pgno = (uint64_t)sqlite3_column_int64(st, 0);
+    v[cnt].npages = (uint32_t)np;
+    v[cnt].used = (uint64_t)sqlite3_column_int64(st, 2);
+    v[cnt].nsamples = (uint32_t)ns;
+    cnt++;
+  }
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the page table");
+  sqlite3_finalize(st);
+  if (rc != PAGEDB_OK) {
+    free(v);
+    return rc;
+  }
+  *runs = v;
+  *n = cnt;
+  return PAGEDB_OK;
+}
+
+/* "SELECT id, page, off, f0, f1 ... FROM sample" or the matching INSERT. */
+static char *sample_sql(const CatField *fields, int nfield, int insert) {
+  size_t cap = 128 + (size_t)nfield * (PAGEDB_MAX_NAME + 8);
+  char *sql = malloc(cap);
+  if (!sql) return NULL;
+  snprintf(sql, cap, insert ? "INSERT INTO sample(id, page, off" : "SELECT id, page, off");
+  for (int i = 0; i < nfield; i++) {
+    size_t n = strlen(sql);
+    snprintf(sql + n, cap - n, ", ");
+    quote(sql, cap, fields[i].name);
+  }
+  size_t n = strlen(sql);
+  if (!insert) {
+    snprintf(sql + n, cap - n, " FROM sample");
+  } else {
+    snprintf(sql + n, cap - n, ") VALUES(?");
+    for (int i = 0; i < nfield + 2; i++) {
+      n = strlen(sql);
+      snprintf(sql + n, cap - n, ", ?");
+    }
+    n = strlen(sql);
+    snprintf(sql + n, cap - n, ")");
+  }
+  return sql;
+}
+
+int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
+             int (*xrow)(void *ctx, uint64_t *slot), void *ctx) {
+  char *sql = sample_sql(fields, nfield, 0);
+  int nw = slot_words(nfield);
+  uint64_t *slot = malloc((size_t)nw * sizeof *slot);
+  sqlite3_stmt *st = NULL;
+  int rc = sql && slot ? prepare(c, m, c->w, sql, &st)
+                       : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
+  free(sql);
+  int src = SQLITE_DONE;
+  while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    memset(slot, 0, (size_t)nw * sizeof *slot);
+    int64_t id = sqlite3_column_int64(st, 0);
+    int64_t page = sqlite3_column_int64(st, 1), off = sqlite3_column_int64(st, 2);
+    char where[64];
+    snprintf(where, sizeof where, "%lld", (long long)id);
+    if (sqlite3_column_type(st, 1) != SQLITE_INTEGER || sqlite3_column_type(st, 2) != SQLITE_INTEGER
+        || page < 0 || off < 0 || off >= (int64_t)page_size || (uint64_t)page > PDB_MAX_DATA / page_size) {
+      rc = corrupt(c, m, "sample %s has an invalid page or offset", where);
+      break;
+    }
+    slot[0] = (uint64_t)id;
+    slot[1] = (uint64_t)page * page_size + (uint64_t)off;
+    for (int f = 0; f < nfield && rc == PAGEDB_OK; f++) {
+      int t = sqlite3_column_type(st, 3 + f);
+      if (t == SQLITE_NULL) continue;
+      uint64_t *v = slot_val(slot, nfield, f);
+      if (fields[f].type == PAGEDB_REAL && (t == SQLITE_FLOAT || t == SQLITE_INTEGER)) {
+        double d = sqlite3_column_double(st, 3 + f);
+        memcpy(v, &d, sizeof d);
+      } else if (fields[f].type != PAGEDB_REAL && t == SQLITE_INTEGER) {
+        int64_t iv = sqlite3_column_int64(st, 3 + f);
+        if (is_bytes(fields[f].type) && (iv < 0 || (uint64_t)iv > PAGEDB_MAX_SAMPLE)) {
+          snprintf(where + strlen(where), sizeof where - strlen(where), ", field %s", fields[f].name);
+          rc = corrupt(c, m, "sample %s has an impossible length", where);
+        }
+        *v = (uint64_t)iv;
+      } else {
+        snprintf(where + strlen(where), sizeof where - strlen(where), ", field %s", fields[f].name);
+        rc = corrupt(c, m, "sample %s holds a value of the wrong type", where);
+      }
+      slot_set(slot, f);
+    }
+    if (rc == PAGEDB_OK) rc = xrow(ctx, slot);
+  }
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading samples");
+  sqlite3_finalize(st);
+  free(slot);
+  return rc;
+}
+
+int cat_max_id(Catalog *c, pdb_msg *m, int64_t *id) {
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT max(id) FROM sample", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) *id = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 0);
+  else rc = sq_fail(c, m, c->w, src, "reading the largest id");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *slots,
+                   const CatField *fields, int nfield, uint32_t page_size) {
+  int rc = PAGEDB_OK;
+  if (!c->in_txn) {
+    rc = exec(c, m, "BEGIN IMMEDIATE", "starting a transaction");
+    if (rc != PAGEDB_OK) return rc;
+    c->in_txn = 1;
+  }
+  if (!c->ins_page)
+    rc = prepare(c, m, c->w, "INSERT INTO page(pgno, npages, used, nsamples) VALUES(?1, ?2, ?3, ?4)", &c->ins_page);
+  if (rc == PAGEDB_OK && !c->ins_sample) {
+    char *sql = sample_sql(fields, nfield, 1);
+    rc = sql ? prepare(c, m, c->w, sql, &c->ins_sample)
+             : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory preparing catalog inserts");
+    free(sql);
+  }
+  if (rc != PAGEDB_OK) return rc;
+  sqlite3_stmt *st = c->ins_page;
+  sqlite3_bind_int64(st, 1, (int64_t)d->pgno);
+  sqlite3_bind_int64(st, 2, d->npages);
+  sqlite3_bind_int64(st, 3, (int64_t)d->used);
+  sqlite3_bind_int64(st, 4, d->nsamples);
+  int src = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (src != SQLITE_DONE) return sq_fail(c, m, c->w, src, "recording a page");
+  int nw = slot_words(nfield);
+  st = c->ins_sample;
+  for (uint32_t i = 0; i < d->nsamples; i++) {
+    const uint64_t *s = slots + (size_t)i * nw;
+    sqlite3_bind_int64(st, 1, (int64_t)s[0]);
+    sqlite3_bind_int64(st, 2, (int64_t)(s[1] / page_size));
+    sqlite3_bind_int64(st, 3, (int64_t)(s[1] % page_size));
+    for (int f = 0; f < nfield; f++) {
+      uint64_t v = slot_get(s, nfield, f);
+      if (!slot_has(s, f)) {
+        sqlite3_bind_null(st, 4 + f);
+      } else if (fields[f].type == PAGEDB_REAL) {
+        double dv;
+        memcpy(&dv, &v, sizeof dv);
+        sqlite3_bind_double(st, 4 + f, dv);
+      } else {
+        sqlite3_bind_int64(st, 4 + f, (int64_t)v);
+      }
+    }
+    src = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (src != SQLITE_DONE) {
+      char what[80];
+      snprintf(what, sizeof what, "recording sample %lld", (long long)s[0]);
+      return sq_fail(c, m, c->w, src, what);
+    }
+  }
+  return PAGEDB_OK;
+}
+
+int cat_commit(Catalog *c, pdb_msg *m, uint64_t committed, uint64_t nsample) {
+  int rc = PAGEDB_OK;
+  if (!c->in_txn) {
+    rc = exec(c, m, "BEGIN IMMEDIATE", "starting a transaction");
+    if (rc != PAGEDB_OK) return rc;
+    c->in_txn = 1;
+  }
+  rc = set_meta(c, m, "committed_pages", (int64_t)committed);
+  if (rc == PAGEDB_OK) rc = set_meta(c, m, "samples", (int64_t)nsample);
+  if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "committing");
+  if (rc != PAGEDB_OK && !sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  c->in_txn = 0;
+  return rc;
+}
+
+void cat_rollback(Catalog *c) {
+  if (c->in_txn && !sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  c->in_txn = 0;
+}
+
+int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
+            int (*xrow)(void *, int, char **, char **), void *ctx) {
+  pthread_mutex_lock(&c->rmu);
+  int rc = PAGEDB_OK;
+  if (!c->r) {
+    rc = connect(c, m, SQLITE_OPEN_READONLY, &c->r);
+    if (rc == PAGEDB_OK && sqlite3_exec(c->r, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
+      rc = sq_fail(c, m, c->r, sqlite3_errcode(c->r), "configuring the connection");
+  }
+  const char *tail = sql;
+  while (rc == PAGEDB_OK && tail && *tail) {
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(c->r, tail, -1, &st, &tail);
+    if (src != SQLITE_OK) {
+      rc = pdb_err(c->db, m, PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(c->r));
+      break;
+    }
+    if (!st) continue;   /* whitespace or a comment */
+    if (!sqlite3_stmt_readonly(st)) {
+      rc = pdb_err(c->db, m, PAGEDB_READONLY, "SQL error: the catalog is read-only here: %s", sqlite3_sql(st));
+      sqlite3_finalize(st);
+      break;
+    }
+    int ncol = sqlite3_column_count(st);
+    char **vals = calloc((size_t)ncol * 2 + 1, sizeof(char *));
+    if (!vals) {
+      sqlite3_finalize(st);
+      rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running SQL");
+      break;
+    }
+    char **names = vals + ncol;
+    for (int i = 0; i < ncol; i++) names[i] = (char *)sqlite3_column_name(st, i);
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+      for (int i = 0; i < ncol; i++) vals[i] = (char *)sqlite3_column_text(st, i);
+      if (xrow && xrow(ctx, ncol, vals, names) != 0) {
+        rc = pdb_err(c->db, m, PAGEDB_ERROR, "SQL query aborted by its callback");
+        break;
+      }
+    }
+    if (rc == PAGEDB_OK && src != SQLITE_DONE)
+      rc = pdb_err(c->db, m, src == SQLITE_NOMEM ? PAGEDB_NOMEM : PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(c->r));
+    free(vals);
+    sqlite3_finalize(st);
+  }
+  pthread_mutex_unlock(&c->rmu);
+  return rc;
+}

@@ -1,0 +1,88 @@
+/*
+** catalog.h -- the SQLite database beside the data file that records the
+** schema, the committed pages and every committed sample.  Its tables are
+** documented in doc/catalog.md.
+*/
+#ifndef PAGEDB_CATALOG_H
+#define PAGEDB_CATALOG_H
+
+#include "pagedbInt.h"
+#include "pager.h"
+
+typedef struct Catalog Catalog;
+
+typedef struct CatField {
+  char name[PAGEDB_MAX_NAME + 1];
+  int type;                 /* PAGEDB_BYTES ... PAGEDB_REAL */
+  int codec;
+} CatField;
+
+typedef struct CatMeta {
+  uint8_t uuid[16];
+  uint32_t page_size;
+  uint32_t format;
+  uint64_t committed;       /* committed pages */
+  uint64_t nsample;         /* committed samples */
+} CatMeta;
+
+/* A committed run, as the page table records it. */
+typedef struct CatRun {
+  uint64_t pgno;
+  uint32_t npages;
+  uint32_t nsamples;
+  uint64_t used;
+} CatRun;
+
+#define CAT_READONLY 0
+#define CAT_WRITE    1
+#define CAT_CREATE   2
+
+/* Open the catalog at PATH (CAT_CREATE: create it; it must not exist). */
+int cat_open(pagedb *db, pdb_msg *m, const char *path, int mode, Catalog **pc);
+void cat_close(Catalog *c);
+
+/* Create the tables of a new dataset, in one transaction. */
+int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size);
+int cat_set_page_size(Catalog *c, pdb_msg *m, uint32_t page_size);
+
+/* Check the schema and read meta and fields (FIELDS has room for
+** PAGEDB_MAX_FIELDS). */
+int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield);
+
+/* Add field number IDX (durable on return). */
+int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f);
+
+/* The page table in page order: *RUNS (malloc'd, caller frees), *N runs. */
+int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n);
+
+/*
+** Call XROW for every committed sample with its slot (see index.h), built
+** from the row: NW words.  Offsets are checked by the caller.  A non-OK
+** return from XROW stops the scan and is returned.
+*/
+int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
+             int (*xrow)(void *ctx, uint64_t *slot), void *ctx);
+
+/* The largest committed id, or -1. */
+int cat_max_id(Catalog *c, pdb_msg *m, int64_t *id);
+
+/*
+** Record run D and its NSAMPLES slots (NW words each) in the open write
+** transaction, beginning one if needed.  Nothing is durable until
+** cat_commit.
+*/
+int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *slots,
+                   const CatField *fields, int nfield, uint32_t page_size);
+
+/* Commit the open transaction with COMMITTED pages and NSAMPLE samples.
+** On failure the transaction is rolled back: nothing of it is durable. */
+int cat_commit(Catalog *c, pdb_msg *m, uint64_t committed, uint64_t nsample);
+
+/* Roll back the open write transaction, if any. */
+void cat_rollback(Catalog *c);
+
+/* Run read-only SQL on a separate connection (see pagedb_sql). */
+int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
+            int (*xrow)(void *, int, char **, char **), void *ctx);
+
+#endif /* PAGEDB_CATALOG_H */

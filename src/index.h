@@ -1,0 +1,53 @@
+/*
+** index.h -- the in-memory map from sample id to where the sample lies,
+** so that a read by id costs O(1) and runs no SQL.
+**
+** A sample's entry (a "slot") is NW 64-bit words:
+**   word 0            the id
+**   word 1            byte offset of its record in the data region
+**   words 2..2+NP-1   presence bits, one per field
+**   then one word per field: the length of a BYTES/TEXT field, or the value
+**                     of an INT field, or the bits of a REAL field
+** The layout is fixed by the schema; see slot_* below.
+*/
+#ifndef PAGEDB_INDEX_H
+#define PAGEDB_INDEX_H
+
+#include "pagedbInt.h"
+#include <pthread.h>
+
+typedef struct Index Index;
+
+/* Words in a slot of a dataset with NFIELD fields. */
+static inline int slot_words(int nfield) { return 2 + (nfield + 63) / 64 + nfield; }
+static inline int slot_has(const uint64_t *s, int f) { return (s[2 + f / 64] >> (f % 64)) & 1; }
+static inline void slot_set(uint64_t *s, int f) { s[2 + f / 64] |= (uint64_t)1 << (f % 64); }
+static inline uint64_t *slot_val(uint64_t *s, int nfield, int f) { return &s[2 + (nfield + 63) / 64 + f]; }
+static inline uint64_t slot_get(const uint64_t *s, int nfield, int f) { return s[2 + (nfield + 63) / 64 + f]; }
+
+/* Create an index of slots of NW words, sized for EXPECT samples. */
+int idx_create(Index **pi, int nw, uint64_t expect);
+void idx_free(Index *x);
+
+/*
+** Reserve ID for a sample being written: PAGEDB_CONSTRAINT if it is
+** committed or reserved already.  Thread-safe.
+*/
+int idx_reserve(Index *x, int64_t id);
+/* Give back a reservation that will not be published.  Thread-safe. */
+void idx_release(Index *x, int64_t id);
+/*
+** Publish a reserved sample: copy SLOT (whose word 0 is the id) into the
+** index and make it visible to idx_find().  One thread at a time (the
+** committer); safe against concurrent idx_find, idx_reserve, idx_release.
+*/
+int idx_publish(Index *x, const uint64_t *slot);
+
+/* The slot of committed sample ID, or NULL.  Lock-free; the slot stays valid
+** until idx_free. */
+const uint64_t *idx_find(Index *x, int64_t id);
+
+/* Committed samples. */
+uint64_t idx_count(Index *x);
+
+#endif /* PAGEDB_INDEX_H */

@@ -1,0 +1,523 @@
+/*
+** main.c -- opening, closing, the schema and commit.
+**
+** Opening loads the whole committed catalog into the in-memory index (one
+** scan of the sample table), checking every extent against the page table
+** and the file, so that reads afterwards need no SQL and trust nothing.
+**
+** Commit is the ordered half of the pager's invariants: the runs of the
+** written prefix are inserted into the catalog's open transaction (mostly
+** in advance, by the catalog thread), the data file is synced, the
+** transaction commits, and only then do the samples become visible.
+*/
+#include "api.h"
+#include "os.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+
+/* --- the catalog thread ------------------------------------------------- */
+
+static void append_runs(PageRecs **list, PageDone *runs) {
+  while (*list) list = (PageRecs **)&(*list)->d.next;
+  *list = (PageRecs *)runs;
+}
+
+/* Roll the open transaction back and put the runs it held back in front
+** of todo, in page order, to be inserted again.  db->cat_mu held. */
+static void abandon(pagedb *db) {
+  cat_rollback(db->cat);
+  if (!db->inserted) return;
+  *db->inserted_tail = db->todo;
+  db->todo = db->inserted;
+  db->inserted = NULL;
+  db->inserted_tail = &db->inserted;
+}
+
+/* Insert every run in todo into the open transaction.  db->cat_mu held.
+** On failure the transaction is abandoned and every run waits in todo
+** again, in page order, for the next commit to retry. */
+static int insert_todo(pagedb *db, pdb_msg *m) {
+  int rc = PAGEDB_OK;
+  append_runs(&db->todo, pager_take(db->pager));
+  while (db->todo) {
+    PageRecs *r = db->todo;
+    rc = cat_insert_run(db->cat, m, &r->d, r->slots, db->fields, db->nfield, pager_page_size(db->pager));
+    if (rc != PAGEDB_OK) break;
+    db->todo = (PageRecs *)r->d.next;
+    r->d.next = NULL;
+    *db->inserted_tail = r;
+    db->inserted_tail = (PageRecs **)&r->d.next;
+  }
+  if (rc != PAGEDB_OK) abandon(db);
+  return rc;
+}
+
+static void *catalog_thread(void *arg) {
+  pagedb *db = arg;
+  pdb_msg scratch = { 0 };
+  pthread_mutex_lock(&db->wake_mu);
+  for (;;) {
+    while (!db->wake && !db->stop) pthread_cond_wait(&db->wake_cv, &db->wake_mu);
+    if (db->stop) break;
+    db->wake = 0;
+    pthread_mutex_unlock(&db->wake_mu);
+    pthread_mutex_lock(&db->cat_mu);
+    /* A failure here is not reported: commit retries the same runs and
+    ** reports what it meets. */
+    if (!db->todo) insert_todo(db, &scratch);
+    pthread_mutex_unlock(&db->cat_mu);
+    pthread_mutex_lock(&db->wake_mu);
+  }
+  pthread_mutex_unlock(&db->wake_mu);
+  return NULL;
+}
+
+void api_wake(pagedb *db) {
+  pthread_mutex_lock(&db->wake_mu);
+  db->wake = 1;
+  pthread_cond_signal(&db->wake_cv);
+  pthread_mutex_unlock(&db->wake_mu);
+}
+
+static void stop_thread(pagedb *db) {
+  pthread_mutex_lock(&db->wake_mu);
+  int on = db->thread_on;
+  db->stop = 1;
+  db->thread_on = 0;
+  pthread_cond_signal(&db->wake_cv);
+  pthread_mutex_unlock(&db->wake_mu);
+  if (on) pthread_join(db->thread, NULL);
+}
+
+void api_start_thread(pagedb *db) {
+  pthread_mutex_lock(&db->wake_mu);
+  if (!db->thread_on && !db->stop) {
+    /* Without a thread, commit does all inserts itself: slower, not wrong. */
+    db->thread_on = pthread_create(&db->thread, NULL, catalog_thread, db) == 0;
+  }
+  pthread_mutex_unlock(&db->wake_mu);
+}
+
+/* --- commit ------------------------------------------------------------- */
+
+static void free_runs(PageRecs *r) {
+  while (r) {
+    PageRecs *next = (PageRecs *)r->d.next;
+    free(r);
+    r = next;
+  }
+}
+
+static int check_usable(pagedb *db, pdb_msg *m) {
+  if (db->failed) return pdb_err(db, m, PAGEDB_MISUSE, "the handle's open failed; only close it");
+  int broken = atomic_load(&db->broken);
+  if (broken)
+    return pdb_err(db, m, broken, "%s: an earlier failure made the handle unusable (%s); close and reopen it",
+                   db->path, pagedb_errstr(broken));
+  return PAGEDB_OK;
+}
+
+static int commit_locked(pagedb *db) {
+  pdb_msg *m = &db->err;
+  int rc = insert_todo(db, m);
+  if (rc != PAGEDB_OK) return rc;
+  if (!db->inserted) return PAGEDB_OK;   /* nothing new is written */
+  uint64_t end = 0, n = db->nsample;
+  for (PageRecs *r = db->inserted; r; r = (PageRecs *)r->d.next) {
+    end = r->d.pgno + r->d.npages;
+    n += r->d.nsamples;
+  }
+  /* Invariant 4 of pager.c: data durable before the catalog says so. */
+  rc = pager_sync(db->pager, m);
+  if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
+  if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, end, n);
+  if (rc != PAGEDB_OK) {
+    abandon(db);
+    return rc;
+  }
+  db->nsample = n;
+  atomic_store(&db->committed, end);
+  uint32_t ps = pager_page_size(db->pager);
+  if (atomic_load(&db->want_map)) {
+    rc = pager_map_ensure(db->pager, m, end * ps);
+  }
+  for (PageRecs *r = db->inserted; r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next) {
+    for (uint32_t i = 0; i < r->d.nsamples && rc == PAGEDB_OK; i++)
+      rc = idx_publish(db->idx, r->slots + (size_t)i * db->nw);
+  }
+  if (rc != PAGEDB_OK) {
+    /* Durable, but this handle cannot show it: reopening will. */
+    atomic_store(&db->broken, rc);
+    rc = pdb_err(db, m, rc, "%s: committed, but the samples could not be made visible in this handle (%s); reopen",
+                 db->path, pagedb_errstr(rc));
+  }
+  free_runs(db->inserted);
+  db->inserted = NULL;
+  db->inserted_tail = &db->inserted;
+  return rc;
+}
+
+int pagedb_commit(pagedb *db) {
+  if (!db) return PAGEDB_MISUSE;
+  int rc = check_usable(db, &db->err);
+  if (rc != PAGEDB_OK) return rc;
+  if (db->readonly) return pdb_err(db, &db->err, PAGEDB_READONLY, "%s is open read-only: nothing to commit", db->path);
+  pthread_mutex_lock(&db->commit_mu);
+  pthread_mutex_lock(&db->cat_mu);
+  rc = commit_locked(db);
+  pthread_mutex_unlock(&db->cat_mu);
+  pthread_mutex_unlock(&db->commit_mu);
+  return rc;
+}
+
+/* --- open --------------------------------------------------------------- */
+
+/* What the scan of the sample table checks each row against. */
+typedef struct Loader {
+  pagedb *db;
+  const CatRun *runs;
+  uint64_t nrun;
+  int64_t max_id;
+} Loader;
+
+static const CatRun *run_at(const Loader *l, uint64_t pgno) {
+  uint64_t lo = 0, hi = l->nrun;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (l->runs[mid].pgno < pgno) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < l->nrun && l->runs[lo].pgno == pgno ? &l->runs[lo] : NULL;
+}
+
+static int load_row(void *ctx, uint64_t *slot) {
+  Loader *l = ctx;
+  pagedb *db = l->db;
+  uint32_t ps = pager_page_size(db->pager);
+  uint64_t pgno = slot[1] / ps, off = slot[1] % ps, len = 0;
+  for (int f = 0; f < db->nfield; f++)
+    if (api_is_bytes(db, f) && slot_has(slot, f)) len += slot_get(slot, db->nfield, f);
+  const CatRun *run = run_at(l, pgno);
+  long long id = (long long)slot[0];
+  if (!run || run->used == 0)
+    return pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG,
+                   "catalog %s: sample %lld lies on page %llu, which starts no committed run", db->catpath, id,
+                   (unsigned long long)pgno);
+  if (off < PDB_PAGE_HDR || len > run->used || off > run->used - len)
+    return pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG,
+                   "catalog %s: sample %lld (%llu bytes at offset %llu of page %llu) lies outside the %llu bytes"
+                   " written there", db->catpath, id, (unsigned long long)len, (unsigned long long)off,
+                   (unsigned long long)pgno, (unsigned long long)run->used);
+  int rc = idx_reserve(db->idx, (int64_t)slot[0]);
+  if (rc == PAGEDB_OK) rc = idx_publish(db->idx, slot);
+  if (rc == PAGEDB_CONSTRAINT)
+    return pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG, "catalog %s: sample %lld appears twice", db->catpath, id);
+  if (rc != PAGEDB_OK) return pdb_err(db, &db->err, rc, "out of memory loading sample %lld", id);
+  if ((int64_t)slot[0] > l->max_id) l->max_id = (int64_t)slot[0];
+  return PAGEDB_OK;
+}
+
+/* Check the page table and the file, then load every sample. */
+static int load(pagedb *db, const CatMeta *meta) {
+  pdb_msg *m = &db->err;
+  uint32_t ps = pager_page_size(db->pager);
+  CatRun *runs;
+  uint64_t nrun;
+  int rc = cat_runs(db->cat, m, &runs, &nrun);
+  if (rc != PAGEDB_OK) return rc;
+  uint64_t next = 0, data_end = 0, nsample = 0;
+  for (uint64_t i = 0; i < nrun && rc == PAGEDB_OK; i++) {
+    const CatRun *r = &runs[i];
+    if (r->pgno != next || r->npages > PDB_MAX_DATA / ps - r->pgno)
+      rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the page table has a gap or overlap at page %llu",
+                   db->catpath, (unsigned long long)r->pgno);
+    else if (r->used != 0 && (r->used < PDB_PAGE_HDR || r->used > (uint64_t)r->npages * ps))
+      rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: page %llu claims %llu bytes used in a %u-page run",
+                   db->catpath, (unsigned long long)r->pgno, (unsigned long long)r->used, r->npages);
+    next = r->pgno + r->npages;
+    if (r->used) data_end = r->pgno * ps + r->used;
+    nsample += r->nsamples;
+  }
+  if (rc == PAGEDB_OK && next != meta->committed)
+    rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the page table covers %llu pages but meta says %llu",
+                 db->catpath, (unsigned long long)next, (unsigned long long)meta->committed);
+  if (rc == PAGEDB_OK && nsample != meta->nsample)
+    rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the page table counts %llu samples but meta says %llu",
+                 db->catpath, (unsigned long long)nsample, (unsigned long long)meta->nsample);
+  if (rc == PAGEDB_OK) rc = pager_recover(db->pager, m, meta->committed, data_end, !db->readonly);
+  if (rc == PAGEDB_OK && idx_create(&db->idx, db->nw, meta->nsample) != PAGEDB_OK)
+    rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory indexing %llu samples", (unsigned long long)meta->nsample);
+  Loader l = { db, runs, nrun, -1 };
+  if (rc == PAGEDB_OK) rc = cat_scan(db->cat, m, db->fields, db->nfield, ps, load_row, &l);
+  if (rc == PAGEDB_OK && idx_count(db->idx) != meta->nsample)
+    rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: table sample holds %llu samples but meta says %llu",
+                 db->catpath, (unsigned long long)idx_count(db->idx), (unsigned long long)meta->nsample);
+  free(runs);
+  if (rc != PAGEDB_OK) return rc;
+  db->nsample = meta->nsample;
+  atomic_store(&db->committed, meta->committed);
+  atomic_store(&db->next_auto, l.max_id + 1);
+  return PAGEDB_OK;
+}
+
+/* Create a new dataset at db->path (no data file, no catalog). */
+static int create(pagedb *db) {
+  int rc = pager_create(db, &db->err, db->vfs, db->path, PAGEDB_DEFAULT_PAGE_SIZE, &db->pager);
+  if (rc == PAGEDB_OK) rc = pager_lock(db->pager, &db->err);
+  return rc;
+}
+
+/* Open the catalog; a dataset whose creation was cut short between its
+** data file and its catalog (header only) gets its catalog now. */
+static int open_catalog(pagedb *db, int flags) {
+  int exists = 0;
+  db->vfs->xAccess(db->vfs, db->catpath, &exists);
+  if (exists)
+    return cat_open(db, &db->err, db->catpath, db->readonly ? CAT_READONLY : CAT_WRITE, &db->cat);
+  uint64_t size = 0;
+  pdb_os_size(pager_file(db->pager), &size);
+  if (!(flags & PAGEDB_OPEN_CREATE) || size != PDB_HEADER_SIZE)
+    return pdb_err(db, &db->err, PAGEDB_CANTOPEN, "the catalog %s of data file %s is missing", db->catpath, db->path);
+  int rc = cat_open(db, &db->err, db->catpath, CAT_CREATE, &db->cat);
+  if (rc == PAGEDB_OK) rc = cat_init(db->cat, &db->err, pager_uuid(db->pager), pager_page_size(db->pager));
+  if (rc == PAGEDB_OK && db->vfs->xSyncDir && db->vfs->xSyncDir(db->vfs, db->catpath) != PAGEDB_OK)
+    rc = pdb_err(db, &db->err, PAGEDB_IOERR_SYNC, "cannot sync the directory of %s: %s", db->catpath, strerror(errno));
+  return rc;
+}
+
+static int open_dataset(pagedb *db, int flags) {
+  pdb_msg *m = &db->err;
+  int exists = 0, cat_exists = 0;
+  db->vfs->xAccess(db->vfs, db->path, &exists);
+  db->vfs->xAccess(db->vfs, db->catpath, &cat_exists);
+  int rc;
+  if (!exists) {
+    if (!(flags & PAGEDB_OPEN_CREATE))
+      return pdb_err(db, m, PAGEDB_CANTOPEN_NOENT, "no dataset at %s: the file does not exist", db->path);
+    if (cat_exists)
+      return pdb_err(db, m, PAGEDB_CANTOPEN,
+                     "cannot create %s: its catalog %s exists without it (move the catalog away first)", db->path,
+                     db->catpath);
+    rc = create(db);
+  } else {
+    rc = pager_open(db, m, db->vfs, db->path, db->readonly, &db->pager);
+    if (rc == PAGEDB_OK && !db->readonly) rc = pager_lock(db->pager, m);
+  }
+  if (rc == PAGEDB_OK) rc = open_catalog(db, flags);
+  CatMeta meta;
+  if (rc == PAGEDB_OK) rc = cat_load(db->cat, m, &meta, db->fields, &db->nfield);
+  if (rc != PAGEDB_OK) return rc;
+  char a[33], b[33];
+  pdb_uuid_hex(meta.uuid, a);
+  pdb_uuid_hex(pager_uuid(db->pager), b);
+  if (meta.format > PDB_FORMAT)
+    return pdb_err(db, m, PAGEDB_NOTADB_VERSION, "catalog %s has format version %u; this pagedb reads up to %u",
+                   db->catpath, meta.format, PDB_FORMAT);
+  if (strcmp(a, b) != 0)
+    return pdb_err(db, m, PAGEDB_NOTADB_MISMATCH,
+                   "catalog %s belongs to another data file (dataset %s), not to %s (dataset %s)", db->catpath, a,
+                   db->path, b);
+  if (meta.page_size != pager_page_size(db->pager)) {
+    /* pagedb_set_page_size writes the header, then the catalog: a crash
+    ** between them leaves an empty dataset whose header is right. */
+    if (db->nfield == 0 && meta.committed == 0 && !db->readonly)
+      rc = cat_set_page_size(db->cat, m, pager_page_size(db->pager));
+    else
+      rc = pdb_err(db, m, PAGEDB_CORRUPT_HEADER, "%s: page size %u in the header but %u in catalog %s", db->path,
+                   pager_page_size(db->pager), meta.page_size, db->catpath);
+    if (rc != PAGEDB_OK) return rc;
+  }
+  db->nw = slot_words(db->nfield);
+  return load(db, &meta);
+}
+
+int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
+  if (!out) return PAGEDB_MISUSE;
+  *out = NULL;
+  pagedb *db = calloc(1, sizeof *db);
+  if (!db) return pdb_err(NULL, NULL, PAGEDB_NOMEM, "out of memory allocating a pagedb handle");
+  pthread_mutex_init(&db->mu, NULL);
+  pthread_mutex_init(&db->commit_mu, NULL);
+  pthread_mutex_init(&db->cat_mu, NULL);
+  pthread_mutex_init(&db->wake_mu, NULL);
+  pthread_cond_init(&db->wake_cv, NULL);
+  db->inserted_tail = &db->inserted;
+  *out = db;
+  int rc;
+  int mode = flags & (PAGEDB_OPEN_READONLY | PAGEDB_OPEN_READWRITE);
+  db->readonly = mode == PAGEDB_OPEN_READONLY;
+  if (!path || !path[0]) {
+    rc = pdb_err(db, &db->err, PAGEDB_MISUSE, "pagedb_open: no path given");
+  } else if ((mode != PAGEDB_OPEN_READONLY && mode != PAGEDB_OPEN_READWRITE)
+             || (flags & ~(PAGEDB_OPEN_READONLY | PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE))
+             || (db->readonly && (flags & PAGEDB_OPEN_CREATE))) {
+    rc = pdb_err(db, &db->err, PAGEDB_MISUSE,
+                 "pagedb_open %s: flags 0x%x must be READONLY, or READWRITE with optional CREATE", path, flags);
+  } else if (!(db->vfs = pagedb_vfs_find(vfs))) {
+    rc = pdb_err(db, &db->err, PAGEDB_MISUSE, "pagedb_open %s: no VFS named '%s' is registered", path,
+                 vfs ? vfs : getenv("PAGEDB_VFS"));
+  } else if (!(db->path = pdb_strdup(path)) || !(db->catpath = malloc(strlen(path) + 9))) {
+    rc = pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory opening %s", path);
+  } else {
+    sprintf(db->catpath, "%s-catalog", path);
+    rc = open_dataset(db, flags);
+  }
+  if (rc != PAGEDB_OK) db->failed = 1;
+  return rc;
+}
+
+int pagedb_close(pagedb *db) {
+  if (!db) return PAGEDB_OK;
+  pthread_mutex_lock(&db->mu);
+  while (db->readers) {
+    pagedb_reader *r = db->readers;
+    db->readers = r->next;
+    api_reader_free(r);
+  }
+  int rc = PAGEDB_OK;
+  while (db->writers) {
+    pagedb_writer *w = db->writers;
+    db->writers = w->next;
+    pdb_msg err = { 0 };
+    int wrc = api_writer_free(w, &err);
+    if (rc == PAGEDB_OK && wrc != PAGEDB_OK) rc = pdb_err_copy(db, &db->err, &err);
+  }
+  pthread_mutex_unlock(&db->mu);
+  stop_thread(db);
+  if (!db->failed && !db->readonly && !atomic_load(&db->broken)) {
+    int crc = pagedb_commit(db);
+    if (rc == PAGEDB_OK) rc = crc;
+  }
+  free_runs(db->todo);
+  free_runs(db->inserted);
+  pager_close(db->pager);
+  cat_close(db->cat);
+  idx_free(db->idx);
+  pthread_mutex_destroy(&db->mu);
+  pthread_mutex_destroy(&db->commit_mu);
+  pthread_mutex_destroy(&db->cat_mu);
+  pthread_mutex_destroy(&db->wake_mu);
+  pthread_cond_destroy(&db->wake_cv);
+  free(db->path);
+  free(db->catpath);
+  free(db);
+  return rc;
+}
+
+/* --- schema ------------------------------------------------------------- */
+
+/* A dataset's schema is open until its first page is claimed. */
+static int schema_open(pagedb *db, const char *what) {
+  int rc = check_usable(db, &db->err);
+  if (rc != PAGEDB_OK) return rc;
+  if (db->readonly) return pdb_err(db, &db->err, PAGEDB_READONLY, "%s: %s: the dataset is open read-only", db->path, what);
+  pthread_mutex_lock(&db->mu);
+  int busy = db->writers != NULL;
+  pthread_mutex_unlock(&db->mu);
+  if (busy || pager_claimed(db->pager) > 0)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: %s: the dataset already has %s", db->path, what,
+                   busy ? "an open writer" : "samples");
+  return PAGEDB_OK;
+}
+
+int pagedb_set_page_size(pagedb *db, size_t bytes) {
+  if (!db) return PAGEDB_MISUSE;
+  int rc = schema_open(db, "cannot set the page size");
+  if (rc != PAGEDB_OK) return rc;
+  if (db->nfield > 0)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: the page size must be set before the first field", db->path);
+  if (bytes < PAGEDB_MIN_PAGE_SIZE || bytes > PAGEDB_MAX_PAGE_SIZE || (bytes & (bytes - 1)))
+    return pdb_err(db, &db->err, PAGEDB_RANGE, "%s: page size %zu is not a power of two from %u to %u", db->path,
+                   bytes, PAGEDB_MIN_PAGE_SIZE, PAGEDB_MAX_PAGE_SIZE);
+  if (bytes == pager_page_size(db->pager)) return PAGEDB_OK;
+  rc = pager_set_page_size(db->pager, &db->err, (uint32_t)bytes);
+  if (rc == PAGEDB_OK) rc = cat_set_page_size(db->cat, &db->err, (uint32_t)bytes);
+  return rc;
+}
+
+size_t pagedb_page_size(pagedb *db) {
+  return db && db->pager ? pager_page_size(db->pager) : 0;
+}
+
+static int valid_name(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > PAGEDB_MAX_NAME || isdigit((unsigned char)s[0])) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-') return 0;
+  return strcasecmp(s, "id") && strcasecmp(s, "page") && strcasecmp(s, "off");
+}
+
+int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
+  if (!db) return PAGEDB_MISUSE;
+  int rc = schema_open(db, "cannot add a field");
+  if (rc != PAGEDB_OK) return rc;
+  if (!name || !valid_name(name))
+    return pdb_err(db, &db->err, PAGEDB_MISUSE,
+                   "%s: invalid field name '%s': use 1 to %d letters, digits, '_', '.' or '-', not starting with a"
+                   " digit, and not id, page or off", db->path, name ? name : "(null)", PAGEDB_MAX_NAME);
+  if (type < PAGEDB_BYTES || type > PAGEDB_REAL)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: field '%s': unknown type %d", db->path, name, type);
+  if (codec == PAGEDB_CODEC_LZ4)
+    return pdb_err(db, &db->err, PAGEDB_ERROR, "%s: field '%s': codec lz4 is not supported by this version", db->path, name);
+  if (codec != PAGEDB_CODEC_NONE)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: field '%s': unknown codec %d", db->path, name, codec);
+  for (int i = 0; i < db->nfield; i++)
+    if (strcasecmp(db->fields[i].name, name) == 0)
+      return pdb_err(db, &db->err, PAGEDB_CONSTRAINT, "%s: a field named '%s' exists already", db->path,
+                     db->fields[i].name);
+  if (db->nfield >= PAGEDB_MAX_FIELDS)
+    return pdb_err(db, &db->err, PAGEDB_TOOBIG, "%s: a dataset has at most %d fields", db->path, PAGEDB_MAX_FIELDS);
+  CatField f = { .type = type, .codec = codec };
+  snprintf(f.name, sizeof f.name, "%s", name);
+  rc = cat_field_add(db->cat, &db->err, db->nfield, &f);
+  if (rc != PAGEDB_OK) return rc;
+  db->fields[db->nfield++] = f;
+  db->nw = slot_words(db->nfield);
+  /* The index holds slots of the old width; it is empty, so replace it. */
+  Index *x;
+  if (idx_create(&x, db->nw, 0) != PAGEDB_OK)
+    return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory adding field '%s'", name);
+  idx_free(db->idx);
+  db->idx = x;
+  return PAGEDB_OK;
+}
+
+int pagedb_field_index(pagedb *db, const char *name) {
+  if (!db || !name) return -1;
+  for (int i = 0; i < db->nfield; i++)
+    if (strcmp(db->fields[i].name, name) == 0) return i;
+  return -1;
+}
+
+int pagedb_field_count(pagedb *db) { return db ? db->nfield : 0; }
+
+const char *pagedb_field_name(pagedb *db, int i) {
+  return db && i >= 0 && i < db->nfield ? db->fields[i].name : NULL;
+}
+
+int pagedb_field_type(pagedb *db, int i) {
+  return db && i >= 0 && i < db->nfield ? db->fields[i].type : -1;
+}
+
+int pagedb_field_codec(pagedb *db, int i) {
+  return db && i >= 0 && i < db->nfield ? db->fields[i].codec : -1;
+}
+
+int64_t pagedb_count(pagedb *db) {
+  return db && db->idx ? (int64_t)idx_count(db->idx) : 0;
+}
+
+int64_t pagedb_page_count(pagedb *db) {
+  return db ? (int64_t)atomic_load(&db->committed) : 0;
+}
+
+const char *pagedb_path(pagedb *db) { return db ? db->path : NULL; }
+const char *pagedb_catalog_path(pagedb *db) { return db ? db->catpath : NULL; }
+
+int pagedb_sql(pagedb *db, const char *sql, int (*xrow)(void *, int, char **, char **), void *ctx) {
+  if (!db || !sql) return PAGEDB_MISUSE;
+  if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");
+  return cat_sql(db->cat, &db->err, sql, xrow, ctx);
+}

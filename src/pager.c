@@ -1,0 +1,436 @@
+/*
+** pager.c -- the data file: fixed-size pages claimed atomically, written in
+** parallel, made durable as a contiguous prefix.
+**
+** FILE LAYOUT
+**
+**   [0, 4096)              header (below); written once at creation
+**   4096 + k*page_size     page k; a run of n pages starts with a 64-byte
+**                          run header, then the records of its samples
+**
+**   Header (little-endian):          Run header (little-endian):
+**     0  16  magic "pagedb data\0..."   0   8  magic "PDBRUN\0\0"
+**    16   4  format version (1)         8  16  dataset uuid
+**    20   4  header size (4096)        24   8  page number
+**    24   8  page size                 32   4  pages in the run
+**    32  16  dataset uuid              36   4  samples in the run
+**    48   8  creation time (unix s)    40   8  bytes used, header included
+**    56   8  data offset (4096)        48   8  reserved (0)
+**    64  56  reserved (0)              56   8  checksum of bytes 0..55
+**   120   8  checksum of bytes 0..119
+**
+** The uuid ties the data file to its catalog and every run to its dataset;
+** the page number in a run header tells a page copied from elsewhere.
+**
+** STATE OF A PAGE
+**
+**   free --claim--> claimed --write--> written --prefix--> ready
+**        (pager_claim)     (pager_write,       (pager_done: every page
+**                           pager_done)          before it is written)
+**   ready --commit--> committed
+**        (the api syncs with pager_sync, records the run in the catalog,
+**         then calls nothing here: the catalog's committed page count is
+**         the only durable statement of what is committed)
+**
+** INVARIANTS
+**
+**   1. committed <= prefix <= claimed.  Pages below prefix are all written
+**      (or dead); pages in [prefix, claimed) are being filled or written, or
+**      are written and wait in the pending list for an earlier page.
+**   2. A run is claimed with one atomic fetch-and-add, so runs never overlap
+**      and no writer ever waits for another to claim or to write.
+**   3. Every claimed run is handed to pager_done() exactly once, written or
+**      dead; otherwise the prefix could never pass it.
+**   4. Durable state is the prefix recorded by the last catalog commit, and
+**      the catalog commits only after pager_sync() covered that prefix: a
+**      crash at any instant leaves the catalog's prefix whole on disk.
+**   5. Pages past the committed prefix are never read and are discarded at
+**      the next writable open (pager_recover), so their space is reused.
+**   6. A failed sync is sticky: the kernel may have dropped the dirty pages,
+**      so no later sync may report them durable.
+**
+** LOCKS
+**
+**   mu guards prefix, pending and ready; it is held for a few pointer
+**   operations per run, never during I/O.  mapmu serialises remapping;
+**   readers load the map pointer without a lock.
+*/
+#include "pager.h"
+#include "os.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+static const char kMagic[16] = "pagedb data";
+static const char kRunMagic[8] = "PDBRUN";
+
+/* A retired map, kept until close so that pointers handed out stay valid. */
+typedef struct OldMap {
+  struct OldMap *next;
+  const void *base;
+  size_t len;
+} OldMap;
+
+struct Pager {
+  pagedb *db;                /* for error messages only */
+  pagedb_vfs *vfs;
+  pagedb_file *fd;
+  char *path;
+  uint32_t page_size;
+  uint8_t uuid[16];
+  int readonly;
+  int poisoned;              /* sticky sync failure (invariant 6) */
+
+  _Atomic uint64_t claimed;  /* next unclaimed page */
+
+  pthread_mutex_t mu;
+  uint64_t prefix;           /* every page below is written (or dead) */
+  PageDone *pending;         /* written runs past the prefix, by page number */
+  PageDone *ready;           /* runs in the prefix not yet taken */
+  PageDone **ready_tail;
+  uint64_t synced_size;      /* file size at the last successful sync */
+
+  pthread_mutex_t mapmu;
+  _Atomic(const uint8_t *) map;   /* file mapped from offset 0 */
+  size_t maplen;
+  OldMap *old;
+};
+
+static int os_fail(Pager *p, pdb_msg *m, int rc, const char *what) {
+  int e = pdb_os_errno(p->fd);
+  return pdb_err(p->db, m, rc, "%s %s: %s", what, p->path, e ? strerror(e) : pagedb_errstr(rc));
+}
+
+static void encode_header(const Pager *p, uint8_t *h, uint64_t created) {
+  memset(h, 0, PDB_HEADER_SIZE);
+  memcpy(h, kMagic, sizeof kMagic);
+  pdb_put32(h + 16, PDB_FORMAT);
+  pdb_put32(h + 20, PDB_HEADER_SIZE);
+  pdb_put64(h + 24, p->page_size);
+  memcpy(h + 32, p->uuid, 16);
+  pdb_put64(h + 48, created);
+  pdb_put64(h + 56, PDB_HEADER_SIZE);
+  pdb_put64(h + 120, pdb_checksum(h, 120));
+}
+
+static int valid_page_size(uint64_t n) {
+  return n >= PAGEDB_MIN_PAGE_SIZE && n <= PAGEDB_MAX_PAGE_SIZE && (n & (n - 1)) == 0;
+}
+
+static Pager *pager_new(pagedb *db, pagedb_vfs *vfs, const char *path) {
+  Pager *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->path = pdb_strdup(path);
+  if (!p->path) {
+    free(p);
+    return NULL;
+  }
+  p->db = db;
+  p->vfs = vfs;
+  p->ready_tail = &p->ready;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_mutex_init(&p->mapmu, NULL);
+  return p;
+}
+
+static int open_fail(Pager *p, pdb_msg *m, int rc) {
+  if (rc == PAGEDB_NOMEM) return pdb_err(p->db, m, rc, "out of memory opening %s", p->path);
+  return pdb_err(p->db, m, rc, "cannot open data file %s: %s", p->path,
+                 rc == PAGEDB_CANTOPEN_NOENT ? "no such file" : strerror(errno));
+}
+
+static int write_header(Pager *p, pdb_msg *m) {
+  uint8_t h[PDB_HEADER_SIZE];
+  encode_header(p, h, (uint64_t)time(NULL));
+  int rc = pdb_os_write(p->fd, h, sizeof h, 0);
+  if (rc == PAGEDB_OK) rc = pdb_os_sync(p->fd, PAGEDB_SYNC_FULL);
+  if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot write the header of");
+  p->synced_size = PDB_HEADER_SIZE;
+  return PAGEDB_OK;
+}
+
+int pager_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path,
+                 uint32_t page_size, Pager **pp) {
+  assert(valid_page_size(page_size));
+  *pp = NULL;
+  Pager *p = pager_new(db, vfs, path);
+  if (!p) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening %s", path);
+  p->page_size = page_size;
+  pdb_random(p->uuid, sizeof p->uuid);
+  int rc = pdb_os_open(vfs, path, PAGEDB_VFS_READWRITE | PAGEDB_VFS_CREATE | PAGEDB_VFS_EXCLUSIVE, &p->fd);
+  if (rc != PAGEDB_OK) {
+    rc = open_fail(p, m, rc);
+  } else {
+    rc = write_header(p, m);
+    /* The new name must survive a crash as well as its contents. */
+    if (rc == PAGEDB_OK && vfs->xSyncDir && vfs->xSyncDir(vfs, path) != PAGEDB_OK)
+      rc = pdb_err(db, m, PAGEDB_IOERR_SYNC, "cannot sync the directory of %s: %s", path, strerror(errno));
+  }
+  if (rc != PAGEDB_OK) {
+    pager_close(p);
+    return rc;
+  }
+  *pp = p;
+  return PAGEDB_OK;
+}
+
+/* Validate header H of a file of SIZE bytes and adopt its fields. */
+static int decode_header(Pager *p, pdb_msg *m, const uint8_t *h, uint64_t size) {
+  if (size == 0) return pdb_err(p->db, m, PAGEDB_NOTADB, "%s is not a pagedb data file: it is empty", p->path);
+  if (size < 128 || memcmp(h, kMagic, sizeof kMagic) != 0)
+    return pdb_err(p->db, m, PAGEDB_NOTADB, "%s is not a pagedb data file: no pagedb header at offset 0", p->path);
+  uint32_t version = pdb_get32(h + 16);
+  if (version > PDB_FORMAT)
+    return pdb_err(p->db, m, PAGEDB_NOTADB_VERSION,
+                   "%s has format version %u; this pagedb (%s) reads versions up to %u",
+                   p->path, version, PAGEDB_VERSION, PDB_FORMAT);
+  if (pdb_get64(h + 120) != pdb_checksum(h, 120))
+    return pdb_err(p->db, m, PAGEDB_CORRUPT_HEADER, "%s: header checksum mismatch (bytes 0..127 damaged)", p->path);
+  if (size < PDB_HEADER_SIZE)
+    return pdb_err(p->db, m, PAGEDB_CORRUPT_TRUNCATED, "%s: file is %llu bytes, shorter than its %u-byte header",
+                   p->path, (unsigned long long)size, PDB_HEADER_SIZE);
+  uint64_t ps = pdb_get64(h + 24);
+  if (version == 0 || pdb_get32(h + 20) != PDB_HEADER_SIZE || pdb_get64(h + 56) != PDB_HEADER_SIZE || !valid_page_size(ps))
+    return pdb_err(p->db, m, PAGEDB_CORRUPT_HEADER,
+                   "%s: header fields out of range (version %u, page size %llu)", p->path, version,
+                   (unsigned long long)ps);
+  p->page_size = (uint32_t)ps;
+  memcpy(p->uuid, h + 32, 16);
+  return PAGEDB_OK;
+}
+
+int pager_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, int readonly, Pager **pp) {
+  *pp = NULL;
+  Pager *p = pager_new(db, vfs, path);
+  if (!p) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening %s", path);
+  p->readonly = readonly;
+  int rc = pdb_os_open(vfs, path, readonly ? PAGEDB_VFS_READONLY : PAGEDB_VFS_READWRITE, &p->fd);
+  if (rc != PAGEDB_OK) {
+    rc = open_fail(p, m, rc);
+  } else {
+    uint8_t h[PDB_HEADER_SIZE];
+    uint64_t size = 0;
+    rc = pdb_os_size(p->fd, &size);
+    if (rc == PAGEDB_OK) {
+      rc = pdb_os_read(p->fd, h, sizeof h, 0);
+      if (rc == PAGEDB_IOERR_SHORT_READ) rc = PAGEDB_OK;   /* zero-filled; judged below */
+    }
+    if (rc != PAGEDB_OK) rc = os_fail(p, m, rc, "cannot read the header of");
+    else rc = decode_header(p, m, h, size);
+    p->synced_size = size;
+  }
+  if (rc != PAGEDB_OK) {
+    pager_close(p);
+    return rc;
+  }
+  *pp = p;
+  return PAGEDB_OK;
+}
+
+void pager_close(Pager *p) {
+  if (!p) return;
+  const uint8_t *map = atomic_load_explicit(&p->map, memory_order_relaxed);
+  if (map) pdb_os_unmap(p->fd, map, p->maplen);
+  for (OldMap *o = p->old, *next; o; o = next) {
+    next = o->next;
+    pdb_os_unmap(p->fd, o->base, o->len);
+    free(o);
+  }
+  /* Runs never taken belong to nobody else by now; their owners embed
+  ** PageDone first and allocate with malloc, so free() releases them. */
+  for (PageDone *d = p->pending, *next; d; d = next) { next = d->next; free(d); }
+  for (PageDone *d = p->ready, *next; d; d = next) { next = d->next; free(d); }
+  pdb_os_close(p->fd);
+  pthread_mutex_destroy(&p->mu);
+  pthread_mutex_destroy(&p->mapmu);
+  free(p->path);
+  free(p);
+}
+
+uint32_t pager_page_size(const Pager *p) { return p->page_size; }
+const uint8_t *pager_uuid(const Pager *p) { return p->uuid; }
+uint64_t pager_data_off(const Pager *p) { return PDB_HEADER_SIZE; }
+pagedb_file *pager_file(Pager *p) { return p->fd; }
+
+int pager_set_page_size(Pager *p, pdb_msg *m, uint32_t page_size) {
+  assert(valid_page_size(page_size));
+  assert(atomic_load(&p->claimed) == 0);
+  p->page_size = page_size;
+  return write_header(p, m);
+}
+
+int pager_lock(Pager *p, pdb_msg *m) {
+  int rc = pdb_os_lock(p->fd, PAGEDB_LOCK_EXCLUSIVE);
+  if (rc == PAGEDB_BUSY_LOCKED)
+    return pdb_err(p->db, m, rc, "%s is being written by another handle or process", p->path);
+  if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot lock");
+  return PAGEDB_OK;
+}
+
+int pager_recover(Pager *p, pdb_msg *m, uint64_t committed, uint64_t data_end, int writable) {
+  uint64_t size;
+  int rc = pdb_os_size(p->fd, &size);
+  if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot size");
+  uint64_t need = PDB_HEADER_SIZE + data_end;
+  if (size < need)
+    return pdb_err(p->db, m, PAGEDB_CORRUPT_TRUNCATED,
+                   "%s is truncated: its %llu committed pages need %llu bytes but the file has %llu",
+                   p->path, (unsigned long long)committed, (unsigned long long)need,
+                   (unsigned long long)size);
+  atomic_store(&p->claimed, committed);
+  p->prefix = committed;
+  uint64_t end = PDB_HEADER_SIZE + committed * p->page_size;
+  if (writable && size > end) {
+    /* Invariant 5: what lies past the committed pages was never committed. */
+    rc = pdb_os_truncate(p->fd, end);
+    if (rc == PAGEDB_OK) rc = pdb_os_sync(p->fd, PAGEDB_SYNC_FULL);
+    if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot discard uncommitted pages of");
+    size = end;
+  }
+  p->synced_size = size;
+  return PAGEDB_OK;
+}
+
+int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno) {
+  assert(n >= 1);
+  /* Relaxed is enough: the claim only has to be unique; the written bytes
+  ** are published to other threads through mu in pager_done(). */
+  uint64_t first = atomic_fetch_add_explicit(&p->claimed, n, memory_order_relaxed);
+  if ((first + n) > PDB_MAX_DATA / p->page_size)
+    return pdb_err(p->db, m, PAGEDB_FULL, "%s: no page numbers left (%llu pages claimed)", p->path,
+                   (unsigned long long)first);
+  *pgno = first;
+  return PAGEDB_OK;
+}
+
+int pager_write(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint32_t nsamples,
+                uint8_t *buf, size_t used) {
+  assert(used >= PDB_PAGE_HDR && used <= (uint64_t)npages * p->page_size);
+  if (p->poisoned)
+    return pdb_err(p->db, m, PAGEDB_IOERR_SYNC, "%s: an earlier sync failed; the dataset accepts no more writes", p->path);
+  memcpy(buf, kRunMagic, sizeof kRunMagic);
+  memcpy(buf + 8, p->uuid, 16);
+  pdb_put64(buf + 24, pgno);
+  pdb_put32(buf + 32, npages);
+  pdb_put32(buf + 36, nsamples);
+  pdb_put64(buf + 40, used);
+  pdb_put64(buf + 48, 0);
+  pdb_put64(buf + 56, pdb_checksum(buf, 56));
+  uint64_t off = PDB_HEADER_SIZE + pgno * p->page_size;
+  int rc = pdb_os_write(p->fd, buf, used, off);
+  if (rc != PAGEDB_OK) {
+    int e = pdb_os_errno(p->fd);
+    return pdb_err(p->db, m, rc, "cannot write page %llu (%zu bytes at offset %llu) of %s: %s",
+                   (unsigned long long)pgno, used, (unsigned long long)off, p->path,
+                   e ? strerror(e) : pagedb_errstr(rc));
+  }
+  return PAGEDB_OK;
+}
+
+int pager_done(Pager *p, PageDone *d) {
+  pthread_mutex_lock(&p->mu);
+  assert(d->pgno >= p->prefix);
+  PageDone **pp = &p->pending;
+  while (*pp && (*pp)->pgno < d->pgno) pp = &(*pp)->next;
+  d->next = *pp;
+  *pp = d;
+  int advanced = 0;
+  while (p->pending && p->pending->pgno == p->prefix) {
+    PageDone *r = p->pending;
+    p->pending = r->next;
+    r->next = NULL;
+    p->prefix += r->npages;
+    *p->ready_tail = r;
+    p->ready_tail = &r->next;
+    advanced = 1;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return advanced;
+}
+
+PageDone *pager_take(Pager *p) {
+  pthread_mutex_lock(&p->mu);
+  PageDone *r = p->ready;
+  p->ready = NULL;
+  p->ready_tail = &p->ready;
+  pthread_mutex_unlock(&p->mu);
+  return r;
+}
+
+uint64_t pager_claimed(Pager *p) { return atomic_load(&p->claimed); }
+
+uint64_t pager_prefix(Pager *p) {
+  pthread_mutex_lock(&p->mu);
+  uint64_t n = p->prefix;
+  pthread_mutex_unlock(&p->mu);
+  return n;
+}
+
+int pager_sync(Pager *p, pdb_msg *m) {
+  if (p->poisoned)
+    return pdb_err(p->db, m, PAGEDB_IOERR_SYNC, "%s: an earlier sync failed; nothing more can be made durable", p->path);
+  uint64_t size;
+  int rc = pdb_os_size(p->fd, &size);
+  if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot size");
+  /* A grown file needs its new size durable too: fsync, not fdatasync. */
+  rc = pdb_os_sync(p->fd, size != p->synced_size ? PAGEDB_SYNC_FULL : PAGEDB_SYNC_DATA);
+  if (rc != PAGEDB_OK) {
+    if (rc != PAGEDB_FULL) p->poisoned = 1;
+    return os_fail(p, m, rc == PAGEDB_FULL ? rc : PAGEDB_IOERR_SYNC, "cannot sync");
+  }
+  p->synced_size = size;
+  return PAGEDB_OK;
+}
+
+int pager_read(Pager *p, pdb_msg *m, uint64_t off, void *buf, size_t n) {
+  int rc = pdb_os_read(p->fd, buf, n, PDB_HEADER_SIZE + off);
+  if (rc != PAGEDB_OK) {
+    int e = pdb_os_errno(p->fd);
+    return pdb_err(p->db, m, rc, "cannot read %zu bytes at offset %llu of %s: %s", n,
+                   (unsigned long long)(PDB_HEADER_SIZE + off), p->path,
+                   rc == PAGEDB_IOERR_SHORT_READ ? "file ends early" : e ? strerror(e) : pagedb_errstr(rc));
+  }
+  return PAGEDB_OK;
+}
+
+const uint8_t *pager_map(Pager *p) {
+  /* Acquire pairs with the release in pager_map_ensure(): a reader that
+  ** sees the new map sees it fully set up. */
+  const uint8_t *base = atomic_load_explicit(&p->map, memory_order_acquire);
+  return base ? base + PDB_HEADER_SIZE : NULL;
+}
+
+int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end) {
+  uint64_t need = PDB_HEADER_SIZE + end;
+  pthread_mutex_lock(&p->mapmu);
+  int rc = PAGEDB_OK;
+  if (!atomic_load_explicit(&p->map, memory_order_relaxed) || need > p->maplen) {
+    /* Reserve address space well past the need: mapping beyond the end of
+    ** the file costs nothing until touched, and remaps stay rare. */
+    uint64_t len = need * 2 < ((uint64_t)1 << 30) ? ((uint64_t)1 << 30) : need * 2;
+    OldMap *o = malloc(sizeof *o);
+    const void *base = NULL;
+    if (!o) {
+      rc = pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory mapping %s", p->path);
+    } else if ((rc = pdb_os_map(p->fd, len, &base)) != PAGEDB_OK) {
+      free(o);
+      rc = os_fail(p, m, rc, "cannot map");
+    } else {
+      const uint8_t *prev = atomic_load_explicit(&p->map, memory_order_relaxed);
+      if (prev) {
+        o->base = prev;
+        o->len = p->maplen;
+        o->next = p->old;
+        p->old = o;
+      } else {
+        free(o);
+      }
+      p->maplen = len;
+      atomic_store_explicit(&p->map, base, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&p->mapmu);
+  return rc;
+}

@@ -1,0 +1,94 @@
+/*
+** pager.h -- the data file: its header, page claiming, the written prefix,
+** syncing and mapping.  Knows nothing of samples: a caller hands it a run of
+** bytes for a claimed run of pages and learns when the prefix advances.
+*/
+#ifndef PAGEDB_PAGER_H
+#define PAGEDB_PAGER_H
+
+#include "pagedbInt.h"
+
+#define PDB_HEADER_SIZE 4096u   /* bytes before page 0 */
+#define PDB_PAGE_HDR    64u     /* bytes at the start of every run */
+#define PDB_FORMAT      1u      /* data file format version */
+
+/* The largest data region: page numbers stay far from overflow. */
+#define PDB_MAX_DATA    ((uint64_t)1 << 56)
+
+/*
+** A run of pages that has been written (or given up: USED == 0).  Callers
+** embed it as the first member of their own record of what the run holds.
+*/
+typedef struct PageDone PageDone;
+struct PageDone {
+  PageDone *next;
+  uint64_t pgno;        /* first page of the run */
+  uint32_t npages;      /* pages in the run, >= 1 */
+  uint32_t nsamples;    /* samples that start in the run */
+  uint64_t used;        /* bytes of the run in use, header included; 0 = dead */
+};
+
+typedef struct Pager Pager;
+
+/* Create the data file PATH (it must not exist), write and sync its header. */
+int pager_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path,
+                 uint32_t page_size, Pager **pp);
+/* Open the existing data file PATH and validate its header. */
+int pager_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path,
+               int readonly, Pager **pp);
+/* Unmap, close and free.  NULL is a no-op. */
+void pager_close(Pager *p);
+
+uint32_t pager_page_size(const Pager *p);
+const uint8_t *pager_uuid(const Pager *p);
+uint64_t pager_data_off(const Pager *p);
+pagedb_file *pager_file(Pager *p);
+
+/* Rewrite the header with a new page size (only while no page exists). */
+int pager_set_page_size(Pager *p, pdb_msg *m, uint32_t page_size);
+
+/* Take the single-writer lock: PAGEDB_BUSY_LOCKED if another holds it. */
+int pager_lock(Pager *p, pdb_msg *m);
+
+/*
+** Start from the committed state: COMMITTED pages are durable and the data
+** they hold ends at byte DATA_END of the data region.  Fails with
+** PAGEDB_CORRUPT_TRUNCATED if the file is shorter; a writable pager also
+** discards what lies past the committed pages.
+*/
+int pager_recover(Pager *p, pdb_msg *m, uint64_t committed, uint64_t data_end, int writable);
+
+/* Claim N contiguous pages with one atomic step. */
+int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno);
+
+/*
+** Write the run at page PGNO: fills the run header in BUF[0..PDB_PAGE_HDR)
+** and writes the first USED bytes of BUF with one write.  No lock is held.
+*/
+int pager_write(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages,
+                uint32_t nsamples, uint8_t *buf, size_t used);
+
+/* Record that a claimed run is written (or dead).  Returns 1 if the written
+** prefix advanced, so that the caller can wake whoever consumes it. */
+int pager_done(Pager *p, PageDone *d);
+
+/* Detach the runs that have entered the written prefix, in page order. */
+PageDone *pager_take(Pager *p);
+
+/* Pages claimed so far; the written prefix. */
+uint64_t pager_claimed(Pager *p);
+uint64_t pager_prefix(Pager *p);
+
+/* Make everything written durable: fsync if the file grew, else fdatasync. */
+int pager_sync(Pager *p, pdb_msg *m);
+
+/* Bytes at data-region offset OFF, copied (through the VFS). */
+int pager_read(Pager *p, pdb_msg *m, uint64_t off, void *buf, size_t n);
+
+/* Ensure the map covers data-region bytes [0, END).  Thread-safe. */
+int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end);
+/* The data region as mapped, or NULL.  Bytes past the committed end must not
+** be touched.  The pointer stays valid until pager_close. */
+const uint8_t *pager_map(Pager *p);
+
+#endif /* PAGEDB_PAGER_H */

@@ -1,0 +1,178 @@
+/*
+** reader.c -- reading committed samples by id in O(1).
+**
+** A read is a lock-free index lookup and then either a pointer into the
+** map of the data file (zero-copy) or one pread into the reader's buffer
+** (copy).  Every extent was checked against the page table and the file
+** when it was loaded or committed, so no size is trusted blindly here.
+*/
+#include "api.h"
+
+#include <stdio.h>
+
+static int reader_fail(pagedb_reader *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int reader_fail(pagedb_reader *r, int rc, const char *fmt, ...) {
+  char text[PDB_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  return pdb_err(r->db, &r->err, rc, "%s", text);
+}
+
+int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
+  if (!out) return PAGEDB_MISUSE;
+  *out = NULL;
+  if (!db) return PAGEDB_MISUSE;
+  if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");
+  if (mode != PAGEDB_READ_MMAP && mode != PAGEDB_READ_COPY)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: unknown read mode %d", db->path, mode);
+  if (mode == PAGEDB_READ_MMAP) {
+    /* Announce first, then map what is committed now: a commit either sees
+    ** the announcement or has already committed what we map (main.c). */
+    atomic_store(&db->want_map, 1);
+    uint64_t end = atomic_load(&db->committed) * pager_page_size(db->pager);
+    int rc = pager_map_ensure(db->pager, &db->err, end);
+    if (rc != PAGEDB_OK) return rc;
+  }
+  pagedb_reader *r = calloc(1, sizeof *r);
+  if (!r) return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory opening a reader of %s", db->path);
+  r->db = db;
+  r->mode = mode;
+  pthread_mutex_lock(&db->mu);
+  r->next = db->readers;
+  db->readers = r;
+  pthread_mutex_unlock(&db->mu);
+  *out = r;
+  return PAGEDB_OK;
+}
+
+/* The slot of sample ID, which must have a value for FIELD. */
+static int locate(pagedb_reader *r, int64_t id, int field, const uint64_t **slot) {
+  pagedb *db = r->db;
+  if (field < 0 || field >= db->nfield)
+    return reader_fail(r, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field, db->nfield);
+  const uint64_t *s = idx_find(db->idx, id);
+  if (!s) return reader_fail(r, PAGEDB_NOTFOUND, "%s: no committed sample with id %lld", db->path, (long long)id);
+  if (!slot_has(s, field))
+    return reader_fail(r, PAGEDB_NOTFOUND, "%s: sample %lld has no value for field '%s'", db->path, (long long)id,
+                       db->fields[field].name);
+  *slot = s;
+  return PAGEDB_OK;
+}
+
+/* Offset and length of field F of the sample in slot S. */
+static void extent(const pagedb *db, const uint64_t *s, int f, uint64_t *off, uint64_t *len) {
+  uint64_t o = s[1];
+  for (int i = 0; i < f; i++)
+    if (api_is_bytes(db, i) && slot_has(s, i)) o += slot_get(s, db->nfield, i);
+  *off = o;
+  *len = slot_get(s, db->nfield, f);
+}
+
+static int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len) {
+  pagedb *db = r->db;
+  if (field >= 0 && field < db->nfield && !api_is_bytes(db, field))
+    return reader_fail(r, PAGEDB_MISMATCH, "%s: field '%s' is a scalar: use pagedb_read_%s", db->path,
+                       db->fields[field].name, db->fields[field].type == PAGEDB_INT ? "int" : "real");
+  const uint64_t *s;
+  int rc = locate(r, id, field, &s);
+  if (rc == PAGEDB_OK) extent(db, s, field, off, len);
+  return rc;
+}
+
+int pagedb_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
+  if (!r || !data || !n) return PAGEDB_MISUSE;
+  *data = NULL;
+  *n = 0;
+  uint64_t off, len;
+  int rc = bytes_field(r, id, field, &off, &len);
+  if (rc != PAGEDB_OK) return rc;
+  if (r->mode == PAGEDB_READ_MMAP) {
+    *data = pager_map(r->db->pager) + off;
+    *n = len;
+    return PAGEDB_OK;
+  }
+  if (len > r->cap) {
+    void *nb = realloc(r->buf, len);
+    if (!nb)
+      return reader_fail(r, PAGEDB_NOMEM, "out of memory reading %llu bytes of sample %lld",
+                         (unsigned long long)len, (long long)id);
+    r->buf = nb;
+    r->cap = len;
+  }
+  rc = pager_read(r->db->pager, &r->err, off, r->buf, len);
+  if (rc != PAGEDB_OK) return rc;
+  *data = r->buf;
+  *n = len;
+  return PAGEDB_OK;
+}
+
+int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t cap, size_t *n) {
+  if (!r || !n || (!buf && cap)) return PAGEDB_MISUSE;
+  *n = 0;
+  uint64_t off, len;
+  int rc = bytes_field(r, id, field, &off, &len);
+  if (rc != PAGEDB_OK) return rc;
+  *n = len;
+  if (len > cap)
+    return reader_fail(r, PAGEDB_TOOBIG, "%s: sample %lld, field '%s' has %llu bytes; the buffer holds %zu",
+                       r->db->path, (long long)id, r->db->fields[field].name, (unsigned long long)len, cap);
+  if (len == 0) return PAGEDB_OK;
+  if (r->mode == PAGEDB_READ_MMAP) {
+    memcpy(buf, pager_map(r->db->pager) + off, len);
+    return PAGEDB_OK;
+  }
+  return pager_read(r->db->pager, &r->err, off, buf, len);
+}
+
+static int read_scalar(pagedb_reader *r, int64_t id, int field, int type, uint64_t *bits) {
+  pagedb *db = r->db;
+  if (field >= 0 && field < db->nfield && db->fields[field].type != type)
+    return reader_fail(r, PAGEDB_MISMATCH, "%s: field '%s' is not %s", db->path, db->fields[field].name,
+                       type == PAGEDB_INT ? "an INT" : "a REAL");
+  const uint64_t *s;
+  int rc = locate(r, id, field, &s);
+  if (rc == PAGEDB_OK) *bits = slot_get(s, db->nfield, field);
+  return rc;
+}
+
+int pagedb_read_int(pagedb_reader *r, int64_t id, int field, int64_t *v) {
+  if (!r || !v) return PAGEDB_MISUSE;
+  uint64_t bits = 0;
+  int rc = read_scalar(r, id, field, PAGEDB_INT, &bits);
+  if (rc == PAGEDB_OK) *v = (int64_t)bits;
+  return rc;
+}
+
+int pagedb_read_real(pagedb_reader *r, int64_t id, int field, double *v) {
+  if (!r || !v) return PAGEDB_MISUSE;
+  uint64_t bits = 0;
+  int rc = read_scalar(r, id, field, PAGEDB_REAL, &bits);
+  if (rc == PAGEDB_OK) memcpy(v, &bits, sizeof *v);
+  return rc;
+}
+
+void api_reader_free(pagedb_reader *r) {
+  free(r->buf);
+  free(r);
+}
+
+int pagedb_reader_close(pagedb_reader *r) {
+  if (!r) return PAGEDB_OK;
+  pagedb *db = r->db;
+  pthread_mutex_lock(&db->mu);
+  for (pagedb_reader **pp = &db->readers; *pp; pp = &(*pp)->next) {
+    if (*pp == r) {
+      *pp = r->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&db->mu);
+  api_reader_free(r);
+  return PAGEDB_OK;
+}
+
+const char *pagedb_reader_errmsg(pagedb_reader *r) {
+  return r ? pdb_msg_text(&r->err) : "no reader";
+}

@@ -1,0 +1,382 @@
+/*
+** writer.c -- assembling samples into pages.
+**
+** A writer fills a private buffer that is laid out exactly as the run will
+** be on disk: the run header, then the records of its samples back to back.
+** A record is the sample's BYTES/TEXT fields in schema order; its extents
+** are in the sample's slot (offset of the record, one length per field).
+**
+** The page number is claimed only when the buffer is written, so a claimed
+** page is always written at once and never holds back the committed prefix
+** while a writer is still filling it.  When a field does not fit in the rest
+** of the page, the samples before the current one are written as a run and
+** the current sample's bytes move to the front of the buffer; a sample that
+** alone exceeds a page grows the buffer and becomes a run of several pages
+** when it ends.  The caller never retries anything.
+*/
+#include "api.h"
+
+#include <stdio.h>
+
+static int writer_fail(pagedb_writer *w, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int writer_fail(pagedb_writer *w, int rc, const char *fmt, ...) {
+  char text[PDB_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  return pdb_err(w->db, &w->err, rc, "%s", text);
+}
+
+/* The writer's state allows another call. */
+static int usable(pagedb_writer *w) {
+  if (w->failed)
+    return writer_fail(w, w->failed, "writer of %s failed earlier: %s", w->db->path,
+                       pagedb_errstr(w->failed));
+  int broken = atomic_load(&w->db->broken);
+  if (broken)
+    return writer_fail(w, broken, "%s: an earlier failure made the handle unusable (%s)", w->db->path,
+                       pagedb_errstr(broken));
+  return PAGEDB_OK;
+}
+
+int pagedb_writer_open(pagedb *db, pagedb_writer **out) {
+  if (!out) return PAGEDB_MISUSE;
+  *out = NULL;
+  if (!db) return PAGEDB_MISUSE;
+  if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");
+  if (db->readonly) return pdb_err(db, &db->err, PAGEDB_READONLY, "%s is open read-only: no writers", db->path);
+  if (db->nfield == 0)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s has no fields: add fields before writing", db->path);
+  int broken = atomic_load(&db->broken);
+  if (broken) return pdb_err(db, &db->err, broken, "%s: an earlier failure made the handle unusable", db->path);
+  size_t ps = pager_page_size(db->pager);
+  pagedb_writer *w = calloc(1, sizeof *w);
+  if (w) {
+    w->db = db;
+    w->buf = malloc(ps);
+    w->cap = ps;
+    w->cur = calloc((size_t)db->nw, sizeof *w->cur);
+    w->pos = PDB_PAGE_HDR;
+  }
+  if (!w || !w->buf || !w->cur) {
+    if (w) {
+      free(w->buf);
+      free(w->cur);
+      free(w);
+    }
+    return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory allocating a writer's %zu-byte page", ps);
+  }
+  pthread_mutex_lock(&db->mu);
+  w->next = db->writers;
+  db->writers = w;
+  pthread_mutex_unlock(&db->mu);
+  api_start_thread(db);
+  *out = w;
+  return PAGEDB_OK;
+}
+
+static void release_ids(pagedb_writer *w) {
+  if (!w->recs) return;
+  for (uint32_t i = 0; i < w->recs->d.nsamples; i++)
+    idx_release(w->db->idx, (int64_t)w->recs->slots[(size_t)i * w->db->nw]);
+}
+
+/*
+** Write the first USED bytes of the buffer, holding the samples ended so
+** far, as a run of as many pages as they need.  The run is handed to the
+** pager whatever happens (invariant 3 of pager.c); if its write fails, its
+** samples are dropped, their ids released, and the writer fails.
+*/
+static int write_run(pagedb_writer *w, size_t used) {
+  pagedb *db = w->db;
+  Pager *p = db->pager;
+  uint64_t ps = pager_page_size(p);
+  uint32_t npages = (uint32_t)((used + ps - 1) / ps);
+  uint32_t nsamples = w->recs ? w->recs->d.nsamples : 0;
+  PageRecs *r = w->recs;
+  if (!r) {
+    r = malloc(sizeof *r);   /* a run without samples: only the moved part */
+    if (!r) return writer_fail(w, PAGEDB_NOMEM, "out of memory writing a page of %s", db->path);
+  }
+  uint64_t pgno;
+  int rc = pager_claim(p, &w->err, npages, &pgno);
+  if (rc != PAGEDB_OK) {
+    release_ids(w);
+    if (r != w->recs) free(r);
+    w->recs = NULL;
+    w->failed = rc;
+    return rc;
+  }
+  for (uint32_t i = 0; i < nsamples; i++) r->slots[(size_t)i * db->nw + 1] += pgno * ps;
+  rc = pager_write(p, &w->err, pgno, npages, nsamples, w->buf, used);
+  r->d.pgno = pgno;
+  r->d.npages = npages;
+  r->d.nsamples = nsamples;
+  r->d.used = used;
+  if (rc != PAGEDB_OK) {
+    release_ids(w);
+    r->d.nsamples = 0;
+    r->d.used = 0;
+    w->failed = rc;
+    if (nsamples)
+      writer_fail(w, rc, "%s; the %u samples ended on that page were dropped", pdb_msg_text(&w->err), nsamples);
+  }
+  w->recs = NULL;
+  w->caprec = 0;
+  if (pager_done(p, &r->d)) api_wake(db);
+  return rc;
+}
+
+/* Write the samples ended before the current one and move the current
+** sample's bytes to the front of the buffer. */
+static int write_before_current(pagedb_writer *w) {
+  assert(w->in_sample && w->start > PDB_PAGE_HDR);
+  int rc = write_run(w, w->start);
+  size_t len = w->pos - w->start;
+  memmove(w->buf + PDB_PAGE_HDR, w->buf + w->start, len);
+  w->start = PDB_PAGE_HDR;
+  w->pos = PDB_PAGE_HDR + len;
+  return rc;
+}
+
+/* Make room for N more bytes of the current sample. */
+static int make_room(pagedb_writer *w, size_t n) {
+  size_t ps = pager_page_size(w->db->pager);
+  if (w->pos + n > ps && w->start > PDB_PAGE_HDR) {
+    int rc = write_before_current(w);
+    if (rc != PAGEDB_OK) return rc;
+  }
+  if (w->pos + n > w->cap) {
+    /* A sample larger than a page: grow to whole pages, at least doubling
+    ** so that a sample given in many small fields costs O(size). */
+    size_t want = (w->pos + n + ps - 1) / ps * ps;
+    if (want < w->cap * 2) want = w->cap * 2;
+    uint8_t *nb = realloc(w->buf, want);
+    if (!nb)
+      return writer_fail(w, PAGEDB_NOMEM, "out of memory growing a writer of %s to %zu bytes for sample %lld",
+                         w->db->path, want, (long long)w->cur[0]);
+    w->buf = nb;
+    w->cap = want;
+  }
+  return PAGEDB_OK;
+}
+
+/* Check that FIELD can take a value of TYPE in the current sample. */
+static int check_field(pagedb_writer *w, int field, int scalar, int type) {
+  pagedb *db = w->db;
+  int rc = usable(w);
+  if (rc != PAGEDB_OK) return rc;
+  if (!w->in_sample) return writer_fail(w, PAGEDB_MISUSE, "%s: no sample begun: call pagedb_sample_begin first", db->path);
+  if (field < 0 || field >= db->nfield)
+    return writer_fail(w, PAGEDB_RANGE, "%s: sample %lld: no field number %d (the dataset has %d)", db->path,
+                       (long long)w->cur[0], field, db->nfield);
+  int t = db->fields[field].type;
+  if (scalar ? t != type : !api_is_bytes(db, field))
+    return writer_fail(w, PAGEDB_MISMATCH, "%s: sample %lld: field '%s' is %s, not %s", db->path,
+                       (long long)w->cur[0], db->fields[field].name,
+                       t == PAGEDB_INT ? "an INT" : t == PAGEDB_REAL ? "a REAL" : "BYTES/TEXT",
+                       type == PAGEDB_INT ? "an INT" : type == PAGEDB_REAL ? "a REAL" : "BYTES/TEXT");
+  if (slot_has(w->cur, field))
+    return writer_fail(w, PAGEDB_MISUSE, "%s: sample %lld: field '%s' given twice", db->path, (long long)w->cur[0],
+                       db->fields[field].name);
+  return PAGEDB_OK;
+}
+
+int pagedb_sample_begin(pagedb_writer *w, int64_t id) {
+  if (!w) return PAGEDB_MISUSE;
+  pagedb *db = w->db;
+  int rc = usable(w);
+  if (rc != PAGEDB_OK) return rc;
+  if (w->in_sample)
+    return writer_fail(w, PAGEDB_MISUSE, "%s: sample %lld is still open: end or cancel it first", db->path,
+                       (long long)w->cur[0]);
+  if (id < 0 && id != PAGEDB_AUTO_ID)
+    return writer_fail(w, PAGEDB_MISUSE, "%s: invalid sample id %lld: ids are >= 0, or PAGEDB_AUTO_ID", db->path,
+                       (long long)id);
+  if (id == PAGEDB_AUTO_ID) {
+    do {
+      id = atomic_fetch_add(&db->next_auto, 1);
+      if (id < 0 || id == INT64_MAX) {
+        atomic_store(&db->next_auto, INT64_MAX);
+        return writer_fail(w, PAGEDB_FULL, "%s: no automatic ids left", db->path);
+      }
+      rc = idx_reserve(db->idx, id);
+    } while (rc == PAGEDB_CONSTRAINT);
+  } else {
+    rc = idx_reserve(db->idx, id);
+    if (rc == PAGEDB_CONSTRAINT)
+      return writer_fail(w, rc, "%s: sample id %lld is already used", db->path, (long long)id);
+    /* Automatic ids stay above every id seen. */
+    int64_t next = atomic_load(&db->next_auto);
+    while (id < INT64_MAX && next <= id && !atomic_compare_exchange_weak(&db->next_auto, &next, id + 1)) {}
+  }
+  if (rc != PAGEDB_OK) return writer_fail(w, rc, "%s: out of memory reserving sample id %lld", db->path, (long long)id);
+  memset(w->cur, 0, (size_t)db->nw * sizeof *w->cur);
+  w->cur[0] = (uint64_t)id;
+  w->in_sample = 1;
+  w->start = w->pos;
+  w->nput = 0;
+  return PAGEDB_OK;
+}
+
+int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
+  if (!w) return PAGEDB_MISUSE;
+  int rc = check_field(w, field, 0, PAGEDB_BYTES);
+  if (rc != PAGEDB_OK) return rc;
+  if (n > 0 && !data)
+    return writer_fail(w, PAGEDB_MISUSE, "%s: sample %lld, field '%s': NULL data for %zu bytes", w->db->path,
+                       (long long)w->cur[0], w->db->fields[field].name, n);
+  size_t have = w->pos - w->start;
+  if (n > PAGEDB_MAX_SAMPLE - have)
+    return writer_fail(w, PAGEDB_TOOBIG, "%s: sample %lld, field '%s': %zu bytes would make the sample larger than"
+                       " the %llu-byte limit", w->db->path, (long long)w->cur[0], w->db->fields[field].name, n,
+                       (unsigned long long)PAGEDB_MAX_SAMPLE);
+  rc = make_room(w, n);
+  if (rc != PAGEDB_OK) return rc;
+  if (n) memcpy(w->buf + w->pos, data, n);
+  w->pos += n;
+  *slot_val(w->cur, w->db->nfield, field) = n;
+  slot_set(w->cur, field);
+  w->order[w->nput++] = (uint16_t)field;
+  return PAGEDB_OK;
+}
+
+static int put_scalar(pagedb_writer *w, int field, int type, uint64_t bits) {
+  if (!w) return PAGEDB_MISUSE;
+  int rc = check_field(w, field, 1, type);
+  if (rc != PAGEDB_OK) return rc;
+  *slot_val(w->cur, w->db->nfield, field) = bits;
+  slot_set(w->cur, field);
+  return PAGEDB_OK;
+}
+
+int pagedb_put_int(pagedb_writer *w, int field, int64_t v) {
+  return put_scalar(w, field, PAGEDB_INT, (uint64_t)v);
+}
+
+int pagedb_put_real(pagedb_writer *w, int field, double v) {
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  return put_scalar(w, field, PAGEDB_REAL, bits);
+}
+
+/* Lay the current record out in schema order, if it was given otherwise. */
+static int reorder(pagedb_writer *w) {
+  int sorted = 1;
+  for (int i = 1; i < w->nput; i++) sorted &= w->order[i - 1] < w->order[i];
+  if (sorted) return PAGEDB_OK;
+  size_t len = w->pos - w->start;
+  uint8_t *tmp = malloc(len ? len : 1);
+  if (!tmp)
+    return writer_fail(w, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], w->db->path);
+  int nf = w->db->nfield;
+  size_t out = 0;
+  for (int f = 0; f < nf; f++) {
+    if (!slot_has(w->cur, f) || !api_is_bytes(w->db, f)) continue;
+    size_t src = w->start;      /* where field f was put */
+    for (int i = 0; w->order[i] != f; i++) src += slot_get(w->cur, nf, w->order[i]);
+    size_t n = slot_get(w->cur, nf, f);
+    memcpy(tmp + out, w->buf + src, n);
+    out += n;
+  }
+  memcpy(w->buf + w->start, tmp, len);
+  free(tmp);
+  return PAGEDB_OK;
+}
+
+/* Append the current slot to the page's records. */
+static int keep_slot(pagedb_writer *w) {
+  int nw = w->db->nw;
+  uint32_t n = w->recs ? w->recs->d.nsamples : 0;
+  if (!w->recs || n == w->caprec) {
+    uint32_t cap = w->caprec ? w->caprec * 2 : 64;
+    PageRecs *r = realloc(w->recs, sizeof *r + (size_t)cap * nw * sizeof(uint64_t));
+    if (!r)
+      return writer_fail(w, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], w->db->path);
+    if (!w->recs) memset(&r->d, 0, sizeof r->d);
+    w->recs = r;
+    w->caprec = cap;
+  }
+  memcpy(w->recs->slots + (size_t)n * nw, w->cur, (size_t)nw * sizeof(uint64_t));
+  w->recs->d.nsamples = n + 1;
+  return PAGEDB_OK;
+}
+
+int pagedb_sample_end(pagedb_writer *w, int64_t *id) {
+  if (!w) return PAGEDB_MISUSE;
+  int rc = usable(w);
+  if (rc != PAGEDB_OK) return rc;
+  if (!w->in_sample) return writer_fail(w, PAGEDB_MISUSE, "%s: no sample begun", w->db->path);
+  rc = reorder(w);
+  if (rc == PAGEDB_OK) {
+    w->cur[1] = w->start;     /* made absolute when the run is written */
+    rc = keep_slot(w);
+  }
+  if (rc != PAGEDB_OK) return rc;   /* the sample stays open: cancel or retry */
+  w->in_sample = 0;
+  if (id) *id = (int64_t)w->cur[0];
+  size_t ps = pager_page_size(w->db->pager);
+  if (w->pos >= ps) {
+    /* A full page or a multi-page sample: write it now. */
+    rc = write_run(w, w->pos);
+    w->pos = PDB_PAGE_HDR;
+  }
+  return rc;
+}
+
+int pagedb_sample_cancel(pagedb_writer *w) {
+  if (!w || !w->in_sample) return PAGEDB_OK;
+  idx_release(w->db->idx, (int64_t)w->cur[0]);
+  w->pos = w->start;
+  w->in_sample = 0;
+  return PAGEDB_OK;
+}
+
+int pagedb_writer_flush(pagedb_writer *w) {
+  if (!w) return PAGEDB_MISUSE;
+  int rc = usable(w);
+  if (rc != PAGEDB_OK) return rc;
+  if (w->in_sample) return w->start > PDB_PAGE_HDR ? write_before_current(w) : PAGEDB_OK;
+  if (w->recs && w->recs->d.nsamples > 0) {
+    rc = write_run(w, w->pos);
+    w->pos = PDB_PAGE_HDR;
+  }
+  return rc;
+}
+
+int api_writer_free(pagedb_writer *w, pdb_msg *out) {
+  pagedb_sample_cancel(w);
+  int rc = w->failed ? w->failed : pagedb_writer_flush(w);
+  if (rc != PAGEDB_OK) {
+    *out = w->err;
+    out->rc = rc;
+  }
+  release_ids(w);   /* only if the flush could not hand them over */
+  free(w->recs);
+  free(w->buf);
+  free(w->cur);
+  free(w);
+  return rc;
+}
+
+int pagedb_writer_close(pagedb_writer *w) {
+  if (!w) return PAGEDB_OK;
+  pagedb *db = w->db;
+  pthread_mutex_lock(&db->mu);
+  for (pagedb_writer **pp = &db->writers; *pp; pp = &(*pp)->next) {
+    if (*pp == w) {
+      *pp = w->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&db->mu);
+  pdb_msg err = { 0 };
+  int rc = api_writer_free(w, &err);
+  if (rc != PAGEDB_OK) pdb_err_copy(db, NULL, &err);
+  return rc;
+}
+
+const char *pagedb_writer_errmsg(pagedb_writer *w) {
+  return w ? pdb_msg_text(&w->err) : "no writer";
+}

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Install everything pagedb needs to build and test on a fresh Debian
+# machine.  Idempotent: packages already present are left alone.
+set -e
+PKGS="build-essential autoconf automake libtool pkgconf \
+  libsqlite3-dev sqlite3 liblz4-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
+  libedit-dev expect"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends $missing
+fi

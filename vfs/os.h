@@ -1,0 +1,49 @@
+/*
+** os.h -- the bottom layer: what the pager sees of the VFS.
+**
+** The core never calls a method pointer directly; it calls these small
+** wrappers, so that a method a backend leaves NULL gets a sensible default
+** in one place.
+*/
+#ifndef PAGEDB_OS_H
+#define PAGEDB_OS_H
+
+#include "pagedbInt.h"
+
+/* The built-in backends, registered on first use of the registry. */
+pagedb_vfs *pdb_posix_vfs(void);
+
+/* Allocate a file object for VFS and open PATH; *PF is NULL on failure. */
+int pdb_os_open(pagedb_vfs *vfs, const char *path, int flags, pagedb_file **pf);
+/* Close and free F; NULL is a no-op. */
+int pdb_os_close(pagedb_file *f);
+
+static inline int pdb_os_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
+  return f->pMethods->xRead(f, buf, n, off);
+}
+static inline int pdb_os_write(pagedb_file *f, const void *buf, size_t n, uint64_t off) {
+  return f->pMethods->xWrite(f, buf, n, off);
+}
+static inline int pdb_os_truncate(pagedb_file *f, uint64_t size) {
+  return f->pMethods->xTruncate(f, size);
+}
+static inline int pdb_os_sync(pagedb_file *f, int flags) {
+  return f->pMethods->xSync(f, flags);
+}
+static inline int pdb_os_size(pagedb_file *f, uint64_t *size) {
+  return f->pMethods->xFileSize(f, size);
+}
+static inline int pdb_os_lock(pagedb_file *f, int level) {
+  return f->pMethods->xLock(f, level);
+}
+static inline int pdb_os_caps(pagedb_file *f) {
+  return f->pMethods->xDeviceCharacteristics
+       ? f->pMethods->xDeviceCharacteristics(f) : 0;
+}
+static inline int pdb_os_errno(pagedb_file *f) {
+  return f->pMethods->xLastErrno ? f->pMethods->xLastErrno(f) : 0;
+}
+int pdb_os_map(pagedb_file *f, size_t n, const void **p);
+int pdb_os_unmap(pagedb_file *f, const void *p, size_t n);
+
+#endif /* PAGEDB_OS_H */

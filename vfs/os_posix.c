@@ -1,0 +1,247 @@
+/*
+** os_posix.c -- the "posix" VFS: pread/pwrite/fsync, OFD locks, mmap.
+**
+** The default backend.  Every call retries EINTR and loops over short
+** transfers, so a method either moves all the bytes asked for or fails
+** with a code that says why (PAGEDB_FULL for ENOSPC and EDQUOT, so that a
+** full disk is told apart from a broken one).
+**
+** Locks are open-file-description locks (F_OFD_SETLK): unlike classic POSIX
+** record locks they belong to the open file, not the process, so closing
+** some other descriptor of the same file elsewhere in the process (SQLite,
+** a user's code) does not silently drop the dataset's write lock, and two
+** handles in one process exclude each other as two processes do.
+*/
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct PosixFile {
+  pagedb_file base;     /* must be first */
+  int fd;
+  _Atomic int err;      /* errno of the latest failure */
+} PosixFile;
+
+static int fail(PosixFile *p, int rc) {
+  atomic_store_explicit(&p->err, errno, memory_order_relaxed);
+  return rc;
+}
+
+static int px_close(pagedb_file *f) {
+  PosixFile *p = (PosixFile *)f;
+  if (p->fd >= 0 && close(p->fd) != 0 && errno != EINTR) return fail(p, PAGEDB_IOERR);
+  p->fd = -1;
+  return PAGEDB_OK;
+}
+
+static int px_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
+  PosixFile *p = (PosixFile *)f;
+  uint8_t *b = buf;
+  while (n > 0) {
+    ssize_t got = pread(p->fd, b, n, (off_t)off);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return fail(p, PAGEDB_IOERR_READ);
+    }
+    if (got == 0) {
+      memset(b, 0, n);
+      return PAGEDB_IOERR_SHORT_READ;
+    }
+    b += got;
+    n -= (size_t)got;
+    off += (uint64_t)got;
+  }
+  return PAGEDB_OK;
+}
+
+static int px_write(pagedb_file *f, const void *buf, size_t n, uint64_t off) {
+  PosixFile *p = (PosixFile *)f;
+  const uint8_t *b = buf;
+  while (n > 0) {
+    ssize_t put = pwrite(p->fd, b, n, (off_t)off);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      return fail(p, (errno == ENOSPC || errno == EDQUOT) ? PAGEDB_FULL : PAGEDB_IOERR_WRITE);
+    }
+    b += put;
+    n -= (size_t)put;
+    off += (uint64_t)put;
+  }
+  return PAGEDB_OK;
+}
+
+static int px_truncate(pagedb_file *f, uint64_t size) {
+  PosixFile *p = (PosixFile *)f;
+  while (ftruncate(p->fd, (off_t)size) != 0) {
+    if (errno != EINTR) return fail(p, PAGEDB_IOERR_TRUNCATE);
+  }
+  return PAGEDB_OK;
+}
+
+static int px_sync(pagedb_file *f, int flags) {
+  PosixFile *p = (PosixFile *)f;
+  int r = (flags & PAGEDB_SYNC_FULL) ? fsync(p->fd) : fdatasync(p->fd);
+  /* No retry on failure: after a failed fsync the kernel may have dropped
+  ** the dirty pages, so a second fsync could succeed without them. */
+  if (r != 0) return fail(p, (errno == ENOSPC || errno == EDQUOT) ? PAGEDB_FULL : PAGEDB_IOERR_SYNC);
+  return PAGEDB_OK;
+}
+
+static int px_size(pagedb_file *f, uint64_t *size) {
+  PosixFile *p = (PosixFile *)f;
+  struct stat st;
+  if (fstat(p->fd, &st) != 0) return fail(p, PAGEDB_IOERR_FSTAT);
+  *size = (uint64_t)st.st_size;
+  return PAGEDB_OK;
+}
+
+static int px_lock(pagedb_file *f, int level) {
+  PosixFile *p = (PosixFile *)f;
+  struct flock fl = {
+    .l_type = level == PAGEDB_LOCK_EXCLUSIVE ? F_WRLCK : F_UNLCK,
+    .l_whence = SEEK_SET, .l_start = 0, .l_len = 1,
+  };
+  while (fcntl(p->fd, F_OFD_SETLK, &fl) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EACCES) return PAGEDB_BUSY_LOCKED;
+    return fail(p, PAGEDB_IOERR_LOCK);
+  }
+  return PAGEDB_OK;
+}
+
+static int px_sector(pagedb_file *f) { return 4096; }
+static int px_caps(pagedb_file *f) { return PAGEDB_IOCAP_MMAP; }
+
+static int px_map(pagedb_file *f, size_t n, const void **pp) {
+  PosixFile *p = (PosixFile *)f;
+  void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, p->fd, 0);
+  if (m == MAP_FAILED) {
+    *pp = NULL;
+    return fail(p, PAGEDB_IOERR_MMAP);
+  }
+  *pp = m;
+  return PAGEDB_OK;
+}
+
+static int px_unmap(pagedb_file *f, const void *m, size_t n) {
+  PosixFile *p = (PosixFile *)f;
+  if (munmap((void *)m, n) != 0) return fail(p, PAGEDB_IOERR_MMAP);
+  return PAGEDB_OK;
+}
+
+static int px_read_batch(pagedb_file *f, pagedb_iovec *reqs, int n) {
+  int first = PAGEDB_OK;
+  for (int i = 0; i < n; i++) {
+    reqs[i].rc = px_read(f, reqs[i].buf, reqs[i].n, reqs[i].off);
+    if (reqs[i].rc != PAGEDB_OK && first == PAGEDB_OK) first = reqs[i].rc;
+  }
+  return first;
+}
+
+static int px_advise(pagedb_file *f, uint64_t off, uint64_t n, int hint) {
+  PosixFile *p = (PosixFile *)f;
+  static const int adv[] = {
+    [PAGEDB_ADVISE_NORMAL] = POSIX_FADV_NORMAL,
+    [PAGEDB_ADVISE_SEQUENTIAL] = POSIX_FADV_SEQUENTIAL,
+    [PAGEDB_ADVISE_RANDOM] = POSIX_FADV_RANDOM,
+    [PAGEDB_ADVISE_WILLNEED] = POSIX_FADV_WILLNEED,
+    [PAGEDB_ADVISE_DONTNEED] = POSIX_FADV_DONTNEED,
+  };
+  if (hint < 0 || hint > PAGEDB_ADVISE_DONTNEED) return PAGEDB_MISUSE;
+  int e = posix_fadvise(p->fd, (off_t)off, (off_t)n, adv[hint]);
+  if (e != 0) {
+    errno = e;
+    return fail(p, PAGEDB_IOERR);
+  }
+  return PAGEDB_OK;
+}
+
+static int px_errno(pagedb_file *f) {
+  return atomic_load_explicit(&((PosixFile *)f)->err, memory_order_relaxed);
+}
+
+static const pagedb_io_methods px_methods = {
+  .iVersion = 1,
+  .xClose = px_close,
+  .xRead = px_read,
+  .xWrite = px_write,
+  .xTruncate = px_truncate,
+  .xSync = px_sync,
+  .xFileSize = px_size,
+  .xLock = px_lock,
+  .xSectorSize = px_sector,
+  .xDeviceCharacteristics = px_caps,
+  .xMap = px_map,
+  .xUnmap = px_unmap,
+  .xReadBatch = px_read_batch,
+  .xAdvise = px_advise,
+  .xLastErrno = px_errno,
+};
+
+static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags) {
+  PosixFile *p = (PosixFile *)f;
+  int oflags = O_CLOEXEC;
+  oflags |= (flags & PAGEDB_VFS_READWRITE) ? O_RDWR : O_RDONLY;
+  if (flags & PAGEDB_VFS_CREATE) oflags |= O_CREAT;
+  if (flags & PAGEDB_VFS_EXCLUSIVE) oflags |= O_EXCL;
+  int fd;
+  do {
+    fd = open(path, oflags, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return errno == ENOENT ? PAGEDB_CANTOPEN_NOENT : PAGEDB_CANTOPEN;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    close(fd);
+    errno = e;
+    return PAGEDB_CANTOPEN;
+  }
+  p->fd = fd;
+  p->base.pMethods = &px_methods;
+  return PAGEDB_OK;
+}
+
+static int px_sync_dir(pagedb_vfs *vfs, const char *path) {
+  char *copy = pdb_strdup(path);
+  if (!copy) return PAGEDB_NOMEM;
+  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free(copy);
+  if (fd < 0) return PAGEDB_IOERR_SYNC;
+  int r = fsync(fd);
+  int e = errno;
+  close(fd);
+  /* Some file systems cannot fsync a directory (EINVAL): nothing to do. */
+  if (r != 0 && e != EINVAL) {
+    errno = e;
+    return PAGEDB_IOERR_SYNC;
+  }
+  return PAGEDB_OK;
+}
+
+static int px_delete(pagedb_vfs *vfs, const char *path, int syncDir) {
+  if (unlink(path) != 0) return errno == ENOENT ? PAGEDB_OK : PAGEDB_IOERR;
+  return syncDir ? px_sync_dir(vfs, path) : PAGEDB_OK;
+}
+
+static int px_access(pagedb_vfs *vfs, const char *path, int *exists) {
+  *exists = access(path, F_OK) == 0;
+  return PAGEDB_OK;
+}
+
+static pagedb_vfs posix_vfs = {
+  .iVersion = 1,
+  .szFile = sizeof(PosixFile),
+  .zName = "posix",
+  .xOpen = px_open,
+  .xDelete = px_delete,
+  .xAccess = px_access,
+  .xSyncDir = px_sync_dir,
+};
+
+pagedb_vfs *pdb_posix_vfs(void) { return &posix_vfs; }
