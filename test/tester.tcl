@@ -1,0 +1,385 @@
+# tester.tcl -- the common code of the pagedb test scripts.
+#
+# Modelled on SQLite's test/tester.tcl.  A test file is run as
+#
+#     tclsh test/NAME.test
+#
+# (test/all.tcl runs each file that way, in its own process) and starts with
+#
+#     source [file join [file dirname [info script]] tester.tcl]
+#
+# It gets:
+#
+#   do_test NAME SCRIPT EXPECTED   run SCRIPT at global level, compare with
+#                                  EXPECTED (exactly; /RE/ for a regexp,
+#                                  *GLOB* for a glob pattern)
+#   do_execsql_test NAME SQL EXP   do_test of [db sql SQL]
+#   do_catch_test NAME SCRIPT EXP  do_test of [catchcmd SCRIPT]
+#   catchcmd SCRIPT                {0 RESULT} or {1 MESSAGE}
+#   catchcode SCRIPT               {0 RESULT} or {1 PAGEDB_NAME} (errorCode)
+#   do_skip NAME REASON            a visible skip
+#   testdir                        the file's scratch directory, new each run
+#   testpath NAME                  a path inside it
+#   test_seed                      the file's seed (PAGEDB_SEED overrides it)
+#   finish_test                    counts, leak checks, exit status
+#
+# Handles: tests open datasets with the pagedb command of test/tclpagedb.c
+# (loaded here from $env(PAGEDB_TCLLIB)).  finish_test fails the file when a
+# handle command is still open or a file descriptor leaked.
+#
+# Seeds: never taken from the clock.  Each file's seed is a hash of its name
+# unless PAGEDB_SEED is set; it is printed with every failure so that a run
+# can be repeated exactly.
+
+if {[info exists ::TESTER_LOADED]} return
+set ::TESTER_LOADED 1
+
+set ::TC(count) 0
+set ::TC(fail) 0
+set ::TC(skip) 0
+set ::TC(fail_list) {}
+set ::TC(skip_list) {}
+set ::TC(file) [file rootname [file tail $::argv0]]
+set ::TC(srcdir) [file normalize [file dirname [info script]]]
+set ::TC(verbose) [expr {[info exists ::env(PAGEDB_VERBOSE)] && $::env(PAGEDB_VERBOSE)}]
+
+# Load the extension.
+if {![info exists ::env(PAGEDB_TCLLIB)]} {
+  set cand [file join $::TC(srcdir) .libs libtclpagedb.so]
+  if {[file exists $cand]} { set ::env(PAGEDB_TCLLIB) $cand }
+}
+if {![info exists ::env(PAGEDB_TCLLIB)]} {
+  puts stderr "tester.tcl: PAGEDB_TCLLIB is not set (run through 'make check')"
+  exit 2
+}
+load $::env(PAGEDB_TCLLIB) Tclpagedb
+
+# ---------------------------------------------------------------------------
+# Seeds
+
+proc hash_string {s} {
+  set h 2166136261
+  foreach c [split $s ""] {
+    scan $c %c v
+    set h [expr {(($h ^ $v) * 16777619) & 0x7fffffff}]
+  }
+  return $h
+}
+
+if {[info exists ::env(PAGEDB_SEED)] && $::env(PAGEDB_SEED) ne ""} {
+  set ::TC(seed) $::env(PAGEDB_SEED)
+} else {
+  set ::TC(seed) [hash_string $::TC(file)]
+}
+expr {srand($::TC(seed))}
+proc test_seed {} { return $::TC(seed) }
+
+# A deterministic random integer in [lo, hi].
+proc randint {lo hi} {
+  return [expr {$lo + int(rand() * ($hi - $lo + 1))}]
+}
+
+# ---------------------------------------------------------------------------
+# Scratch directory: test/testdir/FILE, removed and recreated.
+
+proc testdir {} { return $::TC(testdir) }
+proc testpath {name} { return [file join $::TC(testdir) $name] }
+
+if {[info exists ::env(PAGEDB_TESTDIR)]} {
+  set ::TC(testdir) [file join [file normalize $::env(PAGEDB_TESTDIR)] $::TC(file)]
+} else {
+  set ::TC(testdir) [file join $::TC(srcdir) testdir $::TC(file)]
+}
+file delete -force $::TC(testdir)
+file mkdir $::TC(testdir)
+
+# Remove a dataset (data file, catalog and SQLite's side files).
+proc forcedelete {args} {
+  foreach path $args {
+    foreach f [glob -nocomplain -- $path $path-catalog $path-catalog-wal \
+                   $path-catalog-shm $path-catalog-journal] {
+      file delete -force $f
+    }
+  }
+}
+
+# ---------------------------------------------------------------------------
+# File descriptors
+
+proc fd_list {} {
+  set res {}
+  foreach f [lsort [glob -nocomplain /proc/self/fd/*]] {
+    if {[catch {file readlink $f} target]} continue
+    lappend res "[file tail $f] -> $target"
+  }
+  return $res
+}
+set ::TC(fds) [fd_list]
+
+# The fds open now that were not open when the file started.
+proc fd_leaks {} {
+  set res {}
+  foreach f [fd_list] {
+    if {[lsearch -exact $::TC(fds) $f] < 0} { lappend res $f }
+  }
+  return $res
+}
+
+# ---------------------------------------------------------------------------
+# Tests
+
+proc fail_test {name} {
+  incr ::TC(fail)
+  lappend ::TC(fail_list) $name
+  puts "  (seed [test_seed]: rerun with PAGEDB_SEED=[test_seed]\
+        TESTFILES=$::TC(file).test)"
+  flush stdout
+}
+
+# do_test NAME SCRIPT EXPECTED
+proc do_test {name cmd expected} {
+  incr ::TC(count)
+  if {$::TC(verbose)} { puts -nonewline "$name..."; flush stdout }
+  if {[catch {uplevel #0 $cmd} result opts]} {
+    if {!$::TC(verbose)} { puts -nonewline "$name..." }
+    puts "\n! $name error: $result"
+    puts "! errorCode: [dict get $opts -errorcode]"
+    puts [dict get $opts -errorinfo]
+    fail_test $name
+    return
+  }
+  set ok 0
+  if {[regexp {^/(.*)/$} $expected -> re]} {
+    set ok [regexp -- $re $result]
+  } elseif {[regexp {^\*.*\*$} $expected] && [string length $expected] > 1} {
+    set ok [string match $expected $result]
+  } else {
+    set ok [expr {$result eq $expected}]
+  }
+  if {$ok} {
+    if {$::TC(verbose)} { puts " Ok" }
+  } else {
+    if {!$::TC(verbose)} { puts -nonewline "$name..." }
+    puts "\n! $name expected: \[$expected\]"
+    puts "! $name got:      \[$result\]"
+    fail_test $name
+  }
+  flush stdout
+}
+
+# do_execsql_test NAME SQL EXPECTED ?DB?
+proc do_execsql_test {name sql expected {db db}} {
+  uplevel 1 [list do_test $name [list $db sql $sql] [list {*}$expected]]
+}
+
+# {0 RESULT} or {1 MESSAGE}
+proc catchcmd {script} {
+  set rc [catch {uplevel 1 $script} msg]
+  if {$rc == 1} { return [list 1 $msg] }
+  return [list 0 $msg]
+}
+
+# {0 RESULT} or {1 PAGEDB_NAME} (the second element of errorCode, or the
+# message if the error did not come from pagedb).
+proc catchcode {script} {
+  set rc [catch {uplevel 1 $script} msg opts]
+  if {$rc != 1} { return [list 0 $msg] }
+  set ec [dict get $opts -errorcode]
+  if {[lindex $ec 0] eq "PAGEDB"} { return [list 1 [lindex $ec 1]] }
+  return [list 1 $msg]
+}
+
+# do_catch_test NAME SCRIPT EXPECTED
+proc do_catch_test {name script expected} {
+  uplevel 1 [list do_test $name [list catchcmd $script] $expected]
+}
+
+# do_skip NAME REASON
+proc do_skip {name reason} {
+  incr ::TC(skip)
+  lappend ::TC(skip_list) $name
+  puts "$name... skipped: $reason"
+  flush stdout
+}
+
+# The message of the error SCRIPT raises ("no error: RESULT" if none).
+proc catchmsg {script} {
+  if {[catch {uplevel 1 $script} msg]} { return $msg }
+  return "no error: $msg"
+}
+
+# "ok" if MSG contains every ARG, else what is missing.
+proc errmsg_has {msg args} {
+  foreach s $args {
+    if {[string first $s $msg] < 0} { return "missing \"$s\" in: $msg" }
+  }
+  return ok
+}
+
+# ---------------------------------------------------------------------------
+# Datasets
+
+# Create a dataset at PATH (deleting an old one) with FIELDS, a list of
+# {name type ?codec?}; leave it open as command DB.
+proc make_db {db path fields args} {
+  forcedelete $path
+  pagedb $db $path -create {*}$args
+  foreach f $fields { $db field_add {*}$f }
+  return $db
+}
+
+# The byte sizes of a dataset's files ({} if missing).
+proc filesize {path} {
+  if {[file exists $path]} { return [file size $path] }
+  return {}
+}
+
+# Run the sqlite3 command-line shell on the catalog of PATH (or any SQLite
+# file) and return its output (list mode, -batch).
+proc catalog_sql {dbfile sql} {
+  return [exec sqlite3 -batch $dbfile $sql]
+}
+
+# tclsh and environment for child processes.
+proc tclsh_path {} { return [info nameofexecutable] }
+
+# Write SCRIPT to a file in the scratch directory and return its path.  The
+# script starts with the extension loaded.
+proc child_script {name script} {
+  set path [testpath $name.tcl]
+  set fd [open $path w]
+  puts $fd "load [list $::env(PAGEDB_TCLLIB)] Tclpagedb"
+  puts $fd $script
+  close $fd
+  return $path
+}
+
+# ---------------------------------------------------------------------------
+# Raw file surgery (for corruption tests)
+
+proc read_bytes {path offset n} {
+  set fd [open $path rb]
+  seek $fd $offset
+  set data [read $fd $n]
+  close $fd
+  return $data
+}
+
+proc patch_file {path offset bytes} {
+  set fd [open $path r+b]
+  seek $fd $offset
+  puts -nonewline $fd $bytes
+  close $fd
+}
+
+proc truncate_file {path size} {
+  set fd [open $path r+b]
+  chan truncate $fd $size
+  close $fd
+}
+
+proc copy_file {from to} {
+  file copy -force $from $to
+}
+
+set ::M64 0xFFFFFFFFFFFFFFFF
+proc mix64 {z} {
+  set M $::M64
+  set z [expr {(($z ^ ($z >> 30)) * 0xbf58476d1ce4e5b9) & $M}]
+  set z [expr {(($z ^ ($z >> 27)) * 0x94d049bb133111eb) & $M}]
+  return [expr {$z ^ ($z >> 31)}]
+}
+
+# The data file header checksum (pdb_checksum of src/error.c) of BYTES.
+proc pdb_checksum {bytes} {
+  set n [string length $bytes]
+  set h [expr {0x9e3779b97f4a7c15 ^ $n}]
+  set i 0
+  for {} {$i + 8 <= $n} {incr i 8} {
+    binary scan $bytes @${i}wu w
+    set h [mix64 [expr {$h ^ $w}]]
+  }
+  set tail 0
+  for {set k 0} {$i < $n} {incr i; incr k} {
+    binary scan $bytes @${i}cu b
+    set tail [expr {$tail | ($b << (8 * $k))}]
+  }
+  return [mix64 [expr {$h ^ $tail ^ 0xa0761d6478bd642f}]]
+}
+
+proc u64_to_bytes {v} {
+  if {$v >= (1 << 63)} { set v [expr {$v - (1 << 64)}] }
+  return [binary format w $v]
+}
+
+# Rewrite the checksum of the header of data file PATH (bytes 120..127 over
+# bytes 0..119), after a test patched a header field.
+proc fix_header_checksum {path} {
+  set h [read_bytes $path 0 120]
+  patch_file $path 120 [u64_to_bytes [pdb_checksum $h]]
+}
+
+# Header fields (src/pager.c): version at 16 (u32), page size at 24 (u64),
+# uuid at 32 (16 bytes), checksum at 120.
+proc header_version {path} {
+  binary scan [read_bytes $path 16 4] iu v
+  return $v
+}
+proc set_header_version {path v} {
+  patch_file $path 16 [binary format i $v]
+  fix_header_checksum $path
+}
+proc header_checksum_ok {path} {
+  binary scan [read_bytes $path 120 8] wu c
+  return [expr {$c == [pdb_checksum [read_bytes $path 0 120]]}]
+}
+
+# ---------------------------------------------------------------------------
+# Catalog consistency
+
+# Check the catalog of open dataset DB against its counts: returns "ok" or
+# a description of the first inconsistency.
+proc check_catalog {db} {
+  set n [$db count]
+  set rows [$db sql {SELECT count(*) FROM sample}]
+  if {$rows != $n} { return "count $n but $rows sample rows" }
+  set pages [$db pages]
+  set maxpg [$db sql {SELECT coalesce(max(page), -1) FROM sample}]
+  if {$maxpg >= $pages} { return "a sample on page $maxpg of $pages" }
+  if {[catch {$db sql {SELECT coalesce(sum(nsamples),0), coalesce(max(pgno+npages),0) FROM page}} r]} {
+    return "page table: $r"
+  }
+  lassign $r nsamp pend
+  if {$nsamp != $n} { return "page table counts $nsamp samples, count is $n" }
+  if {$pend > $pages} { return "page table ends at page $pend of $pages" }
+  set path [$db path]
+  set size [file size $path]
+  set need [expr {4096 + $pages * [$db page_size]}]
+  if {$size < $need} { return "data file $size bytes, $pages pages need $need" }
+  return ok
+}
+
+# ---------------------------------------------------------------------------
+# The end of a test file.
+
+proc finish_test {} {
+  set nHandle [pagedb_handles]
+  if {$nHandle != 0} {
+    incr ::TC(count)
+    puts "! $::TC(file): $nHandle pagedb handle command(s) still open at finish_test"
+    fail_test $::TC(file)-handles
+  }
+  set leaks [fd_leaks]
+  if {[llength $leaks]} {
+    incr ::TC(count)
+    puts "! $::TC(file): file descriptors leaked: [join $leaks {; }]"
+    fail_test $::TC(file)-fds
+  }
+  set nPass [expr {$::TC(count) - $::TC(fail)}]
+  puts "$::TC(file): $::TC(fail) errors out of $::TC(count) tests,\
+        $::TC(skip) skipped (seed [test_seed])"
+  if {$::TC(fail)} { puts "$::TC(file): failures: $::TC(fail_list)" }
+  puts "#RESULT passed=$nPass failed=$::TC(fail) skipped=$::TC(skip)"
+  flush stdout
+  exit [expr {$::TC(fail) ? 1 : 0}]
+}
