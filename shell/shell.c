@@ -34,6 +34,7 @@
 
 #include <editline/readline.h>
 
+#define WL_NO_LIBM   /* the shell links without libm: no wl_size(), wl_check() */
 #include "../tool/workload.c"
 
 #define MAX_ARGS  16          /* arguments of one dot-command */
@@ -96,8 +97,9 @@ static void closeDb(ShellState *p){
 
 /*
 ** Make the demo dataset at ZFILE: DEMO_SAMPLES samples with an `image`
-** (BYTES: the W-img generator's bytes at 1/16 of its sizes), a `label` (INT)
-** and a `caption` (TEXT).  Returns 0, or 1 after an error message.
+** (BYTES: the W-img generator's bytes and labels, at sizes uniform in
+** [512, 8191] drawn from its size stream), a `label` (INT) and a `caption`
+** (TEXT).  Returns 0, or 1 after an error message.
 */
 static int makeDemo(ShellState *p, const char *zFile){
   static const char *azAdj[] = {
@@ -127,7 +129,8 @@ static int makeDemo(ShellState *p, const char *zFile){
   if( rc == PAGEDB_OK ){ zCall = "pagedb_writer_open"; rc = pagedb_writer_open(db, &pw); }
   if( rc == PAGEDB_OK && (buf = malloc((size_t)wl_max_size(&w))) == 0 ) rc = PAGEDB_NOMEM;
   for(int64_t i = 0; rc == PAGEDB_OK && i < DEMO_SAMPLES; i++){
-    size_t n = (size_t)wl_size(&w, i) / 16;
+    uint64_t s = wl_state(&w, i, 1);
+    size_t n = 512 + (size_t)(wl_next(&s) % 7680);
     int64_t label = wl_label(&w, i);
     char zCap[128];
     snprintf(zCap, sizeof zCap, "sample %lld: a %s %s, class %lld", (long long)i,
