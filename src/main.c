@@ -287,6 +287,15 @@ static int open_catalog(pagedb *db, int flags) {
   return rc;
 }
 
+static int is_empty(pagedb *db) {
+  pagedb_file *f;
+  uint64_t size = 1;
+  if (pdb_os_open(db->vfs, db->path, PAGEDB_VFS_READONLY, &f) != PAGEDB_OK) return 0;
+  if (pdb_os_size(f, &size) != PAGEDB_OK) size = 1;
+  pdb_os_close(f);
+  return size == 0;
+}
+
 static int open_dataset(pagedb *db, int flags) {
   pdb_msg *m = &db->err;
   int exists = 0, cat_exists = 0;
@@ -301,6 +310,12 @@ static int open_dataset(pagedb *db, int flags) {
                      "cannot create %s: its catalog %s exists without it (move the catalog away first)", db->path,
                      db->catpath);
     rc = create(db);
+  } else if ((flags & PAGEDB_OPEN_CREATE) && !cat_exists && is_empty(db)) {
+    /* A creation cut short before the header was written: start again.
+    ** Only an empty file is taken over; any other is the user's. */
+    rc = db->vfs->xDelete(db->vfs, db->path, 0);
+    if (rc == PAGEDB_OK) rc = create(db);
+    else rc = pdb_err(db, m, PAGEDB_CANTOPEN, "cannot replace the empty file %s: %s", db->path, strerror(errno));
   } else {
     rc = pager_open(db, m, db->vfs, db->path, db->readonly, &db->pager);
     if (rc == PAGEDB_OK && !db->readonly) rc = pager_lock(db->pager, m);
