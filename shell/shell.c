@@ -501,8 +501,8 @@ static int dotInfo(ShellState *p, int nArg, char **azArg){
 }
 
 /* USAGE: .open [-readonly] [-demo] [-vfs NAME] FILE
-** Close the current dataset and open FILE (options as on the command line,
-** for this and later opens). */
+** Close the current dataset, then open FILE (options as on the command line,
+** for this and later opens).  If FILE cannot be opened, none is open. */
 static int dotOpen(ShellState *p, int nArg, char **azArg){
   const char *zFile = 0;
   for(int i = 1; i < nArg; i++){

@@ -87,6 +87,13 @@ typedef struct Times {
   int n;
 } Times;
 
+/* CPU seconds of CLOCK: CLOCK_THREAD_CPUTIME_ID or CLOCK_PROCESS_CPUTIME_ID. */
+static double cpuTime(clockid_t clock){
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static double now(void){
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -366,6 +373,7 @@ typedef struct WriteJob {
   int fData, fLabel;            /* field numbers */
   int t, nT;
   int rc;                       /* PAGEDB_OK or the first failure */
+  double cpu;                   /* CPU seconds the thread used */
   char zErr[512];               /* what failed */
 } WriteJob;
 
@@ -415,6 +423,7 @@ static void *writeThread(void *pArg){
   }
   free(buf);
   j->rc = rc;
+  j->cpu = cpuTime(CLOCK_THREAD_CPUTIME_ID);
   return 0;
 }
 
@@ -424,6 +433,9 @@ typedef struct WriteTimes {
   double sync;                  /* our own fsync of the data file before the commit */
   double commit;                /* the final pagedb_commit: ~ the catalog's part */
   double close;                 /* pagedb_close */
+  double engineCpu;             /* CPU of threads that are neither ours nor the
+                                ** writers: the engine's own (its catalog thread) */
+  double writerCpu;             /* CPU of the writer threads */
 } WriteTimes;
 
 /*
@@ -438,6 +450,7 @@ static int pdbWrite(Run *r, int iT, int nT, WriteTimes *wt){
   int rc;
   removeDataset(zPath);
   dropCaches(b);
+  double c0 = cpuTime(CLOCK_PROCESS_CPUTIME_ID), m0 = cpuTime(CLOCK_THREAD_CPUTIME_ID);
   double t0 = now();
   rc = pagedb_open(zPath, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, 0);
   if( rc ){ failRc(b, "pagedb_open", rc, pagedb_errmsg(db)); pagedb_close(db); return 1; }
@@ -484,6 +497,10 @@ static int pdbWrite(Run *r, int iT, int nT, WriteTimes *wt){
   rc = pagedb_close(db);
   if( rc && !bad ){ failRc(b, "pagedb_close", rc, "(handle freed)"); bad = 1; }
   double t4 = now();
+  double c1 = cpuTime(CLOCK_PROCESS_CPUTIME_ID), m1 = cpuTime(CLOCK_THREAD_CPUTIME_ID);
+  wt->writerCpu = 0;
+  for(int t = 0; t < nT; t++) wt->writerCpu += aJob[t].cpu;
+  wt->engineCpu = (c1 - c0) - (m1 - m0) - wt->writerCpu;
   wt->total = t4 - t0;
   wt->sync = t2 - t1;
   wt->commit = t3 - t2;
@@ -720,9 +737,11 @@ static int runWorkload(Bench *b, const char *zSpec){
   /* Writes: raw and pagedb alternate within each repetition. */
   Times tRaw = {{0}, 0}, tRawPread = {{0}, 0}, tRawMmap = {{0}, 0};
   Times tW[MAX_THREADS], tSync[MAX_THREADS], tCommit[MAX_THREADS], tClose[MAX_THREADS];
+  Times tEng[MAX_THREADS], tWcpu[MAX_THREADS];
   Times tMmap = {{0}, 0}, tCopy = {{0}, 0}, tOpen = {{0}, 0};
   memset(tW, 0, sizeof tW); memset(tSync, 0, sizeof tSync);
   memset(tCommit, 0, sizeof tCommit); memset(tClose, 0, sizeof tClose);
+  memset(tEng, 0, sizeof tEng); memset(tWcpu, 0, sizeof tWcpu);
   int nFail0 = b->nFail;
   for(int rep = 0; rep < b->nReps && b->nFail == nFail0; rep++){
     double t = rawWrite(r);
@@ -734,6 +753,8 @@ static int runWorkload(Bench *b, const char *zSpec){
         timesAdd(&tSync[k], wt.sync);
         timesAdd(&tCommit[k], wt.commit);
         timesAdd(&tClose[k], wt.close);
+        timesAdd(&tEng[k], wt.engineCpu);
+        timesAdd(&tWcpu[k], wt.writerCpu);
       }
     }
   }
@@ -759,9 +780,12 @@ static int runWorkload(Bench *b, const char *zSpec){
     printLine(r, z, t, raw, "raw");
     if( t > 0 ){
       double c = median(&tCommit[k]);
-      printf("      final pagedb_commit %.3f s = %.1f%% of the ingest: the catalog's part (the data\n"
-             "      file was fsynced from outside just before: %.3f s); pagedb_close %.3f s\n",
+      double e = median(&tEng[k]);
+      printf("      final pagedb_commit %.3f s = %.1f%% of the ingest (the data file was fsynced\n"
+             "      from outside just before it: %.3f s); pagedb_close %.3f s\n",
              c, 100.0 * c / t, median(&tSync[k]), median(&tClose[k]));
+      printf("      CPU: writer threads %.3f s; the engine's own threads (catalog) %.3f s"
+             " = %.1f%% of the ingest time\n", median(&tWcpu[k]), e, 100.0 * e / t);
       if( best < 0 || t < best ){ best = t; bestT = k; }
     }
   }
