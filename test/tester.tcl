@@ -219,6 +219,18 @@ proc errmsg_has {msg args} {
 # ---------------------------------------------------------------------------
 # Datasets
 
+# Try to open PATH with ARGS: "ok" (and close it again) or the error's
+# PAGEDB_NAME.
+proc open_code {path args} {
+  if {[catch {pagedb ::open_code_db $path {*}$args} msg opts]} {
+    set ec [dict get $opts -errorcode]
+    if {[lindex $ec 0] eq "PAGEDB"} { return [lindex $ec 1] }
+    return $msg
+  }
+  ::open_code_db close
+  return ok
+}
+
 # Create a dataset at PATH (deleting an old one) with FIELDS, a list of
 # {name type ?codec?}; leave it open as command DB.
 proc make_db {db path fields args} {
@@ -352,10 +364,14 @@ proc check_catalog {db} {
   lassign $r nsamp pend
   if {$nsamp != $n} { return "page table counts $nsamp samples, count is $n" }
   if {$pend > $pages} { return "page table ends at page $pend of $pages" }
-  set path [$db path]
-  set size [file size $path]
-  set need [expr {4096 + $pages * [$db page_size]}]
-  if {$size < $need} { return "data file $size bytes, $pages pages need $need" }
+  # The file holds every committed run up to its used bytes (the tail of
+  # the last page need not be written).
+  set ps [$db page_size]
+  set end [$db sql "SELECT coalesce(max(pgno * $ps + used), 0) FROM page"]
+  set size [file size [$db path]]
+  if {$size < 4096 + $end} {
+    return "data file $size bytes, committed runs end at [expr {4096 + $end}]"
+  }
   return ok
 }
 
