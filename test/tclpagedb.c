@@ -1443,6 +1443,371 @@ static int handlesCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *cons
   return TCL_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* The fault VFS                                                       */
+/* ------------------------------------------------------------------ */
+/*
+** "fault" wraps the default VFS (posix) and can, from a chosen call on:
+**
+**   - fail: the Nth counted call (and, with -persist, every later one)
+**     returns an I/O error (or PAGEDB_FULL for writes with -full), as
+**     SQLite's do_ioerr_test does with its test VFS;
+**   - crash: at the Nth counted call, overwrite every range written to the
+**     data file since its last successful xSync with garbage and _exit(86)
+**     at once, as if the power failed and the disk kept torn pages (SQLite's
+**     test6.c).  A committed sample whose page was not synced shows up as
+**     damaged after the next open.
+**
+** Counted calls are those whose kind is in the -ops mask.  The catalog is
+** SQLite's and does not go through pagedb's VFS, so it is not affected.
+**
+**   pagedb_faultvfs register ?-default?
+**   pagedb_faultvfs config ?-ops {read write sync truncate size lock map open}?
+**                          ?-ioerr N? ?-persist BOOL? ?-full BOOL? ?-crash N?
+**   pagedb_faultvfs reset        (disarm, zero the counters)
+**   pagedb_faultvfs count        (counted calls so far)
+**   pagedb_faultvfs hits         (faults injected so far)
+*/
+#define FOP_READ   0x01
+#define FOP_WRITE  0x02
+#define FOP_SYNC   0x04
+#define FOP_TRUNC  0x08
+#define FOP_SIZE   0x10
+#define FOP_LOCK   0x20
+#define FOP_MAP    0x40
+#define FOP_OPEN   0x80
+
+typedef struct FaultRange { uint64_t off, n; } FaultRange;
+
+typedef struct FaultFile FaultFile;
+struct FaultFile {
+  pagedb_file base;            /* first: methods */
+  pagedb_file *real;           /* the wrapped VFS's file */
+  int injected;                /* the last failure was injected: errno EIO */
+  pthread_mutex_t mu;          /* guards aRange */
+  FaultRange *aRange;          /* written since the last successful sync */
+  int nRange, nAlloc;
+  FaultFile *pNext;            /* fv.pFiles */
+};
+
+static struct {
+  pagedb_vfs vfs;              /* "fault" */
+  pagedb_vfs *real;            /* the wrapped VFS */
+  int registered;
+  pagedb_io_methods methods;   /* built from the real file's at first open */
+  int methodsInit;
+  atomic_llong count;          /* counted calls */
+  atomic_llong ioerrAt;        /* 0: off */
+  atomic_int persist;
+  atomic_int full;
+  atomic_int opsMask;
+  atomic_llong crashAt;        /* 0: off */
+  atomic_llong hits;
+  pthread_mutex_t mu;          /* guards pFiles and methods */
+  FaultFile *pFiles;
+} fv = { .mu = PTHREAD_MUTEX_INITIALIZER, .opsMask = 0xff };
+
+static void faultCrash(void){
+  FaultFile *f;
+  /* No unlock: the process ends here. */
+  pthread_mutex_lock(&fv.mu);
+  for(f = fv.pFiles; f; f = f->pNext){
+    int i;
+    pthread_mutex_lock(&f->mu);
+    for(i = 0; i < f->nRange; i++){
+      uint64_t off = f->aRange[i].off, n = f->aRange[i].n, k;
+      unsigned char buf[4096];
+      for(k = 0; k < n; k += sizeof(buf)){
+        size_t m = n - k < sizeof(buf) ? (size_t)(n - k) : sizeof(buf);
+        memset(buf, (int)(0xA5 ^ ((off + k) >> 12)), m);
+        f->real->pMethods->xWrite(f->real, buf, m, off + k);
+      }
+    }
+  }
+  _exit(86);
+}
+
+/* Count a call of kind OP; returns 1 if it must fail. */
+static int faultHit(FaultFile *f, int op){
+  long long n, at;
+  if( !(atomic_load(&fv.opsMask) & op) ) return 0;
+  n = atomic_fetch_add(&fv.count, 1) + 1;
+  at = atomic_load(&fv.crashAt);
+  if( at > 0 && n >= at ) faultCrash();
+  at = atomic_load(&fv.ioerrAt);
+  if( at > 0 && (n == at || (n > at && atomic_load(&fv.persist))) ){
+    atomic_fetch_add(&fv.hits, 1);
+    if( f ) f->injected = 1;
+    return 1;
+  }
+  if( f ) f->injected = 0;
+  return 0;
+}
+
+static int fvClose(pagedb_file *pf){
+  FaultFile *f = (FaultFile *)pf;
+  FaultFile **pp;
+  int rc;
+  pthread_mutex_lock(&fv.mu);
+  for(pp = &fv.pFiles; *pp; pp = &(*pp)->pNext){
+    if( *pp == f ){ *pp = f->pNext; break; }
+  }
+  pthread_mutex_unlock(&fv.mu);
+  rc = f->real->pMethods->xClose(f->real);
+  free(f->real);
+  free(f->aRange);
+  pthread_mutex_destroy(&f->mu);
+  f->base.pMethods = 0;
+  return rc;
+}
+
+static int fvRead(pagedb_file *pf, void *buf, size_t n, uint64_t off){
+  FaultFile *f = (FaultFile *)pf;
+  if( faultHit(f, FOP_READ) ) return PAGEDB_IOERR_READ;
+  return f->real->pMethods->xRead(f->real, buf, n, off);
+}
+
+static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
+  FaultFile *f = (FaultFile *)pf;
+  int rc;
+  if( faultHit(f, FOP_WRITE) ) return atomic_load(&fv.full) ? PAGEDB_FULL : PAGEDB_IOERR_WRITE;
+  rc = f->real->pMethods->xWrite(f->real, buf, n, off);
+  if( rc == PAGEDB_OK && n > 0 ){
+    pthread_mutex_lock(&f->mu);
+    if( f->nRange >= f->nAlloc ){
+      int nNew = f->nAlloc ? f->nAlloc * 2 : 64;
+      FaultRange *a = realloc(f->aRange, (size_t)nNew * sizeof(FaultRange));
+      if( a ){ f->aRange = a; f->nAlloc = nNew; }
+    }
+    if( f->nRange < f->nAlloc ){
+      f->aRange[f->nRange].off = off;
+      f->aRange[f->nRange].n = n;
+      f->nRange++;
+    }
+    pthread_mutex_unlock(&f->mu);
+  }
+  return rc;
+}
+
+static int fvTruncate(pagedb_file *pf, uint64_t size){
+  FaultFile *f = (FaultFile *)pf;
+  if( faultHit(f, FOP_TRUNC) ) return PAGEDB_IOERR_TRUNCATE;
+  return f->real->pMethods->xTruncate(f->real, size);
+}
+
+static int fvSync(pagedb_file *pf, int flags){
+  FaultFile *f = (FaultFile *)pf;
+  int nBefore, rc;
+  if( faultHit(f, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
+  /* Only the writes made before the sync started are known to be synced. */
+  pthread_mutex_lock(&f->mu);
+  nBefore = f->nRange;
+  pthread_mutex_unlock(&f->mu);
+  rc = f->real->pMethods->xSync(f->real, flags);
+  if( rc == PAGEDB_OK ){
+    pthread_mutex_lock(&f->mu);
+    memmove(f->aRange, f->aRange + nBefore, (size_t)(f->nRange - nBefore) * sizeof(FaultRange));
+    f->nRange -= nBefore;
+    pthread_mutex_unlock(&f->mu);
+  }
+  return rc;
+}
+
+static int fvFileSize(pagedb_file *pf, uint64_t *size){
+  FaultFile *f = (FaultFile *)pf;
+  if( faultHit(f, FOP_SIZE) ) return PAGEDB_IOERR_FSTAT;
+  return f->real->pMethods->xFileSize(f->real, size);
+}
+
+static int fvLock(pagedb_file *pf, int level){
+  FaultFile *f = (FaultFile *)pf;
+  if( faultHit(f, FOP_LOCK) ) return PAGEDB_IOERR_LOCK;
+  return f->real->pMethods->xLock(f->real, level);
+}
+
+static int fvSectorSize(pagedb_file *pf){
+  FaultFile *f = (FaultFile *)pf;
+  return f->real->pMethods->xSectorSize(f->real);
+}
+
+static int fvDeviceCharacteristics(pagedb_file *pf){
+  FaultFile *f = (FaultFile *)pf;
+  return f->real->pMethods->xDeviceCharacteristics(f->real);
+}
+
+static int fvMap(pagedb_file *pf, size_t n, const void **p){
+  FaultFile *f = (FaultFile *)pf;
+  if( faultHit(f, FOP_MAP) ) return PAGEDB_IOERR_MMAP;
+  return f->real->pMethods->xMap(f->real, n, p);
+}
+
+static int fvUnmap(pagedb_file *pf, const void *p, size_t n){
+  FaultFile *f = (FaultFile *)pf;
+  return f->real->pMethods->xUnmap(f->real, p, n);
+}
+
+static int fvReadBatch(pagedb_file *pf, pagedb_iovec *reqs, int n){
+  FaultFile *f = (FaultFile *)pf;
+  if( faultHit(f, FOP_READ) ){
+    int i;
+    for(i = 0; i < n; i++) reqs[i].rc = PAGEDB_IOERR_READ;
+    return PAGEDB_IOERR_READ;
+  }
+  return f->real->pMethods->xReadBatch(f->real, reqs, n);
+}
+
+static int fvAdvise(pagedb_file *pf, uint64_t off, uint64_t n, int hint){
+  FaultFile *f = (FaultFile *)pf;
+  return f->real->pMethods->xAdvise(f->real, off, n, hint);
+}
+
+static int fvLastErrno(pagedb_file *pf){
+  FaultFile *f = (FaultFile *)pf;
+  if( f->injected ) return EIO;
+  return f->real->pMethods->xLastErrno ? f->real->pMethods->xLastErrno(f->real) : 0;
+}
+
+/* Our methods: a wrapper for each method the real file has, NULL for the
+** ones it leaves NULL (so the core's defaults apply as they would). */
+static void fvInitMethods(const pagedb_io_methods *r){
+  pagedb_io_methods *m = &fv.methods;
+  if( fv.methodsInit ) return;
+  m->iVersion = r->iVersion;
+  m->xClose = fvClose;
+  m->xRead = r->xRead ? fvRead : 0;
+  m->xWrite = r->xWrite ? fvWrite : 0;
+  m->xTruncate = r->xTruncate ? fvTruncate : 0;
+  m->xSync = r->xSync ? fvSync : 0;
+  m->xFileSize = r->xFileSize ? fvFileSize : 0;
+  m->xLock = r->xLock ? fvLock : 0;
+  m->xSectorSize = r->xSectorSize ? fvSectorSize : 0;
+  m->xDeviceCharacteristics = r->xDeviceCharacteristics ? fvDeviceCharacteristics : 0;
+  m->xMap = r->xMap ? fvMap : 0;
+  m->xUnmap = r->xUnmap ? fvUnmap : 0;
+  m->xReadBatch = r->xReadBatch ? fvReadBatch : 0;
+  m->xAdvise = r->xAdvise ? fvAdvise : 0;
+  m->xLastErrno = fvLastErrno;
+  fv.methodsInit = 1;
+}
+
+static int fvOpen(pagedb_vfs *vfs, const char *path, pagedb_file *pf, int flags){
+  FaultFile *f = (FaultFile *)pf;
+  pagedb_file *real;
+  int rc;
+  if( faultHit(0, FOP_OPEN) ) return PAGEDB_CANTOPEN;
+  real = calloc(1, (size_t)fv.real->szFile);
+  if( real == 0 ) return PAGEDB_NOMEM;
+  rc = fv.real->xOpen(fv.real, path, real, flags);
+  if( rc != PAGEDB_OK || real->pMethods == 0 ){
+    free(real);
+    return rc != PAGEDB_OK ? rc : PAGEDB_CANTOPEN;
+  }
+  pthread_mutex_init(&f->mu, 0);
+  f->real = real;
+  pthread_mutex_lock(&fv.mu);
+  fvInitMethods(real->pMethods);
+  f->pNext = fv.pFiles;
+  fv.pFiles = f;
+  pthread_mutex_unlock(&fv.mu);
+  f->base.pMethods = &fv.methods;
+  return PAGEDB_OK;
+}
+
+static int fvDelete(pagedb_vfs *vfs, const char *path, int syncDir){
+  return fv.real->xDelete(fv.real, path, syncDir);
+}
+
+static int fvAccess(pagedb_vfs *vfs, const char *path, int *exists){
+  return fv.real->xAccess(fv.real, path, exists);
+}
+
+static int fvSyncDir(pagedb_vfs *vfs, const char *path){
+  if( faultHit(0, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
+  return fv.real->xSyncDir ? fv.real->xSyncDir(fv.real, path) : PAGEDB_OK;
+}
+
+static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  static const char *azSub[] = {"register", "config", "reset", "count", "hits", 0};
+  enum { F_REGISTER, F_CONFIG, F_RESET, F_COUNT, F_HITS };
+  int iSub, i;
+  if( objc < 2 ){
+    Tcl_WrongNumArgs(interp, 1, objv, "SUBCOMMAND ...");
+    return TCL_ERROR;
+  }
+  if( Tcl_GetIndexFromObj(interp, objv[1], azSub, "subcommand", 0, &iSub) ) return TCL_ERROR;
+  switch( iSub ){
+    case F_REGISTER: {
+      int makeDflt = objc > 2 && strcmp(Tcl_GetString(objv[2]), "-default") == 0;
+      int rc;
+      if( !fv.registered ){
+        fv.real = pagedb_vfs_find(0);
+        if( fv.real == 0 ) return pdbError(interp, PAGEDB_ERROR, "no default VFS to wrap");
+        fv.vfs.iVersion = 1;
+        fv.vfs.szFile = (int)sizeof(FaultFile);
+        fv.vfs.zName = "fault";
+        fv.vfs.xOpen = fvOpen;
+        fv.vfs.xDelete = fvDelete;
+        fv.vfs.xAccess = fvAccess;
+        fv.vfs.xSyncDir = fvSyncDir;
+      }
+      rc = pagedb_vfs_register(&fv.vfs, makeDflt);
+      if( rc != PAGEDB_OK ) return pdbError(interp, rc, "pagedb_vfs_register failed");
+      fv.registered = 1;
+      Tcl_SetObjResult(interp, Tcl_NewStringObj(fv.real->zName, -1));
+      return TCL_OK;
+    }
+    case F_CONFIG:
+      for(i = 2; i + 1 < objc; i += 2){
+        const char *z = Tcl_GetString(objv[i]);
+        Tcl_WideInt w;
+        if( strcmp(z, "-ops") == 0 ){
+          static const char *azOp[] = {"read", "write", "sync", "truncate", "size", "lock",
+                                       "map", "open", "all", 0};
+          Tcl_Obj **a;
+          int n, k, mask = 0, iOp;
+          if( Tcl_ListObjGetElements(interp, objv[i+1], &n, &a) ) return TCL_ERROR;
+          for(k = 0; k < n; k++){
+            if( Tcl_GetIndexFromObj(interp, a[k], azOp, "op", 0, &iOp) ) return TCL_ERROR;
+            mask |= iOp == 8 ? 0xff : (1 << iOp);
+          }
+          atomic_store(&fv.opsMask, mask);
+          continue;
+        }
+        if( Tcl_GetWideIntFromObj(interp, objv[i+1], &w) ) return TCL_ERROR;
+        if( strcmp(z, "-ioerr") == 0 ) atomic_store(&fv.ioerrAt, (long long)w);
+        else if( strcmp(z, "-persist") == 0 ) atomic_store(&fv.persist, w != 0);
+        else if( strcmp(z, "-full") == 0 ) atomic_store(&fv.full, w != 0);
+        else if( strcmp(z, "-crash") == 0 ) atomic_store(&fv.crashAt, (long long)w);
+        else{
+          Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -ops, -ioerr, "
+                                                 "-persist, -full or -crash", z));
+          return TCL_ERROR;
+        }
+      }
+      if( i < objc ){
+        Tcl_SetObjResult(interp, Tcl_NewStringObj("options come in pairs", -1));
+        return TCL_ERROR;
+      }
+      return TCL_OK;
+    case F_RESET:
+      atomic_store(&fv.ioerrAt, 0);
+      atomic_store(&fv.crashAt, 0);
+      atomic_store(&fv.persist, 0);
+      atomic_store(&fv.full, 0);
+      atomic_store(&fv.count, 0);
+      atomic_store(&fv.hits, 0);
+      atomic_store(&fv.opsMask, 0xff);
+      return TCL_OK;
+    case F_COUNT:
+      Tcl_SetObjResult(interp, Tcl_NewWideIntObj(atomic_load(&fv.count)));
+      return TCL_OK;
+    case F_HITS:
+      Tcl_SetObjResult(interp, Tcl_NewWideIntObj(atomic_load(&fv.hits)));
+      return TCL_OK;
+  }
+  return TCL_OK;
+}
+
 /* At exit (tclsh does not delete its interpreter), close every dataset a
 ** script left open, as a program would; the commands stay, inert. */
 static void exitHandler(ClientData cd){
@@ -1470,6 +1835,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_errstr", errnameCmd, (ClientData)1, 0);
   Tcl_CreateObjCommand(interp, "pagedb_version", versionCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_handles", handlesCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_faultvfs", faultvfsCmd, 0, 0);
   {
     static int once = 0;
     if( !once ){

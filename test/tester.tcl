@@ -367,7 +367,7 @@ proc check_catalog {db} {
   # The file holds every committed run up to its used bytes (the tail of
   # the last page need not be written).
   set ps [$db page_size]
-  set end [$db sql "SELECT coalesce(max(pgno * $ps + used), 0) FROM page"]
+  set end [$db sql "SELECT coalesce(max(pgno * $ps + used), 0) FROM page WHERE used > 0"]
   set size [file size [$db path]]
   if {$size < 4096 + $end} {
     return "data file $size bytes, committed runs end at [expr {4096 + $end}]"
@@ -394,7 +394,11 @@ proc finish_test {} {
   set nPass [expr {$::TC(count) - $::TC(fail)}]
   puts "$::TC(file): $::TC(fail) errors out of $::TC(count) tests,\
         $::TC(skip) skipped (seed [test_seed])"
-  if {$::TC(fail)} { puts "$::TC(file): failures: $::TC(fail_list)" }
+  if {$::TC(fail)} {
+    set l $::TC(fail_list)
+    if {[llength $l] > 30} { set l "[lrange $l 0 29] ... ([llength $l] in all)" }
+    puts "$::TC(file): failures: $l"
+  }
   puts "#RESULT passed=$nPass failed=$::TC(fail) skipped=$::TC(skip)"
   flush stdout
   exit [expr {$::TC(fail) ? 1 : 0}]
