@@ -319,6 +319,9 @@ struct Job {
   atomic_llong nDone;          /* samples written or verified */
   atomic_llong nDup;           /* contend: CONSTRAINT skips */
   atomic_int stop;             /* set on the first error */
+  atomic_int writersDone;      /* ingest: every writer thread has ended */
+  int nReader;                 /* ingest: concurrent reader threads */
+  atomic_llong nSeen;          /* ingest: samples the readers found intact */
   pthread_mutex_t mutex;       /* guards rc/zErr and progress output */
   int rc;                      /* first error's code, or PAGEDB_OK */
   char *zErr;                  /* first error's message (malloc) */
@@ -504,10 +507,138 @@ static void *ingestThread(void *arg){
   return 0;
 }
 
+/*
+** Check every field of sample ID against what ingest writes for it.
+** Returns 0 if it is intact, -1 after recording a failure with jobFail(),
+** or 1 if ALLOWMISSING and the sample is not (yet) visible: its first
+** field reads PAGEDB_NOTFOUND (the first field must not be left out then).
+*/
+static int verifyOne(Job *job, pagedb_reader *r, int64_t id, int allowMissing,
+                     unsigned char **pBuf, size_t *pnBuf){
+  const Gen *g = &job->g;
+  unsigned char *buf = *pBuf;
+  size_t nBuf = *pnBuf;
+  int64_t key = id;
+  int f, rc;
+  if( g->autoKey ){
+    rc = pagedb_read_int(r, id, g->keyField, &key);
+    if( rc == PAGEDB_NOTFOUND && allowMissing ) return 1;
+    if( rc != PAGEDB_OK ){
+      jobFail(job, rc, "%s (verify: sample %lld key field %d)",
+              pagedb_reader_errmsg(r), (long long)id, g->keyField);
+      return -1;
+    }
+  }else if( allowMissing && g->nField > 0 ){
+    const void *p;
+    size_t n;
+    int64_t v;
+    double d;
+    switch( g->aType[0] ){
+      case PAGEDB_INT: rc = pagedb_read_int(r, id, 0, &v); break;
+      case PAGEDB_REAL: rc = pagedb_read_real(r, id, 0, &d); break;
+      default: rc = pagedb_read(r, id, 0, &p, &n); break;
+    }
+    if( rc == PAGEDB_NOTFOUND ) return 1;
+  }
+  for(f = 0; f < g->nField; f++){
+    switch( g->aType[f] ){
+      case PAGEDB_BYTES:
+      case PAGEDB_TEXT: {
+        int64_t sz = genSize(g, key, f);
+        const void *p = 0;
+        size_t n = 0;
+        int64_t bad;
+        if( job->useInto ){
+          size_t want = sz < 0 ? 16 : (size_t)sz;
+          if( want > nBuf || buf == 0 ){
+            unsigned char *q = realloc(buf, want ? want : 1);
+            if( q == 0 ){
+              jobFail(job, PAGEDB_NOMEM, "verify buffer");
+              return -1;
+            }
+            *pBuf = buf = q;
+            *pnBuf = nBuf = want;
+          }
+          rc = pagedb_read_into(r, id, f, buf, want, &n);
+          p = buf;
+        }else{
+          rc = pagedb_read(r, id, f, &p, &n);
+        }
+        if( sz < 0 ){
+          if( rc != PAGEDB_NOTFOUND ){
+            jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): expected "
+                    "PAGEDB_NOTFOUND (field left out), got %s",
+                    (long long)id, f, pagedb_field_name(job->db, f), pagedb_errname(rc));
+            return -1;
+          }
+          break;
+        }
+        if( rc != PAGEDB_OK ){
+          jobFail(job, rc, "%s (verify: sample %lld field %d %s)",
+                  pagedb_reader_errmsg(r), (long long)id, f,
+                  pagedb_field_name(job->db, f));
+          return -1;
+        }
+        if( (int64_t)n != sz ){
+          jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): size %llu, expected %lld",
+                  (long long)id, f, pagedb_field_name(job->db, f),
+                  (unsigned long long)n, (long long)sz);
+          return -1;
+        }
+        if( n > 0 && p == 0 ){
+          jobFail(job, PAGEDB_ERROR, "sample %lld field %d: NULL data", (long long)id, f);
+          return -1;
+        }
+        bad = testdataCheck((const unsigned char *)p, n, fieldSeed(g->seed, f), key);
+        if( bad >= 0 ){
+          jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): content differs at "
+                  "byte %lld of %llu", (long long)id, f, pagedb_field_name(job->db, f),
+                  (long long)bad, (unsigned long long)n);
+          return -1;
+        }
+        break;
+      }
+      case PAGEDB_INT: {
+        int64_t v = 0;
+        rc = pagedb_read_int(r, id, f, &v);
+        if( rc != PAGEDB_OK ){
+          jobFail(job, rc, "%s (verify: sample %lld field %d)",
+                  pagedb_reader_errmsg(r), (long long)id, f);
+          return -1;
+        }
+        if( v != genInt(g, key, f) ){
+          jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): int %lld, expected %lld",
+                  (long long)id, f, pagedb_field_name(job->db, f), (long long)v,
+                  (long long)genInt(g, key, f));
+          return -1;
+        }
+        break;
+      }
+      case PAGEDB_REAL: {
+        double v = 0;
+        rc = pagedb_read_real(r, id, f, &v);
+        if( rc != PAGEDB_OK ){
+          jobFail(job, rc, "%s (verify: sample %lld field %d)",
+                  pagedb_reader_errmsg(r), (long long)id, f);
+          return -1;
+        }
+        if( v != genReal(g, key, f) ){
+          jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): real %.17g, expected %.17g",
+                  (long long)id, f, pagedb_field_name(job->db, f), v, genReal(g, key, f));
+          return -1;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return 0;
+}
+
 static void *verifyThread(void *arg){
   JobThread *jt = (JobThread *)arg;
   Job *job = jt->job;
-  const Gen *g = &job->g;
   pagedb_reader *r = 0;
   unsigned char *buf = 0;
   size_t nBuf = 0;
@@ -520,125 +651,63 @@ static void *verifyThread(void *arg){
     return 0;
   }
   for(i = jt->t; i < job->nId && !atomic_load(&job->stop); i += job->nThread){
-    int64_t id = job->aId[i];
-    int64_t key = id;
-    int f;
-    if( g->autoKey ){
-      rc = pagedb_read_int(r, id, g->keyField, &key);
-      if( rc != PAGEDB_OK ){
-        jobFail(job, rc, "%s (verify: sample %lld key field %d)",
-                pagedb_reader_errmsg(r), (long long)id, g->keyField);
-        break;
-      }
-    }
-    for(f = 0; f < g->nField; f++){
-      switch( g->aType[f] ){
-        case PAGEDB_BYTES:
-        case PAGEDB_TEXT: {
-          int64_t sz = genSize(g, key, f);
-          const void *p = 0;
-          size_t n = 0;
-          int64_t bad;
-          if( job->useInto ){
-            size_t want = sz < 0 ? 16 : (size_t)sz;
-            if( want > nBuf || buf == 0 ){
-              unsigned char *q = realloc(buf, want ? want : 1);
-              if( q == 0 ){
-                jobFail(job, PAGEDB_NOMEM, "verify buffer");
-                goto done;
-              }
-              buf = q;
-              nBuf = want;
-            }
-            rc = pagedb_read_into(r, id, f, buf, want, &n);
-            p = buf;
-          }else{
-            rc = pagedb_read(r, id, f, &p, &n);
-          }
-          if( sz < 0 ){
-            if( rc != PAGEDB_NOTFOUND ){
-              jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): expected "
-                      "PAGEDB_NOTFOUND (field left out), got %s",
-                      (long long)id, f, pagedb_field_name(job->db, f), pagedb_errname(rc));
-              goto done;
-            }
-            break;
-          }
-          if( rc != PAGEDB_OK ){
-            jobFail(job, rc, "%s (verify: sample %lld field %d %s)",
-                    pagedb_reader_errmsg(r), (long long)id, f,
-                    pagedb_field_name(job->db, f));
-            goto done;
-          }
-          if( (int64_t)n != sz ){
-            jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): size %llu, expected %lld",
-                    (long long)id, f, pagedb_field_name(job->db, f),
-                    (unsigned long long)n, (long long)sz);
-            goto done;
-          }
-          if( n > 0 && p == 0 ){
-            jobFail(job, PAGEDB_ERROR, "sample %lld field %d: NULL data", (long long)id, f);
-            goto done;
-          }
-          bad = testdataCheck((const unsigned char *)p, n, fieldSeed(g->seed, f), key);
-          if( bad >= 0 ){
-            jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): content differs at "
-                    "byte %lld of %llu", (long long)id, f, pagedb_field_name(job->db, f),
-                    (long long)bad, (unsigned long long)n);
-            goto done;
-          }
-          break;
-        }
-        case PAGEDB_INT: {
-          int64_t v = 0;
-          rc = pagedb_read_int(r, id, f, &v);
-          if( rc != PAGEDB_OK ){
-            jobFail(job, rc, "%s (verify: sample %lld field %d)",
-                    pagedb_reader_errmsg(r), (long long)id, f);
-            goto done;
-          }
-          if( v != genInt(g, key, f) ){
-            jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): int %lld, expected %lld",
-                    (long long)id, f, pagedb_field_name(job->db, f), (long long)v,
-                    (long long)genInt(g, key, f));
-            goto done;
-          }
-          break;
-        }
-        case PAGEDB_REAL: {
-          double v = 0;
-          rc = pagedb_read_real(r, id, f, &v);
-          if( rc != PAGEDB_OK ){
-            jobFail(job, rc, "%s (verify: sample %lld field %d)",
-                    pagedb_reader_errmsg(r), (long long)id, f);
-            goto done;
-          }
-          if( v != genReal(g, key, f) ){
-            jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): real %.17g, expected %.17g",
-                    (long long)id, f, pagedb_field_name(job->db, f), v, genReal(g, key, f));
-            goto done;
-          }
-          break;
-        }
-        default:
-          break;
-      }
-    }
+    if( verifyOne(job, r, job->aId[i], 0, &buf, &nBuf) != 0 ) break;
     atomic_fetch_add(&job->nDone, 1);
   }
-done:
   pagedb_reader_close(r);
   free(buf);
   return 0;
 }
 
-/* Run NTHREAD threads of XFUNC over JOB; returns TCL_OK or the first
-** error in the interpreter. */
-static int jobRun(Tcl_Interp *interp, Job *job, void *(*xFunc)(void *)){
+/*
+** A reader thread that runs beside ingest (-readers N): until the writers
+** are done, read random keys of the ingest range; a sample that is visible
+** must be intact.  Counts the samples found in job->nSeen.
+*/
+static void *concurrentReaderThread(void *arg){
+  JobThread *jt = (JobThread *)arg;
+  Job *job = jt->job;
+  pagedb_reader *r = 0;
+  unsigned char *buf = 0;
+  size_t nBuf = 0;
+  uint64_t s = (uint64_t)jt->t * 7919 + job->g.seed;
+  int rc;
+
+  rc = pagedb_reader_open(job->db, job->readMode, &r);
+  if( rc != PAGEDB_OK ){
+    jobFail(job, rc, "%s (concurrent reader %d, reader_open)", pagedb_errmsg(job->db), jt->t);
+    return 0;
+  }
+  while( !atomic_load(&job->stop) && !atomic_load(&job->writersDone) ){
+    int64_t key = job->iStart + (int64_t)(splitmix64(&s) % (uint64_t)(job->nCount ? job->nCount : 1));
+    int k = verifyOne(job, r, key, 1, &buf, &nBuf);
+    if( k < 0 ) break;
+    if( k == 0 ) atomic_fetch_add(&job->nSeen, 1);
+  }
+  pagedb_reader_close(r);
+  free(buf);
+  return 0;
+}
+
+/* Run NTHREAD threads of XFUNC over JOB, and beside them JOB->nReader
+** threads of XREADER (if not NULL), which are told to stop when every XFUNC
+** thread has ended.  Returns TCL_OK or an error in the interpreter. */
+static int jobRun(Tcl_Interp *interp, Job *job, void *(*xFunc)(void *),
+                  void *(*xReader)(void *)){
   JobThread *aT;
-  int i, nStarted = 0;
-  aT = calloc((size_t)job->nThread, sizeof(JobThread));
+  int i, nStarted = 0, nR = xReader ? job->nReader : 0, nRStarted = 0;
+  aT = calloc((size_t)(job->nThread + nR), sizeof(JobThread));
   if( aT == 0 ) return pdbError(interp, PAGEDB_NOMEM, "out of memory");
+  for(i = 0; i < nR; i++){
+    JobThread *t = &aT[job->nThread + i];
+    t->job = job;
+    t->t = i;
+    if( pthread_create(&t->tid, 0, xReader, t) != 0 ){
+      jobFail(job, PAGEDB_ERROR, "pthread_create failed: %s", strerror(errno));
+      break;
+    }
+    nRStarted++;
+  }
   for(i = 0; i < job->nThread; i++){
     aT[i].job = job;
     aT[i].t = i;
@@ -649,6 +718,8 @@ static int jobRun(Tcl_Interp *interp, Job *job, void *(*xFunc)(void *)){
     nStarted++;
   }
   for(i = 0; i < nStarted; i++) pthread_join(aT[i].tid, 0);
+  atomic_store(&job->writersDone, 1);
+  for(i = 0; i < nRStarted; i++) pthread_join(aT[job->nThread + i].tid, 0);
   free(aT);
   return TCL_OK;
 }
@@ -718,6 +789,7 @@ static int idListRow(void *ctx, int ncol, char **vals, char **names){
 /* DB ingest ?options? */
 static int dbIngest(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
   Job job;
+  const char *zSeenVar = 0;
   int i, rc = TCL_OK;
   memset(&job, 0, sizeof(job));
   pthread_mutex_init(&job.mutex, 0);
@@ -725,6 +797,7 @@ static int dbIngest(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
   job.nThread = 1;
   job.nCount = 100;
   job.progressFd = -1;
+  job.readMode = PAGEDB_READ_MMAP;
   job.g.minSz = 0;
   job.g.maxSz = 1000;
   for(i = 2; i < objc; i++){
@@ -753,8 +826,33 @@ static int dbIngest(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
       i++;
       continue;
     }
+    if( strcmp(z, "-readmode") == 0 ){
+      const char *m = Tcl_GetString(objv[i+1]);
+      if( strcmp(m, "mmap") == 0 ) job.readMode = PAGEDB_READ_MMAP;
+      else if( strcmp(m, "copy") == 0 ) job.readMode = PAGEDB_READ_COPY;
+      else{
+        Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad -readmode \"%s\": must be mmap or copy", m));
+        rc = TCL_ERROR;
+        goto out;
+      }
+      i++;
+      continue;
+    }
+    if( strcmp(z, "-seenvar") == 0 ){
+      zSeenVar = Tcl_GetString(objv[i+1]);
+      i++;
+      continue;
+    }
     if( Tcl_GetWideIntFromObj(interp, objv[i+1], &w) ){ rc = TCL_ERROR; goto out; }
-    if( strcmp(z, "-count") == 0 ) job.nCount = w;
+    if( strcmp(z, "-readers") == 0 ){
+      if( w < 0 || w > 64 ){
+        Tcl_SetObjResult(interp, Tcl_NewStringObj("-readers must be 0..64", -1));
+        rc = TCL_ERROR;
+        goto out;
+      }
+      job.nReader = (int)w;
+    }
+    else if( strcmp(z, "-count") == 0 ) job.nCount = w;
     else if( strcmp(z, "-start") == 0 ) job.iStart = w;
     else if( strcmp(z, "-commitevery") == 0 ) job.commitEvery = w;
     else if( strcmp(z, "-flushevery") == 0 ) job.flushEvery = w;
@@ -768,11 +866,16 @@ static int dbIngest(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
     rc = TCL_ERROR;
     goto out;
   }
-  jobRun(interp, &job, ingestThread);
+  jobRun(interp, &job, ingestThread, concurrentReaderThread);
   if( job.rc == PAGEDB_OK ) jobCommit(&job, -1);
   if( job.rc != PAGEDB_OK ){
     Tcl_SetObjResult(interp, Tcl_NewStringObj(job.zErr ? job.zErr : "ingest failed", -1));
     Tcl_SetErrorCode(interp, "PAGEDB", pagedb_errname(job.rc), (char *)NULL);
+    rc = TCL_ERROR;
+    goto out;
+  }
+  if( zSeenVar && Tcl_SetVar2Ex(interp, zSeenVar, 0,
+        Tcl_NewWideIntObj((Tcl_WideInt)atomic_load(&job.nSeen)), TCL_LEAVE_ERR_MSG) == 0 ){
     rc = TCL_ERROR;
     goto out;
   }
@@ -783,7 +886,8 @@ usage:
   Tcl_SetObjResult(interp, Tcl_ObjPrintf(
       "bad option \"%s\": DB ingest ?-threads N? ?-count N? ?-start ID? ?-auto? "
       "?-contend? ?-seed S? ?-min BYTES? ?-max BYTES? ?-sizes LIST? "
-      "?-commitevery N? ?-flushevery N? ?-progress CHANNEL? ?-progressfd FD?",
+      "?-commitevery N? ?-flushevery N? ?-progress CHANNEL? ?-progressfd FD? "
+      "?-readers N? ?-readmode mmap|copy? ?-seenvar VAR?",
       Tcl_GetString(objv[i])));
   rc = TCL_ERROR;
 out:
@@ -842,7 +946,7 @@ static int dbVerify(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
   job.aId = ids.a;
   job.nId = ids.n;
   ids.a = 0;
-  jobRun(interp, &job, verifyThread);
+  jobRun(interp, &job, verifyThread, 0);
   if( job.rc != PAGEDB_OK ){
     Tcl_SetObjResult(interp, Tcl_NewStringObj(job.zErr ? job.zErr : "verify failed", -1));
     Tcl_SetErrorCode(interp, "PAGEDB", pagedb_errname(job.rc), (char *)NULL);
