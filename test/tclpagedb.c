@@ -1710,7 +1710,9 @@ static int fvSync(pagedb_file *pf, int flags){
   rc = f->real->pMethods->xSync(f->real, flags);
   if( rc == PAGEDB_OK ){
     pthread_mutex_lock(&f->mu);
-    memmove(f->aRange, f->aRange + nBefore, (size_t)(f->nRange - nBefore) * sizeof(FaultRange));
+    if( f->nRange > nBefore ){
+      memmove(f->aRange, f->aRange + nBefore, (size_t)(f->nRange - nBefore) * sizeof(FaultRange));
+    }
     f->nRange -= nBefore;
     pthread_mutex_unlock(&f->mu);
   }
