@@ -1556,11 +1556,11 @@ static int handlesCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *cons
 **   - fail: the Nth counted call (and, with -persist, every later one)
 **     returns an I/O error (or PAGEDB_FULL for writes with -full), as
 **     SQLite's do_ioerr_test does with its test VFS;
-**   - crash: at the Nth counted call, overwrite every range written to the
-**     data file since its last successful xSync with garbage and _exit(86)
-**     at once, as if the power failed and the disk kept torn pages (SQLite's
+**   - crash: at the Nth counted call, undo (per 512-byte sector, see
+**     -crashmode) the writes made to each file since its last successful
+**     xSync and _exit(86) at once, as if the power failed (SQLite's
 **     test6.c).  A committed sample whose page was not synced shows up as
-**     damaged after the next open.
+**     damaged or missing after the next open.
 **
 ** Counted calls are those whose kind is in the -ops mask.  The catalog is
 ** SQLite's and does not go through pagedb's VFS, so it is not affected.
@@ -1568,6 +1568,7 @@ static int handlesCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *cons
 **   pagedb_faultvfs register ?-default?
 **   pagedb_faultvfs config ?-ops {read write sync truncate size lock map open}?
 **                          ?-ioerr N? ?-persist BOOL? ?-full BOOL? ?-crash N?
+**                          ?-crashmode mix|old|new|garbage?
 **   pagedb_faultvfs reset        (disarm, zero the counters)
 **   pagedb_faultvfs count        (counted calls so far)
 **   pagedb_faultvfs hits         (faults injected so far)
@@ -1581,7 +1582,13 @@ static int handlesCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *cons
 #define FOP_MAP    0x40
 #define FOP_OPEN   0x80
 
-typedef struct FaultRange { uint64_t off, n; } FaultRange;
+/* A write not yet synced: where, and the bytes it replaced (OLD, NOLD
+** bytes: the part of the range that was inside the file before). */
+typedef struct FaultRange {
+  uint64_t off, n;
+  unsigned char *old;
+  uint64_t nOld;
+} FaultRange;
 
 typedef struct FaultFile FaultFile;
 struct FaultFile {
@@ -1606,11 +1613,20 @@ static struct {
   atomic_int full;
   atomic_int opsMask;
   atomic_llong crashAt;        /* 0: off */
+  int crashMode;               /* 0 mix, 1 old, 2 new, 3 garbage */
   atomic_llong hits;
   pthread_mutex_t mu;          /* guards pFiles and methods */
   FaultFile *pFiles;
 } fv = { .mu = PTHREAD_MUTEX_INITIALIZER, .opsMask = 0xff };
 
+/*
+** Power loss.  Every write not yet synced is undone sector by sector (512
+** bytes), in reverse order, according to fv.crashMode: 0 ("mix") keeps or
+** undoes each sector as a hash of its offset says, 1 ("old") undoes all,
+** 2 ("new") keeps all, 3 ("garbage") overwrites with garbage.  Undoing a
+** sector beyond the old end of file writes zeros there (a hole).  Then the
+** process ends at once.
+*/
 static void faultCrash(void){
   FaultFile *f;
   /* No unlock: the process ends here. */
@@ -1618,13 +1634,30 @@ static void faultCrash(void){
   for(f = fv.pFiles; f; f = f->pNext){
     int i;
     pthread_mutex_lock(&f->mu);
-    for(i = 0; i < f->nRange; i++){
-      uint64_t off = f->aRange[i].off, n = f->aRange[i].n, k;
-      unsigned char buf[4096];
-      for(k = 0; k < n; k += sizeof(buf)){
-        size_t m = n - k < sizeof(buf) ? (size_t)(n - k) : sizeof(buf);
-        memset(buf, (int)(0xA5 ^ ((off + k) >> 12)), m);
-        f->real->pMethods->xWrite(f->real, buf, m, off + k);
+    for(i = f->nRange - 1; i >= 0; i--){
+      FaultRange *r = &f->aRange[i];
+      uint64_t k;
+      for(k = 0; k < r->n; k += 512){
+        uint64_t m = r->n - k < 512 ? r->n - k : 512;
+        unsigned char buf[512];
+        int undo;
+        switch( fv.crashMode ){
+          case 1: undo = 1; break;
+          case 2: undo = 0; break;
+          case 3: undo = 2; break;
+          default: undo = (int)(mix3(0xC4A5, r->off + k, 0) & 1); break;
+        }
+        if( undo == 0 ) continue;
+        if( undo == 2 ){
+          memset(buf, (int)(0xA5 ^ ((r->off + k) >> 9)), (size_t)m);
+        }else{
+          memset(buf, 0, (size_t)m);
+          if( k < r->nOld ){
+            uint64_t mo = r->nOld - k < m ? r->nOld - k : m;
+            memcpy(buf, r->old + k, (size_t)mo);
+          }
+        }
+        f->real->pMethods->xWrite(f->real, buf, (size_t)m, r->off + k);
       }
     }
   }
@@ -1659,6 +1692,10 @@ static int fvClose(pagedb_file *pf){
   pthread_mutex_unlock(&fv.mu);
   rc = f->real->pMethods->xClose(f->real);
   free(f->real);
+  {
+    int i;
+    for(i = 0; i < f->nRange; i++) free(f->aRange[i].old);
+  }
   free(f->aRange);
   pthread_mutex_destroy(&f->mu);
   f->base.pMethods = 0;
@@ -1675,6 +1712,19 @@ static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
   FaultFile *f = (FaultFile *)pf;
   int rc;
   if( faultHit(f, FOP_WRITE) ) return atomic_load(&fv.full) ? PAGEDB_FULL : PAGEDB_IOERR_WRITE;
+  unsigned char *pOld = 0;
+  uint64_t nOld = 0, size = 0;
+  if( atomic_load(&fv.crashAt) > 0 && n > 0 ){
+    /* Keep what this write replaces, to undo it at a power loss. */
+    if( f->real->pMethods->xFileSize(f->real, &size) == PAGEDB_OK && size > off ){
+      nOld = size - off < n ? size - off : n;
+      pOld = malloc((size_t)nOld);
+      if( pOld && f->real->pMethods->xRead(f->real, pOld, (size_t)nOld, off) != PAGEDB_OK ){
+        memset(pOld, 0, (size_t)nOld);
+      }
+      if( pOld == 0 ) nOld = 0;
+    }
+  }
   rc = f->real->pMethods->xWrite(f->real, buf, n, off);
   if( rc == PAGEDB_OK && n > 0 ){
     pthread_mutex_lock(&f->mu);
@@ -1686,10 +1736,14 @@ static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
     if( f->nRange < f->nAlloc ){
       f->aRange[f->nRange].off = off;
       f->aRange[f->nRange].n = n;
+      f->aRange[f->nRange].old = pOld;
+      f->aRange[f->nRange].nOld = nOld;
       f->nRange++;
+      pOld = 0;
     }
     pthread_mutex_unlock(&f->mu);
   }
+  free(pOld);
   return rc;
 }
 
@@ -1709,7 +1763,9 @@ static int fvSync(pagedb_file *pf, int flags){
   pthread_mutex_unlock(&f->mu);
   rc = f->real->pMethods->xSync(f->real, flags);
   if( rc == PAGEDB_OK ){
+    int i;
     pthread_mutex_lock(&f->mu);
+    for(i = 0; i < nBefore; i++) free(f->aRange[i].old);
     if( f->nRange > nBefore ){
       memmove(f->aRange, f->aRange + nBefore, (size_t)(f->nRange - nBefore) * sizeof(FaultRange));
     }
@@ -1866,6 +1922,13 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
       for(i = 2; i + 1 < objc; i += 2){
         const char *z = Tcl_GetString(objv[i]);
         Tcl_WideInt w;
+        if( strcmp(z, "-crashmode") == 0 ){
+          static const char *azMode[] = {"mix", "old", "new", "garbage", 0};
+          if( Tcl_GetIndexFromObj(interp, objv[i+1], azMode, "crash mode", 0, &fv.crashMode) ){
+            return TCL_ERROR;
+          }
+          continue;
+        }
         if( strcmp(z, "-ops") == 0 ){
           static const char *azOp[] = {"read", "write", "sync", "truncate", "size", "lock",
                                        "map", "open", "all", 0};
@@ -1898,6 +1961,7 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
     case F_RESET:
       atomic_store(&fv.ioerrAt, 0);
       atomic_store(&fv.crashAt, 0);
+      fv.crashMode = 0;
       atomic_store(&fv.persist, 0);
       atomic_store(&fv.full, 0);
       atomic_store(&fv.count, 0);
