@@ -246,10 +246,41 @@ proc filesize {path} {
   return {}
 }
 
-# Run the sqlite3 command-line shell on the catalog of PATH (or any SQLite
-# file) and return its output (list mode, -batch).
+# Run SQL on an SQLite file (a catalog) outside pagedb, for corruption
+# tests: with the Tcl sqlite3 package (Debian libsqlite3-tcl) if present,
+# else with the sqlite3 command-line shell (Debian sqlite3).  Returns the
+# result values as a list.
 proc catalog_sql {dbfile sql} {
+  if {[have_catalog_sql] eq "tcl"} {
+    sqlite3 ::catalog_sql_db $dbfile
+    set res [::catalog_sql_db eval $sql]
+    ::catalog_sql_db close
+    return $res
+  }
   return [exec sqlite3 -batch $dbfile $sql]
+}
+
+# "tcl", "cli" or "" (neither: catalog_sql cannot run).
+proc have_catalog_sql {} {
+  if {![info exists ::TC(catalog_sql)]} {
+    if {![catch {package require sqlite3}]} {
+      set ::TC(catalog_sql) tcl
+    } elseif {![catch {exec sqlite3 -version}]} {
+      set ::TC(catalog_sql) cli
+    } else {
+      set ::TC(catalog_sql) ""
+    }
+  }
+  return $::TC(catalog_sql)
+}
+
+# do_test, or a visible skip when catalog_sql cannot run.
+proc do_catalog_test {name script expected} {
+  if {[have_catalog_sql] eq ""} {
+    do_skip $name "neither the Tcl sqlite3 package nor the sqlite3 shell is installed"
+    return
+  }
+  uplevel 1 [list do_test $name $script $expected]
 }
 
 # tclsh and environment for child processes.
