@@ -1902,7 +1902,10 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
       int makeDflt = objc > 2 && strcmp(Tcl_GetString(objv[2]), "-default") == 0;
       int rc;
       if( !fv.registered ){
+        /* The default, unless PAGEDB_VFS names this one (not registered
+        ** yet): then posix. */
         fv.real = pagedb_vfs_find(0);
+        if( fv.real == 0 ) fv.real = pagedb_vfs_find("posix");
         if( fv.real == 0 ) return pdbError(interp, PAGEDB_ERROR, "no default VFS to wrap");
         fv.vfs.iVersion = 1;
         fv.vfs.szFile = (int)sizeof(FaultFile);

@@ -54,6 +54,12 @@ if {![info exists ::env(PAGEDB_TCLLIB)]} {
 }
 load $::env(PAGEDB_TCLLIB) Tclpagedb
 
+# PAGEDB_VFS=fault runs a whole file through the fault VFS (unarmed, it
+# passes every call through): a check of the VFS layer's plumbing.
+if {[info exists ::env(PAGEDB_VFS)] && $::env(PAGEDB_VFS) eq "fault"} {
+  pagedb_faultvfs register
+}
+
 # ---------------------------------------------------------------------------
 # Seeds
 
@@ -292,6 +298,7 @@ proc child_script {name script} {
   set path [testpath $name.tcl]
   set fd [open $path w]
   puts $fd "load [list $::env(PAGEDB_TCLLIB)] Tclpagedb"
+  puts $fd {if {[info exists ::env(PAGEDB_VFS)] && $::env(PAGEDB_VFS) eq "fault"} { pagedb_faultvfs register }}
   puts $fd $script
   close $fd
   return $path
