@@ -35,7 +35,7 @@ if {![llength $names] && [info exists env(TESTFILES)]} {
 set files {}
 if {[llength $names]} {
   foreach n $names {
-    if {[file exists $n]} {
+    if {[file isfile $n]} {
       lappend files [file normalize $n]
     } else {
       set f [file join $srcdir [file rootname [file tail $n]].test]
