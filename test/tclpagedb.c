@@ -7,27 +7,53 @@
 **
 ** it provides (package pagedb 0.1):
 **
-**   pagedb DB PATH ?-create? ?-readonly? ?-vfs NAME? ?-pagesize N?
-**       Open a dataset and create the command DB (subcommands below).
+**   pagedb DB PATH ?-create? ?-readonly? ?-flags N? ?-vfs NAME? ?-pagesize N?
+**       Open a dataset (READWRITE unless -readonly; -flags passes raw flags)
+**       and create the command DB.  -pagesize calls pagedb_set_page_size.
 **   pagedb_testdata ID LEN ?SEED?
-**       LEN deterministic bytes, a pure function of (SEED, ID, LEN).
+**       LEN deterministic bytes, a pure function of (SEED, ID, LEN): ID
+**       little-endian, then a splitmix64 stream.
 **   pagedb_errname RC / pagedb_errstr RC / pagedb_version
 **   pagedb_handles
 **       The number of live handle commands (DB, writer, reader): tester.tcl
 **       checks that a test file leaves none behind.
+**   pagedb_faultvfs register|config|reset|count|hits
+**       The "fault" VFS: I/O errors and power loss on demand (see below).
+**
+**   DB close | field_add NAME TYPE ?CODEC? | field_index NAME | fields |
+**      count | pages | page_size | set_page_size N | commit | errmsg |
+**      path | catalog_path | sql SQL | writer CMD | reader CMD ?-mmap|-copy|N? |
+**      ingest ?OPTIONS? | verify ?OPTIONS?
+**   WRITER begin ?ID? | put FIELD DATA | put_null FIELD | put_huge FIELD N |
+**      put_int FIELD V | put_real FIELD V | end | cancel | flush | errmsg | close
+**   READER read ID FIELD | size ID FIELD | read_into ID FIELD CAP ?VAR? |
+**      read_int ID FIELD | read_real ID FIELD | errmsg | close
+**
+** TYPE is bytes|text|int|real or a number, CODEC none|lz4 or a number,
+** FIELD a number (passed through even when out of range) or a name (-1
+** when unknown, so that the engine reports PAGEDB_RANGE).
 **
 ** Every failing call raises a Tcl error whose message is
-** "PAGEDB_NAME: <errmsg>" and whose errorCode is {PAGEDB PAGEDB_NAME}.
+** "PAGEDB_NAME: <errmsg>" and whose errorCode is {PAGEDB PAGEDB_NAME};
+** read_into's PAGEDB_TOOBIG message ends with "(size N)".
 **
 ** DB ingest and DB verify run pthreads in C (each with its own writer or
 ** reader) and generate or check the data with the same functions as
 ** pagedb_testdata, so a script ingests with some parameters and verifies
-** later (even in another process, after a crash) with the same ones.
+** later (even in another process, after a crash) with the same ones:
+**
+**   DB ingest ?-threads N? ?-count N? ?-start KEY? ?-auto? ?-contend?
+**             ?-seed S? ?-min B? ?-max B? ?-sizes LIST? ?-commitevery N?
+**             ?-flushevery N? ?-progress CHANNEL? ?-progressfd FD?
+**             ?-readers N? ?-readmode mmap|copy? ?-seenvar VAR?
+**   DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto? ?-auto? ?-seed S?
+**             ?-min B? ?-max B? ?-sizes LIST? ?-sql QUERY?
 **
 ** Handles: a DB command owns its writer and reader commands.  Closing the
 ** DB (or deleting it) closes the dataset with pagedb_close(), which closes
 ** the writers and readers in the engine; their commands are then deleted.
-** Interpreter deletion closes everything that is still open.
+** Interpreter deletion closes everything that is still open; at process
+** exit an exit handler closes the datasets a script left open.
 */
 #include <errno.h>
 #include <pthread.h>
