@@ -1,31 +1,45 @@
 /*
 ** index.c -- id -> slot, lock-free for readers.
 **
-** Slots live in an arena of fixed-size chunks that never move, so a slot
-** pointer handed to a reader stays valid until the index is freed.  The map
-** from id to slot number is an open-addressing hash table with linear
-** probing whose entries are two atomic words:
+** Two structures, split by one number, the dense end D:
 **
-**   key  0 = empty, UINT64_MAX = tombstone (a released reservation),
-**        otherwise id + 1
-**   val  0 = reserved (a writer holds the id; not visible), otherwise
-**        slot number + 1 (committed and visible)
+**   ids below D   live in the dense arena: the slot of id i is at position
+**                 i, in chunks of about 1 MiB that are allocated as ids
+**                 arrive and never move.  Word 0 of a dense slot is its
+**                 state: 0 free, 1 reserved, 2 visible.  A lookup is one
+**                 array access, a reservation one compare-and-swap, and
+**                 neither takes a lock: datasets whose ids are 0..N-1 (the
+**                 usual case) never touch the hash table.
+**   ids from D on live in an open-addressing hash table with linear
+**                 probing, whose entries are two atomic words:
+**                   key  0 = empty, UINT64_MAX = tombstone, otherwise id + 1
+**                   val  0 = reserved, otherwise slot number + 1 in the
+**                        sparse arena (chunks that never move either)
+**                 Keys are claimed with a compare-and-swap; entries only go
+**                 empty -> key -> tombstone, so a probe that meets an empty
+**                 entry knows the key is absent.
 **
-** Entries only ever go empty -> key -> (tombstone), so a probe that meets
-** an empty entry knows the key is absent.  Keys are claimed with a
-** compare-and-swap, so writers reserve ids concurrently without a lock on
-** the table; the rwlock's shared side only keeps them off a table while it
-** is being replaced.  Growing takes the exclusive side, copies the live
-** entries into a table twice the size and publishes it; readers never take
-** the lock: they keep probing whichever table they loaded, and old tables
-** are freed only with the index.
+** D only grows, and only under the exclusive side of the rwlock, when an id
+** arrives just past it ([D, 2D)): it doubles, and the hash entries that now
+** fall below it are copied into the dense arena before the new D is
+** published.  Hash operations hold the shared side, so none runs during the
+** copy; dense operations need no lock, because an id below D stays below D.
+** Copied entries stay in the hash table, so a reader that loaded the old D
+** still finds what was visible; it may miss a sample published after the
+** growth, which its lookup preceded.  The hash table grows the same way
+** (exclusive side, copy, publish); readers keep probing whichever table
+** they loaded, and old tables are freed with the index.
 */
 #include "index.h"
 
-#define CHUNK_BITS 16
-#define CHUNK      ((uint64_t)1 << CHUNK_BITS)
-#define MAX_CHUNKS ((uint64_t)1 << 16)      /* 2^32 samples */
+#define MAX_CHUNKS ((uint64_t)1 << 18)
+#define CHUNK_BYTES ((uint64_t)1 << 20)   /* about; a whole number of slots */
 #define TOMB       UINT64_MAX
+
+/* States of word 0 of a dense slot. */
+#define D_FREE     0
+#define D_RESERVED 1
+#define D_VISIBLE  2
 
 typedef struct Entry {
   _Atomic uint64_t key;
@@ -38,13 +52,21 @@ typedef struct Table {
   Entry e[];
 } Table;
 
+typedef struct Arena {
+  _Atomic(uint64_t *) chunk[MAX_CHUNKS];
+} Arena;
+
 struct Index {
   int nw;                   /* words per slot */
-  pthread_rwlock_t lock;    /* shared: change entries; exclusive: grow */
+  int bits;                 /* a chunk holds 2^bits slots, about 1 MiB */
+  uint64_t max;             /* slots an arena can hold: 2^bits * MAX_CHUNKS */
+  pthread_rwlock_t lock;    /* shared: hash operations; exclusive: growth */
+  _Atomic uint64_t dense;   /* D: ids below it are dense */
+  Arena *darena;            /* slot of dense id i at position i */
+  Arena *sarena;            /* slots of sparse ids, in publish order */
+  uint64_t nsparse;         /* sparse slots handed out (publisher only) */
   _Atomic(Table *) tab;
   _Atomic uint64_t used;    /* keys in tab, tombstones included */
-  uint64_t **chunks;        /* MAX_CHUNKS pointers; filled as needed */
-  uint64_t nslot;           /* slots handed out (publisher only) */
   _Atomic uint64_t count;   /* visible samples */
 };
 
@@ -55,24 +77,34 @@ static Table *table_new(uint64_t cap) {
 }
 
 int idx_create(Index **pi, int nw, uint64_t expect) {
+  (void)expect;
   *pi = NULL;
   Index *x = calloc(1, sizeof *x);
   if (!x) return PAGEDB_NOMEM;
-  uint64_t cap = 1024;
-  while (cap < expect * 2 + 16) cap <<= 1;
   x->nw = nw;
-  x->chunks = calloc(MAX_CHUNKS, sizeof *x->chunks);
-  Table *t = table_new(cap);
-  if (!x->chunks || !t) {
-    free(x->chunks);
+  x->bits = 8;
+  while (((uint64_t)2 << x->bits) * (uint64_t)nw * 8 <= CHUNK_BYTES) x->bits++;
+  x->max = ((uint64_t)1 << x->bits) * MAX_CHUNKS;
+  x->darena = calloc(1, sizeof *x->darena);
+  x->sarena = calloc(1, sizeof *x->sarena);
+  Table *t = table_new(1024);
+  if (!x->darena || !x->sarena || !t) {
+    free(x->darena);
+    free(x->sarena);
     free(t);
     free(x);
     return PAGEDB_NOMEM;
   }
   atomic_init(&x->tab, t);
+  atomic_init(&x->dense, (uint64_t)1 << x->bits);
   pthread_rwlock_init(&x->lock, NULL);
   *pi = x;
   return PAGEDB_OK;
+}
+
+static void arena_free(Arena *a) {
+  for (uint64_t c = 0; c < MAX_CHUNKS; c++) free(atomic_load_explicit(&a->chunk[c], memory_order_relaxed));
+  free(a);
 }
 
 void idx_free(Index *x) {
@@ -81,20 +113,35 @@ void idx_free(Index *x) {
     o = t->older;
     free(t);
   }
-  for (uint64_t c = 0; c < MAX_CHUNKS && x->chunks[c]; c++) free(x->chunks[c]);
-  free(x->chunks);
+  arena_free(x->darena);
+  arena_free(x->sarena);
   pthread_rwlock_destroy(&x->lock);
   free(x);
 }
 
-static inline uint64_t key_of(int64_t id) { return (uint64_t)id + 1; }
-
-static inline uint64_t *slot_at(const Index *x, uint64_t n) {
-  return x->chunks[n >> CHUNK_BITS] + (n & (CHUNK - 1)) * (uint64_t)x->nw;
+/* Slot N of arena A, allocating its chunk if MAKE; NULL if absent or no
+** memory.  Acquire pairs with the release of the CAS that installed the
+** chunk, so its zeroes are seen. */
+static uint64_t *arena_slot(const Index *x, Arena *a, uint64_t n, int make) {
+  _Atomic(uint64_t *) *cp = &a->chunk[n >> x->bits];
+  uint64_t *c = atomic_load_explicit(cp, memory_order_acquire);
+  if (!c && make) {
+    uint64_t *fresh = calloc(((uint64_t)1 << x->bits) * (uint64_t)x->nw, sizeof(uint64_t));
+    if (!fresh) return NULL;
+    if (atomic_compare_exchange_strong_explicit(cp, &c, fresh, memory_order_acq_rel, memory_order_acquire)) {
+      c = fresh;
+    } else {
+      free(fresh);      /* another thread installed the chunk first */
+    }
+  }
+  return c ? c + (n & (((uint64_t)1 << x->bits) - 1)) * (uint64_t)x->nw : NULL;
 }
 
-/* The entry holding KEY in T, or NULL.  Acquire pairs with the release of
-** the CAS that claimed the key. */
+static inline _Atomic uint64_t *state(uint64_t *slot) { return (_Atomic uint64_t *)slot; }
+
+static inline uint64_t key_of(int64_t id) { return (uint64_t)id + 1; }
+
+/* The entry holding KEY in T, or NULL. */
 static Entry *probe(Table *t, uint64_t key) {
   for (uint64_t h = pdb_mix64(key) & t->mask;; h = (h + 1) & t->mask) {
     uint64_t k = atomic_load_explicit(&t->e[h].key, memory_order_acquire);
@@ -103,14 +150,38 @@ static Entry *probe(Table *t, uint64_t key) {
   }
 }
 
-/* Replace the table by one with room for twice the live keys.  Takes the
-** exclusive lock; the caller holds no lock. */
-static int grow(Index *x) {
+/* Copy entry E of the hash table into the dense arena.  Exclusive lock. */
+static int migrate(Index *x, uint64_t id, const Entry *e) {
+  uint64_t *d = arena_slot(x, x->darena, id, 1);
+  if (!d) return PAGEDB_NOMEM;
+  uint64_t v = atomic_load_explicit(&e->val, memory_order_relaxed);
+  if (v) memcpy(d + 1, arena_slot(x, x->sarena, v - 1, 0) + 1, (size_t)(x->nw - 1) * sizeof *d);
+  atomic_store_explicit(state(d), v ? D_VISIBLE : D_RESERVED, memory_order_release);
+  return PAGEDB_OK;
+}
+
+/*
+** Grow: double D while ID lies just past it, or double the hash table if
+** it is half full.  Takes the exclusive lock; the caller holds none.  A
+** failure leaves both as they were (they stay usable, only fuller).
+*/
+static int grow(Index *x, int64_t id) {
   int rc = PAGEDB_OK;
   pthread_rwlock_wrlock(&x->lock);
   Table *t = atomic_load_explicit(&x->tab, memory_order_relaxed);
+  uint64_t d = atomic_load_explicit(&x->dense, memory_order_relaxed);
+  uint64_t nd = d;
+  while (id >= 0 && (uint64_t)id >= nd && (uint64_t)id < 2 * nd && 2 * nd <= x->max) nd *= 2;
+  if (nd != d) {
+    for (uint64_t i = 0; i <= t->mask && rc == PAGEDB_OK; i++) {
+      uint64_t k = atomic_load_explicit(&t->e[i].key, memory_order_relaxed);
+      if (k != 0 && k != TOMB && k - 1 >= d && k - 1 < nd) rc = migrate(x, k - 1, &t->e[i]);
+    }
+    /* Release: a reader that sees the new D sees the copied slots. */
+    if (rc == PAGEDB_OK) atomic_store_explicit(&x->dense, nd, memory_order_release);
+  }
   uint64_t used = atomic_load_explicit(&x->used, memory_order_relaxed);
-  if (used * 2 > t->mask + 1) {
+  if (rc == PAGEDB_OK && used * 2 > t->mask + 1) {
     uint64_t live = 0;
     for (uint64_t i = 0; i <= t->mask; i++) {
       uint64_t k = atomic_load_explicit(&t->e[i].key, memory_order_relaxed);
@@ -141,8 +212,8 @@ static int grow(Index *x) {
   return rc;
 }
 
-/* Claim KEY in the current table; the caller holds the shared lock. */
-static int claim(Index *x, uint64_t key, Entry **out) {
+/* Claim KEY in the hash table; the caller holds the shared lock. */
+static int claim(Index *x, uint64_t key) {
   Table *t = atomic_load_explicit(&x->tab, memory_order_relaxed);
   for (uint64_t h = pdb_mix64(key) & t->mask;; h = (h + 1) & t->mask) {
     uint64_t k = atomic_load_explicit(&t->e[h].key, memory_order_acquire);
@@ -152,7 +223,6 @@ static int claim(Index *x, uint64_t key, Entry **out) {
       if (atomic_compare_exchange_weak_explicit(&t->e[h].key, &k, key, memory_order_acq_rel,
                                                 memory_order_acquire)) {
         atomic_fetch_add_explicit(&x->used, 1, memory_order_relaxed);
-        *out = &t->e[h];
         return PAGEDB_OK;
       }
     }
@@ -160,60 +230,84 @@ static int claim(Index *x, uint64_t key, Entry **out) {
   }
 }
 
-static int needs_growth(Index *x) {
-  Table *t = atomic_load_explicit(&x->tab, memory_order_relaxed);
-  return atomic_load_explicit(&x->used, memory_order_relaxed) * 2 > t->mask + 1;
-}
-
 int idx_reserve(Index *x, int64_t id) {
   assert(id >= 0);
-  Entry *e;
-  pthread_rwlock_rdlock(&x->lock);
-  int rc = claim(x, key_of(id), &e);
-  int full = needs_growth(x);
-  pthread_rwlock_unlock(&x->lock);
-  if (rc == PAGEDB_OK && full) {
-    /* The reservation is made; a failed grow only leaves the table fuller
-    ** (it stays below 3/4 until far more ids than memory allows). */
-    grow(x);
+  for (;;) {
+    uint64_t d = atomic_load_explicit(&x->dense, memory_order_acquire);
+    if ((uint64_t)id < d) {
+      uint64_t *s = arena_slot(x, x->darena, (uint64_t)id, 1);
+      if (!s) return PAGEDB_NOMEM;
+      uint64_t free_state = D_FREE;
+      return atomic_compare_exchange_strong_explicit(state(s), &free_state, D_RESERVED, memory_order_acq_rel,
+                                                     memory_order_acquire)
+           ? PAGEDB_OK : PAGEDB_CONSTRAINT;
+    }
+    if ((uint64_t)id < 2 * d && 2 * d <= x->max) {
+      int rc = grow(x, id);
+      if (rc != PAGEDB_OK) return rc;
+      continue;
+    }
+    pthread_rwlock_rdlock(&x->lock);
+    int rc = PAGEDB_CONSTRAINT;
+    int retry = (uint64_t)id < atomic_load_explicit(&x->dense, memory_order_relaxed);
+    if (!retry) rc = claim(x, key_of(id));
+    Table *t = atomic_load_explicit(&x->tab, memory_order_relaxed);
+    int full = atomic_load_explicit(&x->used, memory_order_relaxed) * 2 > t->mask + 1;
+    pthread_rwlock_unlock(&x->lock);
+    if (retry) continue;    /* D grew past id meanwhile */
+    if (full) grow(x, -1);  /* a failure only leaves the table fuller */
+    return rc;
   }
-  return rc;
 }
 
 void idx_release(Index *x, int64_t id) {
+  if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
+    uint64_t *s = arena_slot(x, x->darena, (uint64_t)id, 0);
+    assert(s && atomic_load(state(s)) == D_RESERVED);
+    if (s) atomic_store_explicit(state(s), D_FREE, memory_order_release);
+    return;
+  }
   pthread_rwlock_rdlock(&x->lock);
+  if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_relaxed)) {
+    pthread_rwlock_unlock(&x->lock);
+    idx_release(x, id);
+    return;
+  }
   Entry *e = probe(atomic_load_explicit(&x->tab, memory_order_relaxed), key_of(id));
   assert(e && atomic_load(&e->val) == 0);
   if (e) atomic_store_explicit(&e->key, TOMB, memory_order_release);
   pthread_rwlock_unlock(&x->lock);
 }
 
-/* Copy SLOT into the arena; returns its number + 1, or 0 without memory. */
-static uint64_t store_slot(Index *x, const uint64_t *slot) {
-  uint64_t n = x->nslot;
-  uint64_t c = n >> CHUNK_BITS;
-  if (c >= MAX_CHUNKS) return 0;
-  if (!x->chunks[c]) {
-    x->chunks[c] = malloc(CHUNK * (uint64_t)x->nw * sizeof(uint64_t));
-    if (!x->chunks[c]) return 0;
-  }
-  memcpy(slot_at(x, n), slot, (size_t)x->nw * sizeof(uint64_t));
-  x->nslot = n + 1;
-  return n + 1;
-}
-
 int idx_publish(Index *x, const uint64_t *slot) {
-  uint64_t v = store_slot(x, slot);
-  if (!v) return PAGEDB_NOMEM;
+  uint64_t id = slot[0];
+  if (id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
+    uint64_t *s = arena_slot(x, x->darena, id, 0);
+    if (NEVER(!s || atomic_load_explicit(state(s), memory_order_relaxed) != D_RESERVED)) return PAGEDB_MISUSE;
+    memcpy(s + 1, slot + 1, (size_t)(x->nw - 1) * sizeof *s);
+    /* Release: a reader that sees the state sees the words above. */
+    atomic_store_explicit(state(s), D_VISIBLE, memory_order_release);
+    atomic_fetch_add_explicit(&x->count, 1, memory_order_relaxed);
+    return PAGEDB_OK;
+  }
+  uint64_t n = x->nsparse;
+  uint64_t *s = n < x->max ? arena_slot(x, x->sarena, n, 1) : NULL;
+  if (!s) return PAGEDB_NOMEM;
+  memcpy(s, slot, (size_t)x->nw * sizeof *s);
+  x->nsparse = n + 1;
   pthread_rwlock_rdlock(&x->lock);
-  Entry *e = probe(atomic_load_explicit(&x->tab, memory_order_relaxed), key_of((int64_t)slot[0]));
   int rc = PAGEDB_OK;
+  if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_relaxed)) {
+    x->nsparse = n;         /* moved to the dense arena meanwhile: retry there */
+    pthread_rwlock_unlock(&x->lock);
+    return idx_publish(x, slot);
+  }
+  Entry *e = probe(atomic_load_explicit(&x->tab, memory_order_relaxed), key_of((int64_t)id));
   if (NEVER(!e)) {
-    rc = PAGEDB_MISUSE;      /* published without a reservation */
+    rc = PAGEDB_MISUSE;     /* published without a reservation */
   } else {
-    /* Release: a reader that sees val sees the slot's words (and the
-    ** chunk pointer) written above. */
-    atomic_store_explicit(&e->val, v, memory_order_release);
+    /* Release: a reader that sees val sees the slot's words. */
+    atomic_store_explicit(&e->val, n + 1, memory_order_release);
     atomic_fetch_add_explicit(&x->count, 1, memory_order_relaxed);
   }
   pthread_rwlock_unlock(&x->lock);
@@ -222,10 +316,14 @@ int idx_publish(Index *x, const uint64_t *slot) {
 
 const uint64_t *idx_find(Index *x, int64_t id) {
   if (id < 0) return NULL;
+  if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
+    uint64_t *s = arena_slot(x, x->darena, (uint64_t)id, 0);
+    return s && atomic_load_explicit(state(s), memory_order_acquire) == D_VISIBLE ? s : NULL;
+  }
   Entry *e = probe(atomic_load_explicit(&x->tab, memory_order_acquire), key_of(id));
   if (!e) return NULL;
   uint64_t v = atomic_load_explicit(&e->val, memory_order_acquire);
-  return v ? slot_at(x, v - 1) : NULL;
+  return v ? arena_slot(x, x->sarena, v - 1, 0) : NULL;
 }
 
 uint64_t idx_count(Index *x) { return atomic_load_explicit(&x->count, memory_order_relaxed); }
