@@ -16,9 +16,8 @@
 ** as `col|col` (sqlite3's list mode; NULL prints as nothing), with the column
 ** names first after `.headers on`.
 **
-** The demo dataset (-demo) is made by the benchmark's W-img generator, which
-** is compiled into this one translation unit the way sqlite3's shell folds in
-** its extensions, so the shell needs no other source file to link.
+** The demo dataset (-demo) is made by the benchmark's W-img generator
+** (tool/workload.c).
 */
 #include "pagedb.h"
 
@@ -34,8 +33,7 @@
 
 #include <editline/readline.h>
 
-#define WL_NO_LIBM   /* the shell links without libm: no wl_size(), wl_check() */
-#include "../tool/workload.c"
+#include "workload.h"
 
 #define MAX_ARGS  16          /* arguments of one dot-command */
 #define HEX_PREVIEW 16        /* bytes of a BYTES value shown by .get */

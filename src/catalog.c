@@ -118,6 +118,15 @@ int cat_open(pagedb *db, pdb_msg *m, const char *path, int mode, Catalog **pc) {
             : mode == CAT_CREATE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
             : SQLITE_OPEN_READWRITE;
   int rc = connect(c, m, flags, &c->w);
+  if (rc == PAGEDB_OK && mode == CAT_CREATE) {
+    /* Larger catalog pages: fewer splits for the long runs of inserts. */
+    rc = exec(c, m, "PRAGMA page_size=16384", "setting the page size");
+  }
+  if (rc == PAGEDB_OK && mode != CAT_READONLY) {
+    /* A commit may insert a million rows: keep them in memory rather than
+    ** spilling half-built pages to the WAL and writing them again. */
+    rc = exec(c, m, "PRAGMA cache_size=-262144", "sizing the cache");
+  }
   if (rc == PAGEDB_OK && mode != CAT_READONLY) {
     /* WAL: readers in other processes read the last commit while the
     ** writer's long transaction grows; FULL: a commit is durable when

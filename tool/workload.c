@@ -61,7 +61,6 @@ uint64_t wl_state(const wl_t *w, int64_t i, int salt){
 /* The text pool                                                       */
 /* ------------------------------------------------------------------ */
 
-#ifndef WL_NO_LIBM   /* the text pool's weights need pow() */
 static const char *const azCommon[] = {
   "the","of","and","to","a","in","is","it","you","that","he","was","for","on",
   "are","with","as","his","they","be","at","one","have","this","from","or",
@@ -196,13 +195,9 @@ static int textWord(const TextGen *g, uint64_t *s){
   return lo;
 }
 
-#endif /* WL_NO_LIBM */
 
 /* Fill POOL (WL_POOL_SIZE bytes) with text from stream S. */
 static int textPool(uint8_t *pool, uint64_t s){
-#ifdef WL_NO_LIBM
-  return -1;   /* the weights need pow() */
-#else
   TextGen g;
   if( textGenInit(&g) ){ textGenFree(&g); return -1; }
   size_t n = 0;
@@ -244,7 +239,6 @@ static int textPool(uint8_t *pool, uint64_t s){
   }
   textGenFree(&g);
   return 0;
-#endif
 }
 
 /* ------------------------------------------------------------------ */
@@ -318,12 +312,6 @@ void wl_free(wl_t *w){
 /* Samples                                                             */
 /* ------------------------------------------------------------------ */
 
-/*
-** The shell compiles this file into itself for its demo dataset and links
-** without libm (Makefile.am gives it none), so it defines WL_NO_LIBM and
-** does without the functions that need the lognormal sizes.
-*/
-#ifndef WL_NO_LIBM
 uint64_t wl_size(const wl_t *w, int64_t i){
   uint64_t s = wl_state(w, i, 1);
   double v;
@@ -340,7 +328,6 @@ uint64_t wl_size(const wl_t *w, int64_t i){
   if( r > (long long)w->hi ) r = (long long)w->hi;
   return (uint64_t)r;
 }
-#endif /* WL_NO_LIBM */
 
 int64_t wl_label(const wl_t *w, int64_t i){
   uint64_t s = wl_state(w, i, 2);
@@ -379,7 +366,6 @@ void wl_fill(const wl_t *w, int64_t i, uint8_t *buf, size_t len){
   }
 }
 
-#ifndef WL_NO_LIBM
 int wl_check(const wl_t *w, int64_t i, const uint8_t *buf, size_t len){
   if( len != wl_size(w, i) ) return 1;
   uint8_t hdr[16];
@@ -396,4 +382,3 @@ int wl_check(const wl_t *w, int64_t i, const uint8_t *buf, size_t len){
   }
   return 0;
 }
-#endif /* WL_NO_LIBM */
