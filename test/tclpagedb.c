@@ -17,8 +17,10 @@
 **   pagedb_handles
 **       The number of live handle commands (DB, writer, reader): tester.tcl
 **       checks that a test file leaves none behind.
-**   pagedb_faultvfs register|config|reset|count|hits
+**   pagedb_faultvfs register|unregister|config|reset|count|hits
 **       The "fault" VFS: I/O errors and power loss on demand (see below).
+**   pagedb_vfs_find ?NAME? / pagedb_vfs_misuse
+**       The VFS registry: a name lookup; bad registrations' results.
 **
 **   DB close | field_add NAME TYPE ?CODEC? | field_index NAME | fields |
 **      count | pages | page_size | set_page_size N | commit | errmsg |
@@ -1915,8 +1917,9 @@ static int fvSyncDir(pagedb_vfs *vfs, const char *path){
 }
 
 static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
-  static const char *azSub[] = {"register", "config", "reset", "count", "hits", 0};
-  enum { F_REGISTER, F_CONFIG, F_RESET, F_COUNT, F_HITS };
+  static const char *azSub[] = {"register", "config", "reset", "count", "hits",
+                                 "unregister", 0};
+  enum { F_REGISTER, F_CONFIG, F_RESET, F_COUNT, F_HITS, F_UNREGISTER };
   int iSub, i;
   if( objc < 2 ){
     Tcl_WrongNumArgs(interp, 1, objv, "SUBCOMMAND ...");
@@ -2003,7 +2006,45 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
     case F_HITS:
       Tcl_SetObjResult(interp, Tcl_NewWideIntObj(atomic_load(&fv.hits)));
       return TCL_OK;
+    case F_UNREGISTER: {
+      int rc = pagedb_vfs_unregister(&fv.vfs);
+      if( rc != PAGEDB_OK ) return pdbError(interp, rc, "pagedb_vfs_unregister failed");
+      return TCL_OK;
+    }
   }
+  return TCL_OK;
+}
+
+/* pagedb_vfs_find ?NAME?: the name of the VFS found ("" if none). */
+static int vfsFindCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  pagedb_vfs *v;
+  if( objc > 2 ){
+    Tcl_WrongNumArgs(interp, 1, objv, "?NAME?");
+    return TCL_ERROR;
+  }
+  v = pagedb_vfs_find(objc == 2 ? Tcl_GetString(objv[1]) : 0);
+  Tcl_SetObjResult(interp, Tcl_NewStringObj(v && v->zName ? v->zName : "", -1));
+  return TCL_OK;
+}
+
+/* pagedb_vfs_misuse: the results of registering bad VFS structs (a NULL
+** pointer, no name, iVersion 0), as a list of code names. */
+static int vfsMisuseCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  static pagedb_vfs noName, noVersion;
+  Tcl_Obj *pList = Tcl_NewObj();
+  noName = fv.vfs;
+  noName.iVersion = 1;
+  noName.zName = 0;
+  noVersion = fv.vfs;
+  noVersion.iVersion = 0;
+  noVersion.zName = "badversion";
+  noName.szFile = noVersion.szFile = (int)sizeof(FaultFile);
+  noName.xOpen = noVersion.xOpen = fvOpen;
+  Tcl_ListObjAppendElement(0, pList, Tcl_NewStringObj(pagedb_errname(pagedb_vfs_register(0, 0)), -1));
+  Tcl_ListObjAppendElement(0, pList, Tcl_NewStringObj(pagedb_errname(pagedb_vfs_register(&noName, 0)), -1));
+  Tcl_ListObjAppendElement(0, pList, Tcl_NewStringObj(pagedb_errname(pagedb_vfs_register(&noVersion, 0)), -1));
+  Tcl_ListObjAppendElement(0, pList, Tcl_NewStringObj(pagedb_vfs_find("badversion") ? "found" : "", -1));
+  Tcl_SetObjResult(interp, pList);
   return TCL_OK;
 }
 
@@ -2035,6 +2076,8 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_version", versionCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_handles", handlesCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_faultvfs", faultvfsCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_vfs_find", vfsFindCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_vfs_misuse", vfsMisuseCmd, 0, 0);
   {
     static int once = 0;
     if( !once ){
