@@ -289,6 +289,11 @@ proc do_catalog_test {name script expected} {
   uplevel 1 [list do_test $name $script $expected]
 }
 
+# SIGKILL the processes PIDS (the shell's kill builtin: no procps needed).
+proc kill9 {pids} {
+  foreach pid $pids { exec /bin/sh -c "kill -9 $pid" }
+}
+
 # tclsh and environment for child processes.
 proc tclsh_path {} { return [info nameofexecutable] }
 
