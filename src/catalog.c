@@ -145,7 +145,7 @@ void cat_close(Catalog *c) {
   if (!c) return;
   sqlite3_finalize(c->ins_sample);
   sqlite3_finalize(c->ins_page);
-  if (c->w && c->in_txn) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  if (c->w && !sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
   sqlite3_close(c->w);
   sqlite3_close(c->r);
   pthread_mutex_destroy(&c->rmu);
@@ -177,6 +177,12 @@ static int run(Catalog *c, pdb_msg *m, const char *sql, const char *doing, int n
 static int set_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v) {
   return run(c, m, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", "updating meta", 2,
              "t", key, "i", v);
+}
+
+int cat_snapshot(Catalog *c, pdb_msg *m, int begin) {
+  assert(!c->in_txn);
+  if (!begin && sqlite3_get_autocommit(c->w)) return PAGEDB_OK;
+  return exec(c, m, begin ? "BEGIN" : "COMMIT", begin ? "starting a read" : "ending a read");
 }
 
 int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size) {
@@ -340,49 +346,28 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   return rc;
 }
 
-/* Append identifier NAME to SQL, double-quoted. */
-static void quote(char *sql, size_t cap, const char *name) {
-  size_t n = strlen(sql);
-  snprintf(sql + n, cap - n, "\"%s\"", name);   /* names never contain '"' */
-}
-
+/* The extent view: one SELECT per BYTES/TEXT field, each offset the
+** record's plus the lengths of the stored fields before it. */
 static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
-  size_t cap = 256 + (size_t)nfield * (200 + 4 * PAGEDB_MAX_NAME);
-  char *sql = malloc(cap);
-  char *prev = malloc(cap);
-  if (!sql || !prev) {
-    free(sql);
-    free(prev);
-    return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
-  }
-  snprintf(sql, cap, "DROP VIEW IF EXISTS extent; CREATE VIEW extent(id, field, name, page, off, len) AS ");
-  snprintf(prev, cap, "off");
+  sqlite3_str *sql = sqlite3_str_new(c->w);
+  sqlite3_str *off = sqlite3_str_new(c->w);
+  sqlite3_str_appendall(sql, "DROP VIEW IF EXISTS extent; CREATE VIEW extent(id, field, name, page, off, len) AS ");
+  sqlite3_str_appendall(off, "off");
   int any = 0;
   for (int i = 0; i < nfield; i++) {
     if (!is_bytes(fields[i].type)) continue;
-    size_t n = strlen(sql);
-    snprintf(sql + n, cap - n, "%sSELECT id, %d, '%s', page, %s, ", any ? " UNION ALL " : "", i,
-             fields[i].name, prev);
-    quote(sql, cap, fields[i].name);
-    n = strlen(sql);
-    snprintf(sql + n, cap - n, " FROM sample WHERE ");
-    quote(sql, cap, fields[i].name);
-    n = strlen(sql);
-    snprintf(sql + n, cap - n, " IS NOT NULL");
-    n = strlen(prev);
-    snprintf(prev + n, cap - n, " + coalesce(");
-    quote(prev, cap, fields[i].name);
-    n = strlen(prev);
-    snprintf(prev + n, cap - n, ", 0)");
+    const char *name = fields[i].name;
+    sqlite3_str_appendf(sql, "%sSELECT id, %d, %Q, page, %s, \"%w\" FROM sample WHERE \"%w\" IS NOT NULL",
+                        any ? " UNION ALL " : "", i, name, sqlite3_str_value(off), name, name);
+    sqlite3_str_appendf(off, " + coalesce(\"%w\", 0)", name);
     any = 1;
   }
-  if (!any) {
-    size_t n = strlen(sql);
-    snprintf(sql + n, cap - n, "SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0");
-  }
-  int rc = exec(c, m, sql, "creating the extent view");
-  free(sql);
-  free(prev);
+  if (!any) sqlite3_str_appendall(sql, "SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0");
+  sqlite3_free(sqlite3_str_finish(off));
+  char *text = sqlite3_str_finish(sql);
+  int rc = text ? exec(c, m, text, "creating the extent view")
+                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
+  sqlite3_free(text);
   return rc;
 }
 
@@ -390,11 +375,9 @@ int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f) {
   assert(!c->in_txn);
   CatField fields[PAGEDB_MAX_FIELDS];
   int nfield;
-  char sql[256];
-  snprintf(sql, sizeof sql, "ALTER TABLE sample ADD COLUMN ");
-  quote(sql, sizeof sql, f->name);
-  size_t n = strlen(sql);
-  snprintf(sql + n, sizeof sql - n, " %s", f->type == PAGEDB_REAL ? "REAL" : "INTEGER");
+  char *sql = sqlite3_mprintf("ALTER TABLE sample ADD COLUMN \"%w\" %s", f->name,
+                              f->type == PAGEDB_REAL ? "REAL" : "INTEGER");
+  if (!sql) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory adding field '%s'", f->name);
   int rc = exec(c, m, "BEGIN IMMEDIATE", "adding a field");
   if (rc == PAGEDB_OK)
     rc = run(c, m, "INSERT INTO field(idx, name, type, codec) VALUES(?1, ?2, ?3, 'none')", "adding a field",
@@ -404,6 +387,7 @@ int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f) {
   if (rc == PAGEDB_OK) rc = make_view(c, m, fields, nfield);
   if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "adding a field");
   if (rc != PAGEDB_OK) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_free(sql);
   sqlite3_finalize(c->ins_sample);
   c->ins_sample = NULL;
   return rc;
@@ -461,30 +445,20 @@ int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n) {
   return PAGEDB_OK;
 }
 
-/* "SELECT id, page, off, f0, f1 ... FROM sample" or the matching INSERT. */
+/* "SELECT id, page, off, f0, f1 ... FROM sample" or the matching INSERT;
+** free with sqlite3_free; NULL without memory. */
 static char *sample_sql(const CatField *fields, int nfield, int insert) {
-  size_t cap = 128 + (size_t)nfield * (PAGEDB_MAX_NAME + 8);
-  char *sql = malloc(cap);
-  if (!sql) return NULL;
-  snprintf(sql, cap, insert ? "INSERT INTO sample(id, page, off" : "SELECT id, page, off");
-  for (int i = 0; i < nfield; i++) {
-    size_t n = strlen(sql);
-    snprintf(sql + n, cap - n, ", ");
-    quote(sql, cap, fields[i].name);
-  }
-  size_t n = strlen(sql);
+  sqlite3_str *sql = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(sql, insert ? "INSERT INTO sample(id, page, off" : "SELECT id, page, off");
+  for (int i = 0; i < nfield; i++) sqlite3_str_appendf(sql, ", \"%w\"", fields[i].name);
   if (!insert) {
-    snprintf(sql + n, cap - n, " FROM sample");
+    sqlite3_str_appendall(sql, " FROM sample");
   } else {
-    snprintf(sql + n, cap - n, ") VALUES(?");
-    for (int i = 0; i < nfield + 2; i++) {
-      n = strlen(sql);
-      snprintf(sql + n, cap - n, ", ?");
-    }
-    n = strlen(sql);
-    snprintf(sql + n, cap - n, ")");
+    sqlite3_str_appendall(sql, ") VALUES(?, ?, ?");
+    for (int i = 0; i < nfield; i++) sqlite3_str_appendall(sql, ", ?");
+    sqlite3_str_appendall(sql, ")");
   }
-  return sql;
+  return sqlite3_str_finish(sql);
 }
 
 int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
@@ -495,7 +469,7 @@ int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_
   sqlite3_stmt *st = NULL;
   int rc = sql && slot ? prepare(c, m, c->w, sql, &st)
                        : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
-  free(sql);
+  sqlite3_free(sql);
   int src = SQLITE_DONE;
   while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
     memset(slot, 0, (size_t)nw * sizeof *slot);
@@ -563,7 +537,7 @@ int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *sl
     char *sql = sample_sql(fields, nfield, 1);
     rc = sql ? prepare(c, m, c->w, sql, &c->ins_sample)
              : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory preparing catalog inserts");
-    free(sql);
+    sqlite3_free(sql);
   }
   if (rc != PAGEDB_OK) return rc;
   sqlite3_stmt *st = c->ins_page;

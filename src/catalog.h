@@ -45,6 +45,10 @@ void cat_close(Catalog *c);
 int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size);
 int cat_set_page_size(Catalog *c, pdb_msg *m, uint32_t page_size);
 
+/* Begin (BEGIN) or end (0) a read transaction, so that several reads see
+** one commit.  Closing the catalog ends one left open. */
+int cat_snapshot(Catalog *c, pdb_msg *m, int begin);
+
 /* Check the schema and read meta and fields (FIELDS has room for
 ** PAGEDB_MAX_FIELDS). */
 int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield);

@@ -100,6 +100,13 @@ int pdb_err_copy(pagedb *db, pdb_msg *m, const pdb_msg *src) {
   return src->rc;
 }
 
+void pdb_err_forget(const pagedb *db) {
+  if (last.db == db) {
+    last.db = NULL;
+    last.m.rc = PAGEDB_OK;
+  }
+}
+
 const char *pdb_msg_text(const pdb_msg *m) {
   return m->rc == PAGEDB_OK ? "not an error" : m->text;
 }

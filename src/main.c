@@ -175,11 +175,18 @@ int pagedb_commit(pagedb *db) {
 /* --- open --------------------------------------------------------------- */
 
 /* What the scan of the sample table checks each row against. */
+typedef struct Extent {
+  uint64_t off, len;
+  int64_t id;
+} Extent;
+
 typedef struct Loader {
   pagedb *db;
   const CatRun *runs;
   uint64_t nrun;
   int64_t max_id;
+  Extent *ext;              /* every non-empty record, to find overlaps */
+  uint64_t next, cap;
 } Loader;
 
 static const CatRun *run_at(const Loader *l, uint64_t pgno) {
@@ -210,6 +217,16 @@ static int load_row(void *ctx, uint64_t *slot) {
                    "catalog %s: sample %lld (%llu bytes at offset %llu of page %llu) lies outside the %llu bytes"
                    " written there", db->catpath, id, (unsigned long long)len, (unsigned long long)off,
                    (unsigned long long)pgno, (unsigned long long)run->used);
+  if (len > 0) {
+    if (l->next == l->cap) {
+      uint64_t cap = l->cap ? l->cap * 2 : 4096;
+      Extent *e = realloc(l->ext, cap * sizeof *e);
+      if (!e) return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory loading sample %lld", id);
+      l->ext = e;
+      l->cap = cap;
+    }
+    l->ext[l->next++] = (Extent){ slot[1], len, (int64_t)slot[0] };
+  }
   int rc = idx_reserve(db->idx, (int64_t)slot[0]);
   if (rc == PAGEDB_OK) rc = idx_publish(db->idx, slot);
   if (rc == PAGEDB_CONSTRAINT)
@@ -217,6 +234,49 @@ static int load_row(void *ctx, uint64_t *slot) {
   if (rc != PAGEDB_OK) return pdb_err(db, &db->err, rc, "out of memory loading sample %lld", id);
   if ((int64_t)slot[0] > l->max_id) l->max_id = (int64_t)slot[0];
   return PAGEDB_OK;
+}
+
+static int by_offset(const void *a, const void *b) {
+  const Extent *x = a, *y = b;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/*
+** No two records may share a byte: a catalog that says so would make two
+** samples read each other's bytes.  The records come in id order; a
+** counting sort by page (NPAGES of PS bytes) puts them in offset order in
+** linear time, and within a page they are nearly always in order already.
+*/
+static int check_overlaps(pagedb *db, Extent *e, uint64_t n, uint64_t npages, uint32_t ps) {
+  uint64_t *start = calloc(npages + 1, sizeof *start);
+  Extent *o = malloc((n ? n : 1) * sizeof *o);
+  if (!start || !o) {
+    free(start);
+    free(o);
+    return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory checking %llu extents", (unsigned long long)n);
+  }
+  for (uint64_t i = 0; i < n; i++) start[e[i].off / ps + 1]++;   /* load_row checked pages < npages */
+  for (uint64_t p = 1; p <= npages; p++) start[p] += start[p - 1];
+  for (uint64_t i = 0; i < n; i++) o[start[e[i].off / ps]++] = e[i];
+  int rc = PAGEDB_OK;
+  for (uint64_t i = 1; i < n && rc == PAGEDB_OK; i++) {
+    if (o[i - 1].off > o[i].off) {
+      /* Out of order within a page: sort that page's records. */
+      uint64_t a = i - 1, b = i;
+      while (a > 0 && o[a - 1].off / ps == o[i].off / ps) a--;
+      while (b < n && o[b].off / ps == o[i].off / ps) b++;
+      qsort(o + a, b - a, sizeof *o, by_offset);
+      i = a;
+      continue;
+    }
+    if (o[i - 1].off + o[i - 1].len > o[i].off)
+      rc = pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG,
+                   "catalog %s: samples %lld and %lld overlap at data offset %llu", db->catpath,
+                   (long long)o[i - 1].id, (long long)o[i].id, (unsigned long long)o[i].off);
+  }
+  free(start);
+  free(o);
+  return rc;
 }
 
 /* Check the page table and the file, then load every sample. */
@@ -249,8 +309,10 @@ static int load(pagedb *db, const CatMeta *meta) {
   if (rc == PAGEDB_OK) rc = pager_recover(db->pager, m, meta->committed, data_end, !db->readonly);
   if (rc == PAGEDB_OK && idx_create(&db->idx, db->nw, meta->nsample) != PAGEDB_OK)
     rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory indexing %llu samples", (unsigned long long)meta->nsample);
-  Loader l = { db, runs, nrun, -1 };
+  Loader l = { db, runs, nrun, -1, NULL, 0, 0 };
   if (rc == PAGEDB_OK) rc = cat_scan(db->cat, m, db->fields, db->nfield, ps, load_row, &l);
+  if (rc == PAGEDB_OK) rc = check_overlaps(db, l.ext, l.next, meta->committed, ps);
+  free(l.ext);
   if (rc == PAGEDB_OK && idx_count(db->idx) != meta->nsample)
     rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: table sample holds %llu samples but meta says %llu",
                  db->catpath, (unsigned long long)idx_count(db->idx), (unsigned long long)meta->nsample);
@@ -258,7 +320,7 @@ static int load(pagedb *db, const CatMeta *meta) {
   if (rc != PAGEDB_OK) return rc;
   db->nsample = meta->nsample;
   atomic_store(&db->committed, meta->committed);
-  atomic_store(&db->next_auto, l.max_id + 1);
+  atomic_store(&db->next_auto, l.max_id < INT64_MAX ? l.max_id + 1 : INT64_MAX);
   return PAGEDB_OK;
 }
 
@@ -287,13 +349,24 @@ static int open_catalog(pagedb *db, int flags) {
   return rc;
 }
 
-static int is_empty(pagedb *db) {
+/*
+** Whether the data file is what a creation cut short leaves: no longer than
+** a header, and empty, zeroed, or starting like our header.  Only such a
+** file is taken over by a CREATE open; any other is the user's.
+*/
+static int is_unborn(pagedb *db) {
   pagedb_file *f;
-  uint64_t size = 1;
+  uint64_t size = PDB_HEADER_SIZE + 1;
+  uint8_t h[PDB_HEADER_SIZE];
   if (pdb_os_open(db->vfs, db->path, PAGEDB_VFS_READONLY, &f) != PAGEDB_OK) return 0;
-  if (pdb_os_size(f, &size) != PAGEDB_OK) size = 1;
+  if (pdb_os_size(f, &size) != PAGEDB_OK) size = PDB_HEADER_SIZE + 1;
+  int rc = size <= PDB_HEADER_SIZE ? pdb_os_read(f, h, sizeof h, 0) : PAGEDB_ERROR;
   pdb_os_close(f);
-  return size == 0;
+  if (rc != PAGEDB_OK && rc != PAGEDB_IOERR_SHORT_READ) return 0;
+  if (memcmp(h, "pagedb d", 8) == 0) return 1;
+  for (size_t i = 0; i < sizeof h; i++)
+    if (h[i]) return 0;
+  return 1;
 }
 
 static int open_dataset(pagedb *db, int flags) {
@@ -310,9 +383,8 @@ static int open_dataset(pagedb *db, int flags) {
                      "cannot create %s: its catalog %s exists without it (move the catalog away first)", db->path,
                      db->catpath);
     rc = create(db);
-  } else if ((flags & PAGEDB_OPEN_CREATE) && !cat_exists && is_empty(db)) {
-    /* A creation cut short before the header was written: start again.
-    ** Only an empty file is taken over; any other is the user's. */
+  } else if ((flags & PAGEDB_OPEN_CREATE) && !cat_exists && is_unborn(db)) {
+    /* A creation cut short before its header was durable: start again. */
     rc = db->vfs->xDelete(db->vfs, db->path, 0);
     if (rc == PAGEDB_OK) rc = create(db);
     else rc = pdb_err(db, m, PAGEDB_CANTOPEN, "cannot replace the empty file %s: %s", db->path, strerror(errno));
@@ -322,6 +394,9 @@ static int open_dataset(pagedb *db, int flags) {
   }
   if (rc == PAGEDB_OK) rc = open_catalog(db, flags);
   CatMeta meta;
+  /* One read transaction for everything loaded: a writer in another
+  ** process may commit between our statements. */
+  if (rc == PAGEDB_OK) rc = cat_snapshot(db->cat, m, 1);
   if (rc == PAGEDB_OK) rc = cat_load(db->cat, m, &meta, db->fields, &db->nfield);
   if (rc != PAGEDB_OK) return rc;
   char a[33], b[33];
@@ -345,7 +420,9 @@ static int open_dataset(pagedb *db, int flags) {
     if (rc != PAGEDB_OK) return rc;
   }
   db->nw = slot_words(db->nfield);
-  return load(db, &meta);
+  rc = load(db, &meta);
+  if (rc == PAGEDB_OK) rc = cat_snapshot(db->cat, m, 0);
+  return rc;
 }
 
 int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
@@ -359,6 +436,7 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   pthread_mutex_init(&db->wake_mu, NULL);
   pthread_cond_init(&db->wake_cv, NULL);
   db->inserted_tail = &db->inserted;
+  pdb_err_forget(db);       /* a message left by a closed handle at this address */
   *out = db;
   int rc;
   int mode = flags & (PAGEDB_OPEN_READONLY | PAGEDB_OPEN_READWRITE);
@@ -417,6 +495,7 @@ int pagedb_close(pagedb *db) {
   pthread_cond_destroy(&db->wake_cv);
   free(db->path);
   free(db->catpath);
+  if (rc == PAGEDB_OK) pdb_err_forget(db);
   free(db);
   return rc;
 }

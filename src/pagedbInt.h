@@ -42,6 +42,10 @@ int pdb_err(pagedb *db, pdb_msg *m, int rc, const char *fmt, ...)
 /* Copy message SRC (and its code) into M and the thread's slot; returns rc. */
 int pdb_err_copy(pagedb *db, pdb_msg *m, const pdb_msg *src);
 
+/* Drop the calling thread's message for DB (a handle opened or closed):
+** DB is only compared, never dereferenced. */
+void pdb_err_forget(const pagedb *db);
+
 /* The text of M, or "not an error". */
 const char *pdb_msg_text(const pdb_msg *m);
 

@@ -207,9 +207,9 @@ int pagedb_sample_begin(pagedb_writer *w, int64_t id) {
     rc = idx_reserve(db->idx, id);
     if (rc == PAGEDB_CONSTRAINT)
       return writer_fail(w, rc, "%s: sample id %lld is already used", db->path, (long long)id);
-    /* Automatic ids stay above every id seen. */
-    int64_t next = atomic_load(&db->next_auto);
-    while (id < INT64_MAX && next <= id && !atomic_compare_exchange_weak(&db->next_auto, &next, id + 1)) {}
+    /* Automatic ids stay above every id seen (INT64_MAX: none are left). */
+    int64_t next = atomic_load(&db->next_auto), want = id < INT64_MAX ? id + 1 : INT64_MAX;
+    while (next < want && !atomic_compare_exchange_weak(&db->next_auto, &next, want)) {}
   }
   if (rc != PAGEDB_OK) return writer_fail(w, rc, "%s: out of memory reserving sample id %lld", db->path, (long long)id);
   memset(w->cur, 0, (size_t)db->nw * sizeof *w->cur);
