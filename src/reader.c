@@ -10,16 +10,6 @@
 
 #include <stdio.h>
 
-static int reader_fail(pagedb_reader *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int reader_fail(pagedb_reader *r, int rc, const char *fmt, ...) {
-  char text[PDB_MSG_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(text, sizeof text, fmt, ap);
-  va_end(ap);
-  return pdb_err(r->db, &r->err, rc, "%s", text);
-}
-
 int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   if (!out) return PAGEDB_MISUSE;
   *out = NULL;
@@ -51,11 +41,11 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
 static int locate(pagedb_reader *r, int64_t id, int field, const uint64_t **slot) {
   pagedb *db = r->db;
   if (field < 0 || field >= db->nfield)
-    return reader_fail(r, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field, db->nfield);
+    return pdb_err(r->db, &r->err, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field, db->nfield);
   const uint64_t *s = idx_find(db->idx, id);
-  if (!s) return reader_fail(r, PAGEDB_NOTFOUND, "%s: no committed sample with id %lld", db->path, (long long)id);
+  if (!s) return pdb_err(r->db, &r->err, PAGEDB_NOTFOUND, "%s: no committed sample with id %lld", db->path, (long long)id);
   if (!slot_has(s, field))
-    return reader_fail(r, PAGEDB_NOTFOUND, "%s: sample %lld has no value for field '%s'", db->path, (long long)id,
+    return pdb_err(r->db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld has no value for field '%s'", db->path, (long long)id,
                        db->fields[field].name);
   *slot = s;
   return PAGEDB_OK;
@@ -73,7 +63,7 @@ static void extent(const pagedb *db, const uint64_t *s, int f, uint64_t *off, ui
 static int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len) {
   pagedb *db = r->db;
   if (field >= 0 && field < db->nfield && !api_is_bytes(db, field))
-    return reader_fail(r, PAGEDB_MISMATCH, "%s: field '%s' is a scalar: use pagedb_read_%s", db->path,
+    return pdb_err(r->db, &r->err, PAGEDB_MISMATCH, "%s: field '%s' is a scalar: use pagedb_read_%s", db->path,
                        db->fields[field].name, db->fields[field].type == PAGEDB_INT ? "int" : "real");
   const uint64_t *s;
   int rc = locate(r, id, field, &s);
@@ -96,7 +86,7 @@ int pagedb_read(pagedb_reader *r, int64_t id, int field, const void **data, size
   if (len > r->cap) {
     void *nb = realloc(r->buf, len);
     if (!nb)
-      return reader_fail(r, PAGEDB_NOMEM, "out of memory reading %llu bytes of sample %lld",
+      return pdb_err(r->db, &r->err, PAGEDB_NOMEM, "out of memory reading %llu bytes of sample %lld",
                          (unsigned long long)len, (long long)id);
     r->buf = nb;
     r->cap = len;
@@ -116,7 +106,7 @@ int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t 
   if (rc != PAGEDB_OK) return rc;
   *n = len;
   if (len > cap)
-    return reader_fail(r, PAGEDB_TOOBIG, "%s: sample %lld, field '%s' has %llu bytes; the buffer holds %zu",
+    return pdb_err(r->db, &r->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s' has %llu bytes; the buffer holds %zu",
                        r->db->path, (long long)id, r->db->fields[field].name, (unsigned long long)len, cap);
   if (len == 0) return PAGEDB_OK;
   if (r->mode == PAGEDB_READ_MMAP) {
@@ -129,7 +119,7 @@ int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t 
 static int read_scalar(pagedb_reader *r, int64_t id, int field, int type, uint64_t *bits) {
   pagedb *db = r->db;
   if (field >= 0 && field < db->nfield && db->fields[field].type != type)
-    return reader_fail(r, PAGEDB_MISMATCH, "%s: field '%s' is not %s", db->path, db->fields[field].name,
+    return pdb_err(r->db, &r->err, PAGEDB_MISMATCH, "%s: field '%s' is not %s", db->path, db->fields[field].name,
                        type == PAGEDB_INT ? "an INT" : "a REAL");
   const uint64_t *s;
   int rc = locate(r, id, field, &s);

@@ -18,24 +18,14 @@
 
 #include <stdio.h>
 
-static int writer_fail(pagedb_writer *w, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int writer_fail(pagedb_writer *w, int rc, const char *fmt, ...) {
-  char text[PDB_MSG_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(text, sizeof text, fmt, ap);
-  va_end(ap);
-  return pdb_err(w->db, &w->err, rc, "%s", text);
-}
-
 /* The writer's state allows another call. */
 static int usable(pagedb_writer *w) {
   if (w->failed)
-    return writer_fail(w, w->failed, "writer of %s failed earlier: %s", w->db->path,
+    return pdb_err(w->db, &w->err, w->failed, "writer of %s failed earlier: %s", w->db->path,
                        pagedb_errstr(w->failed));
   int broken = atomic_load(&w->db->broken);
   if (broken)
-    return writer_fail(w, broken, "%s: an earlier failure made the handle unusable (%s)", w->db->path,
+    return pdb_err(w->db, &w->err, broken, "%s: an earlier failure made the handle unusable (%s)", w->db->path,
                        pagedb_errstr(broken));
   return PAGEDB_OK;
 }
@@ -97,7 +87,7 @@ static int write_run(pagedb_writer *w, size_t used) {
   PageRecs *r = w->recs;
   if (!r) {
     r = malloc(sizeof *r);   /* a run without samples: only the moved part */
-    if (!r) return writer_fail(w, PAGEDB_NOMEM, "out of memory writing a page of %s", db->path);
+    if (!r) return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory writing a page of %s", db->path);
   }
   uint64_t pgno;
   int rc = pager_claim(p, &w->err, npages, &pgno);
@@ -120,7 +110,7 @@ static int write_run(pagedb_writer *w, size_t used) {
     r->d.used = 0;
     w->failed = rc;
     if (nsamples)
-      writer_fail(w, rc, "%s; the %u samples ended on that page were dropped", pdb_msg_text(&w->err), nsamples);
+      pdb_err(w->db, &w->err, rc, "%s; the %u samples ended on that page were dropped", pdb_msg_text(&w->err), nsamples);
   }
   w->recs = NULL;
   w->caprec = 0;
@@ -154,7 +144,7 @@ static int make_room(pagedb_writer *w, size_t n) {
     if (want < w->cap * 2) want = w->cap * 2;
     uint8_t *nb = realloc(w->buf, want);
     if (!nb)
-      return writer_fail(w, PAGEDB_NOMEM, "out of memory growing a writer of %s to %zu bytes for sample %lld",
+      return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory growing a writer of %s to %zu bytes for sample %lld",
                          w->db->path, want, (long long)w->cur[0]);
     w->buf = nb;
     w->cap = want;
@@ -167,18 +157,18 @@ static int check_field(pagedb_writer *w, int field, int scalar, int type) {
   pagedb *db = w->db;
   int rc = usable(w);
   if (rc != PAGEDB_OK) return rc;
-  if (!w->in_sample) return writer_fail(w, PAGEDB_MISUSE, "%s: no sample begun: call pagedb_sample_begin first", db->path);
+  if (!w->in_sample) return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "%s: no sample begun: call pagedb_sample_begin first", db->path);
   if (field < 0 || field >= db->nfield)
-    return writer_fail(w, PAGEDB_RANGE, "%s: sample %lld: no field number %d (the dataset has %d)", db->path,
+    return pdb_err(w->db, &w->err, PAGEDB_RANGE, "%s: sample %lld: no field number %d (the dataset has %d)", db->path,
                        (long long)w->cur[0], field, db->nfield);
   int t = db->fields[field].type;
   if (scalar ? t != type : !api_is_bytes(db, field))
-    return writer_fail(w, PAGEDB_MISMATCH, "%s: sample %lld: field '%s' is %s, not %s", db->path,
+    return pdb_err(w->db, &w->err, PAGEDB_MISMATCH, "%s: sample %lld: field '%s' is %s, not %s", db->path,
                        (long long)w->cur[0], db->fields[field].name,
                        t == PAGEDB_INT ? "an INT" : t == PAGEDB_REAL ? "a REAL" : "BYTES/TEXT",
                        type == PAGEDB_INT ? "an INT" : type == PAGEDB_REAL ? "a REAL" : "BYTES/TEXT");
   if (slot_has(w->cur, field))
-    return writer_fail(w, PAGEDB_MISUSE, "%s: sample %lld: field '%s' given twice", db->path, (long long)w->cur[0],
+    return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "%s: sample %lld: field '%s' given twice", db->path, (long long)w->cur[0],
                        db->fields[field].name);
   return PAGEDB_OK;
 }
@@ -189,29 +179,29 @@ int pagedb_sample_begin(pagedb_writer *w, int64_t id) {
   int rc = usable(w);
   if (rc != PAGEDB_OK) return rc;
   if (w->in_sample)
-    return writer_fail(w, PAGEDB_MISUSE, "%s: sample %lld is still open: end or cancel it first", db->path,
+    return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "%s: sample %lld is still open: end or cancel it first", db->path,
                        (long long)w->cur[0]);
   if (id < 0 && id != PAGEDB_AUTO_ID)
-    return writer_fail(w, PAGEDB_MISUSE, "%s: invalid sample id %lld: ids are >= 0, or PAGEDB_AUTO_ID", db->path,
+    return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "%s: invalid sample id %lld: ids are >= 0, or PAGEDB_AUTO_ID", db->path,
                        (long long)id);
   if (id == PAGEDB_AUTO_ID) {
     do {
       id = atomic_fetch_add(&db->next_auto, 1);
       if (id < 0 || id == INT64_MAX) {
         atomic_store(&db->next_auto, INT64_MAX);
-        return writer_fail(w, PAGEDB_FULL, "%s: no automatic ids left", db->path);
+        return pdb_err(w->db, &w->err, PAGEDB_FULL, "%s: no automatic ids left", db->path);
       }
       rc = idx_reserve(db->idx, id);
     } while (rc == PAGEDB_CONSTRAINT);
   } else {
     rc = idx_reserve(db->idx, id);
     if (rc == PAGEDB_CONSTRAINT)
-      return writer_fail(w, rc, "%s: sample id %lld is already used", db->path, (long long)id);
+      return pdb_err(w->db, &w->err, rc, "%s: sample id %lld is already used", db->path, (long long)id);
     /* Automatic ids stay above every id seen (INT64_MAX: none are left). */
     int64_t next = atomic_load(&db->next_auto), want = id < INT64_MAX ? id + 1 : INT64_MAX;
     while (next < want && !atomic_compare_exchange_weak(&db->next_auto, &next, want)) {}
   }
-  if (rc != PAGEDB_OK) return writer_fail(w, rc, "%s: out of memory reserving sample id %lld", db->path, (long long)id);
+  if (rc != PAGEDB_OK) return pdb_err(w->db, &w->err, rc, "%s: out of memory reserving sample id %lld", db->path, (long long)id);
   memset(w->cur, 0, (size_t)db->nw * sizeof *w->cur);
   w->cur[0] = (uint64_t)id;
   w->in_sample = 1;
@@ -225,11 +215,11 @@ int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
   int rc = check_field(w, field, 0, PAGEDB_BYTES);
   if (rc != PAGEDB_OK) return rc;
   if (n > 0 && !data)
-    return writer_fail(w, PAGEDB_MISUSE, "%s: sample %lld, field '%s': NULL data for %zu bytes", w->db->path,
+    return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "%s: sample %lld, field '%s': NULL data for %zu bytes", w->db->path,
                        (long long)w->cur[0], w->db->fields[field].name, n);
   size_t have = w->pos - w->start;
   if (n > PAGEDB_MAX_SAMPLE - have)
-    return writer_fail(w, PAGEDB_TOOBIG, "%s: sample %lld, field '%s': %zu bytes would make the sample larger than"
+    return pdb_err(w->db, &w->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s': %zu bytes would make the sample larger than"
                        " the %llu-byte limit", w->db->path, (long long)w->cur[0], w->db->fields[field].name, n,
                        (unsigned long long)PAGEDB_MAX_SAMPLE);
   rc = make_room(w, n);
@@ -269,7 +259,7 @@ static int reorder(pagedb_writer *w) {
   size_t len = w->pos - w->start;
   uint8_t *tmp = malloc(len ? len : 1);
   if (!tmp)
-    return writer_fail(w, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], w->db->path);
+    return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], w->db->path);
   int nf = w->db->nfield;
   size_t out = 0;
   for (int f = 0; f < nf; f++) {
@@ -293,7 +283,7 @@ static int keep_slot(pagedb_writer *w) {
     uint32_t cap = w->caprec ? w->caprec * 2 : 64;
     PageRecs *r = realloc(w->recs, sizeof *r + (size_t)cap * nw * sizeof(uint64_t));
     if (!r)
-      return writer_fail(w, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], w->db->path);
+      return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], w->db->path);
     if (!w->recs) memset(&r->d, 0, sizeof r->d);
     w->recs = r;
     w->caprec = cap;
@@ -307,7 +297,7 @@ int pagedb_sample_end(pagedb_writer *w, int64_t *id) {
   if (!w) return PAGEDB_MISUSE;
   int rc = usable(w);
   if (rc != PAGEDB_OK) return rc;
-  if (!w->in_sample) return writer_fail(w, PAGEDB_MISUSE, "%s: no sample begun", w->db->path);
+  if (!w->in_sample) return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "%s: no sample begun", w->db->path);
   rc = reorder(w);
   if (rc == PAGEDB_OK) {
     w->cur[1] = w->start;     /* made absolute when the run is written */
