@@ -442,6 +442,13 @@ proc finish_test {} {
     if {[llength $l] > 30} { set l "[lrange $l 0 29] ... ([llength $l] in all)" }
     puts "$::TC(file): failures: $l"
   }
+  # The scratch directory is kept for a failed file (and with PAGEDB_KEEP=1),
+  # removed otherwise: the datasets of a run take a few hundred MB.
+  if {$::TC(fail) == 0 && !([info exists ::env(PAGEDB_KEEP)] && $::env(PAGEDB_KEEP))} {
+    catch {file delete -force $::TC(testdir)}
+  } elseif {$::TC(fail)} {
+    puts "$::TC(file): datasets kept in $::TC(testdir)"
+  }
   puts "#RESULT passed=$nPass failed=$::TC(fail) skipped=$::TC(skip)"
   flush stdout
   exit [expr {$::TC(fail) ? 1 : 0}]
