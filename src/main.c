@@ -357,7 +357,7 @@ static int open_catalog(pagedb *db, int flags) {
 static int is_unborn(pagedb *db) {
   pagedb_file *f;
   uint64_t size = PDB_HEADER_SIZE + 1;
-  uint8_t h[PDB_HEADER_SIZE];
+  _Alignas(PDB_HEADER_SIZE) uint8_t h[PDB_HEADER_SIZE];
   if (pdb_os_open(db->vfs, db->path, PAGEDB_VFS_READONLY, &f) != PAGEDB_OK) return 0;
   if (pdb_os_size(f, &size) != PAGEDB_OK) size = PDB_HEADER_SIZE + 1;
   int rc = size <= PDB_HEADER_SIZE ? pdb_os_read(f, h, sizeof h, 0) : PAGEDB_ERROR;

@@ -82,6 +82,7 @@ struct Pager {
   uint8_t uuid[16];
   int readonly;
   int poisoned;              /* sticky sync failure (invariant 6) */
+  uint32_t align;            /* I/O alignment: the sector size if direct, else 1 */
 
   _Atomic uint64_t claimed;  /* next unclaimed page */
 
@@ -137,12 +138,20 @@ static Pager *pager_new(pagedb *db, pagedb_vfs *vfs, const char *path) {
 
 static int open_fail(Pager *p, pdb_msg *m, int rc) {
   if (rc == PAGEDB_NOMEM) return pdb_err(p->db, m, rc, "out of memory opening %s", p->path);
-  return pdb_err(p->db, m, rc, "cannot open data file %s: %s", p->path,
-                 rc == PAGEDB_CANTOPEN_NOENT ? "no such file" : strerror(errno));
+  int e = errno;
+  return pdb_err(p->db, m, rc, "cannot open data file %s with the %s VFS: %s%s", p->path, p->vfs->zName,
+                 rc == PAGEDB_CANTOPEN_NOENT ? "no such file" : strerror(e),
+                 e == EINVAL && p->vfs->pAppData ? " (the file system refuses O_DIRECT)" : "");
+}
+
+/* Learn the file's alignment needs once it is open. */
+static void adopt_file(Pager *p) {
+  p->align = (pdb_os_caps(p->fd) & PAGEDB_IOCAP_DIRECT) ? (uint32_t)p->fd->pMethods->xSectorSize(p->fd) : 1;
+  assert(p->align > 0 && (p->align & (p->align - 1)) == 0 && p->align <= PDB_HEADER_SIZE);
 }
 
 static int write_header(Pager *p, pdb_msg *m) {
-  uint8_t h[PDB_HEADER_SIZE];
+  _Alignas(PDB_HEADER_SIZE) uint8_t h[PDB_HEADER_SIZE];   /* O_DIRECT-ready */
   encode_header(p, h, (uint64_t)time(NULL));
   int rc = pdb_os_write(p->fd, h, sizeof h, 0);
   if (rc == PAGEDB_OK) rc = pdb_os_sync(p->fd, PAGEDB_SYNC_FULL);
@@ -163,6 +172,7 @@ int pager_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path,
   if (rc != PAGEDB_OK) {
     rc = open_fail(p, m, rc);
   } else {
+    adopt_file(p);
     rc = write_header(p, m);
     /* The new name must survive a crash as well as its contents. */
     if (rc == PAGEDB_OK && vfs->xSyncDir && vfs->xSyncDir(vfs, path) != PAGEDB_OK)
@@ -210,8 +220,9 @@ int pager_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, int re
   if (rc != PAGEDB_OK) {
     rc = open_fail(p, m, rc);
   } else {
-    uint8_t h[PDB_HEADER_SIZE];
+    _Alignas(PDB_HEADER_SIZE) uint8_t h[PDB_HEADER_SIZE];
     uint64_t size = 0;
+    adopt_file(p);
     rc = pdb_os_size(p->fd, &size);
     if (rc == PAGEDB_OK) {
       rc = pdb_os_read(p->fd, h, sizeof h, 0);
@@ -308,6 +319,7 @@ int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno) {
 int pager_write(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint32_t nsamples,
                 uint8_t *buf, size_t used) {
   assert(used >= PDB_PAGE_HDR && used <= (uint64_t)npages * p->page_size);
+  assert(((uintptr_t)buf & (p->align - 1)) == 0);
   if (p->poisoned)
     return pdb_err(p->db, m, PAGEDB_IOERR_SYNC, "%s: an earlier sync failed; the dataset accepts no more writes", p->path);
   memcpy(buf, kRunMagic, sizeof kRunMagic);
@@ -319,7 +331,10 @@ int pager_write(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint32_t n
   pdb_put64(buf + 48, 0);
   pdb_put64(buf + 56, pdb_checksum(buf, 56));
   uint64_t off = PDB_HEADER_SIZE + pgno * p->page_size;
-  int rc = pdb_os_write(p->fd, buf, used, off);
+  /* Direct I/O writes whole sectors: pad with zeroes, inside the run. */
+  size_t n = (used + p->align - 1) & ~(size_t)(p->align - 1);
+  memset(buf + used, 0, n - used);
+  int rc = pdb_os_write(p->fd, buf, n, off);
   if (rc != PAGEDB_OK) {
     int e = pdb_os_errno(p->fd);
     return pdb_err(p->db, m, rc, "cannot write page %llu (%zu bytes at offset %llu) of %s: %s",
@@ -384,14 +399,43 @@ int pager_sync(Pager *p, pdb_msg *m) {
   return PAGEDB_OK;
 }
 
+static int read_fail(Pager *p, pdb_msg *m, int rc, uint64_t off, size_t n) {
+  int e = pdb_os_errno(p->fd);
+  return pdb_err(p->db, m, rc, "cannot read %zu bytes at offset %llu of %s: %s", n,
+                 (unsigned long long)(PDB_HEADER_SIZE + off), p->path,
+                 rc == PAGEDB_IOERR_SHORT_READ ? "file ends early" : e ? strerror(e) : pagedb_errstr(rc));
+}
+
+uint32_t pager_align(const Pager *p) { return p->align; }
+
 int pager_read(Pager *p, pdb_msg *m, uint64_t off, void *buf, size_t n) {
+  assert(((PDB_HEADER_SIZE + off) | n | (uintptr_t)buf) % p->align == 0);
   int rc = pdb_os_read(p->fd, buf, n, PDB_HEADER_SIZE + off);
-  if (rc != PAGEDB_OK) {
-    int e = pdb_os_errno(p->fd);
-    return pdb_err(p->db, m, rc, "cannot read %zu bytes at offset %llu of %s: %s", n,
-                   (unsigned long long)(PDB_HEADER_SIZE + off), p->path,
-                   rc == PAGEDB_IOERR_SHORT_READ ? "file ends early" : e ? strerror(e) : pagedb_errstr(rc));
+  return rc == PAGEDB_OK ? rc : read_fail(p, m, rc, off, n);
+}
+
+int pager_fetch(Pager *p, pdb_msg *m, uint64_t off, size_t n, uint8_t **buf, size_t *cap, const uint8_t **out) {
+  uint64_t pos = PDB_HEADER_SIZE + off;
+  uint64_t a0 = pos & ~(uint64_t)(p->align - 1);
+  uint64_t a1 = (pos + n + p->align - 1) & ~(uint64_t)(p->align - 1);
+  size_t len = (size_t)(a1 - a0);
+  if (len > *cap || !*buf) {
+    size_t want = (len + 4095) & ~(size_t)4095;
+    uint8_t *nb = aligned_alloc(4096, want ? want : 4096);
+    if (!nb) return pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory reading %zu bytes of %s", n, p->path);
+    free(*buf);
+    *buf = nb;
+    *cap = want;
   }
+  int rc = pdb_os_read(p->fd, *buf, len, a0);
+  if (rc == PAGEDB_IOERR_SHORT_READ && a1 != pos + n) {
+    /* The aligned superset may run past the end of the file; only the
+    ** bytes asked for must exist. */
+    uint64_t size;
+    if (pdb_os_size(p->fd, &size) == PAGEDB_OK && size >= pos + n) rc = PAGEDB_OK;
+  }
+  if (rc != PAGEDB_OK) return read_fail(p, m, rc, off, n);
+  *out = *buf + (pos - a0);
   return PAGEDB_OK;
 }
 

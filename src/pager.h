@@ -63,7 +63,10 @@ int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno);
 
 /*
 ** Write the run at page PGNO: fills the run header in BUF[0..PDB_PAGE_HDR)
-** and writes the first USED bytes of BUF with one write.  No lock is held.
+** and writes the first USED bytes of BUF with one write.  When the file
+** needs aligned I/O, BUF (aligned) is padded in place with zeroes up to the
+** next multiple of pager_align: those bytes are overwritten.  No lock is
+** held.
 */
 int pager_write(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages,
                 uint32_t nsamples, uint8_t *buf, size_t used);
@@ -82,8 +85,21 @@ uint64_t pager_prefix(Pager *p);
 /* Make everything written durable: fsync if the file grew, else fdatasync. */
 int pager_sync(Pager *p, pdb_msg *m);
 
-/* Bytes at data-region offset OFF, copied (through the VFS). */
+/* The alignment of offsets, lengths and buffers the file's I/O needs:
+** its sector size when it bypasses the page cache, else 1. */
+uint32_t pager_align(const Pager *p);
+
+/* Bytes at data-region offset OFF, copied (through the VFS) into BUF;
+** file offset, length and buffer meet pager_align. */
 int pager_read(Pager *p, pdb_msg *m, uint64_t off, void *buf, size_t n);
+
+/*
+** The same into a buffer of the caller's, *BUF of *CAP bytes (replaced by a
+** larger 4 KiB-aligned one from aligned_alloc when needed; the caller frees
+** it): *OUT receives the address of the first byte.  On a direct file the
+** read covers the enclosing aligned range, so *OUT may lie inside *BUF.
+*/
+int pager_fetch(Pager *p, pdb_msg *m, uint64_t off, size_t n, uint8_t **buf, size_t *cap, const uint8_t **out);
 
 /* Ensure the map covers data-region bytes [0, END).  Thread-safe. */
 int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end);

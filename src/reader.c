@@ -83,17 +83,10 @@ int pagedb_read(pagedb_reader *r, int64_t id, int field, const void **data, size
     *n = len;
     return PAGEDB_OK;
   }
-  if (len > r->cap) {
-    void *nb = realloc(r->buf, len);
-    if (!nb)
-      return pdb_err(r->db, &r->err, PAGEDB_NOMEM, "out of memory reading %llu bytes of sample %lld",
-                         (unsigned long long)len, (long long)id);
-    r->buf = nb;
-    r->cap = len;
-  }
-  rc = pager_read(r->db->pager, &r->err, off, r->buf, len);
+  const uint8_t *src = (const uint8_t *)"";
+  if (len > 0) rc = pager_fetch(r->db->pager, &r->err, off, len, &r->buf, &r->cap, &src);
   if (rc != PAGEDB_OK) return rc;
-  *data = r->buf;
+  *data = src;
   *n = len;
   return PAGEDB_OK;
 }
@@ -113,7 +106,12 @@ int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t 
     memcpy(buf, pager_map(r->db->pager) + off, len);
     return PAGEDB_OK;
   }
-  return pager_read(r->db->pager, &r->err, off, buf, len);
+  Pager *p = r->db->pager;
+  if (pager_align(p) == 1) return pager_read(p, &r->err, off, buf, len);
+  const uint8_t *src;
+  rc = pager_fetch(p, &r->err, off, len, &r->buf, &r->cap, &src);
+  if (rc == PAGEDB_OK) memcpy(buf, src, len);
+  return rc;
 }
 
 static int read_scalar(pagedb_reader *r, int64_t id, int field, int type, uint64_t *bits) {

@@ -21,8 +21,8 @@
 /* The writer's state allows another call. */
 static int usable(pagedb_writer *w) {
   if (w->failed)
-    return pdb_err(w->db, &w->err, w->failed, "writer of %s failed earlier: %s", w->db->path,
-                       pagedb_errstr(w->failed));
+    return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "the writer of %s failed earlier (%s): close it", w->db->path,
+                   pagedb_errname(w->failed));
   int broken = atomic_load(&w->db->broken);
   if (broken)
     return pdb_err(w->db, &w->err, broken, "%s: an earlier failure made the handle unusable (%s)", w->db->path,
@@ -44,7 +44,7 @@ int pagedb_writer_open(pagedb *db, pagedb_writer **out) {
   pagedb_writer *w = calloc(1, sizeof *w);
   if (w) {
     w->db = db;
-    w->buf = malloc(ps);
+    w->buf = aligned_alloc(4096, ps);   /* ready for direct I/O */
     w->cap = ps;
     w->cur = calloc((size_t)db->nw, sizeof *w->cur);
     w->pos = PDB_PAGE_HDR;
@@ -122,8 +122,14 @@ static int write_run(pagedb_writer *w, size_t used) {
 ** sample's bytes to the front of the buffer. */
 static int write_before_current(pagedb_writer *w) {
   assert(w->in_sample && w->start > PDB_PAGE_HDR);
-  int rc = write_run(w, w->start);
+  /* pager_write pads the run to the I/O alignment in place, over the
+  ** first bytes of the current sample: keep them aside. */
+  uint8_t keep[PDB_HEADER_SIZE];
   size_t len = w->pos - w->start;
+  size_t nkeep = len < pager_align(w->db->pager) ? len : pager_align(w->db->pager);
+  memcpy(keep, w->buf + w->start, nkeep);
+  int rc = write_run(w, w->start);
+  memcpy(w->buf + w->start, keep, nkeep);
   memmove(w->buf + PDB_PAGE_HDR, w->buf + w->start, len);
   w->start = PDB_PAGE_HDR;
   w->pos = PDB_PAGE_HDR + len;
@@ -142,10 +148,12 @@ static int make_room(pagedb_writer *w, size_t n) {
     ** so that a sample given in many small fields costs O(size). */
     size_t want = (w->pos + n + ps - 1) / ps * ps;
     if (want < w->cap * 2) want = w->cap * 2;
-    uint8_t *nb = realloc(w->buf, want);
+    uint8_t *nb = aligned_alloc(4096, want);
     if (!nb)
       return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory growing a writer of %s to %zu bytes for sample %lld",
                          w->db->path, want, (long long)w->cur[0]);
+    memcpy(nb, w->buf, w->pos);
+    free(w->buf);
     w->buf = nb;
     w->cap = want;
   }

@@ -43,6 +43,7 @@ static void init_builtins(void) {
   if (ready) return;
   ready = 1;
   link_vfs(pdb_posix_vfs(), 1);
+  link_vfs(pdb_direct_vfs(), 0);
 }
 
 int pagedb_vfs_register(pagedb_vfs *vfs, int makeDflt) {
