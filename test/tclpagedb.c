@@ -65,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -1622,6 +1623,9 @@ typedef struct FaultFile FaultFile;
 struct FaultFile {
   pagedb_file base;            /* first: methods */
   pagedb_file *real;           /* the wrapped VFS's file */
+  int plainFd;                 /* the same file opened without O_DIRECT, for
+                               ** saving and restoring bytes at any alignment;
+                               ** -1 if it could not be opened */
   int injected;                /* the last failure was injected: errno EIO */
   pthread_mutex_t mu;          /* guards aRange */
   FaultRange *aRange;          /* written since the last successful sync */
@@ -1685,7 +1689,12 @@ static void faultCrash(void){
             memcpy(buf, r->old + k, (size_t)mo);
           }
         }
-        f->real->pMethods->xWrite(f->real, buf, (size_t)m, r->off + k);
+        /* Through a plain descriptor: a direct (O_DIRECT) file would need
+        ** aligned buffers. */
+        if( f->plainFd >= 0 ){
+          ssize_t wr = pwrite(f->plainFd, buf, (size_t)m, (off_t)(r->off + k));
+          (void)wr;
+        }
       }
     }
   }
@@ -1720,6 +1729,8 @@ static int fvClose(pagedb_file *pf){
   pthread_mutex_unlock(&fv.mu);
   rc = f->real->pMethods->xClose(f->real);
   free(f->real);
+  if( f->plainFd >= 0 ) close(f->plainFd);
+  f->plainFd = -1;
   {
     int i;
     for(i = 0; i < f->nRange; i++) free(f->aRange[i].old);
@@ -1744,11 +1755,14 @@ static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
   uint64_t nOld = 0, size = 0;
   if( atomic_load(&fv.crashAt) > 0 && n > 0 ){
     /* Keep what this write replaces, to undo it at a power loss. */
-    if( f->real->pMethods->xFileSize(f->real, &size) == PAGEDB_OK && size > off ){
+    if( f->plainFd >= 0 && f->real->pMethods->xFileSize(f->real, &size) == PAGEDB_OK
+     && size > off ){
       nOld = size - off < n ? size - off : n;
       pOld = malloc((size_t)nOld);
-      if( pOld && f->real->pMethods->xRead(f->real, pOld, (size_t)nOld, off) != PAGEDB_OK ){
-        memset(pOld, 0, (size_t)nOld);
+      if( pOld ){
+        ssize_t got = pread(f->plainFd, pOld, (size_t)nOld, (off_t)off);
+        if( got < 0 ) got = 0;
+        if( (uint64_t)got < nOld ) memset(pOld + got, 0, (size_t)(nOld - (uint64_t)got));
       }
       if( pOld == 0 ) nOld = 0;
     }
@@ -1894,6 +1908,7 @@ static int fvOpen(pagedb_vfs *vfs, const char *path, pagedb_file *pf, int flags)
   }
   pthread_mutex_init(&f->mu, 0);
   f->real = real;
+  f->plainFd = open(path, ((flags & PAGEDB_VFS_READWRITE) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   pthread_mutex_lock(&fv.mu);
   fvInitMethods(real->pMethods);
   f->pNext = fv.pFiles;
