@@ -1298,15 +1298,82 @@ static int parseCodec(Tcl_Interp *interp, Tcl_Obj *o, int *pCodec){
   return TCL_OK;
 }
 
+/*
+** DB order KIND ?-seed S? ?-epoch E? ?-rank R? ?-world W? ?-droplast?
+**          ?-length? ?-cap N?
+**
+** The ids pagedb_order gives (KIND: sequential, random, quasi or a number,
+** passed through).  -length returns only the length (IDS NULL); -cap N
+** passes an array of N entries instead of the length the first call gave.
+*/
+static int dbOrder(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
+  static const char *azKind[] = {"sequential", "random", "quasi", 0};
+  Tcl_WideInt seed = 0, epoch = 0, w;
+  int kind, rank = 0, world = 1, lengthOnly = 0, i, rc;
+  int64_t n = 0, cap = -1, *a;
+  Tcl_Obj *pList;
+  if( objc < 3 ){
+    Tcl_WrongNumArgs(interp, 2, objv, "KIND ?-seed S? ?-epoch E? ?-rank R? ?-world W? "
+                     "?-droplast? ?-length? ?-cap N?");
+    return TCL_ERROR;
+  }
+  if( Tcl_GetIntFromObj(0, objv[2], &kind) != TCL_OK ){
+    if( Tcl_GetIndexFromObj(interp, objv[2], azKind, "kind", 0, &kind) ) return TCL_ERROR;
+    kind += PAGEDB_ORDER_SEQUENTIAL;
+  }
+  for(i = 3; i < objc; i++){
+    const char *z = Tcl_GetString(objv[i]);
+    if( strcmp(z, "-droplast") == 0 ){ kind |= PAGEDB_ORDER_DROP_LAST; continue; }
+    if( strcmp(z, "-length") == 0 ){ lengthOnly = 1; continue; }
+    if( i + 1 >= objc ){
+      Tcl_SetObjResult(interp, Tcl_ObjPrintf("option \"%s\" needs a value", z));
+      return TCL_ERROR;
+    }
+    if( Tcl_GetWideIntFromObj(interp, objv[i+1], &w) ) return TCL_ERROR;
+    if( strcmp(z, "-seed") == 0 ) seed = w;
+    else if( strcmp(z, "-epoch") == 0 ) epoch = w;
+    else if( strcmp(z, "-rank") == 0 ) rank = (int)w;
+    else if( strcmp(z, "-world") == 0 ) world = (int)w;
+    else if( strcmp(z, "-cap") == 0 ) cap = (int64_t)w;
+    else{
+      Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -seed, -epoch, -rank, "
+                       "-world, -droplast, -length or -cap", z));
+      return TCL_ERROR;
+    }
+    i++;
+  }
+  rc = pagedb_order(p->db, kind, (uint64_t)seed, (uint64_t)epoch, rank, world, 0, &n);
+  if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(p->db));
+  if( lengthOnly ){
+    Tcl_SetObjResult(interp, Tcl_NewWideIntObj((Tcl_WideInt)n));
+    return TCL_OK;
+  }
+  if( cap >= 0 ) n = cap;
+  a = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+  if( a == 0 ) return pdbError(interp, PAGEDB_NOMEM, "order: out of memory");
+  rc = pagedb_order(p->db, kind, (uint64_t)seed, (uint64_t)epoch, rank, world, a, &n);
+  if( rc != PAGEDB_OK ){
+    free(a);
+    return pdbError(interp, rc, pagedb_errmsg(p->db));
+  }
+  pList = Tcl_NewObj();
+  for(i = 0; i < n; i++){
+    Tcl_ListObjAppendElement(0, pList, Tcl_NewWideIntObj((Tcl_WideInt)a[i]));
+  }
+  free(a);
+  Tcl_SetObjResult(interp, pList);
+  return TCL_OK;
+}
+
 static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
-    "set_page_size", "path", "catalog_path", 0
+    "set_page_size", "path", "catalog_path", "order", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
-         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH };
+         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1458,6 +1525,8 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       return dbIngest(interp, p, objc, objv);
     case D_VERIFY:
       return dbVerify(interp, p, objc, objv);
+    case D_ORDER:
+      return dbOrder(interp, p, objc, objv);
   }
   if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(db));
   return TCL_OK;
