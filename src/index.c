@@ -327,3 +327,26 @@ const uint64_t *idx_find(Index *x, int64_t id) {
 }
 
 uint64_t idx_count(Index *x) { return atomic_load_explicit(&x->count, memory_order_relaxed); }
+
+int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
+  uint64_t d = atomic_load_explicit(&x->dense, memory_order_acquire);
+  for (uint64_t id = 0; id < d; id++) {
+    uint64_t *s = arena_slot(x, x->darena, id, 0);
+    if (!s) {
+      id |= ((uint64_t)1 << x->bits) - 1;    /* skip an absent chunk */
+      continue;
+    }
+    if (atomic_load_explicit(state(s), memory_order_acquire) != D_VISIBLE) continue;
+    int rc = xcb(ctx, (int64_t)id, s);
+    if (rc != PAGEDB_OK) return rc;
+  }
+  for (uint64_t n = 0; n < x->nsparse; n++) {
+    const uint64_t *s = arena_slot(x, x->sarena, n, 0);
+    /* A sparse slot whose id now lies below D was copied to the dense
+    ** arena (and visited there). */
+    if (s[0] < d || idx_find(x, (int64_t)s[0]) != s) continue;
+    int rc = xcb(ctx, (int64_t)s[0], s);
+    if (rc != PAGEDB_OK) return rc;
+  }
+  return PAGEDB_OK;
+}

@@ -47,6 +47,12 @@ int idx_publish(Index *x, const uint64_t *slot);
 ** until idx_free. */
 const uint64_t *idx_find(Index *x, int64_t id);
 
+/* Call XCB with the id and slot of every visible sample (dense ids in
+** increasing order, then the others in publish order); a non-OK return
+** stops the scan and is returned.  Not to be run concurrently with
+** idx_publish. */
+int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
+
 /* Committed samples. */
 uint64_t idx_count(Index *x);
 

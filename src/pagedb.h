@@ -375,11 +375,70 @@ PAGEDB_API int pagedb_read_into(pagedb_reader *r, int64_t id, int field,
 PAGEDB_API int pagedb_read_int(pagedb_reader *r, int64_t id, int field, int64_t *v);
 PAGEDB_API int pagedb_read_real(pagedb_reader *r, int64_t id, int field, double *v);
 
+/*
+** Read field FIELD of the N committed samples IDS[0..N-1] at once: DATA[i]
+** and SIZES[i] receive what pagedb_read would give for IDS[i].  On a VFS
+** that batches (PAGEDB_IOCAP_BATCH, e.g. "io_uring") the copies are one
+** submission; in zero-copy mode the pages touched are advised
+** (MADV_WILLNEED) before the pointers are returned.  Every pointer stays
+** valid until the next call on R.  The first failing id stops the batch:
+** its code is returned, the message names it, and entries before it are
+** filled.  N is 0 to PAGEDB_MAX_BATCH.
+**
+** Results: as pagedb_read; PAGEDB_MISUSE (N out of range, NULL arrays).
+*/
+#define PAGEDB_MAX_BATCH 65536
+PAGEDB_API int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field,
+                                 const void **data, size_t *sizes);
+
+/*
+** Tell the kernel how R will read: PAGEDB_ADVISE_SEQUENTIAL, _RANDOM,
+** _WILLNEED (read the whole committed data soon) or _DONTNEED (drop the
+** cached and, in zero-copy mode, mapped pages: resident memory falls; the
+** bytes are read again on the next access).  Pointers R returned stay
+** valid.  Results: PAGEDB_OK; PAGEDB_MISUSE (unknown hint); PAGEDB_IOERR.
+*/
+PAGEDB_API int pagedb_advise(pagedb_reader *r, int hint);
+
 /* Free a reader; pointers it returned become invalid.  NULL is a no-op. */
 PAGEDB_API int pagedb_reader_close(pagedb_reader *r);
 
 /* The message of the reader's most recent failure; valid until its next call. */
 PAGEDB_API const char *pagedb_reader_errmsg(pagedb_reader *r);
+
+/* ------------------------------------------------------------------ */
+/* Epoch orders                                                        */
+/* ------------------------------------------------------------------ */
+
+#define PAGEDB_ORDER_SEQUENTIAL    1  /* in the order the bytes lie in the file */
+#define PAGEDB_ORDER_RANDOM        2  /* a full shuffle */
+#define PAGEDB_ORDER_QUASI_RANDOM  3  /* shuffled pages, samples shuffled within a window of pages */
+#define PAGEDB_ORDER_DROP_LAST  0x100 /* or-ed with the kind: drop rather than pad (see below) */
+#define PAGEDB_ORDER_WINDOW        8  /* pages in a QUASI_RANDOM window */
+
+/*
+** The ids rank RANK of WORLD ranks (0 <= RANK < WORLD) reads in epoch
+** EPOCH, for the samples committed when called.  The order is a pure
+** function of the dataset's committed samples and (KIND, SEED, EPOCH, RANK,
+** WORLD): the same on every machine.  Ranks partition one global order into
+** WORLD contiguous parts of equal length: when the count is not a multiple
+** of WORLD, the last parts are padded with samples from the start of the
+** global order (so a few samples are read twice), or with
+** PAGEDB_ORDER_DROP_LAST the global order is cut to a multiple of WORLD (a
+** few samples are not read this epoch; which ones changes with the epoch
+** except in SEQUENTIAL order).  QUASI_RANDOM keeps any PAGEDB_ORDER_WINDOW
+** consecutive pages' samples together, so a reader touches few pages at a
+** time; each rank's part stays contiguous in it.
+**
+** Call with IDS NULL to learn the length in *N; then with IDS of *N
+** entries.  A position in the returned array is all a job must save to
+** resume within the epoch.
+**
+** Results: PAGEDB_OK; PAGEDB_MISUSE (bad kind, rank or world, IDS too
+** short: *N receives the length needed); PAGEDB_NOMEM.
+*/
+PAGEDB_API int pagedb_order(pagedb *db, int kind, uint64_t seed, uint64_t epoch, int rank, int world,
+                            int64_t *ids, int64_t *n);
 
 /*
 ** Run one SQL statement's worth of text SQL on the catalog, read-only

@@ -61,6 +61,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static const char kMagic[16] = "pagedb data";
@@ -415,28 +416,103 @@ int pager_read(Pager *p, pdb_msg *m, uint64_t off, void *buf, size_t n) {
 }
 
 int pager_fetch(Pager *p, pdb_msg *m, uint64_t off, size_t n, uint8_t **buf, size_t *cap, const uint8_t **out) {
+  int bad;
+  return pager_fetch_batch(p, m, 1, &off, &(uint64_t){ n }, buf, cap, out, &bad);
+}
+
+/* The aligned file range [*A0, *A1) that holds data-region bytes
+** [OFF, OFF+N). */
+static void aligned_range(const Pager *p, uint64_t off, uint64_t n, uint64_t *a0, uint64_t *a1) {
   uint64_t pos = PDB_HEADER_SIZE + off;
-  uint64_t a0 = pos & ~(uint64_t)(p->align - 1);
-  uint64_t a1 = (pos + n + p->align - 1) & ~(uint64_t)(p->align - 1);
-  size_t len = (size_t)(a1 - a0);
-  if (len > *cap || !*buf) {
-    size_t want = (len + 4095) & ~(size_t)4095;
-    uint8_t *nb = aligned_alloc(4096, want ? want : 4096);
-    if (!nb) return pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory reading %zu bytes of %s", n, p->path);
-    free(*buf);
-    *buf = nb;
-    *cap = want;
-  }
-  int rc = pdb_os_read(p->fd, *buf, len, a0);
-  if (rc == PAGEDB_IOERR_SHORT_READ && a1 != pos + n) {
-    /* The aligned superset may run past the end of the file; only the
-    ** bytes asked for must exist. */
-    uint64_t size;
-    if (pdb_os_size(p->fd, &size) == PAGEDB_OK && size >= pos + n) rc = PAGEDB_OK;
-  }
-  if (rc != PAGEDB_OK) return read_fail(p, m, rc, off, n);
-  *out = *buf + (pos - a0);
+  *a0 = pos & ~(uint64_t)(p->align - 1);
+  *a1 = (pos + n + p->align - 1) & ~(uint64_t)(p->align - 1);
+}
+
+/* Make *BUF at least LEN bytes, 4 KiB-aligned; its old contents are lost. */
+static int reserve(Pager *p, pdb_msg *m, uint8_t **buf, size_t *cap, size_t len) {
+  if (len <= *cap && *buf) return PAGEDB_OK;
+  size_t want = (len + 4095) & ~(size_t)4095;
+  uint8_t *nb = aligned_alloc(4096, want ? want : 4096);
+  if (!nb) return pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory reading %zu bytes of %s", len, p->path);
+  free(*buf);
+  *buf = nb;
+  *cap = want ? want : 4096;
   return PAGEDB_OK;
+}
+
+/* A short read is fine when only the alignment padding lies past the end
+** of the file. */
+static int short_ok(Pager *p, uint64_t off, uint64_t n) {
+  uint64_t size;
+  return pdb_os_size(p->fd, &size) == PAGEDB_OK && size >= PDB_HEADER_SIZE + off + n;
+}
+
+int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len,
+                      uint8_t **buf, size_t *cap, const uint8_t **out, int *bad) {
+  *bad = 0;
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t a0, a1;
+    aligned_range(p, off[i], len[i], &a0, &a1);
+    total += (size_t)(a1 - a0);
+  }
+  pagedb_iovec one;   /* the common single read allocates nothing */
+  pagedb_iovec *iov = n == 1 ? &one : malloc((size_t)(n ? n : 1) * sizeof *iov);
+  int rc = iov ? reserve(p, m, buf, cap, total)
+               : pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory reading a batch of %d from %s", n, p->path);
+  if (rc != PAGEDB_OK) {
+    if (iov != &one) free(iov);
+    return rc;
+  }
+  size_t at = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t a0, a1;
+    aligned_range(p, off[i], len[i], &a0, &a1);
+    iov[i] = (pagedb_iovec){ *buf + at, (size_t)(a1 - a0), a0, PAGEDB_OK };
+    out[i] = *buf + at + (PDB_HEADER_SIZE + off[i] - a0);
+    at += (size_t)(a1 - a0);
+  }
+  const pagedb_io_methods *io = p->fd->pMethods;
+  if (io->xReadBatch) {
+    io->xReadBatch(p->fd, iov, n);
+  } else {
+    for (int i = 0; i < n; i++) iov[i].rc = io->xRead(p->fd, iov[i].buf, iov[i].n, iov[i].off);
+  }
+  for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
+    int r = iov[i].rc;
+    if (r == PAGEDB_IOERR_SHORT_READ && short_ok(p, off[i], len[i])) r = PAGEDB_OK;
+    if (r != PAGEDB_OK) {
+      *bad = i;
+      rc = read_fail(p, m, r, off[i], (size_t)len[i]);
+    }
+  }
+  if (iov != &one) free(iov);
+  return rc;
+}
+
+int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end) {
+  static const int madv[] = {
+    [PAGEDB_ADVISE_NORMAL] = MADV_NORMAL, [PAGEDB_ADVISE_SEQUENTIAL] = MADV_SEQUENTIAL,
+    [PAGEDB_ADVISE_RANDOM] = MADV_RANDOM, [PAGEDB_ADVISE_WILLNEED] = MADV_WILLNEED,
+    [PAGEDB_ADVISE_DONTNEED] = MADV_DONTNEED,
+  };
+  pthread_mutex_lock(&p->mapmu);
+  const uint8_t *map = atomic_load_explicit(&p->map, memory_order_relaxed);
+  int e = 0;
+  if (map && end > 0 && madvise((void *)map, (size_t)(PDB_HEADER_SIZE + end), madv[hint]) != 0) e = errno;
+  pthread_mutex_unlock(&p->mapmu);
+  if (e) return pdb_err(p->db, m, PAGEDB_IOERR, "madvise of %s failed: %s", p->path, strerror(e));
+  int rc = p->fd->pMethods->xAdvise ? p->fd->pMethods->xAdvise(p->fd, PDB_HEADER_SIZE, end, hint) : PAGEDB_OK;
+  return rc == PAGEDB_OK ? rc : os_fail(p, m, rc, "cannot advise the kernel about");
+}
+
+void pager_map_willneed(Pager *p, uint64_t off, uint64_t n) {
+  const uint8_t *map = atomic_load_explicit(&p->map, memory_order_acquire);
+  if (!map || n == 0) return;
+  uintptr_t a = (uintptr_t)(map + PDB_HEADER_SIZE + off) & ~(uintptr_t)4095;
+  uintptr_t b = (uintptr_t)(map + PDB_HEADER_SIZE + off + n);
+  /* Only a hint: a failure changes nothing but speed. */
+  madvise((void *)a, b - a, MADV_WILLNEED);
 }
 
 const uint8_t *pager_map(Pager *p) {

@@ -101,6 +101,22 @@ int pager_read(Pager *p, pdb_msg *m, uint64_t off, void *buf, size_t n);
 */
 int pager_fetch(Pager *p, pdb_msg *m, uint64_t off, size_t n, uint8_t **buf, size_t *cap, const uint8_t **out);
 
+/*
+** pager_fetch for N extents at once (offsets OFF[i], lengths LEN[i]), laid
+** out one after another in *BUF (grown as pager_fetch does), with one
+** batched read: OUT[i] receives the address of extent i.  On failure *BAD
+** is the index of the first extent that failed.
+*/
+int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len,
+                      uint8_t **buf, size_t *cap, const uint8_t **out, int *bad);
+
+/* Advise the kernel of how data-region bytes [0, END) will be read, for the
+** file and, if mapped, the map (a PAGEDB_ADVISE_* hint). */
+int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end);
+
+/* Advise WILLNEED for mapped bytes [OFF, OFF+N) of the data region. */
+void pager_map_willneed(Pager *p, uint64_t off, uint64_t n);
+
 /* Ensure the map covers data-region bytes [0, END).  Thread-safe. */
 int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end);
 /* The data region as mapped, or NULL.  Bytes past the committed end must not

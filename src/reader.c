@@ -141,6 +141,51 @@ int pagedb_read_real(pagedb_reader *r, int64_t id, int field, double *v) {
   return rc;
 }
 
+int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes) {
+  if (!r) return PAGEDB_MISUSE;
+  if (n < 0 || n > PAGEDB_MAX_BATCH || (n > 0 && (!ids || !data || !sizes)))
+    return pdb_err(r->db, &r->err, PAGEDB_MISUSE, "%s: pagedb_read_batch of %d ids: give 0 to %d ids and arrays",
+                   r->db->path, n, PAGEDB_MAX_BATCH);
+  if (n == 0) return PAGEDB_OK;
+  /* Offsets, lengths, and the addresses pager_fetch_batch gives back. */
+  uint64_t *ext = malloc((size_t)n * (2 * sizeof *ext + sizeof(uint8_t *)));
+  if (!ext) return pdb_err(r->db, &r->err, PAGEDB_NOMEM, "out of memory reading a batch of %d samples", n);
+  uint64_t *off = ext, *len = ext + n;
+  int rc = PAGEDB_OK, i;
+  for (i = 0; i < n && rc == PAGEDB_OK; i++) rc = bytes_field(r, ids[i], field, &off[i], &len[i]);
+  int good = rc == PAGEDB_OK ? n : i - 1;     /* extents found before a failure */
+  if (r->mode == PAGEDB_READ_MMAP) {
+    const uint8_t *base = pager_map(r->db->pager);
+    for (i = 0; i < good; i++) pager_map_willneed(r->db->pager, off[i], len[i]);
+    for (i = 0; i < good; i++) {
+      data[i] = base + off[i];
+      sizes[i] = len[i];
+    }
+  } else if (good > 0) {
+    int bad;
+    const uint8_t **at = (const uint8_t **)(ext + 2 * (size_t)n);
+    int rrc = pager_fetch_batch(r->db->pager, &r->err, good, off, len, &r->buf, &r->cap, at, &bad);
+    if (rrc != PAGEDB_OK) {
+      good = bad;
+      rc = pdb_err(r->db, &r->err, rrc, "%s (sample %lld of the batch)", pdb_msg_text(&r->err), (long long)ids[bad]);
+    }
+    for (i = 0; i < good; i++) {
+      data[i] = at[i];
+      sizes[i] = len[i];
+    }
+  }
+  free(ext);
+  return rc;
+}
+
+int pagedb_advise(pagedb_reader *r, int hint) {
+  if (!r) return PAGEDB_MISUSE;
+  if (hint < PAGEDB_ADVISE_NORMAL || hint > PAGEDB_ADVISE_DONTNEED)
+    return pdb_err(r->db, &r->err, PAGEDB_MISUSE, "%s: unknown access hint %d", r->db->path, hint);
+  uint64_t end = atomic_load(&r->db->committed) * pager_page_size(r->db->pager);
+  return pager_advise(r->db->pager, &r->err, hint, end);
+}
+
 void api_reader_free(pagedb_reader *r) {
   free(r->buf);
   free(r);
