@@ -142,7 +142,7 @@ static int open_fail(Pager *p, pdb_msg *m, int rc) {
   int e = errno;
   return pdb_err(p->db, m, rc, "cannot open data file %s with the %s VFS: %s%s", p->path, p->vfs->zName,
                  rc == PAGEDB_CANTOPEN_NOENT ? "no such file" : strerror(e),
-                 e == EINVAL && p->vfs->pAppData ? " (the file system refuses O_DIRECT)" : "");
+                 e == EINVAL && strcmp(p->vfs->zName, "direct") == 0 ? " (the file system refuses O_DIRECT)" : "");
 }
 
 /* Learn the file's alignment needs once it is open. */

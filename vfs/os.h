@@ -13,6 +13,7 @@
 /* The built-in backends, registered on first use of the registry. */
 pagedb_vfs *pdb_posix_vfs(void);
 pagedb_vfs *pdb_direct_vfs(void);
+pagedb_vfs *pdb_uring_vfs(void);
 
 /* Allocate a file object for VFS and open PATH; *PF is NULL on failure. */
 int pdb_os_open(pagedb_vfs *vfs, const char *path, int flags, pagedb_file **pf);

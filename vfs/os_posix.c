@@ -6,11 +6,15 @@
 ** with a code that says why (PAGEDB_FULL for ENOSPC and EDQUOT, so that a
 ** full disk is told apart from a broken one).
 **
-** The same code serves the "direct" VFS: files opened with O_DIRECT, which
+** The same code serves the "io_uring" VFS, whose batched reads
+** (xReadBatch) are submitted together through io_uring (vfs/uring.c), and
+** the "direct" VFS: files opened with O_DIRECT, which
 ** bypasses the page cache (on a virtual disk that makes large writes
 ** several times faster).  Its callers align every buffer, offset and length
 ** to xSectorSize(), which comes from statx(STATX_DIOALIGN) when the file
-** system reports it.  A file system that refuses O_DIRECT fails at open.
+** system reports it; its batches use io_uring when the kernel allows.  A
+** file system that refuses O_DIRECT, or a kernel without io_uring for the
+** "io_uring" VFS, fails at open with the reason.
 **
 ** Locks are open-file-description locks (F_OFD_SETLK): unlike classic POSIX
 ** record locks they belong to the open file, not the process, so closing
@@ -20,6 +24,7 @@
 */
 #define _GNU_SOURCE
 #include "os.h"
+#include "uring.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,10 +33,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define K_DIRECT 1    /* O_DIRECT */
+#define K_URING  2    /* io_uring for batches */
+
 typedef struct PosixFile {
   pagedb_file base;     /* must be first */
   int fd;
   int direct;           /* opened with O_DIRECT */
+  PdbRings *rings;      /* batched reads go through io_uring, or NULL */
   int sector;           /* alignment O_DIRECT needs */
   _Atomic int err;      /* errno of the latest failure */
 } PosixFile;
@@ -43,6 +52,8 @@ static int fail(PosixFile *p, int rc) {
 
 static int px_close(pagedb_file *f) {
   PosixFile *p = (PosixFile *)f;
+  pdb_rings_close(p->rings);
+  p->rings = NULL;
   if (p->fd >= 0 && close(p->fd) != 0 && errno != EINTR) return fail(p, PAGEDB_IOERR);
   p->fd = -1;
   return PAGEDB_OK;
@@ -125,7 +136,8 @@ static int px_lock(pagedb_file *f, int level) {
 
 static int px_sector(pagedb_file *f) { return ((PosixFile *)f)->sector; }
 static int px_caps(pagedb_file *f) {
-  return PAGEDB_IOCAP_MMAP | (((PosixFile *)f)->direct ? PAGEDB_IOCAP_DIRECT : 0);
+  PosixFile *p = (PosixFile *)f;
+  return PAGEDB_IOCAP_MMAP | (p->direct ? PAGEDB_IOCAP_DIRECT : 0) | (p->rings ? PAGEDB_IOCAP_BATCH : 0);
 }
 
 static int px_map(pagedb_file *f, size_t n, const void **pp) {
@@ -146,6 +158,13 @@ static int px_unmap(pagedb_file *f, const void *m, size_t n) {
 }
 
 static int px_read_batch(pagedb_file *f, pagedb_iovec *reqs, int n) {
+  PosixFile *p = (PosixFile *)f;
+  if (p->rings) {
+    int e;
+    int rc = pdb_uring_read_batch(p->rings, p->fd, reqs, n, &e);
+    if (rc != PAGEDB_OK && e) atomic_store_explicit(&p->err, e, memory_order_relaxed);
+    return rc;
+  }
   int first = PAGEDB_OK;
   for (int i = 0; i < n; i++) {
     reqs[i].rc = px_read(f, reqs[i].buf, reqs[i].n, reqs[i].off);
@@ -208,7 +227,18 @@ static int dio_align(int fd) {
 
 static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags) {
   PosixFile *p = (PosixFile *)f;
-  int direct = (flags & PAGEDB_VFS_DIRECT) || vfs->pAppData != NULL;
+  int kind = vfs->pAppData ? *(const int *)vfs->pAppData : 0;
+  int direct = (flags & PAGEDB_VFS_DIRECT) || (kind & K_DIRECT);
+  PdbRings *rings = NULL;
+  if (kind & K_URING) {
+    /* The io_uring VFS must work or fail here, at open, never at the first
+    ** read; the direct VFS uses it for batches when the kernel allows. */
+    int e = pdb_rings_open(&rings);
+    if (e && !(kind & K_DIRECT)) {
+      errno = e;
+      return PAGEDB_CANTOPEN;
+    }
+  }
   int oflags = O_CLOEXEC | (direct ? O_DIRECT : 0);
   oflags |= (flags & PAGEDB_VFS_READWRITE) ? O_RDWR : O_RDONLY;
   if (flags & PAGEDB_VFS_CREATE) oflags |= O_CREAT;
@@ -217,16 +247,27 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
   do {
     fd = open(path, oflags, 0644);
   } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return errno == ENOENT ? PAGEDB_CANTOPEN_NOENT : PAGEDB_CANTOPEN;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
-    close(fd);
+  if (fd >= 0) {
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) != 0) e = errno;
+    else if (S_ISDIR(st.st_mode)) e = EISDIR;
+    else if (!S_ISREG(st.st_mode)) e = EINVAL;
+    if (e) {
+      close(fd);
+      fd = -1;
+      errno = e;
+    }
+  }
+  if (fd < 0) {
+    int e = errno;
+    pdb_rings_close(rings);
     errno = e;
-    return PAGEDB_CANTOPEN;
+    return e == ENOENT ? PAGEDB_CANTOPEN_NOENT : PAGEDB_CANTOPEN;
   }
   p->fd = fd;
   p->direct = direct;
+  p->rings = rings;
   p->sector = direct ? dio_align(fd) : 4096;
   p->base.pMethods = &px_methods;
   return PAGEDB_OK;
@@ -269,12 +310,25 @@ static pagedb_vfs posix_vfs = {
   .xSyncDir = px_sync_dir,
 };
 
-/* pAppData marks the direct flavour; a static non-NULL address. */
+/* The flavours, told apart by pAppData. */
+static const int kDirect = K_DIRECT | K_URING, kUring = K_URING;
+
 static pagedb_vfs direct_vfs = {
   .iVersion = 1,
   .szFile = sizeof(PosixFile),
   .zName = "direct",
-  .pAppData = &direct_vfs,
+  .pAppData = (void *)&kDirect,
+  .xOpen = px_open,
+  .xDelete = px_delete,
+  .xAccess = px_access,
+  .xSyncDir = px_sync_dir,
+};
+
+static pagedb_vfs uring_vfs = {
+  .iVersion = 1,
+  .szFile = sizeof(PosixFile),
+  .zName = "io_uring",
+  .pAppData = (void *)&kUring,
   .xOpen = px_open,
   .xDelete = px_delete,
   .xAccess = px_access,
@@ -283,3 +337,4 @@ static pagedb_vfs direct_vfs = {
 
 pagedb_vfs *pdb_posix_vfs(void) { return &posix_vfs; }
 pagedb_vfs *pdb_direct_vfs(void) { return &direct_vfs; }
+pagedb_vfs *pdb_uring_vfs(void) { return &uring_vfs; }

@@ -44,6 +44,7 @@ static void init_builtins(void) {
   ready = 1;
   link_vfs(pdb_posix_vfs(), 1);
   link_vfs(pdb_direct_vfs(), 0);
+  link_vfs(pdb_uring_vfs(), 0);
 }
 
 int pagedb_vfs_register(pagedb_vfs *vfs, int makeDflt) {

@@ -1,0 +1,166 @@
+/*
+** uring.c -- batched reads through io_uring.
+**
+** Each file keeps a pool of rings: a batch takes an idle ring (or makes
+** one), so reader threads never share a submission queue, and the pool is
+** torn down with the file, so no ring outlives the handle.  A batch is submitted PDB_URING_DEPTH requests at a
+** time; a request the kernel completes short (the end of the file, or a
+** partial read) is finished with plain pread, which gives the zero-fill and
+** PAGEDB_IOERR_SHORT_READ contract of xRead.
+*/
+#define _GNU_SOURCE
+#include "uring.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <unistd.h>
+
+typedef struct Ring {
+  struct Ring *next;
+  struct io_uring ring;
+} Ring;
+
+struct PdbRings {
+  pthread_mutex_t mu;
+  Ring *idle;             /* rings not in use by a batch */
+};
+
+/* A new ring, or NULL with *ERR set. */
+static Ring *ring_new(int *err) {
+  Ring *r = calloc(1, sizeof *r);
+  if (!r) {
+    *err = ENOMEM;
+    return NULL;
+  }
+  int e = io_uring_queue_init(PDB_URING_DEPTH, &r->ring, 0);
+  if (e < 0) {
+    free(r);
+    *err = -e;
+    return NULL;
+  }
+  return r;
+}
+
+int pdb_rings_open(PdbRings **out) {
+  *out = NULL;
+  PdbRings *p = calloc(1, sizeof *p);
+  if (!p) return ENOMEM;
+  int err = 0;
+  p->idle = ring_new(&err);     /* the probe: io_uring works, or we know why */
+  if (!p->idle) {
+    free(p);
+    return err;
+  }
+  pthread_mutex_init(&p->mu, NULL);
+  *out = p;
+  return 0;
+}
+
+void pdb_rings_close(PdbRings *p) {
+  if (!p) return;
+  for (Ring *r = p->idle, *next; r; r = next) {
+    next = r->next;
+    io_uring_queue_exit(&r->ring);
+    free(r);
+  }
+  pthread_mutex_destroy(&p->mu);
+  free(p);
+}
+
+/* Take an idle ring (or make one) for the calling thread's batch. */
+static Ring *ring_take(PdbRings *p, int *err) {
+  pthread_mutex_lock(&p->mu);
+  Ring *r = p->idle;
+  if (r) p->idle = r->next;
+  pthread_mutex_unlock(&p->mu);
+  return r ? r : ring_new(err);
+}
+
+static void ring_give(PdbRings *p, Ring *r) {
+  pthread_mutex_lock(&p->mu);
+  r->next = p->idle;
+  p->idle = r;
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* Finish request Q of which DONE bytes arrived, with pread. */
+static int finish(int fd, pagedb_iovec *q, size_t done, int *err) {
+  uint8_t *b = (uint8_t *)q->buf + done;
+  size_t left = q->n - done;
+  uint64_t off = q->off + done;
+  while (left > 0) {
+    ssize_t got = pread(fd, b, left, (off_t)off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      *err = errno;
+      return PAGEDB_IOERR_READ;
+    }
+    if (got == 0) {
+      memset(b, 0, left);
+      return PAGEDB_IOERR_SHORT_READ;
+    }
+    b += got;
+    left -= (size_t)got;
+    off += (uint64_t)got;
+  }
+  return PAGEDB_OK;
+}
+
+int pdb_uring_read_batch(PdbRings *p, int fd, pagedb_iovec *reqs, int n, int *err) {
+  *err = 0;
+  Ring *r = ring_take(p, err);
+  if (!r) {
+    for (int i = 0; i < n; i++) reqs[i].rc = PAGEDB_IOERR_READ;
+    return PAGEDB_IOERR_READ;
+  }
+  int first = PAGEDB_OK;
+  for (int base = 0; base < n; base += PDB_URING_DEPTH) {
+    int k = n - base < PDB_URING_DEPTH ? n - base : PDB_URING_DEPTH;
+    char done[PDB_URING_DEPTH] = { 0 };
+    for (int i = 0; i < k; i++) {
+      pagedb_iovec *q = &reqs[base + i];
+      struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+      io_uring_prep_read(sqe, fd, q->buf, (unsigned)q->n, q->off);
+      io_uring_sqe_set_data64(sqe, (uint64_t)i);
+    }
+    int e = io_uring_submit_and_wait(&r->ring, (unsigned)k);
+    for (int got = 0; got < k && e >= 0;) {
+      struct io_uring_cqe *cqe;
+      e = io_uring_wait_cqe(&r->ring, &cqe);
+      if (e == -EINTR) {
+        e = 0;
+        continue;
+      }
+      if (e < 0) break;
+      int i = (int)io_uring_cqe_get_data64(cqe);
+      pagedb_iovec *q = &reqs[base + i];
+      int res = cqe->res;
+      io_uring_cqe_seen(&r->ring, cqe);
+      done[i] = 1;
+      got++;
+      if (res < 0) {
+        *err = -res;
+        q->rc = PAGEDB_IOERR_READ;
+      } else {
+        q->rc = (size_t)res == q->n ? PAGEDB_OK : finish(fd, q, (size_t)res, err);
+      }
+    }
+    if (e < 0) {
+      /* The ring itself failed: read what it did not complete the plain
+      ** way, and drop the ring (tearing it down waits for what it still
+      ** has in flight, so nothing writes into the buffers afterwards). */
+      io_uring_queue_exit(&r->ring);
+      free(r);
+      r = NULL;
+      for (int i = 0; i < k; i++)
+        if (!done[i]) reqs[base + i].rc = finish(fd, &reqs[base + i], 0, err);
+      for (int i = base + k; i < n; i++) reqs[i].rc = finish(fd, &reqs[i], 0, err);
+      base = n;
+    }
+    for (int i = 0; i < k; i++)
+      if (reqs[base + i].rc != PAGEDB_OK && first == PAGEDB_OK) first = reqs[base + i].rc;
+  }
+  if (r) ring_give(p, r);
+  return first;
+}
