@@ -29,7 +29,8 @@
 **   WRITER begin ?ID? | put FIELD DATA | put_null FIELD | put_huge FIELD N |
 **      put_int FIELD V | put_real FIELD V | end | cancel | flush | errmsg | close
 **   READER read ID FIELD | size ID FIELD | read_into ID FIELD CAP ?VAR? |
-**      read_int ID FIELD | read_real ID FIELD | errmsg | close
+**      read_int ID FIELD | read_real ID FIELD | read_batch IDLIST FIELD |
+**      advise normal|sequential|random|willneed|dontneed | errmsg | close
 **
 ** TYPE is bytes|text|int|real or a number, CODEC none|lz4 or a number,
 ** FIELD a number (passed through even when out of range) or a name (-1
@@ -1136,9 +1137,9 @@ static int writerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
 
 static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
-    "read", "read_into", "read_int", "read_real", "close", "errmsg", "size", 0
+    "read", "read_into", "read_int", "read_real", "close", "errmsg", "size", "read_batch", "advise", 0
   };
-  enum { R_READ, R_READ_INTO, R_READ_INT, R_READ_REAL, R_CLOSE, R_ERRMSG, R_SIZE };
+  enum { R_READ, R_READ_INTO, R_READ_INT, R_READ_REAL, R_CLOSE, R_ERRMSG, R_SIZE, R_BATCH, R_ADVISE };
   ChildObj *c = (ChildObj *)cd;
   pagedb_reader *r;
   int iSub, rc = PAGEDB_OK, f;
@@ -1161,6 +1162,48 @@ static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
   if( iSub == R_ERRMSG ){
     Tcl_SetObjResult(interp, Tcl_NewStringObj(pagedb_reader_errmsg(r), -1));
     return TCL_OK;
+  }
+  if( iSub == R_ADVISE ){
+    static const char *azHint[] = { "normal", "sequential", "random", "willneed", "dontneed", 0 };
+    int iHint;
+    if( objc != 3 ){
+      Tcl_WrongNumArgs(interp, 2, objv, "HINT");
+      return TCL_ERROR;
+    }
+    if( Tcl_GetIndexFromObj(interp, objv[2], azHint, "hint", 0, &iHint) ) return TCL_ERROR;
+    rc = pagedb_advise(r, iHint);   /* the table follows PAGEDB_ADVISE_* order */
+    return rc == PAGEDB_OK ? TCL_OK : pdbError(interp, rc, pagedb_reader_errmsg(r));
+  }
+  if( iSub == R_BATCH ){
+    /* The byte arrays of every id, in order: one pagedb_read_batch call. */
+    Tcl_Obj **apId, *pList;
+    int nId, i;
+    if( objc != 4 ){
+      Tcl_WrongNumArgs(interp, 2, objv, "IDLIST FIELD");
+      return TCL_ERROR;
+    }
+    if( Tcl_ListObjGetElements(interp, objv[2], &nId, &apId) ) return TCL_ERROR;
+    int64_t *aId = (int64_t *)Tcl_Alloc((unsigned)(nId + 1) * sizeof(int64_t));
+    const void **aData = (const void **)Tcl_Alloc((unsigned)(nId + 1) * sizeof(void *));
+    size_t *aSize = (size_t *)Tcl_Alloc((unsigned)(nId + 1) * sizeof(size_t));
+    for(i = 0; i < nId && rc == PAGEDB_OK; i++){
+      if( getInt64(interp, apId[i], &aId[i]) ) rc = -1;
+    }
+    if( rc == PAGEDB_OK ){
+      rc = pagedb_read_batch(r, aId, nId, getField(c->pDb->db, objv[3]), aData, aSize);
+    }
+    if( rc == PAGEDB_OK ){
+      pList = Tcl_NewListObj(0, 0);
+      for(i = 0; i < nId; i++){
+        Tcl_ListObjAppendElement(interp, pList, Tcl_NewByteArrayObj(aData[i], (int)aSize[i]));
+      }
+      Tcl_SetObjResult(interp, pList);
+    }
+    Tcl_Free((char *)aId);
+    Tcl_Free((char *)aData);
+    Tcl_Free((char *)aSize);
+    if( rc == -1 ) return TCL_ERROR;
+    return rc == PAGEDB_OK ? TCL_OK : pdbError(interp, rc, pagedb_reader_errmsg(r));
   }
   if( iSub == R_READ_INTO ){
     if( objc != 5 && objc != 6 ){
