@@ -172,16 +172,8 @@ static uint64_t rng_below(OrdRng *r, uint64_t bound) {
   return (uint64_t)(m >> 64);
 }
 
-/* Fisher-Yates: shuffle A[0..N) with R. */
-static void shuffle_ids(OrdRng *r, int64_t *a, uint64_t n) {
-  for (uint64_t i = n; i > 1; i--) {
-    uint64_t j = rng_below(r, i);
-    int64_t t = a[i - 1];
-    a[i - 1] = a[j];
-    a[j] = t;
-  }
-}
-
+/* Fisher-Yates: shuffle A[0..N) with R.  Ids go through here too: int64_t
+** and uint64_t may alias. */
 static void shuffle_u64(OrdRng *r, uint64_t *a, uint64_t n) {
   for (uint64_t i = n; i > 1; i--) {
     uint64_t j = rng_below(r, i);
@@ -228,7 +220,7 @@ static int order_quasi(pagedb *db, const OrdSample *s, uint64_t n, uint32_t ps, 
     uint64_t start = k;
     for (p = w; p < end; p++)
       for (uint64_t i = first[perm[p]]; i < first[perm[p] + 1]; i++) out[k++] = s[i].id;
-    shuffle_ids(&windows, out + start, k - start);
+    shuffle_u64(&windows, (uint64_t *)out + start, k - start);
   }
   assert(k == n);
   free(first);
@@ -297,7 +289,7 @@ int pagedb_order(pagedb *db, int kind, uint64_t seed, uint64_t epoch, int rank, 
     for (uint64_t i = 0; i < total; i++) g[i] = s.a[i].id;
     OrdRng r;
     rng_init(&r, seed, epoch, ORD_STREAM_RANDOM);
-    shuffle_ids(&r, g, total);
+    shuffle_u64(&r, (uint64_t *)g, total);
   } else {
     qsort(s.a, total, sizeof *s.a, by_offset);
     if (base == PAGEDB_ORDER_SEQUENTIAL) {

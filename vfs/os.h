@@ -15,6 +15,11 @@ pagedb_vfs *pdb_posix_vfs(void);
 pagedb_vfs *pdb_direct_vfs(void);
 pagedb_vfs *pdb_uring_vfs(void);
 
+/* pread N bytes at OFF into BUF, retrying EINTR and short transfers; past
+** the end of the file zero-fill and return PAGEDB_IOERR_SHORT_READ; on
+** failure PAGEDB_IOERR_READ with *ERR = errno.  The xRead contract. */
+int pdb_pread_all(int fd, void *buf, size_t n, uint64_t off, int *err);
+
 /* Allocate a file object for VFS and open PATH; *PF is NULL on failure. */
 int pdb_os_open(pagedb_vfs *vfs, const char *path, int flags, pagedb_file **pf);
 /* Close and free F; NULL is a no-op. */

@@ -59,14 +59,14 @@ static int px_close(pagedb_file *f) {
   return PAGEDB_OK;
 }
 
-static int px_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
-  PosixFile *p = (PosixFile *)f;
+int pdb_pread_all(int fd, void *buf, size_t n, uint64_t off, int *err) {
   uint8_t *b = buf;
   while (n > 0) {
-    ssize_t got = pread(p->fd, b, n, (off_t)off);
+    ssize_t got = pread(fd, b, n, (off_t)off);
     if (got < 0) {
       if (errno == EINTR) continue;
-      return fail(p, PAGEDB_IOERR_READ);
+      *err = errno;
+      return PAGEDB_IOERR_READ;
     }
     if (got == 0) {
       memset(b, 0, n);
@@ -77,6 +77,14 @@ static int px_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
     off += (uint64_t)got;
   }
   return PAGEDB_OK;
+}
+
+static int px_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
+  PosixFile *p = (PosixFile *)f;
+  int e = 0;
+  int rc = pdb_pread_all(p->fd, buf, n, off, &e);
+  if (rc == PAGEDB_IOERR_READ) atomic_store_explicit(&p->err, e, memory_order_relaxed);
+  return rc;
 }
 
 static int px_write(pagedb_file *f, const void *buf, size_t n, uint64_t off) {

@@ -9,6 +9,7 @@
 ** PAGEDB_IOERR_SHORT_READ contract of xRead.
 */
 #define _GNU_SOURCE
+#include "os.h"
 #include "uring.h"
 
 #include <errno.h>
@@ -86,25 +87,7 @@ static void ring_give(PdbRings *p, Ring *r) {
 
 /* Finish request Q of which DONE bytes arrived, with pread. */
 static int finish(int fd, pagedb_iovec *q, size_t done, int *err) {
-  uint8_t *b = (uint8_t *)q->buf + done;
-  size_t left = q->n - done;
-  uint64_t off = q->off + done;
-  while (left > 0) {
-    ssize_t got = pread(fd, b, left, (off_t)off);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      *err = errno;
-      return PAGEDB_IOERR_READ;
-    }
-    if (got == 0) {
-      memset(b, 0, left);
-      return PAGEDB_IOERR_SHORT_READ;
-    }
-    b += got;
-    left -= (size_t)got;
-    off += (uint64_t)got;
-  }
-  return PAGEDB_OK;
+  return pdb_pread_all(fd, (uint8_t *)q->buf + done, q->n - done, q->off + done, err);
 }
 
 int pdb_uring_read_batch(PdbRings *p, int fd, pagedb_iovec *reqs, int n, int *err) {
