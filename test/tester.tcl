@@ -327,6 +327,12 @@ proc patch_file {path offset bytes} {
   close $fd
 }
 
+# Invert every bit of the byte at OFFSET: always a change, whatever it was.
+proc flip_byte {path offset} {
+  binary scan [read_bytes $path $offset 1] cu b
+  patch_file $path $offset [binary format c [expr {$b ^ 0xff}]]
+}
+
 proc truncate_file {path size} {
   set fd [open $path r+b]
   chan truncate $fd $size
