@@ -566,6 +566,20 @@ PAGEDB_API int pagedb_vfs_unregister(pagedb_vfs *vfs);
 /* The VFS named NAME, or the default for NULL; NULL if none.  Thread-safe. */
 PAGEDB_API pagedb_vfs *pagedb_vfs_find(const char *name);
 
+/* The registered VFSes in turn: pagedb_vfs_next(NULL) is the default, and
+** NULL follows the last.  Thread-safe, but a VFS registered or unregistered
+** meanwhile may be missed. */
+PAGEDB_API pagedb_vfs *pagedb_vfs_next(pagedb_vfs *prev);
+
+/*
+** Whether VFS works here, for files in directory DIR (NULL: the current
+** directory): it creates a small file there, writes, syncs and reads it
+** back, and deletes it.  On failure WHY (CAP bytes, may be NULL) receives
+** the reason ("io_uring: Operation not permitted", "the file system
+** refuses O_DIRECT", ...).  Results: PAGEDB_OK, or the failing step's code.
+*/
+PAGEDB_API int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -502,7 +502,30 @@ static int vfsMisuseCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *co
   return TCL_OK;
 }
 
+/* pagedb_vfs_list ?DIR?: {NAME CODE REASON} for every registered VFS, with
+** pagedb_vfs_check's verdict for DIR. */
+static int vfsListCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  Tcl_Obj *pList = Tcl_NewObj();
+  pagedb_vfs *v;
+  if( objc > 2 ){
+    Tcl_WrongNumArgs(interp, 1, objv, "?DIR?");
+    return TCL_ERROR;
+  }
+  for(v = pagedb_vfs_next(0); v; v = pagedb_vfs_next(v)){
+    char why[512];
+    int rc = pagedb_vfs_check(v, objc == 2 ? Tcl_GetString(objv[1]) : 0, why, sizeof why);
+    Tcl_Obj *e = Tcl_NewObj();
+    Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(v->zName, -1));
+    Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(pagedb_errname(rc), -1));
+    Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(why, -1));
+    Tcl_ListObjAppendElement(0, pList, e);
+  }
+  Tcl_SetObjResult(interp, pList);
+  return TCL_OK;
+}
+
 void Tclfault_Init(Tcl_Interp *interp){
+  Tcl_CreateObjCommand(interp, "pagedb_vfs_list", vfsListCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_faultvfs", faultvfsCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_vfs_find", vfsFindCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_vfs_misuse", vfsMisuseCmd, 0, 0);

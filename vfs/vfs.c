@@ -9,8 +9,11 @@
 */
 #include "os.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pagedb_vfs *list;        /* registered VFSes, default first */
@@ -120,4 +123,67 @@ int pdb_os_map(pagedb_file *f, size_t n, const void **p) {
 int pdb_os_unmap(pagedb_file *f, const void *p, size_t n) {
   if (!p || !f->pMethods->xUnmap) return PAGEDB_OK;
   return f->pMethods->xUnmap(f, p, n);
+}
+
+pagedb_vfs *pagedb_vfs_next(pagedb_vfs *prev) {
+  pthread_mutex_lock(&mu);
+  init_builtins();
+  pagedb_vfs *v = list;
+  if (prev) {
+    while (v && v != prev) v = v->pNext;
+    v = v ? v->pNext : NULL;
+  }
+  pthread_mutex_unlock(&mu);
+  return v;
+}
+
+int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, size_t cap) {
+  char path[4096];
+  char dummy[8];
+  if (!why) {
+    why = dummy;
+    cap = sizeof dummy;
+  }
+  if (!vfs) {
+    snprintf(why, cap, "no VFS given");
+    return PAGEDB_MISUSE;
+  }
+  uint8_t nonce[8];
+  pdb_random(nonce, sizeof nonce);
+  snprintf(path, sizeof path, "%s/.pagedb-vfs-check-%ld-%llx", dir ? dir : ".", (long)getpid(),
+           (unsigned long long)pdb_get64(nonce));
+  pagedb_file *f = NULL;
+  uint8_t *buf = aligned_alloc(4096, 8192);
+  int rc = buf ? PAGEDB_OK : PAGEDB_NOMEM;
+  const char *step = "allocating";
+  if (rc == PAGEDB_OK) {
+    step = "creating a file";
+    errno = 0;
+    rc = pdb_os_open(vfs, path, PAGEDB_VFS_READWRITE | PAGEDB_VFS_CREATE | PAGEDB_VFS_EXCLUSIVE, &f);
+  }
+  if (rc == PAGEDB_OK) {
+    for (int i = 0; i < 4096; i++) buf[i] = (uint8_t)(i * 7 + 1);
+    step = "writing";
+    rc = pdb_os_write(f, buf, 4096, 0);
+    if (rc == PAGEDB_OK) step = "syncing", rc = pdb_os_sync(f, PAGEDB_SYNC_FULL);
+    if (rc == PAGEDB_OK) step = "reading", rc = pdb_os_read(f, buf + 4096, 4096, 0);
+    if (rc == PAGEDB_OK && memcmp(buf, buf + 4096, 4096) != 0) step = "reading back", rc = PAGEDB_IOERR_READ;
+    if (rc == PAGEDB_OK && f->pMethods->xReadBatch) {
+      pagedb_iovec req = { buf + 4096, 4096, 0, PAGEDB_OK };
+      memset(buf + 4096, 0, 4096);
+      step = "a batched read";
+      rc = f->pMethods->xReadBatch(f, &req, 1);
+      if (rc == PAGEDB_OK && memcmp(buf, buf + 4096, 4096) != 0) rc = PAGEDB_IOERR_READ;
+    }
+  }
+  int e = rc == PAGEDB_OK ? 0 : f ? pdb_os_errno(f) : errno;
+  if (rc == PAGEDB_OK) snprintf(why, cap, "ok");
+  else snprintf(why, cap, "%s: %s failed in %s: %s", vfs->zName, step, dir ? dir : ".",
+                e ? strerror(e) : pagedb_errstr(rc));
+  if (f) {
+    pdb_os_close(f);
+    vfs->xDelete(vfs, path, 0);
+  }
+  free(buf);
+  return rc;
 }
