@@ -75,12 +75,28 @@ struct pagedb_writer {
   pdb_msg err;
 };
 
+/* A reader's read-ahead along an order it was given (pagedb_reader_prefetch). */
+typedef struct Prefetch {
+  int64_t *ids;             /* the order, copied */
+  int64_t n;
+  int64_t pos;              /* the position the consumer reads next */
+  int field;
+  size_t window;            /* bytes read ahead at most */
+  int64_t first, count;     /* copy mode: positions held in buf */
+  int64_t hinted;           /* zero-copy mode: positions advised up to here */
+  uint8_t *buf;             /* copy mode: the batch */
+  size_t cap;
+  const uint8_t **at;       /* copy mode: where each held field starts */
+  uint64_t *len;            /* ...and its length */
+} Prefetch;
+
 struct pagedb_reader {
   pagedb *db;
   pagedb_reader *next;      /* in db->readers */
   int mode;
   uint8_t *buf;             /* copy mode: the last field read */
   size_t cap;
+  Prefetch pf;              /* pf.ids NULL: no read-ahead */
   pdb_msg err;
 };
 

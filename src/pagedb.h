@@ -400,6 +400,20 @@ PAGEDB_API int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, in
 */
 PAGEDB_API int pagedb_advise(pagedb_reader *r, int hint);
 
+/*
+** Give R the order in which it will read field FIELD: the N ids of IDS
+** (copied; typically from pagedb_order).  While later pagedb_read calls on
+** R follow that order, R reads ahead of them, at most WINDOW bytes: in copy
+** mode it reads the next samples with one batched read and serves them from
+** its buffer; in zero-copy mode it advises the kernel (MADV_WILLNEED) of the
+** next window's pages.  A read off the order is served as usual and does
+** not move the position.  WINDOW 0 (or N 0) turns read-ahead off.  Memory:
+** the copy of IDS plus WINDOW bytes.  Results: PAGEDB_OK; PAGEDB_RANGE;
+** PAGEDB_MISMATCH (a scalar field); PAGEDB_MISUSE; PAGEDB_NOMEM.
+*/
+PAGEDB_API int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int field,
+                                      size_t window);
+
 /* Free a reader; pointers it returned become invalid.  NULL is a no-op. */
 PAGEDB_API int pagedb_reader_close(pagedb_reader *r);
 

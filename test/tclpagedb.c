@@ -30,6 +30,7 @@
 **      put_int FIELD V | put_real FIELD V | end | cancel | flush | errmsg | close
 **   READER read ID FIELD | size ID FIELD | read_into ID FIELD CAP ?VAR? |
 **      read_int ID FIELD | read_real ID FIELD | read_batch IDLIST FIELD |
+**      prefetch IDLIST FIELD WINDOW |
 **      advise normal|sequential|random|willneed|dontneed | errmsg | close
 **
 ** TYPE is bytes|text|int|real or a number, CODEC none|lz4 or a number,
@@ -1138,9 +1139,11 @@ static int writerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
 
 static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
-    "read", "read_into", "read_int", "read_real", "close", "errmsg", "size", "read_batch", "advise", 0
+    "read", "read_into", "read_int", "read_real", "close", "errmsg", "size", "read_batch", "advise",
+    "prefetch", 0
   };
-  enum { R_READ, R_READ_INTO, R_READ_INT, R_READ_REAL, R_CLOSE, R_ERRMSG, R_SIZE, R_BATCH, R_ADVISE };
+  enum { R_READ, R_READ_INTO, R_READ_INT, R_READ_REAL, R_CLOSE, R_ERRMSG, R_SIZE, R_BATCH, R_ADVISE,
+         R_PREFETCH };
   ChildObj *c = (ChildObj *)cd;
   pagedb_reader *r;
   int iSub, rc = PAGEDB_OK, f;
@@ -1173,6 +1176,28 @@ static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
     }
     if( Tcl_GetIndexFromObj(interp, objv[2], azHint, "hint", 0, &iHint) ) return TCL_ERROR;
     rc = pagedb_advise(r, iHint);   /* the table follows PAGEDB_ADVISE_* order */
+    return rc == PAGEDB_OK ? TCL_OK : pdbError(interp, rc, pagedb_reader_errmsg(r));
+  }
+  if( iSub == R_PREFETCH ){
+    /* prefetch IDLIST FIELD WINDOW */
+    Tcl_Obj **apId;
+    int nId, i;
+    Tcl_WideInt window;
+    if( objc != 5 ){
+      Tcl_WrongNumArgs(interp, 2, objv, "IDLIST FIELD WINDOW");
+      return TCL_ERROR;
+    }
+    if( Tcl_ListObjGetElements(interp, objv[2], &nId, &apId) ) return TCL_ERROR;
+    if( Tcl_GetWideIntFromObj(interp, objv[4], &window) ) return TCL_ERROR;
+    int64_t *aId = (int64_t *)Tcl_Alloc((unsigned)(nId + 1) * sizeof(int64_t));
+    for(i = 0; i < nId && rc == PAGEDB_OK; i++){
+      if( getInt64(interp, apId[i], &aId[i]) ) rc = -1;
+    }
+    if( rc == PAGEDB_OK ){
+      rc = pagedb_reader_prefetch(r, aId, nId, getField(c->pDb->db, objv[3]), (size_t)window);
+    }
+    Tcl_Free((char *)aId);
+    if( rc == -1 ) return TCL_ERROR;
     return rc == PAGEDB_OK ? TCL_OK : pdbError(interp, rc, pagedb_reader_errmsg(r));
   }
   if( iSub == R_BATCH ){
