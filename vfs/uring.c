@@ -90,6 +90,46 @@ static int finish(int fd, pagedb_iovec *q, size_t done, int *err) {
   return pdb_pread_all(fd, (uint8_t *)q->buf + done, q->n - done, q->off + done, err);
 }
 
+/*
+** Read the K requests Q through ring R, all in flight together.  Returns 0,
+** or the ring's own error (negative) after reading the requests it did not
+** complete with pread; tearing the ring down then waits for anything still
+** in flight, so nothing writes into the buffers afterwards.
+*/
+static int ring_chunk(Ring *r, int fd, pagedb_iovec *q, int k, int *err) {
+  char done[PDB_URING_DEPTH] = { 0 };
+  for (int i = 0; i < k; i++) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+    io_uring_prep_read(sqe, fd, q[i].buf, (unsigned)q[i].n, q[i].off);
+    io_uring_sqe_set_data64(sqe, (uint64_t)i);
+  }
+  int e = io_uring_submit_and_wait(&r->ring, (unsigned)k);
+  for (int got = 0; got < k && e >= 0;) {
+    struct io_uring_cqe *cqe;
+    e = io_uring_wait_cqe(&r->ring, &cqe);
+    if (e == -EINTR) {
+      e = 0;
+      continue;
+    }
+    if (e < 0) break;
+    int i = (int)io_uring_cqe_get_data64(cqe);
+    int res = cqe->res;
+    io_uring_cqe_seen(&r->ring, cqe);
+    done[i] = 1;
+    got++;
+    if (res < 0) {
+      *err = -res;
+      q[i].rc = PAGEDB_IOERR_READ;
+    } else {
+      q[i].rc = (size_t)res == q[i].n ? PAGEDB_OK : finish(fd, &q[i], (size_t)res, err);
+    }
+  }
+  if (e < 0)
+    for (int i = 0; i < k; i++)
+      if (!done[i]) q[i].rc = finish(fd, &q[i], 0, err);
+  return e < 0 ? e : 0;
+}
+
 int pdb_uring_read_batch(PdbRings *p, int fd, pagedb_iovec *reqs, int n, int *err) {
   *err = 0;
   Ring *r = ring_take(p, err);
@@ -100,46 +140,14 @@ int pdb_uring_read_batch(PdbRings *p, int fd, pagedb_iovec *reqs, int n, int *er
   int first = PAGEDB_OK;
   for (int base = 0; base < n; base += PDB_URING_DEPTH) {
     int k = n - base < PDB_URING_DEPTH ? n - base : PDB_URING_DEPTH;
-    char done[PDB_URING_DEPTH] = { 0 };
-    for (int i = 0; i < k; i++) {
-      pagedb_iovec *q = &reqs[base + i];
-      struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-      io_uring_prep_read(sqe, fd, q->buf, (unsigned)q->n, q->off);
-      io_uring_sqe_set_data64(sqe, (uint64_t)i);
-    }
-    int e = io_uring_submit_and_wait(&r->ring, (unsigned)k);
-    for (int got = 0; got < k && e >= 0;) {
-      struct io_uring_cqe *cqe;
-      e = io_uring_wait_cqe(&r->ring, &cqe);
-      if (e == -EINTR) {
-        e = 0;
-        continue;
-      }
-      if (e < 0) break;
-      int i = (int)io_uring_cqe_get_data64(cqe);
-      pagedb_iovec *q = &reqs[base + i];
-      int res = cqe->res;
-      io_uring_cqe_seen(&r->ring, cqe);
-      done[i] = 1;
-      got++;
-      if (res < 0) {
-        *err = -res;
-        q->rc = PAGEDB_IOERR_READ;
-      } else {
-        q->rc = (size_t)res == q->n ? PAGEDB_OK : finish(fd, q, (size_t)res, err);
-      }
-    }
-    if (e < 0) {
-      /* The ring itself failed: read what it did not complete the plain
-      ** way, and drop the ring (tearing it down waits for what it still
-      ** has in flight, so nothing writes into the buffers afterwards). */
+    if (r && ring_chunk(r, fd, reqs + base, k, err) < 0) {
+      /* The ring itself failed (ring_chunk read the rest of its chunk
+      ** the plain way): drop it, and go on without it. */
       io_uring_queue_exit(&r->ring);
       free(r);
       r = NULL;
-      for (int i = 0; i < k; i++)
-        if (!done[i]) reqs[base + i].rc = finish(fd, &reqs[base + i], 0, err);
-      for (int i = base + k; i < n; i++) reqs[i].rc = finish(fd, &reqs[i], 0, err);
-      base = n;
+    } else if (!r) {
+      for (int i = 0; i < k; i++) reqs[base + i].rc = finish(fd, &reqs[base + i], 0, err);
     }
     for (int i = 0; i < k; i++)
       if (reqs[base + i].rc != PAGEDB_OK && first == PAGEDB_OK) first = reqs[base + i].rc;
