@@ -3,10 +3,11 @@
 **
 ** Each file keeps a pool of rings: a batch takes an idle ring (or makes
 ** one), so reader threads never share a submission queue, and the pool is
-** torn down with the file, so no ring outlives the handle.  A batch is submitted PDB_URING_DEPTH requests at a
-** time; a request the kernel completes short (the end of the file, or a
-** partial read) is finished with plain pread, which gives the zero-fill and
-** PAGEDB_IOERR_SHORT_READ contract of xRead.
+** torn down with the file, so no ring outlives the handle.  A batch keeps
+** PDB_URING_DEPTH requests in flight, submitting the next as each
+** completes; a request the kernel completes short (the end of the file, or
+** a partial read) is finished with plain pread, which gives the zero-fill
+** and PAGEDB_IOERR_SHORT_READ contract of xRead.
 */
 #define _GNU_SOURCE
 #include "os.h"
@@ -91,42 +92,43 @@ static int finish(int fd, pagedb_iovec *q, size_t done, int *err) {
 }
 
 /*
-** Read the K requests Q through ring R, all in flight together.  Returns 0,
-** or the ring's own error (negative) after reading the requests it did not
-** complete with pread; tearing the ring down then waits for anything still
-** in flight, so nothing writes into the buffers afterwards.
+** Keep up to PDB_URING_DEPTH of the N requests Q in flight on ring R,
+** submitting the next one as each completes, so that the queue never runs
+** dry before the end of the batch.  Returns 0, or the ring's own error
+** (negative) after reading with pread what it did not complete; tearing
+** the ring down then waits for anything still in flight, so nothing writes
+** into the buffers afterwards.
 */
-static int ring_chunk(Ring *r, int fd, pagedb_iovec *q, int k, int *err) {
-  char done[PDB_URING_DEPTH] = { 0 };
-  for (int i = 0; i < k; i++) {
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-    io_uring_prep_read(sqe, fd, q[i].buf, (unsigned)q[i].n, q[i].off);
-    io_uring_sqe_set_data64(sqe, (uint64_t)i);
-  }
-  int e = io_uring_submit_and_wait(&r->ring, (unsigned)k);
-  for (int got = 0; got < k && e >= 0;) {
-    struct io_uring_cqe *cqe;
-    e = io_uring_wait_cqe(&r->ring, &cqe);
-    if (e == -EINTR) {
-      e = 0;
-      continue;
+static int ring_read(Ring *r, int fd, pagedb_iovec *q, int n, int *err) {
+  enum { PENDING = -1 };
+  for (int i = 0; i < n; i++) q[i].rc = PENDING;
+  int next = 0, inflight = 0, e = 0;
+  for (int completed = 0; completed < n && e >= 0;) {
+    for (; inflight < PDB_URING_DEPTH && next < n; next++, inflight++) {
+      struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+      io_uring_prep_read(sqe, fd, q[next].buf, (unsigned)q[next].n, q[next].off);
+      io_uring_sqe_set_data64(sqe, (uint64_t)next);
     }
-    if (e < 0) break;
-    int i = (int)io_uring_cqe_get_data64(cqe);
-    int res = cqe->res;
-    io_uring_cqe_seen(&r->ring, cqe);
-    done[i] = 1;
-    got++;
-    if (res < 0) {
-      *err = -res;
-      q[i].rc = PAGEDB_IOERR_READ;
-    } else {
-      q[i].rc = (size_t)res == q[i].n ? PAGEDB_OK : finish(fd, &q[i], (size_t)res, err);
+    e = io_uring_submit_and_wait(&r->ring, 1);
+    if (e == -EINTR) e = 0;
+    struct io_uring_cqe *cqe;
+    while (e >= 0 && io_uring_peek_cqe(&r->ring, &cqe) == 0) {
+      int i = (int)io_uring_cqe_get_data64(cqe);
+      int res = cqe->res;
+      io_uring_cqe_seen(&r->ring, cqe);
+      inflight--;
+      completed++;
+      if (res < 0) {
+        *err = -res;
+        q[i].rc = PAGEDB_IOERR_READ;
+      } else {
+        q[i].rc = (size_t)res == q[i].n ? PAGEDB_OK : finish(fd, &q[i], (size_t)res, err);
+      }
     }
   }
   if (e < 0)
-    for (int i = 0; i < k; i++)
-      if (!done[i]) q[i].rc = finish(fd, &q[i], 0, err);
+    for (int i = 0; i < n; i++)
+      if (q[i].rc == PENDING) q[i].rc = finish(fd, &q[i], 0, err);
   return e < 0 ? e : 0;
 }
 
@@ -134,24 +136,15 @@ int pdb_uring_read_batch(PdbRings *p, int fd, pagedb_iovec *reqs, int n, int *er
   *err = 0;
   Ring *r = ring_take(p, err);
   if (!r) {
-    for (int i = 0; i < n; i++) reqs[i].rc = PAGEDB_IOERR_READ;
-    return PAGEDB_IOERR_READ;
+    /* No ring to be had now (memory): the plain way. */
+    for (int i = 0; i < n; i++) reqs[i].rc = finish(fd, &reqs[i], 0, err);
+  } else if (ring_read(r, fd, reqs, n, err) < 0) {
+    io_uring_queue_exit(&r->ring);
+    free(r);
+    r = NULL;
   }
   int first = PAGEDB_OK;
-  for (int base = 0; base < n; base += PDB_URING_DEPTH) {
-    int k = n - base < PDB_URING_DEPTH ? n - base : PDB_URING_DEPTH;
-    if (r && ring_chunk(r, fd, reqs + base, k, err) < 0) {
-      /* The ring itself failed (ring_chunk read the rest of its chunk
-      ** the plain way): drop it, and go on without it. */
-      io_uring_queue_exit(&r->ring);
-      free(r);
-      r = NULL;
-    } else if (!r) {
-      for (int i = 0; i < k; i++) reqs[base + i].rc = finish(fd, &reqs[base + i], 0, err);
-    }
-    for (int i = 0; i < k; i++)
-      if (reqs[base + i].rc != PAGEDB_OK && first == PAGEDB_OK) first = reqs[base + i].rc;
-  }
+  for (int i = 0; i < n && first == PAGEDB_OK; i++) first = reqs[i].rc;
   if (r) ring_give(p, r);
   return first;
 }

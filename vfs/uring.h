@@ -17,7 +17,7 @@ int pdb_rings_open(PdbRings **p);
 void pdb_rings_close(PdbRings *p);
 
 /*
-** Read the N requests on FD with a ring of pool P, PDB_URING_DEPTH at a time,
+** Read the N requests on FD with a ring of pool P, PDB_URING_DEPTH in flight,
 ** setting each request's rc as xRead would (a read that ends past the end
 ** of the file zero-fills and says PAGEDB_IOERR_SHORT_READ).  Returns the
 ** first failure; *ERR receives its errno.
