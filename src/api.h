@@ -97,6 +97,8 @@ struct pagedb_reader {
   uint8_t *buf;             /* copy mode: the last field read */
   size_t cap;
   Prefetch pf;              /* pf.ids NULL: no read-ahead */
+  uint64_t *scratch;        /* pagedb_read_batch: offsets, lengths, addresses */
+  size_t nscratch;          /* ...for this many ids */
   pdb_msg err;
 };
 

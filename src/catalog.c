@@ -512,17 +512,6 @@ int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_
   return rc;
 }
 
-int cat_max_id(Catalog *c, pdb_msg *m, int64_t *id) {
-  sqlite3_stmt *st;
-  int rc = prepare(c, m, c->w, "SELECT max(id) FROM sample", &st);
-  if (rc != PAGEDB_OK) return rc;
-  int src = sqlite3_step(st);
-  if (src == SQLITE_ROW) *id = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 0);
-  else rc = sq_fail(c, m, c->w, src, "reading the largest id");
-  sqlite3_finalize(st);
-  return rc;
-}
-
 int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *slots,
                    const CatField *fields, int nfield, uint32_t page_size) {
   int rc = PAGEDB_OK;

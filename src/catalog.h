@@ -67,9 +67,6 @@ int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n);
 int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
              int (*xrow)(void *ctx, uint64_t *slot), void *ctx);
 
-/* The largest committed id, or -1. */
-int cat_max_id(Catalog *c, pdb_msg *m, int64_t *id);
-
 /*
 ** Record run D and its NSAMPLES slots (NW words each) in the open write
 ** transaction, beginning one if needed.  Nothing is durable until

@@ -76,8 +76,7 @@ static Table *table_new(uint64_t cap) {
   return t;
 }
 
-int idx_create(Index **pi, int nw, uint64_t expect) {
-  (void)expect;
+int idx_create(Index **pi, int nw) {
   *pi = NULL;
   Index *x = calloc(1, sizeof *x);
   if (!x) return PAGEDB_NOMEM;

@@ -25,8 +25,8 @@ static inline void slot_set(uint64_t *s, int f) { s[2 + f / 64] |= (uint64_t)1 <
 static inline uint64_t *slot_val(uint64_t *s, int nfield, int f) { return &s[2 + (nfield + 63) / 64 + f]; }
 static inline uint64_t slot_get(const uint64_t *s, int nfield, int f) { return s[2 + (nfield + 63) / 64 + f]; }
 
-/* Create an index of slots of NW words, sized for EXPECT samples. */
-int idx_create(Index **pi, int nw, uint64_t expect);
+/* Create an empty index of slots of NW words; it grows as ids arrive. */
+int idx_create(Index **pi, int nw);
 void idx_free(Index *x);
 
 /*

@@ -307,7 +307,7 @@ static int load(pagedb *db, const CatMeta *meta) {
     rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the page table counts %llu samples but meta says %llu",
                  db->catpath, (unsigned long long)nsample, (unsigned long long)meta->nsample);
   if (rc == PAGEDB_OK) rc = pager_recover(db->pager, m, meta->committed, data_end, !db->readonly);
-  if (rc == PAGEDB_OK && idx_create(&db->idx, db->nw, meta->nsample) != PAGEDB_OK)
+  if (rc == PAGEDB_OK && idx_create(&db->idx, db->nw) != PAGEDB_OK)
     rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory indexing %llu samples", (unsigned long long)meta->nsample);
   Loader l = { db, runs, nrun, -1, NULL, 0, 0 };
   if (rc == PAGEDB_OK) rc = cat_scan(db->cat, m, db->fields, db->nfield, ps, load_row, &l);
@@ -571,7 +571,7 @@ int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
   db->nw = slot_words(db->nfield);
   /* The index holds slots of the old width; it is empty, so replace it. */
   Index *x;
-  if (idx_create(&x, db->nw, 0) != PAGEDB_OK)
+  if (idx_create(&x, db->nw) != PAGEDB_OK)
     return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory adding field '%s'", name);
   idx_free(db->idx);
   db->idx = x;

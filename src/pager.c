@@ -377,13 +377,6 @@ PageDone *pager_take(Pager *p) {
 
 uint64_t pager_claimed(Pager *p) { return atomic_load(&p->claimed); }
 
-uint64_t pager_prefix(Pager *p) {
-  pthread_mutex_lock(&p->mu);
-  uint64_t n = p->prefix;
-  pthread_mutex_unlock(&p->mu);
-  return n;
-}
-
 int pager_sync(Pager *p, pdb_msg *m) {
   if (p->poisoned)
     return pdb_err(p->db, m, PAGEDB_IOERR_SYNC, "%s: an earlier sync failed; nothing more can be made durable", p->path);

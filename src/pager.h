@@ -78,9 +78,8 @@ int pager_done(Pager *p, PageDone *d);
 /* Detach the runs that have entered the written prefix, in page order. */
 PageDone *pager_take(Pager *p);
 
-/* Pages claimed so far; the written prefix. */
+/* Pages claimed so far. */
 uint64_t pager_claimed(Pager *p);
-uint64_t pager_prefix(Pager *p);
 
 /* Make everything written durable: fsync if the file grew, else fdatasync. */
 int pager_sync(Pager *p, pdb_msg *m);

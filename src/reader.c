@@ -244,8 +244,14 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
                    r->db->path, n, PAGEDB_MAX_BATCH);
   if (n == 0) return PAGEDB_OK;
   /* Offsets, lengths, and the addresses pager_fetch_batch gives back. */
-  uint64_t *ext = malloc((size_t)n * (2 * sizeof *ext + sizeof(uint8_t *)));
-  if (!ext) return pdb_err(r->db, &r->err, PAGEDB_NOMEM, "out of memory reading a batch of %d samples", n);
+  /* Kept by the reader: a batch per call allocates nothing once warm. */
+  if ((size_t)n > r->nscratch) {
+    uint64_t *ns = realloc(r->scratch, (size_t)n * (2 * sizeof *ns + sizeof(uint8_t *)));
+    if (!ns) return pdb_err(r->db, &r->err, PAGEDB_NOMEM, "out of memory reading a batch of %d samples", n);
+    r->scratch = ns;
+    r->nscratch = (size_t)n;
+  }
+  uint64_t *ext = r->scratch;
   uint64_t *off = ext, *len = ext + n;
   int rc = PAGEDB_OK, i;
   for (i = 0; i < n && rc == PAGEDB_OK; i++) rc = bytes_field(r, ids[i], field, &off[i], &len[i]);
@@ -270,7 +276,6 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
       sizes[i] = len[i];
     }
   }
-  free(ext);
   return rc;
 }
 
@@ -284,6 +289,7 @@ int pagedb_advise(pagedb_reader *r, int hint) {
 
 void api_reader_free(pagedb_reader *r) {
   prefetch_free(&r->pf);
+  free(r->scratch);
   free(r->buf);
   free(r);
 }
