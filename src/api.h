@@ -63,6 +63,13 @@ struct pagedb_writer {
   pagedb_writer *next;      /* in db->writers */
   uint8_t *buf;             /* the page being filled; cap >= page size */
   size_t cap;
+  uint8_t *spare;           /* async writes: the other buffer, else NULL */
+  size_t spare_cap;
+  pthread_mutex_t fly_mu;   /* fly, aio, fly_err: commit may land the write */
+  PageRecs *fly;            /* the run being written from spare, or NULL */
+  pagedb_aio aio;           /* ...its write */
+  _Atomic int fly_rc;       /* a failure commit met landing it */
+  pdb_msg fly_err;          /* ...and its message */
   size_t pos;               /* bytes in use, run header included */
   PageRecs *recs;           /* samples ended on this page */
   uint32_t caprec;
@@ -101,6 +108,10 @@ struct pagedb_reader {
   size_t nscratch;          /* ...for this many ids */
   pdb_msg err;
 };
+
+/* Land every writer's write in flight, so that commit sees its pages
+** (db->mu not held). */
+void api_land_writers(pagedb *db);
 
 /* Start the catalog thread if it is not running. */
 void api_start_thread(pagedb *db);

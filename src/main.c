@@ -121,6 +121,7 @@ static int check_usable(pagedb *db, pdb_msg *m) {
 
 static int commit_locked(pagedb *db) {
   pdb_msg *m = &db->err;
+  api_land_writers(db);
   int rc = insert_todo(db, m);
   if (rc != PAGEDB_OK) return rc;
   if (!db->inserted) return PAGEDB_OK;   /* nothing new is written */

@@ -278,6 +278,14 @@ PAGEDB_API int pagedb_put_real(pagedb_writer *w, int field, double v);
 ** page is written (when the page fills, at pagedb_writer_flush, or at
 ** pagedb_writer_close).
 **
+** On a VFS whose writes are asynchronous (PAGEDB_IOCAP_ASYNC_WRITE:
+** "io_uring", "direct"), a filled page is written in the background while
+** the writer fills the next one in a second buffer; pagedb_commit waits for
+** such writes.  If one fails, a later call on the writer reports it (at the
+** latest pagedb_writer_flush or pagedb_writer_close), naming the page and
+** the samples dropped with it, and the writer fails as after any failed
+** page write.
+**
 ** Results: PAGEDB_OK; PAGEDB_MISUSE (no sample begun); PAGEDB_NOMEM;
 ** PAGEDB_IOERR* / PAGEDB_FULL (a page write failed, see pagedb_put).
 */
@@ -503,6 +511,19 @@ typedef struct pagedb_iovec {
   int rc;
 } pagedb_iovec;
 
+/*
+** An asynchronous write (xWriteStart, xWriteWait).  The caller owns the
+** struct and fills BUF, N and OFF; the backend fills RC when the write has
+** finished and may keep its own state in PPRIV until then.
+*/
+typedef struct pagedb_aio {
+  const void *buf;
+  size_t n;
+  uint64_t off;
+  int rc;
+  void *pPriv;
+} pagedb_aio;
+
 /* Flags of xSync. */
 #define PAGEDB_SYNC_DATA   0x01   /* data only (fdatasync) */
 #define PAGEDB_SYNC_FULL   0x02   /* data and metadata (fsync) */
@@ -522,9 +543,10 @@ typedef struct pagedb_iovec {
 #define PAGEDB_IOCAP_DIRECT        0x01  /* bypasses the page cache: align I/O */
 #define PAGEDB_IOCAP_MMAP          0x02  /* xMap works */
 #define PAGEDB_IOCAP_BATCH         0x04  /* xReadBatch submits requests together */
+#define PAGEDB_IOCAP_ASYNC_WRITE   0x08  /* xWriteStart returns before the write ends */
 
 struct pagedb_io_methods {
-  int iVersion;                                  /* 1 */
+  int iVersion;                                  /* 1 or 2 */
   int (*xClose)(pagedb_file *);
   int (*xRead)(pagedb_file *, void *buf, size_t n, uint64_t off);
   int (*xWrite)(pagedb_file *, const void *buf, size_t n, uint64_t off);
@@ -543,6 +565,18 @@ struct pagedb_io_methods {
   int (*xAdvise)(pagedb_file *, uint64_t off, uint64_t n, int hint);
   /* errno of the most recent failure on this file, for messages. */
   int (*xLastErrno)(pagedb_file *);
+  /*
+  ** Version 2: asynchronous writes, so that a writer fills its next page
+  ** while the previous one is in flight.  xWriteStart begins writing
+  ** A->n bytes of A->buf at A->off (the xWrite contract) and may return
+  ** before they are written; the buffer must not change until xWriteWait
+  ** has reported A finished.  xWriteWait with WAIT 1 blocks until A is
+  ** finished and returns A->rc; with WAIT 0 it returns PAGEDB_BUSY if A is
+  ** still in flight.  Every started write must be waited for before the
+  ** file is closed or A is reused; one thread at a time may wait for A.
+  */
+  int (*xWriteStart)(pagedb_file *, pagedb_aio *a);
+  int (*xWriteWait)(pagedb_file *, pagedb_aio *a, int wait);
 };
 
 /* xOpen flags. */

@@ -25,8 +25,8 @@
 ** STATE OF A PAGE
 **
 **   free --claim--> claimed --write--> written --prefix--> ready
-**        (pager_claim)     (pager_write,       (pager_done: every page
-**                           pager_done)          before it is written)
+**        (pager_claim)     (pager_write_start, (pager_done: every page
+**                           _wait, pager_done)   before it is written)
 **   ready --commit--> committed
 **        (the api syncs with pager_sync, records the run in the catalog,
 **         then calls nothing here: the catalog's committed page count is
@@ -317,10 +317,12 @@ int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno) {
   return PAGEDB_OK;
 }
 
-int pager_write(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint32_t nsamples,
-                uint8_t *buf, size_t used) {
+int pager_write_start(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint32_t nsamples,
+                      uint8_t *buf, size_t used, pagedb_aio *a) {
   assert(used >= PDB_PAGE_HDR && used <= (uint64_t)npages * p->page_size);
   assert(((uintptr_t)buf & (p->align - 1)) == 0);
+  a->buf = buf;
+  a->pPriv = NULL;
   if (p->poisoned)
     return pdb_err(p->db, m, PAGEDB_IOERR_SYNC, "%s: an earlier sync failed; the dataset accepts no more writes", p->path);
   memcpy(buf, kRunMagic, sizeof kRunMagic);
@@ -331,18 +333,27 @@ int pager_write(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint32_t n
   pdb_put64(buf + 40, used);
   pdb_put64(buf + 48, 0);
   pdb_put64(buf + 56, pdb_checksum(buf, 56));
-  uint64_t off = PDB_HEADER_SIZE + pgno * p->page_size;
   /* Direct I/O writes whole sectors: pad with zeroes, inside the run. */
-  size_t n = (used + p->align - 1) & ~(size_t)(p->align - 1);
-  memset(buf + used, 0, n - used);
-  int rc = pdb_os_write(p->fd, buf, n, off);
-  if (rc != PAGEDB_OK) {
+  a->n = (used + p->align - 1) & ~(size_t)(p->align - 1);
+  a->off = PDB_HEADER_SIZE + pgno * p->page_size;
+  memset(buf + used, 0, a->n - used);
+  pdb_os_write_start(p->fd, a);
+  return PAGEDB_OK;
+}
+
+int pager_write_wait(Pager *p, pdb_msg *m, pagedb_aio *a, int wait) {
+  int rc = pdb_os_write_wait(p->fd, a, wait);
+  if (rc != PAGEDB_OK && rc != PAGEDB_BUSY) {
     int e = pdb_os_errno(p->fd);
     return pdb_err(p->db, m, rc, "cannot write page %llu (%zu bytes at offset %llu) of %s: %s",
-                   (unsigned long long)pgno, used, (unsigned long long)off, p->path,
-                   e ? strerror(e) : pagedb_errstr(rc));
+                   (unsigned long long)((a->off - PDB_HEADER_SIZE) / p->page_size), a->n,
+                   (unsigned long long)a->off, p->path, e ? strerror(e) : pagedb_errstr(rc));
   }
-  return PAGEDB_OK;
+  return rc;
+}
+
+int pager_async(Pager *p) {
+  return (pdb_os_caps(p->fd) & PAGEDB_IOCAP_ASYNC_WRITE) != 0;
 }
 
 int pager_done(Pager *p, PageDone *d) {

@@ -62,14 +62,25 @@ int pager_recover(Pager *p, pdb_msg *m, uint64_t committed, uint64_t data_end, i
 int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno);
 
 /*
-** Write the run at page PGNO: fills the run header in BUF[0..PDB_PAGE_HDR)
-** and writes the first USED bytes of BUF with one write.  When the file
-** needs aligned I/O, BUF (aligned) is padded in place with zeroes up to the
-** next multiple of pager_align: those bytes are overwritten.  No lock is
-** held.
+** Start writing the run at page PGNO: fills the run header in
+** BUF[0..PDB_PAGE_HDR) and writes the first USED bytes of BUF with one
+** write, described by A.  When the file needs aligned I/O, BUF (aligned) is
+** padded in place with zeroes up to the next multiple of pager_align: those
+** bytes are overwritten.  On a file with asynchronous writes (pager_async)
+** it returns at once and BUF must stay untouched until pager_write_wait
+** reports the write finished; otherwise the write is done on return.  No
+** lock is held.  PAGEDB_OK: the result comes from pager_write_wait; any
+** other code: nothing was written, and there is nothing to wait for.
 */
-int pager_write(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages,
-                uint32_t nsamples, uint8_t *buf, size_t used);
+int pager_write_start(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages,
+                      uint32_t nsamples, uint8_t *buf, size_t used, pagedb_aio *a);
+
+/* The result of the write A: with WAIT 0, PAGEDB_BUSY while it is still in
+** flight.  A failure's message names the page and the reason. */
+int pager_write_wait(Pager *p, pdb_msg *m, pagedb_aio *a, int wait);
+
+/* Whether pager_write_start returns before the write ends (io_uring). */
+int pager_async(Pager *p);
 
 /* Record that a claimed run is written (or dead).  Returns 1 if the written
 ** prefix advanced, so that the caller can wake whoever consumes it. */

@@ -13,6 +13,14 @@
 ** the current sample's bytes move to the front of the buffer; a sample that
 ** alone exceeds a page grows the buffer and becomes a run of several pages
 ** when it ends.  The caller never retries anything.
+**
+** On a file whose writes are asynchronous (io_uring), the writer has two
+** buffers: it starts a page's write from one and fills the next page in
+** the other meanwhile, so at most one write per writer is in flight.  The
+** run is handed to the pager when the write lands: at the writer's next
+** call that finds it ended, before the writer's next write, at flush or
+** close, or at a commit (api_land_writers), so a written page never waits
+** for its writer to come back.
 */
 #include "api.h"
 
@@ -20,6 +28,13 @@
 
 /* The writer's state allows another call. */
 static int usable(pagedb_writer *w) {
+  if (atomic_load(&w->fly_rc)) {
+    pthread_mutex_lock(&w->fly_mu);
+    w->failed = atomic_exchange(&w->fly_rc, 0);
+    w->err = w->fly_err;
+    pthread_mutex_unlock(&w->fly_mu);
+    return pdb_err(w->db, &w->err, w->failed, "%s", pdb_msg_text(&w->fly_err));
+  }
   if (w->failed)
     return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "the writer of %s failed earlier (%s): close it", w->db->path,
                    pagedb_errname(w->failed));
@@ -48,15 +63,21 @@ int pagedb_writer_open(pagedb *db, pagedb_writer **out) {
     w->cap = ps;
     w->cur = calloc((size_t)db->nw, sizeof *w->cur);
     w->pos = PDB_PAGE_HDR;
+    if (pager_async(db->pager)) {
+      w->spare = aligned_alloc(4096, ps);
+      w->spare_cap = ps;
+    }
   }
-  if (!w || !w->buf || !w->cur) {
+  if (!w || !w->buf || !w->cur || (pager_async(db->pager) && !w->spare)) {
     if (w) {
       free(w->buf);
+      free(w->spare);
       free(w->cur);
       free(w);
     }
     return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory allocating a writer's %zu-byte page", ps);
   }
+  pthread_mutex_init(&w->fly_mu, NULL);
   pthread_mutex_lock(&db->mu);
   w->next = db->writers;
   db->writers = w;
@@ -66,55 +87,122 @@ int pagedb_writer_open(pagedb *db, pagedb_writer **out) {
   return PAGEDB_OK;
 }
 
-static void release_ids(pagedb_writer *w) {
-  if (!w->recs) return;
-  for (uint32_t i = 0; i < w->recs->d.nsamples; i++)
-    idx_release(w->db->idx, (int64_t)w->recs->slots[(size_t)i * w->db->nw]);
+static void release_ids(pagedb *db, PageRecs *r) {
+  if (!r) return;
+  for (uint32_t i = 0; i < r->d.nsamples; i++) idx_release(db->idx, (int64_t)r->slots[(size_t)i * db->nw]);
+}
+
+/*
+** Hand run R, whose write ended with RC, to the pager (invariant 3 of
+** pager.c).  If the write failed, the run is dead: its samples are dropped
+** and their ids released, and M says how many.
+*/
+static void finish_run(pagedb *db, PageRecs *r, int rc, pdb_msg *m) {
+  if (rc != PAGEDB_OK) {
+    uint32_t nsamples = r->d.nsamples;
+    release_ids(db, r);
+    r->d.nsamples = 0;
+    r->d.used = 0;
+    if (nsamples)
+      pdb_err(db, m, rc, "%s; the %u samples ended on that page were dropped", pdb_msg_text(m), nsamples);
+  }
+  if (pager_done(db->pager, &r->d)) api_wake(db);
+}
+
+/* Land the write in flight, if any: with WAIT 0 only if it has ended.  A
+** failure's code is returned and its message left in M.  fly_mu held. */
+static int land(pagedb_writer *w, int wait, pdb_msg *m) {
+  if (!w->fly) return PAGEDB_OK;
+  int rc = pager_write_wait(w->db->pager, m, &w->aio, wait);
+  if (rc == PAGEDB_BUSY) return PAGEDB_OK;
+  finish_run(w->db, w->fly, rc, m);
+  w->fly = NULL;
+  return rc;
+}
+
+/* land() from the writer's own thread; a failure fails the writer. */
+static int land_own(pagedb_writer *w, int wait) {
+  pthread_mutex_lock(&w->fly_mu);
+  int rc = land(w, wait, &w->err);
+  pthread_mutex_unlock(&w->fly_mu);
+  if (rc != PAGEDB_OK) w->failed = rc;
+  return rc;
+}
+
+void api_land_writers(pagedb *db) {
+  pthread_mutex_lock(&db->mu);
+  for (pagedb_writer *w = db->writers; w; w = w->next) {
+    pthread_mutex_lock(&w->fly_mu);
+    int rc = land(w, 1, &w->fly_err);
+    if (rc != PAGEDB_OK) atomic_store(&w->fly_rc, rc);
+    pthread_mutex_unlock(&w->fly_mu);
+  }
+  pthread_mutex_unlock(&db->mu);
 }
 
 /*
 ** Write the first USED bytes of the buffer, holding the samples ended so
-** far, as a run of as many pages as they need.  The run is handed to the
-** pager whatever happens (invariant 3 of pager.c); if its write fails, its
-** samples are dropped, their ids released, and the writer fails.
+** far, as a run of as many pages as they need; the CARRY bytes of the
+** current sample, at w->start, move to the front of the buffer to be
+** filled next.  If the write fails, its samples are dropped, their ids
+** released, and the writer fails.
 */
-static int write_run(pagedb_writer *w, size_t used) {
+static int write_run(pagedb_writer *w, size_t used, size_t carry) {
   pagedb *db = w->db;
   Pager *p = db->pager;
-  uint64_t ps = pager_page_size(p);
-  uint32_t npages = (uint32_t)((used + ps - 1) / ps);
-  uint32_t nsamples = w->recs ? w->recs->d.nsamples : 0;
+  /* The other buffer must be free before it takes anything. */
+  int rc = land_own(w, 1);
   PageRecs *r = w->recs;
-  if (!r) {
+  w->recs = NULL;
+  w->caprec = 0;
+  if (rc == PAGEDB_OK && !r) {
     r = malloc(sizeof *r);   /* a run without samples: only the moved part */
-    if (!r) return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory writing a page of %s", db->path);
+    if (!r) rc = pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory writing a page of %s", db->path);
   }
-  uint64_t pgno;
-  int rc = pager_claim(p, &w->err, npages, &pgno);
+  uint64_t ps = pager_page_size(p), pgno = 0;
+  uint32_t npages = (uint32_t)((used + ps - 1) / ps);
+  uint32_t nsamples = r ? r->d.nsamples : 0;
+  if (rc == PAGEDB_OK) rc = pager_claim(p, &w->err, npages, &pgno);
   if (rc != PAGEDB_OK) {
-    release_ids(w);
-    if (r != w->recs) free(r);
-    w->recs = NULL;
+    release_ids(db, r);
+    free(r);
     w->failed = rc;
     return rc;
   }
   for (uint32_t i = 0; i < nsamples; i++) r->slots[(size_t)i * db->nw + 1] += pgno * ps;
-  rc = pager_write(p, &w->err, pgno, npages, nsamples, w->buf, used);
   r->d.pgno = pgno;
   r->d.npages = npages;
   r->d.nsamples = nsamples;
   r->d.used = used;
-  if (rc != PAGEDB_OK) {
-    release_ids(w);
-    r->d.nsamples = 0;
-    r->d.used = 0;
-    w->failed = rc;
-    if (nsamples)
-      pdb_err(w->db, &w->err, rc, "%s; the %u samples ended on that page were dropped", pdb_msg_text(&w->err), nsamples);
+  uint8_t *cur = w->buf + w->start;
+  if (w->spare) {
+    memcpy(w->spare + PDB_PAGE_HDR, cur, carry);
+    rc = pager_write_start(p, &w->err, pgno, npages, nsamples, w->buf, used, &w->aio);
+    if (rc == PAGEDB_OK) {
+      uint8_t *b = w->buf;
+      size_t c = w->cap;
+      w->buf = w->spare;
+      w->cap = w->spare_cap;
+      w->spare = b;
+      w->spare_cap = c;
+      pthread_mutex_lock(&w->fly_mu);
+      w->fly = r;
+      pthread_mutex_unlock(&w->fly_mu);
+      return land_own(w, 0);   /* a fast write may have ended already */
+    }
+  } else {
+    /* The write pads the run to the I/O alignment in place, over the
+    ** first bytes of the current sample: keep them aside. */
+    uint8_t keep[PDB_HEADER_SIZE];
+    size_t nkeep = carry < pager_align(p) ? carry : pager_align(p);
+    memcpy(keep, cur, nkeep);
+    rc = pager_write_start(p, &w->err, pgno, npages, nsamples, w->buf, used, &w->aio);
+    if (rc == PAGEDB_OK) rc = pager_write_wait(p, &w->err, &w->aio, 1);
+    memcpy(cur, keep, nkeep);
+    memmove(w->buf + PDB_PAGE_HDR, cur, carry);
   }
-  w->recs = NULL;
-  w->caprec = 0;
-  if (pager_done(p, &r->d)) api_wake(db);
+  finish_run(db, r, rc, &w->err);
+  if (rc != PAGEDB_OK) w->failed = rc;
   return rc;
 }
 
@@ -122,15 +210,8 @@ static int write_run(pagedb_writer *w, size_t used) {
 ** sample's bytes to the front of the buffer. */
 static int write_before_current(pagedb_writer *w) {
   assert(w->in_sample && w->start > PDB_PAGE_HDR);
-  /* pager_write pads the run to the I/O alignment in place, over the
-  ** first bytes of the current sample: keep them aside. */
-  uint8_t keep[PDB_HEADER_SIZE];
   size_t len = w->pos - w->start;
-  size_t nkeep = len < pager_align(w->db->pager) ? len : pager_align(w->db->pager);
-  memcpy(keep, w->buf + w->start, nkeep);
-  int rc = write_run(w, w->start);
-  memcpy(w->buf + w->start, keep, nkeep);
-  memmove(w->buf + PDB_PAGE_HDR, w->buf + w->start, len);
+  int rc = write_run(w, w->start, len);
   w->start = PDB_PAGE_HDR;
   w->pos = PDB_PAGE_HDR + len;
   return rc;
@@ -317,8 +398,10 @@ int pagedb_sample_end(pagedb_writer *w, int64_t *id) {
   size_t ps = pager_page_size(w->db->pager);
   if (w->pos >= ps) {
     /* A full page or a multi-page sample: write it now. */
-    rc = write_run(w, w->pos);
+    rc = write_run(w, w->pos, 0);
     w->pos = PDB_PAGE_HDR;
+  } else if (w->spare) {
+    rc = land_own(w, 0);
   }
   return rc;
 }
@@ -335,24 +418,34 @@ int pagedb_writer_flush(pagedb_writer *w) {
   if (!w) return PAGEDB_MISUSE;
   int rc = usable(w);
   if (rc != PAGEDB_OK) return rc;
-  if (w->in_sample) return w->start > PDB_PAGE_HDR ? write_before_current(w) : PAGEDB_OK;
-  if (w->recs && w->recs->d.nsamples > 0) {
-    rc = write_run(w, w->pos);
+  if (w->in_sample) {
+    if (w->start > PDB_PAGE_HDR) rc = write_before_current(w);
+  } else if (w->recs && w->recs->d.nsamples > 0) {
+    rc = write_run(w, w->pos, 0);
     w->pos = PDB_PAGE_HDR;
   }
-  return rc;
+  return rc == PAGEDB_OK ? land_own(w, 1) : rc;
 }
 
 int api_writer_free(pagedb_writer *w, pdb_msg *out) {
   pagedb_sample_cancel(w);
   int rc = w->failed ? w->failed : pagedb_writer_flush(w);
+  /* Whatever happened, no write may stay in flight from a freed buffer. */
+  int lrc = land_own(w, 1);
+  if (rc == PAGEDB_OK) rc = lrc;
+  if (atomic_load(&w->fly_rc)) {
+    int frc = usable(w);    /* a failure a commit met, not yet reported */
+    if (rc == PAGEDB_OK) rc = frc;
+  }
   if (rc != PAGEDB_OK) {
     *out = w->err;
     out->rc = rc;
   }
-  release_ids(w);   /* only if the flush could not hand them over */
+  release_ids(w->db, w->recs);   /* only if the flush could not hand them over */
+  pthread_mutex_destroy(&w->fly_mu);
   free(w->recs);
   free(w->buf);
+  free(w->spare);
   free(w->cur);
   free(w);
   return rc;

@@ -19,7 +19,8 @@
 /* The fault VFS                                                       */
 /* ------------------------------------------------------------------ */
 /*
-** "fault" wraps the default VFS (posix) and can, from a chosen call on:
+** "fault" wraps the default VFS (posix, or the one PAGEDB_VFS names) and
+** can, from a chosen call on:
 **
 **   - fail: the Nth counted call (and, with -persist, every later one)
 **     returns an I/O error (or PAGEDB_FULL for writes with -full), as
@@ -186,28 +187,28 @@ static int fvRead(pagedb_file *pf, void *buf, size_t n, uint64_t off){
   return f->real->pMethods->xRead(f->real, buf, n, off);
 }
 
-static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
-  FaultFile *f = (FaultFile *)pf;
-  int rc;
-  if( faultHit(f, FOP_WRITE) ) return atomic_load(&fv.full) ? PAGEDB_FULL : PAGEDB_IOERR_WRITE;
-  unsigned char *pOld = 0;
-  uint64_t nOld = 0, size = 0;
-  if( atomic_load(&fv.crashAt) > 0 && n > 0 ){
-    /* Keep what this write replaces, to undo it at a power loss. */
-    if( f->plainFd >= 0 && f->real->pMethods->xFileSize(f->real, &size) == PAGEDB_OK
-     && size > off ){
-      nOld = size - off < n ? size - off : n;
-      pOld = malloc((size_t)nOld);
-      if( pOld ){
-        ssize_t got = pread(f->plainFd, pOld, (size_t)nOld, (off_t)off);
-        if( got < 0 ) got = 0;
-        if( (uint64_t)got < nOld ) memset(pOld + got, 0, (size_t)(nOld - (uint64_t)got));
-      }
-      if( pOld == 0 ) nOld = 0;
-    }
+/* What a write of N bytes at OFF is about to replace, kept to undo it at a
+** power loss (*POLD NULL when no crash is armed). */
+static void faultSaveOld(FaultFile *f, size_t n, uint64_t off, unsigned char **pOld, uint64_t *nOld){
+  uint64_t size = 0;
+  *pOld = 0;
+  *nOld = 0;
+  if( atomic_load(&fv.crashAt) <= 0 || n == 0 || f->plainFd < 0 ) return;
+  if( f->real->pMethods->xFileSize(f->real, &size) != PAGEDB_OK || size <= off ) return;
+  *nOld = size - off < n ? size - off : n;
+  *pOld = malloc((size_t)*nOld);
+  if( *pOld ){
+    ssize_t got = pread(f->plainFd, *pOld, (size_t)*nOld, (off_t)off);
+    if( got < 0 ) got = 0;
+    if( (uint64_t)got < *nOld ) memset(*pOld + got, 0, (size_t)(*nOld - (uint64_t)got));
+  }else{
+    *nOld = 0;
   }
-  rc = f->real->pMethods->xWrite(f->real, buf, n, off);
-  if( rc == PAGEDB_OK && n > 0 ){
+}
+
+/* Remember a write that succeeded as not yet synced (takes POLD). */
+static void faultRecord(FaultFile *f, size_t n, uint64_t off, unsigned char *pOld, uint64_t nOld){
+  if( n > 0 ){
     pthread_mutex_lock(&f->mu);
     if( f->nRange >= f->nAlloc ){
       int nNew = f->nAlloc ? f->nAlloc * 2 : 64;
@@ -225,7 +226,76 @@ static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
     pthread_mutex_unlock(&f->mu);
   }
   free(pOld);
+}
+
+static int faultWriteErr(void){
+  return atomic_load(&fv.full) ? PAGEDB_FULL : PAGEDB_IOERR_WRITE;
+}
+
+static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
+  FaultFile *f = (FaultFile *)pf;
+  unsigned char *pOld;
+  uint64_t nOld;
+  int rc;
+  if( faultHit(f, FOP_WRITE) ) return faultWriteErr();
+  faultSaveOld(f, n, off, &pOld, &nOld);
+  rc = f->real->pMethods->xWrite(f->real, buf, n, off);
+  if( rc == PAGEDB_OK ) faultRecord(f, n, off, pOld, nOld);
+  else free(pOld);
   return rc;
+}
+
+/*
+** Asynchronous writes wrap the real file's.  An injected fault is reported
+** by a blocking wait, as a slow failed completion would be; the bytes
+** a write replaces are saved when it starts and it counts as unsynced once
+** it has landed.
+*/
+typedef struct FaultAio {
+  void *pReal;                 /* the real file's state of the write */
+  int rc;                      /* PAGEDB_OK, or the result to report */
+  unsigned char *pOld;
+  uint64_t nOld;
+} FaultAio;
+
+static int fvWriteStart(pagedb_file *pf, pagedb_aio *a){
+  FaultFile *f = (FaultFile *)pf;
+  FaultAio *x = calloc(1, sizeof *x);
+  a->pPriv = 0;
+  if( x == 0 ) return a->rc = fvWrite(pf, a->buf, a->n, a->off);
+  if( faultHit(f, FOP_WRITE) ){
+    x->rc = faultWriteErr();
+  }else{
+    faultSaveOld(f, a->n, a->off, &x->pOld, &x->nOld);
+    x->rc = f->real->pMethods->xWriteStart(f->real, a);
+    x->pReal = a->pPriv;
+  }
+  a->pPriv = x;
+  return PAGEDB_OK;
+}
+
+static int fvWriteWait(pagedb_file *pf, pagedb_aio *a, int wait){
+  FaultFile *f = (FaultFile *)pf;
+  FaultAio *x = a->pPriv;
+  int rc;
+  if( x == 0 ) return a->rc;
+  if( x->rc != PAGEDB_OK ){
+    /* An injected failure stays "in flight" until waited for, so that it
+    ** is met where a slow failing write would be. */
+    if( !wait ) return PAGEDB_BUSY;
+    rc = x->rc;
+  }else{
+    a->pPriv = x->pReal;
+    rc = f->real->pMethods->xWriteWait(f->real, a, wait);
+    x->pReal = a->pPriv;
+    a->pPriv = x;
+    if( rc == PAGEDB_BUSY ) return rc;
+  }
+  if( rc == PAGEDB_OK ) faultRecord(f, a->n, a->off, x->pOld, x->nOld);
+  else free(x->pOld);
+  free(x);
+  a->pPriv = 0;
+  return a->rc = rc;
 }
 
 static int fvTruncate(pagedb_file *pf, uint64_t size){
@@ -330,6 +400,8 @@ static void fvInitMethods(const pagedb_io_methods *r){
   m->xReadBatch = r->xReadBatch ? fvReadBatch : 0;
   m->xAdvise = r->xAdvise ? fvAdvise : 0;
   m->xLastErrno = fvLastErrno;
+  m->xWriteStart = r->iVersion >= 2 && r->xWriteStart ? fvWriteStart : 0;
+  m->xWriteWait = r->iVersion >= 2 && r->xWriteWait ? fvWriteWait : 0;
   fv.methodsInit = 1;
 }
 

@@ -50,6 +50,17 @@ static inline int pdb_os_caps(pagedb_file *f) {
 static inline int pdb_os_errno(pagedb_file *f) {
   return f->pMethods->xLastErrno ? f->pMethods->xLastErrno(f) : 0;
 }
+/* Start writing A; a backend without asynchronous writes writes it now. */
+static inline int pdb_os_write_start(pagedb_file *f, pagedb_aio *a) {
+  if (f->pMethods->iVersion >= 2 && f->pMethods->xWriteStart) return f->pMethods->xWriteStart(f, a);
+  a->pPriv = NULL;
+  return a->rc = f->pMethods->xWrite(f, a->buf, a->n, a->off);
+}
+/* Wait for (WAIT 1) or poll (WAIT 0: PAGEDB_BUSY while in flight) A. */
+static inline int pdb_os_write_wait(pagedb_file *f, pagedb_aio *a, int wait) {
+  if (f->pMethods->iVersion >= 2 && f->pMethods->xWriteWait) return f->pMethods->xWriteWait(f, a, wait);
+  return a->rc;
+}
 int pdb_os_map(pagedb_file *f, size_t n, const void **p);
 int pdb_os_unmap(pagedb_file *f, const void *p, size_t n);
 

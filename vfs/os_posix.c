@@ -7,12 +7,14 @@
 ** full disk is told apart from a broken one).
 **
 ** The same code serves the "io_uring" VFS, whose batched reads
-** (xReadBatch) are submitted together through io_uring (vfs/uring.c), and
+** (xReadBatch) are submitted together through io_uring (vfs/uring.c) and
+** whose writes can run in the background (xWriteStart, xWriteWait), and
 ** the "direct" VFS: files opened with O_DIRECT, which
 ** bypasses the page cache (on a virtual disk that makes large writes
 ** several times faster).  Its callers align every buffer, offset and length
 ** to xSectorSize(), which comes from statx(STATX_DIOALIGN) when the file
-** system reports it; its batches use io_uring when the kernel allows.  A
+** system reports it; its batches and background writes use io_uring when
+** the kernel allows.  A
 ** file system that refuses O_DIRECT, or a kernel without io_uring for the
 ** "io_uring" VFS, fails at open with the reason.
 **
@@ -39,6 +41,8 @@
 typedef struct PosixFile {
   pagedb_file base;     /* must be first */
   int fd;
+  int lockfd;           /* holds the write lock, or -1 (see px_lock) */
+  char *path;           /* to open lockfd */
   int direct;           /* opened with O_DIRECT */
   PdbRings *rings;      /* batched reads go through io_uring, or NULL */
   int sector;           /* alignment O_DIRECT needs */
@@ -54,6 +58,10 @@ static int px_close(pagedb_file *f) {
   PosixFile *p = (PosixFile *)f;
   pdb_rings_close(p->rings);
   p->rings = NULL;
+  free(p->path);
+  p->path = NULL;
+  if (p->lockfd >= 0) close(p->lockfd);
+  p->lockfd = -1;
   if (p->fd >= 0 && close(p->fd) != 0 && errno != EINTR) return fail(p, PAGEDB_IOERR);
   p->fd = -1;
   return PAGEDB_OK;
@@ -128,13 +136,28 @@ static int px_size(pagedb_file *f, uint64_t *size) {
   return PAGEDB_OK;
 }
 
+/*
+** The lock lives on an open file description of its own, which no I/O ever
+** uses: io_uring holds a reference to the file of every request in flight,
+** and a killed process's rings are torn down after it exits, so a lock on
+** the I/O descriptor could outlive a killed writer by a moment and refuse
+** the next open.
+*/
 static int px_lock(pagedb_file *f, int level) {
   PosixFile *p = (PosixFile *)f;
-  struct flock fl = {
-    .l_type = level == PAGEDB_LOCK_EXCLUSIVE ? F_WRLCK : F_UNLCK,
-    .l_whence = SEEK_SET, .l_start = 0, .l_len = 1,
-  };
-  while (fcntl(p->fd, F_OFD_SETLK, &fl) != 0) {
+  if (level != PAGEDB_LOCK_EXCLUSIVE) {
+    if (p->lockfd >= 0) close(p->lockfd);   /* closing it drops the lock */
+    p->lockfd = -1;
+    return PAGEDB_OK;
+  }
+  if (p->lockfd < 0) {
+    do {
+      p->lockfd = open(p->path, O_RDWR | O_CLOEXEC);
+    } while (p->lockfd < 0 && errno == EINTR);
+    if (p->lockfd < 0) return fail(p, PAGEDB_IOERR_LOCK);
+  }
+  struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+  while (fcntl(p->lockfd, F_OFD_SETLK, &fl) != 0) {
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EACCES) return PAGEDB_BUSY_LOCKED;
     return fail(p, PAGEDB_IOERR_LOCK);
@@ -145,7 +168,7 @@ static int px_lock(pagedb_file *f, int level) {
 static int px_sector(pagedb_file *f) { return ((PosixFile *)f)->sector; }
 static int px_caps(pagedb_file *f) {
   PosixFile *p = (PosixFile *)f;
-  return PAGEDB_IOCAP_MMAP | (p->direct ? PAGEDB_IOCAP_DIRECT : 0) | (p->rings ? PAGEDB_IOCAP_BATCH : 0);
+  return PAGEDB_IOCAP_MMAP | (p->direct ? PAGEDB_IOCAP_DIRECT : 0) | (p->rings ? PAGEDB_IOCAP_BATCH | PAGEDB_IOCAP_ASYNC_WRITE : 0);
 }
 
 static int px_map(pagedb_file *f, size_t n, const void **pp) {
@@ -181,6 +204,31 @@ static int px_read_batch(pagedb_file *f, pagedb_iovec *reqs, int n) {
   return first;
 }
 
+static int px_write_start(pagedb_file *f, pagedb_aio *a) {
+  PosixFile *p = (PosixFile *)f;
+  a->pPriv = NULL;
+  if (p->rings && pdb_uring_write_start(p->rings, p->fd, a) == 0) return PAGEDB_OK;
+  return a->rc = px_write(f, a->buf, a->n, a->off);
+}
+
+static int px_write_wait(pagedb_file *f, pagedb_aio *a, int wait) {
+  PosixFile *p = (PosixFile *)f;
+  int res;
+  if (!a->pPriv) return a->rc;
+  if (!pdb_uring_write_wait(p->rings, a, wait, &res)) return PAGEDB_BUSY;
+  if (res < 0) {
+    errno = -res;
+    a->rc = fail(p, (errno == ENOSPC || errno == EDQUOT) ? PAGEDB_FULL : PAGEDB_IOERR_WRITE);
+  } else {
+    /* A short write (a full disk, a signal) is finished the plain way,
+    ** which either writes the rest or says why not. */
+    size_t done = (size_t)res;
+    a->rc = done == a->n ? PAGEDB_OK
+                         : px_write(f, (const uint8_t *)a->buf + done, a->n - done, a->off + done);
+  }
+  return a->rc;
+}
+
 static int px_advise(pagedb_file *f, uint64_t off, uint64_t n, int hint) {
   PosixFile *p = (PosixFile *)f;
   static const int adv[] = {
@@ -204,7 +252,7 @@ static int px_errno(pagedb_file *f) {
 }
 
 static const pagedb_io_methods px_methods = {
-  .iVersion = 1,
+  .iVersion = 2,
   .xClose = px_close,
   .xRead = px_read,
   .xWrite = px_write,
@@ -219,6 +267,8 @@ static const pagedb_io_methods px_methods = {
   .xReadBatch = px_read_batch,
   .xAdvise = px_advise,
   .xLastErrno = px_errno,
+  .xWriteStart = px_write_start,
+  .xWriteWait = px_write_wait,
 };
 
 /* The alignment O_DIRECT needs for FD: what the file system reports, at
@@ -273,7 +323,14 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
     errno = e;
     return e == ENOENT ? PAGEDB_CANTOPEN_NOENT : PAGEDB_CANTOPEN;
   }
+  p->path = pdb_strdup(path);
+  if (!p->path) {
+    close(fd);
+    pdb_rings_close(rings);
+    return PAGEDB_NOMEM;
+  }
   p->fd = fd;
+  p->lockfd = -1;
   p->direct = direct;
   p->rings = rings;
   p->sector = direct ? dio_align(fd) : 4096;

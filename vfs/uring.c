@@ -1,5 +1,5 @@
 /*
-** uring.c -- batched reads through io_uring.
+** uring.c -- batched reads and asynchronous writes through io_uring.
 **
 ** Each file keeps a pool of rings: a batch takes an idle ring (or makes
 ** one), so reader threads never share a submission queue, and the pool is
@@ -8,6 +8,10 @@
 ** completes; a request the kernel completes short (the end of the file, or
 ** a partial read) is finished with plain pread, which gives the zero-fill
 ** and PAGEDB_IOERR_SHORT_READ contract of xRead.
+**
+** An asynchronous write holds a ring of its own from start to finish, so
+** that its completion can be waited for by whichever thread asks, with no
+** other request's completion to sort out.
 */
 #define _GNU_SOURCE
 #include "os.h"
@@ -86,6 +90,13 @@ static void ring_give(PdbRings *p, Ring *r) {
   pthread_mutex_unlock(&p->mu);
 }
 
+/* Tear down a ring that failed with requests in flight: the kernel waits
+** for what it still holds, so no buffer is touched afterwards. */
+static void ring_drop(Ring *r) {
+  io_uring_queue_exit(&r->ring);
+  free(r);
+}
+
 /* Finish request Q of which DONE bytes arrived, with pread. */
 static int finish(int fd, pagedb_iovec *q, size_t done, int *err) {
   return pdb_pread_all(fd, (uint8_t *)q->buf + done, q->n - done, q->off + done, err);
@@ -139,12 +150,50 @@ int pdb_uring_read_batch(PdbRings *p, int fd, pagedb_iovec *reqs, int n, int *er
     /* No ring to be had now (memory): the plain way. */
     for (int i = 0; i < n; i++) reqs[i].rc = finish(fd, &reqs[i], 0, err);
   } else if (ring_read(r, fd, reqs, n, err) < 0) {
-    io_uring_queue_exit(&r->ring);
-    free(r);
+    ring_drop(r);
     r = NULL;
   }
   int first = PAGEDB_OK;
   for (int i = 0; i < n && first == PAGEDB_OK; i++) first = reqs[i].rc;
   if (r) ring_give(p, r);
   return first;
+}
+
+int pdb_uring_write_start(PdbRings *p, int fd, pagedb_aio *a) {
+  int err = 0;
+  a->pPriv = NULL;
+  if (a->n > PDB_URING_MAX_IO) return EFBIG;
+  Ring *r = ring_take(p, &err);
+  if (!r) return err;
+  struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+  io_uring_prep_write(sqe, fd, a->buf, (unsigned)a->n, a->off);
+  int e;
+  do e = io_uring_submit(&r->ring);
+  while (e == -EINTR);
+  if (e != 1) {
+    ring_drop(r);
+    return e < 0 ? -e : EAGAIN;
+  }
+  a->pPriv = r;
+  return 0;
+}
+
+int pdb_uring_write_wait(PdbRings *p, pagedb_aio *a, int wait, int *res) {
+  Ring *r = a->pPriv;
+  assert(r);
+  struct io_uring_cqe *cqe = NULL;
+  int e;
+  do e = wait ? io_uring_wait_cqe(&r->ring, &cqe) : io_uring_peek_cqe(&r->ring, &cqe);
+  while (e == -EINTR);
+  if (e == -EAGAIN && !wait) return 0;
+  a->pPriv = NULL;
+  if (e < 0) {
+    ring_drop(r);
+    *res = e;
+    return 1;
+  }
+  *res = cqe->res;
+  io_uring_cqe_seen(&r->ring, cqe);
+  ring_give(p, r);
+  return 1;
 }

@@ -1,5 +1,6 @@
 /*
-** uring.h -- batched reads through io_uring, for the VFS backends.
+** uring.h -- batched reads and asynchronous writes through io_uring, for the
+** VFS backends.
 */
 #ifndef PAGEDB_URING_H
 #define PAGEDB_URING_H
@@ -7,6 +8,7 @@
 #include "pagedbInt.h"
 
 #define PDB_URING_DEPTH 32    /* requests in flight per batch */
+#define PDB_URING_MAX_IO (1u << 30)   /* larger writes go the plain way */
 
 /* A file's pool of rings. */
 typedef struct PdbRings PdbRings;
@@ -23,5 +25,18 @@ void pdb_rings_close(PdbRings *p);
 ** first failure; *ERR receives its errno.
 */
 int pdb_uring_read_batch(PdbRings *p, int fd, pagedb_iovec *reqs, int n, int *err);
+
+/*
+** Start writing A on FD with a ring of pool P, which A holds (in A->pPriv)
+** until pdb_uring_write_wait reports it finished.  Returns 0 when under
+** way, else an errno and nothing was started: write it the plain way.
+*/
+int pdb_uring_write_start(PdbRings *p, int fd, pagedb_aio *a);
+
+/*
+** Whether A has finished: 1 with *RES the bytes written or -errno (the
+** ring is given back), or, with WAIT 0, 0 while it is still in flight.
+*/
+int pdb_uring_write_wait(PdbRings *p, pagedb_aio *a, int wait, int *res);
 
 #endif /* PAGEDB_URING_H */
