@@ -26,6 +26,10 @@
 ** Batched reads.  Each read mode also gets a row that reads every sample in
 ** the same order with pagedb_read_batch, --batch ids at a time, checksummed
 ** the same way, with its ratio to the single-read row ("batch vs single").
+** Another reads them one at a time with pagedb_read after handing the whole
+** order to pagedb_reader_prefetch (--window bytes of read-ahead), so that
+** the reader can read ahead of the caller ("prefetch vs single"); its bytes
+** are checked against the workload through the same read-ahead path.
 **
 ** VFSes.  --vfs posix,io_uring,direct runs every pagedb row under each VFS
 ** named (given to pagedb_open), labelled with it; a VFS that does not work
@@ -36,9 +40,19 @@
 ** with O_DIRECT: one pread() at a time, and through io_uring with 32 reads in
 ** flight, each read the 4 KiB-aligned superset of the sample's extent.  The
 ** direct VFS's batched copy reads are compared with the latter (target 80%).
+** fio, when it is installed, gives the outside reference: 64 KiB random
+** reads of the same raw file with O_DIRECT through io_uring at depth 32, the
+** file read once (target on W-img, whose samples are about 64 KiB: the
+** direct VFS's batched copy reads >= 70% of fio's rate, read.bw_bytes of
+** its JSON report).  Without fio the row is skipped, which is not a
+** failure, and so is a fio that fails here (it is not pagedb).
 ** In a warm run the direct VFS's data file is evicted from the page cache
 ** (POSIX_FADV_DONTNEED) before each of its read passes, so that all its rows,
 ** the zero-copy ones included, are uncached as its copies are.
+**
+** io_uring against posix.  When --vfs names both, their writes are compared
+** thread count by thread count: io_uring's write path must not be slower
+** (target >= 100% of posix's).
 */
 #define _GNU_SOURCE
 #include "pagedb.h"
@@ -50,6 +64,7 @@
 #include <limits.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +72,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +84,22 @@
 #define RAW_DEPTH   32            /* the O_DIRECT io_uring reference's queue depth */
 #define DIO_ALIGN   4096u         /* O_DIRECT alignment of the raw references */
 #define DEFAULT_BATCH 32
+#define DEFAULT_WINDOW (8u << 20) /* read-ahead of the prefetch rows */
+#define FIO_BS      (64u << 10)   /* the block size of the fio reference */
+
+/*
+** fio's options for the reference, besides the file and its size: 64 KiB
+** random reads with O_DIRECT through io_uring at depth 32, each block once
+** (fio's random map), never writing.  --runtime only bounds a slow disk.
+** --invalidate=0: fio would otherwise drop the raw file from the page cache,
+** and the warm raw passes of the next repetition would read it cold.
+*/
+static const char *const azFioOpt[] = {
+  "--name=randread", "--readonly", "--rw=randread", "--bs=64k", "--direct=1",
+  "--ioengine=io_uring", "--iodepth=32", "--invalidate=0", "--runtime=120",
+  "--output-format=json"
+};
+#define N_FIO_OPT (int)(sizeof(azFioOpt) / sizeof(azFioOpt[0]))
 
 /* Everything one run knows: options, then the state of the workload in hand. */
 typedef struct Bench {
@@ -90,6 +122,8 @@ typedef struct Bench {
   int vfsSkip[MAX_VFS];         /* 1: that VFS does not work here */
   char azWhy[MAX_VFS][512];     /* why */
   int nBatch;                   /* --batch: ids per pagedb_read_batch */
+  size_t window;                /* --window: read-ahead bytes of the prefetch rows */
+  char zFio[PATH_MAX];          /* fio found on PATH; "" if it is not installed */
   int directRef;                /* read the raw file with O_DIRECT too */
   int labelW;                   /* width of the row names */
   int nFail;                    /* correctness failures so far */
@@ -112,6 +146,8 @@ typedef struct Run {
   int opened[MAX_VFS];          /* a pagedb_open under that VFS has worked */
   int verified[MAX_VFS][3];     /* read mode verified with wl_check */
   int verifiedBatch[MAX_VFS][3];/* the same, through pagedb_read_batch */
+  int verifiedAhead[MAX_VFS][3];/* the same, through pagedb_reader_prefetch */
+  char zFioWhy[512];            /* why the fio reference failed; "" if it did not */
 } Run;
 
 /* The name given to pagedb_open: NULL (the default) unless --vfs. */
@@ -275,6 +311,14 @@ static void printMachine(Bench *b){
     printf("O_DIRECT references: the raw file read as 4 KiB-aligned supersets of each sample,\n"
            "  one pread at a time and through io_uring with %d in flight%s\n", RAW_DEPTH,
            b->cold ? "" : "; the direct VFS's data file is evicted (fadvise) before its reads");
+    if( b->zFio[0] ){
+      printf("fio reference: %s", b->zFio);
+      for(int k = 0; k < N_FIO_OPT; k++) printf(" %s", azFioOpt[k]);
+      printf("\n  --filename=RAW --size=S --io_size=S (S: the raw file's whole 64 KiB blocks);"
+             " rate: read.bw_bytes of its JSON\n");
+    }else{
+      printf("fio reference: skipped: fio is not installed (not on PATH; not a failure)\n");
+    }
   }
   fflush(stdout);
 }
@@ -596,6 +640,208 @@ static double rawDirectUring(Run *r){
   return t;
 }
 
+/*
+** A JSON reader just large enough for fio's report, so that the tool needs
+** no JSON library: each function takes a pointer to a value (white space
+** before it allowed) and returns NULL when the text is not what it expects.
+** Keys are compared as written, escapes and all; fio's have none.
+*/
+static const char *jsonWs(const char *p){
+  while( *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ) p++;
+  return p;
+}
+
+/* Just past the value at P. */
+static const char *jsonSkip(const char *p){
+  p = jsonWs(p);
+  if( *p == '"' ){
+    for(p++; *p && *p != '"'; p++){
+      if( *p == '\\' && p[1] ) p++;
+    }
+    return *p ? p + 1 : 0;
+  }
+  if( *p == '{' || *p == '[' ){
+    char cEnd = *p == '{' ? '}' : ']';
+    p = jsonWs(p + 1);
+    if( *p == cEnd ) return p + 1;
+    for(;;){
+      if( cEnd == '}' ){            /* a key and its colon first */
+        if( *p != '"' || (p = jsonSkip(p)) == 0 ) return 0;
+        p = jsonWs(p);
+        if( *p++ != ':' ) return 0;
+      }
+      if( (p = jsonSkip(p)) == 0 ) return 0;
+      p = jsonWs(p);
+      if( *p == cEnd ) return p + 1;
+      if( *p++ != ',' ) return 0;
+      p = jsonWs(p);
+    }
+  }
+  const char *p0 = p;               /* a number, true, false or null */
+  while( *p && strchr("+-.0123456789eEtrufalsn", *p) ) p++;
+  return p > p0 ? p : 0;
+}
+
+/* The value of member zKey of the object at P. */
+static const char *jsonMember(const char *p, const char *zKey){
+  size_t n = strlen(zKey);
+  if( p == 0 || *(p = jsonWs(p)) != '{' ) return 0;
+  p = jsonWs(p + 1);
+  while( *p == '"' ){
+    const char *zK = p + 1, *pEnd = jsonSkip(p);
+    if( pEnd == 0 ) return 0;
+    p = jsonWs(pEnd);
+    if( *p++ != ':' ) return 0;
+    if( (size_t)(pEnd - 1 - zK) == n && memcmp(zK, zKey, n) == 0 ) return jsonWs(p);
+    if( (p = jsonSkip(p)) == 0 ) return 0;
+    p = jsonWs(p);
+    if( *p++ != ',' ) return 0;
+    p = jsonWs(p);
+  }
+  return 0;
+}
+
+/* Element K of the array at P. */
+static const char *jsonItem(const char *p, int k){
+  if( p == 0 || *(p = jsonWs(p)) != '[' ) return 0;
+  p = jsonWs(p + 1);
+  if( *p == ']' ) return 0;
+  for(int i = 0; i < k; i++){
+    if( (p = jsonSkip(p)) == 0 ) return 0;
+    p = jsonWs(p);
+    if( *p++ != ',' ) return 0;
+  }
+  return jsonWs(p);
+}
+
+/* The number at P, or -1 (fio's figures are never negative). */
+static double jsonNum(const char *p){
+  char *pEnd;
+  if( p == 0 ) return -1;
+  double v = strtod(p, &pEnd);
+  return pEnd > p ? v : -1;
+}
+
+/* The whole of file zPath, NUL-terminated, or NULL. */
+static char *readFile(const char *zPath){
+  int fd = open(zPath, O_RDONLY);
+  struct stat st;
+  char *z = 0;
+  if( fd >= 0 && fstat(fd, &st) == 0 && (z = malloc((size_t)st.st_size + 1)) != 0 ){
+    if( readAll(fd, (uint8_t *)z, (size_t)st.st_size, 0) ){ free(z); z = 0; }
+    else z[st.st_size] = 0;
+  }
+  if( fd >= 0 ) close(fd);
+  return z;
+}
+
+/* The first executable zName on $PATH into zOut; 0 if there is one. */
+static int findOnPath(const char *zName, char *zOut, size_t n){
+  const char *zPath = getenv("PATH");
+  while( zPath && *zPath ){
+    size_t k = strcspn(zPath, ":");
+    snprintf(zOut, n, "%.*s/%s", (int)k, k ? zPath : ".", zName);
+    if( access(zOut, X_OK) == 0 ) return 0;
+    zPath += k + (zPath[k] == ':');
+  }
+  zOut[0] = 0;
+  return -1;
+}
+
+/*
+** The fio reference: fio reads the raw file's whole 64 KiB blocks once each
+** in random order (azFioOpt).  Returns the seconds this workload's bytes
+** take at fio's rate (its JSON's read.bw_bytes, or io_bytes over runtime),
+** so that it prints and compares as the other rows; -1 if fio failed, the
+** reason in r->zFioWhy.  fio's failure is not pagedb's: not counted as one.
+*/
+static double rawFio(Run *r){
+  Bench *b = r->b;
+  uint64_t size = r->nByte & ~(uint64_t)(FIO_BS - 1);
+  char zFile[2 * PATH_MAX + 80], zSize[64], zIoSize[64], zOut[PATH_MAX + 96];
+  char *azArg[N_FIO_OPT + 6];
+  int nArg = 0;
+  if( size == 0 ){
+    snprintf(r->zFioWhy, sizeof r->zFioWhy, "the raw file is smaller than one 64 KiB block");
+    return -1;
+  }
+  /* fio splits --filename at colons unless they are escaped. */
+  size_t j = (size_t)snprintf(zFile, sizeof zFile, "--filename=");
+  for(const char *z = r->zRaw; *z && j + 2 < sizeof zFile; z++){
+    if( *z == ':' ) zFile[j++] = '\\';
+    zFile[j++] = *z;
+  }
+  zFile[j] = 0;
+  snprintf(zSize, sizeof zSize, "--size=%llu", (unsigned long long)size);
+  snprintf(zIoSize, sizeof zIoSize, "--io_size=%llu", (unsigned long long)size);
+  snprintf(zOut, sizeof zOut, "--output=%s.fio.json", r->zRaw);
+  azArg[nArg++] = "fio";
+  for(int k = 0; k < N_FIO_OPT; k++) azArg[nArg++] = (char *)azFioOpt[k];
+  azArg[nArg++] = zFile;
+  azArg[nArg++] = zSize;
+  azArg[nArg++] = zIoSize;
+  azArg[nArg++] = zOut;
+  azArg[nArg] = 0;
+
+  /* Its messages (stdout and stderr) come through a pipe, for the reason. */
+  dropCaches(b);
+  int aFd[2];
+  pid_t pid;
+  posix_spawn_file_actions_t fa;
+  if( pipe(aFd) ){
+    snprintf(r->zFioWhy, sizeof r->zFioWhy, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addclose(&fa, aFd[0]);
+  posix_spawn_file_actions_adddup2(&fa, aFd[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, aFd[1], 2);
+  posix_spawn_file_actions_addclose(&fa, aFd[1]);
+  int e = posix_spawn(&pid, b->zFio, &fa, 0, azArg, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(aFd[1]);
+  char zMsg[512];
+  size_t nMsg = 0;
+  ssize_t k;
+  char buf[4096];
+  while( (k = read(aFd[0], buf, sizeof buf)) != 0 ){
+    if( k < 0 && errno == EINTR ) continue;
+    if( k < 0 ) break;
+    size_t m = (size_t)k < sizeof zMsg - 1 - nMsg ? (size_t)k : sizeof zMsg - 1 - nMsg;
+    memcpy(zMsg + nMsg, buf, m);
+    nMsg += m;
+  }
+  close(aFd[0]);
+  zMsg[nMsg] = 0;
+  zMsg[strcspn(zMsg, "\n")] = 0;
+  int status = 0;
+  if( e ){
+    snprintf(r->zFioWhy, sizeof r->zFioWhy, "posix_spawn %.300s: %s", b->zFio, strerror(e));
+    return -1;
+  }
+  while( waitpid(pid, &status, 0) < 0 && errno == EINTR ){}
+  char *zJson = readFile(zOut + strlen("--output="));
+  unlink(zOut + strlen("--output="));
+  const char *pJob = zJson ? jsonItem(jsonMember(strchr(zJson, '{'), "jobs"), 0) : 0;
+  const char *pRead = jsonMember(pJob, "read");
+  double bw = jsonNum(jsonMember(pRead, "bw_bytes"));
+  if( bw <= 0 ){
+    double ms = jsonNum(jsonMember(pRead, "runtime"));
+    bw = ms > 0 ? jsonNum(jsonMember(pRead, "io_bytes")) * 1000.0 / ms : -1;
+  }
+  double err = jsonNum(jsonMember(pJob, "error"));
+  free(zJson);
+  if( !WIFEXITED(status) || WEXITSTATUS(status) != 0 || pJob == 0 || err != 0 || bw <= 0 ){
+    snprintf(r->zFioWhy, sizeof r->zFioWhy, "fio %s %d, %s%s%.400s",
+             WIFEXITED(status) ? "exit status" : "killed by signal",
+             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+             pJob == 0 ? "no JSON report" : err != 0 ? "the job reports an error" : "no read rate",
+             zMsg[0] ? ": " : "", zMsg);
+    return -1;
+  }
+  return (double)r->nByte / bw;
+}
+
 /* ------------------------------------------------------------------ */
 /* pagedb                                                              */
 /* ------------------------------------------------------------------ */
@@ -779,21 +1025,51 @@ static size_t firstDiff(const wl_t *w, int64_t i, const uint8_t *p, size_t n){
   return k;
 }
 
+/* "copy", "mmap", or "prefetch copy"... with read-ahead of WINDOW bytes. */
+static const char *readName(int mode, size_t window, char *z, size_t n){
+  snprintf(z, n, "%s%s", window ? "prefetch " : "", modeName(mode));
+  return z;
+}
+
+/*
+** Open a reader of MODE on DB; with WINDOW, give it the random order to read
+** ahead along (pagedb_reader_prefetch).  NULL on failure, reported.
+*/
+static pagedb_reader *readerOpen(Run *r, pagedb *db, int mode, size_t window){
+  pagedb_reader *rd = 0;
+  int rc = pagedb_reader_open(db, mode, &rd);
+  if( rc ){ failRc(r->b, "pagedb_reader_open", rc, pagedb_errmsg(db)); return 0; }
+  if( window ){
+    rc = pagedb_reader_prefetch(rd, r->aOrder, r->w.count, pagedb_field_index(db, r->w.field),
+                                window);
+    if( rc ){
+      failRc(r->b, "pagedb_reader_prefetch", rc, pagedb_reader_errmsg(rd));
+      pagedb_reader_close(rd);
+      return 0;
+    }
+  }
+  return rd;
+}
+
 /*
 ** Check every sample of the dataset against the workload through a reader
-** of MODE: every byte (wl_check) and every label.  Untimed; once per mode.
+** of MODE (reading ahead WINDOW bytes, if not 0): every byte (wl_check) and
+** every label.  Untimed; once per mode and read path.  The label reads do
+** not disturb the read-ahead: it follows the data field only.
 */
-static void pdbVerify(Run *r, pagedb *db, int mode){
+static void pdbVerify(Run *r, pagedb *db, int mode, size_t window){
   Bench *b = r->b;
-  pagedb_reader *rd = 0;
   int fData = pagedb_field_index(db, r->w.field);
   int fLabel = pagedb_field_index(db, "label");
+  char zName[32];
+  const char *zMode = readName(mode, window, zName, sizeof zName);
+  int rc;
   if( fData < 0 || fLabel < 0 ){
     fail(b, "%s: fields %s/label not found (%d, %d)", pagedb_path(db), r->w.field, fData, fLabel);
     return;
   }
-  int rc = pagedb_reader_open(db, mode, &rd);
-  if( rc ){ failRc(b, "pagedb_reader_open", rc, pagedb_errmsg(db)); return; }
+  pagedb_reader *rd = readerOpen(r, db, mode, window);
+  if( rd == 0 ) return;
   int64_t nBad = 0;
   for(int64_t k = 0; k < r->w.count && nBad < 5; k++){
     int64_t i = r->aOrder[k];
@@ -802,25 +1078,25 @@ static void pdbVerify(Run *r, pagedb *db, int mode){
     int64_t label = -1;
     rc = pagedb_read(rd, i, fData, &p, &n);
     if( rc ){
-      fail(b, "verify %s: pagedb_read sample %lld: %s (%s)", modeName(mode), (long long)i,
+      fail(b, "verify %s: pagedb_read sample %lld: %s (%s)", zMode, (long long)i,
            pagedb_errname(rc), pagedb_reader_errmsg(rd));
       nBad++;
       continue;
     }
     if( wl_check(&r->w, i, p, n) ){
       if( n != r->aSize[i] ){
-        fail(b, "verify %s: sample %lld: %zu bytes read, %llu expected", modeName(mode),
+        fail(b, "verify %s: sample %lld: %zu bytes read, %llu expected", zMode,
              (long long)i, n, (unsigned long long)r->aSize[i]);
       }else{
         fail(b, "verify %s: sample %lld (%zu bytes): first wrong byte at offset %zu",
-             modeName(mode), (long long)i, n, firstDiff(&r->w, i, p, n));
+             zMode, (long long)i, n, firstDiff(&r->w, i, p, n));
       }
       nBad++;
       continue;
     }
     rc = pagedb_read_int(rd, i, fLabel, &label);
     if( rc || label != wl_label(&r->w, i) ){
-      fail(b, "verify %s: sample %lld label: %s, %lld read, %lld expected", modeName(mode),
+      fail(b, "verify %s: sample %lld label: %s, %lld read, %lld expected", zMode,
            (long long)i, pagedb_errname(rc), (long long)label, (long long)wl_label(&r->w, i));
       nBad++;
     }
@@ -831,17 +1107,11 @@ static void pdbVerify(Run *r, pagedb *db, int mode){
   rc = pagedb_read(rd, r->w.count, fData, &p, &n);
   if( rc != PAGEDB_NOTFOUND ){
     fail(b, "verify %s: pagedb_read of missing id %lld gave %s, expected PAGEDB_NOTFOUND",
-         modeName(mode), (long long)r->w.count, pagedb_errname(rc));
+         zMode, (long long)r->w.count, pagedb_errname(rc));
   }
   pagedb_reader_close(rd);
 }
 
-/*
-** Read every sample in the random order through a reader of MODE, summing
-** every byte; the sum must equal the raw pread pass's.  The time covers
-** pagedb_reader_open to pagedb_reader_close (as the raw passes cover open,
-** mmap, munmap and close), not pagedb_open.
-*/
 /*
 ** Before a read pass: drop the page cache if --cold; in a warm run, evict
 ** the direct VFS's data file (its copies bypass the cache; this makes its
@@ -873,17 +1143,26 @@ static pagedb *pdbOpenRead(Run *r){
   return db;
 }
 
-static double pdbRead(Run *r, int mode){
+/*
+** Read every sample in the random order through a reader of MODE, summing
+** every byte; the sum must equal the raw pread pass's.  With WINDOW, the
+** reader is given the whole order first and reads up to WINDOW bytes ahead
+** (the prefetch rows).  The time covers pagedb_reader_open to
+** pagedb_reader_close (as the raw passes cover open, mmap, munmap and
+** close), the prefetch call included, not pagedb_open.
+*/
+static double pdbRead(Run *r, int mode, size_t window){
   Bench *b = r->b;
   int rc;
+  char zName[32];
+  const char *zMode = readName(mode, window, zName, sizeof zName);
   beforeRead(r);
   pagedb *db = pdbOpenRead(r);
   if( db == 0 ) return -1;
   int f = pagedb_field_index(db, r->w.field);
   double t0 = now();
-  pagedb_reader *rd = 0;
-  rc = pagedb_reader_open(db, mode, &rd);
-  if( rc ){ failRc(b, "pagedb_reader_open", rc, pagedb_errmsg(db)); pagedb_close(db); return -1; }
+  pagedb_reader *rd = readerOpen(r, db, mode, window);
+  if( rd == 0 ){ pagedb_close(db); return -1; }
   uint64_t h = 0;
   for(int64_t k = 0; k < r->w.count; k++){
     int64_t i = r->aOrder[k];
@@ -891,7 +1170,7 @@ static double pdbRead(Run *r, int mode){
     size_t n;
     rc = pagedb_read(rd, i, f, &p, &n);
     if( rc ){
-      fail(b, "%s read: pagedb_read sample %lld: %s (%s)", modeName(mode), (long long)i,
+      fail(b, "%s read: pagedb_read sample %lld: %s (%s)", zMode, (long long)i,
            pagedb_errname(rc), pagedb_reader_errmsg(rd));
       pagedb_reader_close(rd);
       pagedb_close(db);
@@ -902,11 +1181,12 @@ static double pdbRead(Run *r, int mode){
   pagedb_reader_close(rd);
   double t = now() - t0;
   if( r->haveRawSum && h != r->rawSum ){
-    fail(b, "%s read: the bytes differ from the raw file's (checksum)", modeName(mode));
+    fail(b, "%s read: the bytes differ from the raw file's (checksum)", zMode);
   }
-  if( !r->verified[r->iVfs][mode] ){
-    pdbVerify(r, db, mode);
-    r->verified[r->iVfs][mode] = 1;
+  int *pVerified = window ? &r->verifiedAhead[r->iVfs][mode] : &r->verified[r->iVfs][mode];
+  if( !*pVerified ){
+    pdbVerify(r, db, mode, window);
+    *pVerified = 1;
   }
   rc = pagedb_close(db);
   if( rc ) failRc(b, "pagedb_close (read-only)", rc, "(handle freed)");
@@ -919,10 +1199,10 @@ static double pdbRead(Run *r, int mode){
 */
 static void pdbVerifyBatch(Run *r, pagedb *db, int mode, const void **aData, size_t *aSize){
   Bench *b = r->b;
-  pagedb_reader *rd = 0;
   int f = pagedb_field_index(db, r->w.field);
-  int rc = pagedb_reader_open(db, mode, &rd);
-  if( rc ){ failRc(b, "pagedb_reader_open", rc, pagedb_errmsg(db)); return; }
+  int rc;
+  pagedb_reader *rd = readerOpen(r, db, mode, 0);
+  if( rd == 0 ) return;
   int64_t nBad = 0;
   for(int64_t k = 0; k < r->w.count && nBad < 5; k += b->nBatch){
     int n = r->w.count - k < b->nBatch ? (int)(r->w.count - k) : b->nBatch;
@@ -962,13 +1242,8 @@ static double pdbBatch(Run *r, int mode){
   if( db == 0 ){ free(aData); free(aSize); return -1; }
   int f = pagedb_field_index(db, r->w.field);
   double t0 = now();
-  pagedb_reader *rd = 0;
-  rc = pagedb_reader_open(db, mode, &rd);
-  if( rc ){
-    failRc(b, "pagedb_reader_open", rc, pagedb_errmsg(db));
-    pagedb_close(db); free(aData); free(aSize);
-    return -1;
-  }
+  pagedb_reader *rd = readerOpen(r, db, mode, 0);
+  if( rd == 0 ){ pagedb_close(db); free(aData); free(aSize); return -1; }
   uint64_t h = 0;
   for(int64_t k = 0; k < r->w.count; k += b->nBatch){
     int n = r->w.count - k < b->nBatch ? (int)(r->w.count - k) : b->nBatch;
@@ -1029,6 +1304,14 @@ static double pdbOpen(Run *r){
 /* One workload                                                        */
 /* ------------------------------------------------------------------ */
 
+/* N bytes as "8 MiB", "512 KiB" or "1000 bytes". */
+static const char *sizeName(size_t n, char *z, size_t nz){
+  if( n % (1u << 20) == 0 ) snprintf(z, nz, "%zu MiB", n >> 20);
+  else if( n % 1024 == 0 ) snprintf(z, nz, "%zu KiB", n >> 10);
+  else snprintf(z, nz, "%zu bytes", n);
+  return z;
+}
+
 static const char *passShort(int ok){
   return ok ? "pass" : "SHORT";
 }
@@ -1061,8 +1344,23 @@ static void describe(const wl_t *w, char *z, size_t n){
 typedef struct VfsTimes {
   Times tW[MAX_THREADS], tSync[MAX_THREADS], tCommit[MAX_THREADS], tClose[MAX_THREADS];
   Times tEng[MAX_THREADS], tWcpu[MAX_THREADS];
-  Times tMmap, tCopy, tBMmap, tBCopy, tOpen;
+  Times tMmap, tCopy, tBMmap, tBCopy, tAMmap, tACopy, tOpen;
 } VfsTimes;
+
+/* The index of VFS zName in --vfs if it is there and works, else -1. */
+static int vfsIndex(const Bench *b, const char *zName){
+  for(int v = 0; v < b->nVfs; v++){
+    if( strcmp(b->azVfs[v], zName) == 0 ) return b->vfsSkip[v] ? -1 : v;
+  }
+  return -1;
+}
+
+/* An indented line under a row: REF's rate as a share of SEC's. */
+static void printVs(const Run *r, double sec, double ref, const char *zRef){
+  if( sec > 0 && ref > 0 ){
+    printf("  %-*s %32s   %6.1f%% of %s\n", r->b->labelW, "", "", 100.0 * ref / sec, zRef);
+  }
+}
 
 static int runWorkload(Bench *b, const char *zSpec){
   Run run, *r = &run;
@@ -1120,7 +1418,7 @@ static int runWorkload(Bench *b, const char *zSpec){
 
   /* Writes: raw and pagedb alternate within each repetition. */
   Times tRaw = {{0}, 0}, tRawPread = {{0}, 0}, tRawMmap = {{0}, 0};
-  Times tRawDio = {{0}, 0}, tRawUring = {{0}, 0};
+  Times tRawDio = {{0}, 0}, tRawUring = {{0}, 0}, tFio = {{0}, 0};
   int nFail0 = b->nFail;
   for(int rep = 0; rep < b->nReps && b->nFail == nFail0; rep++){
     double t = rawWrite(r);
@@ -1149,15 +1447,19 @@ static int runWorkload(Bench *b, const char *zSpec){
     if( b->directRef ){
       if( (t = rawDirectPread(r)) > 0 ) timesAdd(&tRawDio, t);
       if( (t = rawDirectUring(r)) > 0 ) timesAdd(&tRawUring, t);
+      /* After one failure fio is not tried again: it will not work here. */
+      if( b->zFio[0] && !r->zFioWhy[0] && (t = rawFio(r)) > 0 ) timesAdd(&tFio, t);
     }
     for(int v = 0; v < nV; v++){
       VfsTimes *vt = &aVt[v];
       if( b->vfsSkip[v] ) continue;
       r->iVfs = v;
-      if( (t = pdbRead(r, PAGEDB_READ_MMAP)) > 0 ) timesAdd(&vt->tMmap, t);
-      if( (t = pdbRead(r, PAGEDB_READ_COPY)) > 0 ) timesAdd(&vt->tCopy, t);
+      if( (t = pdbRead(r, PAGEDB_READ_MMAP, 0)) > 0 ) timesAdd(&vt->tMmap, t);
+      if( (t = pdbRead(r, PAGEDB_READ_COPY, 0)) > 0 ) timesAdd(&vt->tCopy, t);
       if( (t = pdbBatch(r, PAGEDB_READ_MMAP)) > 0 ) timesAdd(&vt->tBMmap, t);
       if( (t = pdbBatch(r, PAGEDB_READ_COPY)) > 0 ) timesAdd(&vt->tBCopy, t);
+      if( (t = pdbRead(r, PAGEDB_READ_MMAP, b->window)) > 0 ) timesAdd(&vt->tAMmap, t);
+      if( (t = pdbRead(r, PAGEDB_READ_COPY, b->window)) > 0 ) timesAdd(&vt->tACopy, t);
       if( (t = pdbOpen(r)) > 0 ) timesAdd(&vt->tOpen, t);
     }
   }
@@ -1196,7 +1498,8 @@ static int runWorkload(Bench *b, const char *zSpec){
     }
   }
   double rp = median(&tRawPread), rm = median(&tRawMmap);
-  double rdp = median(&tRawDio), rdu = median(&tRawUring);
+  double rdp = median(&tRawDio), rdu = median(&tRawUring), rf = median(&tFio);
+  const char *zFioRow = "fio randread 64 KiB, O_DIRECT, depth 32";
   printf("  random-order reads of every sample (the dataset written with %d thread%s;"
          " batches of %d ids):\n",
          b->aThread[r->iRead], b->aThread[r->iRead] > 1 ? "s" : "", b->nBatch);
@@ -1206,6 +1509,12 @@ static int runWorkload(Bench *b, const char *zSpec){
     printLine(r, "raw read, O_DIRECT pread, 1 at a time", rdp, 0, 0);
     snprintf(z, sizeof z, "raw read, O_DIRECT io_uring, depth %d", RAW_DEPTH);
     printLine(r, z, rdu, 0, 0);
+    if( rf > 0 ){
+      printLine(r, zFioRow, rf, 0, 0);
+      printf("      (fio's rate; samples/s and seconds: this workload's bytes at that rate)\n");
+    }else if( b->zFio[0] ){
+      printf("  %-*s skipped: %s\n", W, zFioRow, r->zFioWhy);
+    }
   }
   for(int v = 0; v < nV; v++){
     VfsTimes *vt = &aVt[v];
@@ -1214,8 +1523,9 @@ static int runWorkload(Bench *b, const char *zSpec){
     int isDirect = vfsIsDirect(r);
     double pm = median(&vt->tMmap), pc = median(&vt->tCopy);
     double bm = median(&vt->tBMmap), bc = median(&vt->tBCopy);
+    double am = median(&vt->tAMmap), ac = median(&vt->tACopy);
     double po = median(&vt->tOpen);
-    char zRest[64];
+    char zRest[64], zWin[32];
     /* The direct VFS's reads are uncached: in a warm run only the O_DIRECT
     ** references compare with them. */
     int warmDirect = isDirect && !b->cold;
@@ -1229,8 +1539,18 @@ static int runWorkload(Bench *b, const char *zSpec){
     printLine(r, pdbLabel(r, z, sizeof z, zRest), bm, pm, "single (batch vs single)");
     snprintf(zRest, sizeof zRest, "batch %d, PAGEDB_READ_COPY", b->nBatch);
     printLine(r, pdbLabel(r, z, sizeof z, zRest), bc, pc, "single (batch vs single)");
-    if( isDirect && rdu > 0 && bc > 0 ){
-      printf("  %-*s %32s   %6.1f%% of raw O_DIRECT io_uring\n", W, "", "", 100.0 * rdu / bc);
+    if( isDirect ){
+      printVs(r, bc, rdu, "raw O_DIRECT io_uring");
+      printVs(r, bc, rf, "fio");
+    }
+    sizeName(b->window, zWin, sizeof zWin);
+    snprintf(zRest, sizeof zRest, "prefetch %s, PAGEDB_READ_MMAP", zWin);
+    printLine(r, pdbLabel(r, z, sizeof z, zRest), am, pm, "single (prefetch vs single)");
+    snprintf(zRest, sizeof zRest, "prefetch %s, PAGEDB_READ_COPY", zWin);
+    printLine(r, pdbLabel(r, z, sizeof z, zRest), ac, pc, "single (prefetch vs single)");
+    if( isDirect ){
+      printVs(r, ac, rdu, "raw O_DIRECT io_uring");
+      printVs(r, ac, rf, "fio");
     }
     pdbLabel(r, z, sizeof z, "");
     if( b->nVfs ) snprintf(z, sizeof z, "pagedb_open[%s] read-only to 1st read", b->azVfs[v]);
@@ -1283,9 +1603,30 @@ static int runWorkload(Bench *b, const char *zSpec){
              "      O_DIRECT io_uring depth %d         %6.1f%%              %s\n",
              b->cold ? "cold" : "uncached", b->nBatch, RAW_DEPTH, q, passShort(q >= 80.0));
     }
+    if( isDirect && bc > 0 && rf > 0 ){
+      /* The target is for W-img, whose samples are about fio's 64 KiB; a
+      ** W-small sample is one 4 KiB read, so there it is only a figure. */
+      double q = 100.0 * rf / bc;
+      printf("    %s batch read (%d) >= 70%% of fio\n"
+             "      64 KiB randread, depth %d         %6.1f%%              %s\n",
+             b->cold ? "cold" : "uncached", b->nBatch, RAW_DEPTH, q,
+             isImg ? passShort(q >= 70.0) : "(no target: not W-img)");
+    }
     if( isSmall && po > 0 ){
       printf("    open ready for reads < 0.5 s        %7.4f s            %s\n", po,
              passShort(po < 0.5));
+    }
+  }
+  /* io_uring's writes against posix's, one line per thread count. */
+  int vPosix = vfsIndex(b, "posix"), vUring = vfsIndex(b, "io_uring");
+  if( vPosix >= 0 && vUring >= 0 ){
+    printf("  targets, io_uring vs posix:\n");
+    for(int k = 0; k < b->nThread; k++){
+      double tp = median(&aVt[vPosix].tW[k]), tu = median(&aVt[vUring].tW[k]);
+      if( tp <= 0 || tu <= 0 ) continue;
+      double q = 100.0 * tp / tu;
+      printf("    io_uring write >= 100%% of posix     %6.1f%% (%d thread%s)  %s\n", q,
+             b->aThread[k], b->aThread[k] > 1 ? "s" : "", passShort(q >= 100.0));
     }
   }
   if( b->nFail != nFail0 ) printf("  FAILED: see the messages on stderr\n");
@@ -1387,10 +1728,13 @@ static const char zUsage[] =
   "  --page-size N     page size of the datasets (default the engine's)\n"
   "  --seed N          workload seed (default 42)\n"
   "  --cold            drop the page cache before every timed phase (root); adds\n"
-  "                    the raw O_DIRECT references (pread, io_uring depth 32)\n"
+  "                    the raw O_DIRECT references (pread, io_uring depth 32, and\n"
+  "                    fio's 64 KiB random reads if fio is installed)\n"
   "  --vfs LIST        run the pagedb rows under each VFS named, e.g.\n"
   "                    posix,io_uring,direct (repeatable; default: the default VFS)\n"
   "  --batch B         ids per pagedb_read_batch in the batched-read rows (32)\n"
+  "  --window BYTES    read-ahead of the prefetch rows (pagedb_reader_prefetch;\n"
+  "                    default 8M)\n"
   "  --pool-ratio      print how much lz4 shrinks the workloads' pools, and exit\n"
   "  --help\n"
   "Exit status: 0, or 1 if any call failed or any byte read back was wrong.\n";
@@ -1407,6 +1751,15 @@ static int parseThreads(Bench *b, const char *z){
     else if( *z ) return -1;
   }
   return b->nThread ? 0 : -1;
+}
+
+/* "8M", "512k" or "4096" in bytes; 0 if it is not a size. */
+static size_t parseSize(const char *z){
+  char *end;
+  unsigned long long v = strtoull(z, &end, 0);
+  if( *end == 'k' || *end == 'K' ){ v <<= 10; end++; }
+  else if( *end == 'm' || *end == 'M' ){ v <<= 20; end++; }
+  return *end || end == z ? 0 : (size_t)v;
 }
 
 static int removeTree(const char *zDir){
@@ -1438,7 +1791,8 @@ int main(int argc, char **argv){
     }else if( zArg == 0 && (strcmp(z, "-workload") == 0 || strcmp(z, "-dir") == 0
               || strcmp(z, "-reps") == 0 || strcmp(z, "-threads") == 0
               || strcmp(z, "-seed") == 0 || strcmp(z, "-page-size") == 0
-              || strcmp(z, "-vfs") == 0 || strcmp(z, "-batch") == 0) ){
+              || strcmp(z, "-vfs") == 0 || strcmp(z, "-batch") == 0
+              || strcmp(z, "-window") == 0) ){
       fprintf(stderr, "pagedb-bench: %s needs an argument\n%s", argv[i], zUsage);
       return 2;
     }else if( strcmp(z, "-workload") == 0 ){
@@ -1503,16 +1857,14 @@ int main(int argc, char **argv){
         return 2;
       }
       i++;
-    }else if( strcmp(z, "-page-size") == 0 ){
-      char *end;
-      unsigned long long v = strtoull(zArg, &end, 0);
-      if( *end == 'k' || *end == 'K' ){ v <<= 10; end++; }
-      else if( *end == 'm' || *end == 'M' ){ v <<= 20; end++; }
-      if( *end || v == 0 ){
-        fprintf(stderr, "pagedb-bench: --page-size %s: not a size (e.g. 8M)\n", zArg);
+    }else if( strcmp(z, "-page-size") == 0 || strcmp(z, "-window") == 0 ){
+      size_t v = parseSize(zArg);
+      if( v == 0 ){
+        fprintf(stderr, "pagedb-bench: %s %s: not a size (e.g. 8M)\n", argv[i], zArg);
         return 2;
       }
-      b->pageSize = (size_t)v;
+      if( z[1] == 'p' ) b->pageSize = v;
+      else b->window = v;
       i++;
     }else{
       fprintf(stderr, "pagedb-bench: unknown option %s\n%s", argv[i], zUsage);
@@ -1527,6 +1879,7 @@ int main(int argc, char **argv){
   }
   if( b->nReps == 0 ) b->nReps = b->quick ? 1 : 3;
   if( b->nBatch == 0 ) b->nBatch = DEFAULT_BATCH;
+  if( b->window == 0 ) b->window = DEFAULT_WINDOW;
   if( b->poolRatio ) return poolRatio(b);
   if( b->cold && geteuid() != 0 ){
     fprintf(stderr, "pagedb-bench: --cold drops the page cache, which needs root\n");
@@ -1581,7 +1934,8 @@ int main(int argc, char **argv){
   for(int v = 0; v < b->nVfs; v++){
     if( !b->vfsSkip[v] && strcmp(b->azVfs[v], "direct") == 0 ) b->directRef = 1;
   }
-  b->labelW = b->nVfs || b->directRef ? 44 : 34;
+  if( b->directRef ) findOnPath("fio", b->zFio, sizeof b->zFio);
+  b->labelW = b->nVfs || b->directRef ? 50 : 40;
 
   printMachine(b);
   int bad = 0;
