@@ -1,5 +1,6 @@
 /*
-** api.h -- the handles behind the public API (main.c, writer.c, reader.c).
+** api.h -- the handles behind the public API (main.c, writer.c, reader.c,
+** prefetch.c).
 */
 #ifndef PAGEDB_API_H
 #define PAGEDB_API_H
@@ -82,19 +83,38 @@ struct pagedb_writer {
   pdb_msg err;
 };
 
-/* A reader's read-ahead along an order it was given (pagedb_reader_prefetch). */
+/*
+** A reader's read-ahead along an order it was given (prefetch.c).  In copy
+** mode two windows of the order, each at most half the bytes allowed, are
+** read by a worker thread: the consumer reads from one while the other is
+** filled.
+*/
+#define PF_MAX 4096         /* samples in one window */
+
+typedef struct PfWindow {
+  int64_t first, count;     /* the positions it holds; count 0: unused */
+  int state;                /* PF_EMPTY, PF_QUEUED, PF_LOADING, PF_READY, PF_FAILED */
+  uint8_t *buf;             /* the bytes */
+  size_t cap;
+  const uint8_t **at;       /* where each position's field starts */
+  uint64_t *off, *len;      /* ...its extent */
+} PfWindow;
+
 typedef struct Prefetch {
-  int64_t *ids;             /* the order, copied */
+  int64_t *ids;             /* the order, copied; NULL: no read-ahead */
   int64_t n;
   int64_t pos;              /* the position the consumer reads next */
   int field;
   size_t window;            /* bytes read ahead at most */
-  int64_t first, count;     /* copy mode: positions held in buf */
   int64_t hinted;           /* zero-copy mode: positions advised up to here */
-  uint8_t *buf;             /* copy mode: the batch */
-  size_t cap;
-  const uint8_t **at;       /* copy mode: where each held field starts */
-  uint64_t *len;            /* ...and its length */
+  int64_t next;             /* copy mode: the first position in no window */
+  PfWindow win[2];
+  pthread_mutex_t mu;       /* win[].state, stop */
+  pthread_cond_t cv;
+  pthread_t thread;
+  int on;                   /* mu and cv exist: pf_free has work */
+  int thread_on, stop;
+  pdb_msg err;              /* the worker's; a failed window is read again */
 } Prefetch;
 
 struct pagedb_reader {
@@ -124,9 +144,25 @@ void api_wake(pagedb *db);
 int api_writer_free(pagedb_writer *w, pdb_msg *out);
 void api_reader_free(pagedb_reader *r);
 
+/* Read-ahead (prefetch.c): serve the next read, or the next N reads, of
+** the order from the windows.  Each returns 1 if served, else 0 for the
+** usual path; a read that follows the order moves its position either way. */
+int pf_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n);
+int pf_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes);
+void pf_free(Prefetch *pf);
+
 /* Whether field F is stored in pages. */
 static inline int api_is_bytes(const pagedb *db, int f) {
   return db->fields[f].type == PAGEDB_BYTES || db->fields[f].type == PAGEDB_TEXT;
+}
+
+/* Offset and length of field F of the sample in slot S. */
+static inline void api_extent(const pagedb *db, const uint64_t *s, int f, uint64_t *off, uint64_t *len) {
+  uint64_t o = s[1];
+  for (int i = 0; i < f; i++)
+    if (api_is_bytes(db, i) && slot_has(s, i)) o += slot_get(s, db->nfield, i);
+  *off = o;
+  *len = slot_get(s, db->nfield, f);
 }
 
 #endif /* PAGEDB_API_H */

@@ -51,15 +51,6 @@ static int locate(pagedb_reader *r, int64_t id, int field, const uint64_t **slot
   return PAGEDB_OK;
 }
 
-/* Offset and length of field F of the sample in slot S. */
-static void extent(const pagedb *db, const uint64_t *s, int f, uint64_t *off, uint64_t *len) {
-  uint64_t o = s[1];
-  for (int i = 0; i < f; i++)
-    if (api_is_bytes(db, i) && slot_has(s, i)) o += slot_get(s, db->nfield, i);
-  *off = o;
-  *len = slot_get(s, db->nfield, f);
-}
-
 static int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len) {
   pagedb *db = r->db;
   if (field >= 0 && field < db->nfield && !api_is_bytes(db, field))
@@ -67,110 +58,15 @@ static int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, u
                        db->fields[field].name, db->fields[field].type == PAGEDB_INT ? "int" : "real");
   const uint64_t *s;
   int rc = locate(r, id, field, &s);
-  if (rc == PAGEDB_OK) extent(db, s, field, off, len);
+  if (rc == PAGEDB_OK) api_extent(db, s, field, off, len);
   return rc;
-}
-
-#define PF_MAX 4096   /* samples in one read-ahead batch */
-
-static void prefetch_free(Prefetch *pf) {
-  free(pf->ids);
-  free(pf->buf);
-  free(pf->at);
-  free(pf->len);
-  memset(pf, 0, sizeof *pf);
-}
-
-int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int field, size_t window) {
-  if (!r) return PAGEDB_MISUSE;
-  pagedb *db = r->db;
-  prefetch_free(&r->pf);
-  if (n == 0 || window == 0) return PAGEDB_OK;
-  if (n < 0 || !ids) return pdb_err(db, &r->err, PAGEDB_MISUSE, "%s: pagedb_reader_prefetch: %lld ids", db->path, (long long)n);
-  if (field < 0 || field >= db->nfield)
-    return pdb_err(db, &r->err, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field, db->nfield);
-  if (!api_is_bytes(db, field))
-    return pdb_err(db, &r->err, PAGEDB_MISMATCH, "%s: field '%s' is a scalar: nothing to read ahead", db->path,
-                   db->fields[field].name);
-  Prefetch *pf = &r->pf;
-  pf->ids = malloc((size_t)n * sizeof *ids);
-  if (r->mode == PAGEDB_READ_COPY) {
-    pf->at = malloc(PF_MAX * sizeof *pf->at);
-    pf->len = malloc(PF_MAX * 2 * sizeof *pf->len);
-  }
-  if (!pf->ids || (r->mode == PAGEDB_READ_COPY && (!pf->at || !pf->len))) {
-    prefetch_free(pf);
-    return pdb_err(db, &r->err, PAGEDB_NOMEM, "out of memory keeping an order of %lld ids", (long long)n);
-  }
-  memcpy(pf->ids, ids, (size_t)n * sizeof *ids);
-  pf->n = n;
-  pf->field = field;
-  pf->window = window;
-  return PAGEDB_OK;
-}
-
-/*
-** The positions from POS on whose extents fit in the window (at least one,
-** at most MAX), their offsets in OFF and lengths in LEN: stops before an id
-** that cannot be read, so that the usual path reports it.
-*/
-static int64_t window_at(pagedb_reader *r, int64_t pos, int64_t max, uint64_t *off, uint64_t *len) {
-  Prefetch *pf = &r->pf;
-  uint64_t bytes = 0;
-  int64_t k = 0;
-  while (pos + k < pf->n && k < max) {
-    const uint64_t *s = idx_find(r->db->idx, pf->ids[pos + k]);
-    if (!s || !slot_has(s, pf->field)) break;
-    uint64_t o, l;
-    extent(r->db, s, pf->field, &o, &l);
-    if (k > 0 && bytes + l > pf->window) break;
-    off[k] = o;
-    len[k] = l;
-    bytes += l;
-    k++;
-  }
-  return k;
-}
-
-/* Serve read number POS of the order from read-ahead; 0 if it cannot. */
-static int from_window(pagedb_reader *r, const void **data, size_t *n) {
-  Prefetch *pf = &r->pf;
-  int64_t pos = pf->pos;
-  if (r->mode == PAGEDB_READ_MMAP) {
-    if (pos >= pf->hinted) {
-      uint64_t off[64], len[64];
-      int64_t k = window_at(r, pos, 64, off, len);
-      for (int64_t i = 0; i < k; i++) pager_map_willneed(r->db->pager, off[i], len[i]);
-      pf->hinted = pos + (k ? k : 1);
-    }
-    return 0;   /* the bytes come from the map as usual */
-  }
-  if (pos < pf->first || pos >= pf->first + pf->count) {
-    uint64_t *off = pf->len + PF_MAX;
-    int64_t k = window_at(r, pos, PF_MAX, off, pf->len);
-    int bad;
-    pf->count = 0;
-    if (k == 0 || pager_fetch_batch(r->db->pager, &r->err, (int)k, off, pf->len, &pf->buf, &pf->cap, pf->at,
-                                    &bad) != PAGEDB_OK)
-      return 0;   /* the usual path reads it, and reports any failure */
-    pf->first = pos;
-    pf->count = k;
-  }
-  *data = pf->at[pos - pf->first];
-  *n = pf->len[pos - pf->first];
-  return 1;
 }
 
 int pagedb_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
   if (!r || !data || !n) return PAGEDB_MISUSE;
   *data = NULL;
   *n = 0;
-  Prefetch *pf = &r->pf;
-  if (pf->ids && field == pf->field && pf->pos < pf->n && pf->ids[pf->pos] == id) {
-    int served = from_window(r, data, n);
-    pf->pos++;
-    if (served) return PAGEDB_OK;
-  }
+  if (r->pf.ids && pf_read(r, id, field, data, n)) return PAGEDB_OK;
   uint64_t off, len;
   int rc = bytes_field(r, id, field, &off, &len);
   if (rc != PAGEDB_OK) return rc;
@@ -243,6 +139,7 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
     return pdb_err(r->db, &r->err, PAGEDB_MISUSE, "%s: pagedb_read_batch of %d ids: give 0 to %d ids and arrays",
                    r->db->path, n, PAGEDB_MAX_BATCH);
   if (n == 0) return PAGEDB_OK;
+  if (r->pf.ids && pf_read_batch(r, ids, n, field, data, sizes)) return PAGEDB_OK;
   /* Offsets, lengths, and the addresses pager_fetch_batch gives back. */
   /* Kept by the reader: a batch per call allocates nothing once warm. */
   if ((size_t)n > r->nscratch) {
@@ -288,7 +185,7 @@ int pagedb_advise(pagedb_reader *r, int hint) {
 }
 
 void api_reader_free(pagedb_reader *r) {
-  prefetch_free(&r->pf);
+  pf_free(&r->pf);
   free(r->scratch);
   free(r->buf);
   free(r);

@@ -155,6 +155,14 @@ static int px_lock(pagedb_file *f, int level) {
       p->lockfd = open(p->path, O_RDWR | O_CLOEXEC);
     } while (p->lockfd < 0 && errno == EINTR);
     if (p->lockfd < 0) return fail(p, PAGEDB_IOERR_LOCK);
+    struct stat a, b;
+    if (fstat(p->fd, &a) != 0 || fstat(p->lockfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+      /* The path names another file now (renamed or replaced). */
+      close(p->lockfd);
+      p->lockfd = -1;
+      errno = ESTALE;
+      return fail(p, PAGEDB_IOERR_LOCK);
+    }
   }
   struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
   while (fcntl(p->lockfd, F_OFD_SETLK, &fl) != 0) {
