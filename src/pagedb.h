@@ -410,14 +410,21 @@ PAGEDB_API int pagedb_advise(pagedb_reader *r, int hint);
 
 /*
 ** Give R the order in which it will read field FIELD: the N ids of IDS
-** (copied; typically from pagedb_order).  While later pagedb_read calls on
-** R follow that order, R reads ahead of them, at most WINDOW bytes: in copy
-** mode it reads the next samples with one batched read and serves them from
-** its buffer; in zero-copy mode it advises the kernel (MADV_WILLNEED) of the
-** next window's pages.  A read off the order is served as usual and does
-** not move the position.  WINDOW 0 (or N 0) turns read-ahead off.  Memory:
-** the copy of IDS plus WINDOW bytes.  Results: PAGEDB_OK; PAGEDB_RANGE;
-** PAGEDB_MISMATCH (a scalar field); PAGEDB_MISUSE; PAGEDB_NOMEM.
+** (copied; typically from pagedb_order).  While later pagedb_read and
+** pagedb_read_batch calls on R follow that order, R reads ahead of them, at
+** most WINDOW bytes.  On a file that bypasses the page cache (the "direct"
+** VFS) in copy mode, a worker thread of R's reads the next half-window of
+** samples with one batched read while the caller consumes the current one,
+** and the reads are served from there; otherwise the kernel is advised
+** (POSIX_FADV_WILLNEED, MADV_WILLNEED) of the next window's bytes and reads
+** them into its cache in the background.  A read off the order is served
+** as usual and does not move the position; a batch larger than half the
+** window gains nothing.  WINDOW 0 (or N 0) turns read-ahead off.  Memory:
+** the copy of IDS, plus WINDOW bytes and a thread on a direct file.
+** Pointers keep the lifetime pagedb_read gives them.  Read-ahead never
+** fails a read: what it could not read is read as usual.  Results:
+** PAGEDB_OK; PAGEDB_RANGE; PAGEDB_MISMATCH (a scalar field); PAGEDB_MISUSE;
+** PAGEDB_NOMEM.
 */
 PAGEDB_API int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int field,
                                       size_t window);

@@ -519,6 +519,13 @@ void pager_map_willneed(Pager *p, uint64_t off, uint64_t n) {
   madvise((void *)a, b - a, MADV_WILLNEED);
 }
 
+void pager_file_willneed(Pager *p, uint64_t off, uint64_t n) {
+  if (n == 0 || p->align > 1) return;    /* a direct file has no cache to fill */
+  const pagedb_io_methods *io = p->fd->pMethods;
+  /* Only a hint, as above. */
+  if (io->xAdvise) io->xAdvise(p->fd, PDB_HEADER_SIZE + off, n, PAGEDB_ADVISE_WILLNEED);
+}
+
 const uint8_t *pager_map(Pager *p) {
   /* Acquire pairs with the release in pager_map_ensure(): a reader that
   ** sees the new map sees it fully set up. */

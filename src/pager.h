@@ -127,6 +127,10 @@ int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end);
 /* Advise WILLNEED for mapped bytes [OFF, OFF+N) of the data region. */
 void pager_map_willneed(Pager *p, uint64_t off, uint64_t n);
 
+/* Advise WILLNEED for data-region bytes [OFF, OFF+N) of a file that goes
+** through the page cache, so the kernel reads them in the background. */
+void pager_file_willneed(Pager *p, uint64_t off, uint64_t n);
+
 /* Ensure the map covers data-region bytes [0, END).  Thread-safe. */
 int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end);
 /* The data region as mapped, or NULL.  Bytes past the committed end must not

@@ -5,15 +5,20 @@
 ** advance (pagedb_order).  Given that order, a reader turns the single reads
 ** into batched I/O that runs while the consumer works:
 **
-**   copy mode: two windows of consecutive positions, each holding at most
-**     half the allowed bytes.  A worker thread reads a queued window with
-**     one batched read (one io_uring submission on the io_uring and direct
-**     VFSes) while the consumer takes its samples from the other.  When the
+**   copy mode on a file that bypasses the page cache (the direct VFS): two
+**     windows of consecutive positions, each holding at most half the
+**     allowed bytes.  A worker thread reads a queued window with one
+**     batched read (one io_uring submission) while the consumer takes its
+**     samples from the other.  When the
 **     consumer enters a window, the one it left is queued again with the
 **     positions after the last queued: so the next window's I/O overlaps
 **     the consumer's work on this one.
-**   zero-copy mode: the kernel is told (MADV_WILLNEED) of the pages of the
-**     next positions, a window at a time, and reads them itself.
+**   copy mode on a file read through the page cache, and zero-copy mode:
+**     the kernel is told (POSIX_FADV_WILLNEED, MADV_WILLNEED) of the next
+**     positions' bytes, a window at a time, and reads them into its cache
+**     in the background; the reads then copy from there, or map it.  A
+**     second copy through a window would only cost memory bandwidth when
+**     the bytes are cached already.
 **
 ** INVARIANTS
 **
@@ -154,14 +159,22 @@ static PfWindow *loaded(pagedb_reader *r, int64_t pos) {
   return ready ? w : NULL;
 }
 
-/* Zero-copy mode: advise the kernel of the pages of the positions from POS
-** on, once per window. */
+/* Whether R's read-ahead goes through windows of its own. */
+static int windowed(pagedb_reader *r) {
+  return r->mode == PAGEDB_READ_COPY && pager_align(r->db->pager) > 1;
+}
+
+/* Without windows: advise the kernel of the bytes of the positions from
+** POS on, once per window. */
 static void hint(pagedb_reader *r, int64_t pos) {
   Prefetch *pf = &r->pf;
   if (pos < pf->hinted || pos >= pf->n) return;
   uint64_t off[64], len[64];
   int64_t k = plan(r, pos, 64, pf->window, off, len);
-  for (int64_t i = 0; i < k; i++) pager_map_willneed(r->db->pager, off[i], len[i]);
+  for (int64_t i = 0; i < k; i++) {
+    if (r->mode == PAGEDB_READ_MMAP) pager_map_willneed(r->db->pager, off[i], len[i]);
+    else pager_file_willneed(r->db->pager, off[i], len[i]);
+  }
   pf->hinted = pos + (k ? k : 1);
 }
 
@@ -169,9 +182,9 @@ int pf_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *
   Prefetch *pf = &r->pf;
   if (field != pf->field || pf->pos >= pf->n || pf->ids[pf->pos] != id) return 0;
   int64_t pos = pf->pos++;
-  if (r->mode == PAGEDB_READ_MMAP) {
+  if (!windowed(r)) {
     hint(r, pos);
-    return 0;   /* the bytes come from the map as usual */
+    return 0;   /* the bytes come from the cache or the map as usual */
   }
   refill(r, pos);
   PfWindow *w = loaded(r, pos);
@@ -188,8 +201,8 @@ int pf_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const 
     if (pf->ids[pf->pos + i] != ids[i]) return 0;
   int64_t pos = pf->pos;
   pf->pos += n;
-  if (r->mode == PAGEDB_READ_MMAP) {
-    hint(r, pf->pos);   /* this batch's own pages are advised as usual */
+  if (!windowed(r)) {
+    hint(r, pf->pos);   /* the batch itself is read as usual */
     return 0;
   }
   refill(r, pos);
@@ -241,7 +254,7 @@ int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int 
   pthread_cond_init(&pf->cv, NULL);
   pf->on = 1;
   int ok = (pf->ids = malloc((size_t)n * sizeof *ids)) != NULL;
-  for (int i = 0; i < 2 && ok && r->mode == PAGEDB_READ_COPY; i++) {
+  for (int i = 0; i < 2 && ok && windowed(r); i++) {
     PfWindow *w = &pf->win[i];
     w->at = malloc(PF_MAX * sizeof *w->at);
     w->off = malloc(PF_MAX * sizeof *w->off);
@@ -258,6 +271,6 @@ int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int 
   pf->window = window;
   /* Without a worker the windows are read when first needed: batched, but
   ** not overlapped with the consumer. */
-  if (r->mode == PAGEDB_READ_COPY) pf->thread_on = pthread_create(&pf->thread, NULL, worker, r) == 0;
+  if (windowed(r)) pf->thread_on = pthread_create(&pf->thread, NULL, worker, r) == 0;
   return PAGEDB_OK;
 }
