@@ -183,12 +183,14 @@ static int openDb(ShellState *p, const char *zCmd, const char *zFile){
     if( makeDemo(p, zFile) ) return 1;
   }
   int rc;
+  const char *zNote = 0;
   if( !p->readonly ){
     rc = pagedb_open(zFile, &p->db, PAGEDB_OPEN_READWRITE, p->zVfs);
     int prim = rc & 0xff;
     if( rc == PAGEDB_OK ) return 0;
-    int retry = prim == PAGEDB_BUSY || (prim == PAGEDB_CANTOPEN && rc != PAGEDB_CANTOPEN_NOENT)
-             || prim == PAGEDB_READONLY;
+    /* Not a refusal of the backend (PAGEDB_CANTOPEN_DIRECT, _URING): those
+    ** refuse a read-only open too. */
+    int retry = prim == PAGEDB_BUSY || rc == PAGEDB_CANTOPEN || prim == PAGEDB_READONLY;
     if( !retry ){
       shellError(p, "%s: cannot open \"%s\": %s (%s)", zCmd, zFile, pagedb_errname(rc),
                  pagedb_errmsg(p->db));
@@ -198,8 +200,7 @@ static int openDb(ShellState *p, const char *zCmd, const char *zFile){
     }
     pagedb_close(p->db);
     p->db = 0;
-    fprintf(stderr, "note: %s: %s; opened read-only\n", zFile,
-            prim == PAGEDB_BUSY ? "another process writes it" : "not writable");
+    zNote = prim == PAGEDB_BUSY ? "another process writes it" : "not writable";
   }
   rc = pagedb_open(zFile, &p->db, PAGEDB_OPEN_READONLY, p->zVfs);
   if( rc ){
@@ -209,6 +210,7 @@ static int openDb(ShellState *p, const char *zCmd, const char *zFile){
     p->db = 0;
     return 1;
   }
+  if( zNote ) fprintf(stderr, "note: %s: %s; opened read-only\n", zFile, zNote);
   return 0;
 }
 

@@ -46,7 +46,9 @@
   X(PAGEDB_NOTADB_VERSION,    "format version too new") \
   X(PAGEDB_NOTADB_MISMATCH,   "catalog of another data file") \
   X(PAGEDB_BUSY_LOCKED,       "another writer holds the dataset") \
-  X(PAGEDB_CANTOPEN_NOENT,    "no such file")
+  X(PAGEDB_CANTOPEN_NOENT,    "no such file") \
+  X(PAGEDB_CANTOPEN_DIRECT,   "the file system refuses O_DIRECT") \
+  X(PAGEDB_CANTOPEN_URING,    "the kernel refuses io_uring")
 
 const char *pagedb_errname(int rc) {
   switch (rc) {

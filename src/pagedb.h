@@ -83,6 +83,8 @@ PAGEDB_API const char *pagedb_libversion(void);
 #define PAGEDB_NOTADB_MISMATCH    (PAGEDB_NOTADB | (2<<8))   /* catalog of another data file */
 #define PAGEDB_BUSY_LOCKED        (PAGEDB_BUSY | (1<<8))     /* a writer holds the write lock */
 #define PAGEDB_CANTOPEN_NOENT     (PAGEDB_CANTOPEN | (1<<8)) /* the file does not exist */
+#define PAGEDB_CANTOPEN_DIRECT    (PAGEDB_CANTOPEN | (2<<8)) /* the file system refuses O_DIRECT */
+#define PAGEDB_CANTOPEN_URING     (PAGEDB_CANTOPEN | (3<<8)) /* the kernel refuses io_uring */
 
 /*
 ** The English name of a result code ("PAGEDB_CORRUPT") and a short

@@ -139,10 +139,12 @@ static Pager *pager_new(pagedb *db, pagedb_vfs *vfs, const char *path) {
 
 static int open_fail(Pager *p, pdb_msg *m, int rc) {
   if (rc == PAGEDB_NOMEM) return pdb_err(p->db, m, rc, "out of memory opening %s", p->path);
-  int e = errno;
-  return pdb_err(p->db, m, rc, "cannot open data file %s with the %s VFS: %s%s", p->path, p->vfs->zName,
-                 rc == PAGEDB_CANTOPEN_NOENT ? "no such file" : strerror(e),
-                 e == EINVAL && strcmp(p->vfs->zName, "direct") == 0 ? " (the file system refuses O_DIRECT)" : "");
+  const char *e = rc == PAGEDB_CANTOPEN_NOENT ? "no such file" : strerror(errno);
+  const char *why = rc == PAGEDB_CANTOPEN_DIRECT ? " (the file system refuses O_DIRECT)"
+                  : rc == PAGEDB_CANTOPEN_URING ? " (setting up io_uring failed: the kernel disables it, or a"
+                                                  " seccomp policy or a container forbids it)"
+                  : "";
+  return pdb_err(p->db, m, rc, "cannot open data file %s with the %s VFS: %s%s", p->path, p->vfs->zName, e, why);
 }
 
 /* Learn the file's alignment needs once it is open. */

@@ -302,23 +302,32 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
     int e = pdb_rings_open(&rings);
     if (e && !(kind & K_DIRECT)) {
       errno = e;
-      return PAGEDB_CANTOPEN;
+      return PAGEDB_CANTOPEN_URING;
     }
   }
-  int oflags = O_CLOEXEC | (direct ? O_DIRECT : 0);
+  /* A new file gets O_DIRECT only once created: a file system that refuses
+  ** it then leaves no empty file behind. */
+  int create = (flags & PAGEDB_VFS_CREATE) != 0;
+  int oflags = O_CLOEXEC | (direct && !create ? O_DIRECT : 0);
   oflags |= (flags & PAGEDB_VFS_READWRITE) ? O_RDWR : O_RDONLY;
-  if (flags & PAGEDB_VFS_CREATE) oflags |= O_CREAT;
+  if (create) oflags |= O_CREAT;
   if (flags & PAGEDB_VFS_EXCLUSIVE) oflags |= O_EXCL;
-  int fd;
+  int fd, refused = 0;
   do {
     fd = open(path, oflags, 0644);
   } while (fd < 0 && errno == EINTR);
+  if (fd < 0 && direct && errno == EINVAL) refused = 1;
   if (fd >= 0) {
     struct stat st;
     int e = 0;
     if (fstat(fd, &st) != 0) e = errno;
     else if (S_ISDIR(st.st_mode)) e = EISDIR;
     else if (!S_ISREG(st.st_mode)) e = EINVAL;
+    else if (direct && create && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_DIRECT) != 0) {
+      e = errno;
+      refused = e == EINVAL;
+      if (flags & PAGEDB_VFS_EXCLUSIVE) unlink(path);    /* ours: O_EXCL made it */
+    }
     if (e) {
       close(fd);
       fd = -1;
@@ -329,7 +338,7 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
     int e = errno;
     pdb_rings_close(rings);
     errno = e;
-    return e == ENOENT ? PAGEDB_CANTOPEN_NOENT : PAGEDB_CANTOPEN;
+    return refused ? PAGEDB_CANTOPEN_DIRECT : e == ENOENT ? PAGEDB_CANTOPEN_NOENT : PAGEDB_CANTOPEN;
   }
   p->path = pdb_strdup(path);
   if (!p->path) {

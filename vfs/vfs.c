@@ -177,6 +177,8 @@ int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, size_t cap) {
     }
   }
   int e = rc == PAGEDB_OK ? 0 : f ? pdb_os_errno(f) : errno;
+  if (rc == PAGEDB_CANTOPEN_URING) step = "setting up io_uring";
+  if (rc == PAGEDB_CANTOPEN_DIRECT) step = "opening a file with O_DIRECT";
   if (rc == PAGEDB_OK) snprintf(why, cap, "ok");
   else snprintf(why, cap, "%s: %s failed in %s: %s", vfs->zName, step, dir ? dir : ".",
                 e ? strerror(e) : pagedb_errstr(rc));
