@@ -13,7 +13,9 @@
 /* The built-in backends, registered on first use of the registry. */
 pagedb_vfs *pdb_posix_vfs(void);
 pagedb_vfs *pdb_direct_vfs(void);
+#if PAGEDB_HAVE_URING
 pagedb_vfs *pdb_uring_vfs(void);
+#endif
 
 /* pread N bytes at OFF into BUF, retrying EINTR and short transfers; past
 ** the end of the file zero-fill and return PAGEDB_IOERR_SHORT_READ; on

@@ -197,6 +197,7 @@ static int px_unmap(pagedb_file *f, const void *m, size_t n) {
 }
 
 static int px_read_batch(pagedb_file *f, pagedb_iovec *reqs, int n) {
+#if PAGEDB_HAVE_URING
   PosixFile *p = (PosixFile *)f;
   if (p->rings) {
     int e;
@@ -204,6 +205,7 @@ static int px_read_batch(pagedb_file *f, pagedb_iovec *reqs, int n) {
     if (rc != PAGEDB_OK && e) atomic_store_explicit(&p->err, e, memory_order_relaxed);
     return rc;
   }
+#endif
   int first = PAGEDB_OK;
   for (int i = 0; i < n; i++) {
     reqs[i].rc = px_read(f, reqs[i].buf, reqs[i].n, reqs[i].off);
@@ -213,16 +215,19 @@ static int px_read_batch(pagedb_file *f, pagedb_iovec *reqs, int n) {
 }
 
 static int px_write_start(pagedb_file *f, pagedb_aio *a) {
-  PosixFile *p = (PosixFile *)f;
   a->pPriv = NULL;
+#if PAGEDB_HAVE_URING
+  PosixFile *p = (PosixFile *)f;
   if (p->rings && pdb_uring_write_start(p->rings, p->fd, a) == 0) return PAGEDB_OK;
+#endif
   return a->rc = px_write(f, a->buf, a->n, a->off);
 }
 
 static int px_write_wait(pagedb_file *f, pagedb_aio *a, int wait) {
+  if (!a->pPriv) return a->rc;
+#if PAGEDB_HAVE_URING
   PosixFile *p = (PosixFile *)f;
   int res;
-  if (!a->pPriv) return a->rc;
   if (!pdb_uring_write_wait(p->rings, a, wait, &res)) return PAGEDB_BUSY;
   if (res < 0) {
     errno = -res;
@@ -234,6 +239,7 @@ static int px_write_wait(pagedb_file *f, pagedb_aio *a, int wait) {
     a->rc = done == a->n ? PAGEDB_OK
                          : px_write(f, (const uint8_t *)a->buf + done, a->n - done, a->off + done);
   }
+#endif
   return a->rc;
 }
 
@@ -393,7 +399,7 @@ static pagedb_vfs posix_vfs = {
 };
 
 /* The flavours, told apart by pAppData. */
-static const int kDirect = K_DIRECT | K_URING, kUring = K_URING;
+static const int kDirect = K_DIRECT | K_URING;
 
 static pagedb_vfs direct_vfs = {
   .iVersion = 1,
@@ -406,6 +412,8 @@ static pagedb_vfs direct_vfs = {
   .xSyncDir = px_sync_dir,
 };
 
+#if PAGEDB_HAVE_URING
+static const int kUring = K_URING;
 static pagedb_vfs uring_vfs = {
   .iVersion = 1,
   .szFile = sizeof(PosixFile),
@@ -420,3 +428,4 @@ static pagedb_vfs uring_vfs = {
 pagedb_vfs *pdb_posix_vfs(void) { return &posix_vfs; }
 pagedb_vfs *pdb_direct_vfs(void) { return &direct_vfs; }
 pagedb_vfs *pdb_uring_vfs(void) { return &uring_vfs; }
+#endif

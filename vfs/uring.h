@@ -13,6 +13,17 @@
 /* A file's pool of rings. */
 typedef struct PdbRings PdbRings;
 
+#if !PAGEDB_HAVE_URING
+/* Built without liburing: no pool can be made, and the backends, which
+** use the rest only through a pool, do plain I/O. */
+#include <errno.h>
+static inline int pdb_rings_open(PdbRings **p) {
+  *p = NULL;
+  return ENOSYS;
+}
+static inline void pdb_rings_close(PdbRings *p) { (void)p; }
+#else
+
 /* Make a pool with one ring: 0, or an errno saying why io_uring does not
 ** work here (ENOSYS, EPERM under seccomp, ...). */
 int pdb_rings_open(PdbRings **p);
@@ -39,4 +50,5 @@ int pdb_uring_write_start(PdbRings *p, int fd, pagedb_aio *a);
 */
 int pdb_uring_write_wait(PdbRings *p, pagedb_aio *a, int wait, int *res);
 
+#endif /* PAGEDB_HAVE_URING */
 #endif /* PAGEDB_URING_H */

@@ -47,7 +47,9 @@ static void init_builtins(void) {
   ready = 1;
   link_vfs(pdb_posix_vfs(), 1);
   link_vfs(pdb_direct_vfs(), 0);
+#if PAGEDB_HAVE_URING
   link_vfs(pdb_uring_vfs(), 0);
+#endif
 }
 
 int pagedb_vfs_register(pagedb_vfs *vfs, int makeDflt) {
