@@ -2,6 +2,8 @@
 ** tclfault.c -- the fault-injecting VFS of the test suite, and the Tcl
 ** commands that drive it and probe the VFS registry.
 */
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -596,8 +598,20 @@ static int vfsListCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *cons
   return TCL_OK;
 }
 
+/* pagedb_vfs_builtin: the backends this build compiled in (configure
+** leaves io_uring out without liburing). */
+static int vfsBuiltinCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+#if PAGEDB_HAVE_URING
+  Tcl_SetObjResult(interp, Tcl_NewStringObj("direct io_uring posix", -1));
+#else
+  Tcl_SetObjResult(interp, Tcl_NewStringObj("direct posix", -1));
+#endif
+  return TCL_OK;
+}
+
 void Tclfault_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_vfs_list", vfsListCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_vfs_builtin", vfsBuiltinCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_faultvfs", faultvfsCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_vfs_find", vfsFindCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_vfs_misuse", vfsMisuseCmd, 0, 0);

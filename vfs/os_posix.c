@@ -425,7 +425,8 @@ static pagedb_vfs uring_vfs = {
   .xSyncDir = px_sync_dir,
 };
 
-pagedb_vfs *pdb_posix_vfs(void) { return &posix_vfs; }
-pagedb_vfs *pdb_direct_vfs(void) { return &direct_vfs; }
 pagedb_vfs *pdb_uring_vfs(void) { return &uring_vfs; }
 #endif
+
+pagedb_vfs *pdb_posix_vfs(void) { return &posix_vfs; }
+pagedb_vfs *pdb_direct_vfs(void) { return &direct_vfs; }
