@@ -462,12 +462,12 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
     aligned_range(p, off[i], len[i], &a0, &a1);
     total += (size_t)(a1 - a0);
   }
-  pagedb_iovec one;   /* the common single read allocates nothing */
-  pagedb_iovec *iov = n == 1 ? &one : malloc((size_t)(n ? n : 1) * sizeof *iov);
+  pagedb_iovec small[64];   /* single reads and common batches allocate nothing */
+  pagedb_iovec *iov = n <= 64 ? small : malloc((size_t)n * sizeof *iov);
   int rc = iov ? reserve(p, m, buf, cap, total)
                : pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory reading a batch of %d from %s", n, p->path);
   if (rc != PAGEDB_OK) {
-    if (iov != &one) free(iov);
+    if (iov != small) free(iov);
     return rc;
   }
   size_t at = 0;
@@ -492,7 +492,7 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
       rc = read_fail(p, m, r, off[i], (size_t)len[i]);
     }
   }
-  if (iov != &one) free(iov);
+  if (iov != small) free(iov);
   return rc;
 }
 
