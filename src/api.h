@@ -64,8 +64,9 @@ struct pagedb_writer {
   pagedb_writer *next;      /* in db->writers */
   uint8_t *buf;             /* the page being filled; cap >= page size */
   size_t cap;
-  uint8_t *spare;           /* async writes: the other buffer, else NULL */
+  uint8_t *spare;           /* the other buffer: written from, or free */
   size_t spare_cap;
+  int async;                /* the file's writes are asynchronous */
   pthread_mutex_t fly_mu;   /* fly, aio, fly_err: commit may land the write */
   PageRecs *fly;            /* the run being written from spare, or NULL */
   pagedb_aio aio;           /* ...its write */

@@ -5,8 +5,17 @@
 ** FILE LAYOUT
 **
 **   [0, 4096)              header (below); written once at creation
-**   4096 + k*page_size     page k; a run of n pages starts with a 64-byte
+**   [4096, D)              a hole: D, the data offset, is the smaller of
+**                          the page size and 2 MiB (files of format 1 made
+**                          before: 4096)
+**   D + k*page_size        page k; a run of n pages starts with a 64-byte
 **                          run header, then the records of its samples
+**
+** Why D: the page cache backs a file with large folios (up to 2 MiB) only
+** where a write covers a whole naturally aligned range.  With pages at
+** 2 MiB-aligned offsets and every nearly full run padded to the end of its
+** last 2 MiB (see fill_end), a warm dataset is mapped 2 MiB at a time and
+** zero-copy reads fault a few hundred times less often: 3-4x faster here.
 **
 **   Header (little-endian):          Run header (little-endian):
 **     0  16  magic "pagedb data\0..."   0   8  magic "PDBRUN\0\0"
@@ -15,7 +24,7 @@
 **    24   8  page size                 32   4  pages in the run
 **    32  16  dataset uuid              36   4  samples in the run
 **    48   8  creation time (unix s)    40   8  bytes used, header included
-**    56   8  data offset (4096)        48   8  reserved (0)
+**    56   8  data offset D             48   8  reserved (0)
 **    64  56  reserved (0)              56   8  checksum of bytes 0..55
 **   120   8  checksum of bytes 0..119
 **
@@ -84,6 +93,7 @@ struct Pager {
   int readonly;
   int poisoned;              /* sticky sync failure (invariant 6) */
   uint32_t align;            /* I/O alignment: the sector size if direct, else 1 */
+  uint64_t data_off;         /* file offset of page 0 (D above) */
 
   _Atomic uint64_t claimed;  /* next unclaimed page */
 
@@ -113,12 +123,17 @@ static void encode_header(const Pager *p, uint8_t *h, uint64_t created) {
   pdb_put64(h + 24, p->page_size);
   memcpy(h + 32, p->uuid, 16);
   pdb_put64(h + 48, created);
-  pdb_put64(h + 56, PDB_HEADER_SIZE);
+  pdb_put64(h + 56, p->data_off);
   pdb_put64(h + 120, pdb_checksum(h, 120));
 }
 
 static int valid_page_size(uint64_t n) {
   return n >= PAGEDB_MIN_PAGE_SIZE && n <= PAGEDB_MAX_PAGE_SIZE && (n & (n - 1)) == 0;
+}
+
+/* The unit the page cache maps whole: a PMD-sized folio, or a smaller page. */
+static uint64_t fill_unit(uint64_t page_size) {
+  return page_size < PDB_FOLIO_MAX ? page_size : PDB_FOLIO_MAX;
 }
 
 static Pager *pager_new(pagedb *db, pagedb_vfs *vfs, const char *path) {
@@ -170,6 +185,7 @@ int pager_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path,
   Pager *p = pager_new(db, vfs, path);
   if (!p) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening %s", path);
   p->page_size = page_size;
+  p->data_off = fill_unit(page_size);
   pdb_random(p->uuid, sizeof p->uuid);
   int rc = pdb_os_open(vfs, path, PAGEDB_VFS_READWRITE | PAGEDB_VFS_CREATE | PAGEDB_VFS_EXCLUSIVE, &p->fd);
   if (rc != PAGEDB_OK) {
@@ -205,11 +221,16 @@ static int decode_header(Pager *p, pdb_msg *m, const uint8_t *h, uint64_t size) 
     return pdb_err(p->db, m, PAGEDB_CORRUPT_TRUNCATED, "%s: file is %llu bytes, shorter than its %u-byte header",
                    p->path, (unsigned long long)size, PDB_HEADER_SIZE);
   uint64_t ps = pdb_get64(h + 24);
-  if (version == 0 || pdb_get32(h + 20) != PDB_HEADER_SIZE || pdb_get64(h + 56) != PDB_HEADER_SIZE || !valid_page_size(ps))
+  uint64_t d = pdb_get64(h + 56);
+  /* D is 4096 or a larger multiple of it no larger than a page: aligned
+  ** for O_DIRECT, and never far into the file. */
+  if (version == 0 || pdb_get32(h + 20) != PDB_HEADER_SIZE || !valid_page_size(ps) || d < PDB_HEADER_SIZE ||
+      d % PDB_HEADER_SIZE != 0 || d > ps)
     return pdb_err(p->db, m, PAGEDB_CORRUPT_HEADER,
-                   "%s: header fields out of range (version %u, page size %llu)", p->path, version,
-                   (unsigned long long)ps);
+                   "%s: header fields out of range (version %u, page size %llu, data offset %llu)", p->path,
+                   version, (unsigned long long)ps, (unsigned long long)d);
   p->page_size = (uint32_t)ps;
+  p->data_off = d;
   memcpy(p->uuid, h + 32, 16);
   return PAGEDB_OK;
 }
@@ -265,13 +286,14 @@ void pager_close(Pager *p) {
 
 uint32_t pager_page_size(const Pager *p) { return p->page_size; }
 const uint8_t *pager_uuid(const Pager *p) { return p->uuid; }
-uint64_t pager_data_off(const Pager *p) { return PDB_HEADER_SIZE; }
+uint64_t pager_data_off(const Pager *p) { return p->data_off; }
 pagedb_file *pager_file(Pager *p) { return p->fd; }
 
 int pager_set_page_size(Pager *p, pdb_msg *m, uint32_t page_size) {
   assert(valid_page_size(page_size));
   assert(atomic_load(&p->claimed) == 0);
   p->page_size = page_size;
+  p->data_off = fill_unit(page_size);
   return write_header(p, m);
 }
 
@@ -287,7 +309,9 @@ int pager_recover(Pager *p, pdb_msg *m, uint64_t committed, uint64_t data_end, i
   uint64_t size;
   int rc = pdb_os_size(p->fd, &size);
   if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot size");
-  uint64_t need = PDB_HEADER_SIZE + data_end;
+  /* An empty dataset is the header alone: the hole before page 0 appears
+  ** with the first write. */
+  uint64_t need = committed ? p->data_off + data_end : PDB_HEADER_SIZE;
   if (size < need)
     return pdb_err(p->db, m, PAGEDB_CORRUPT_TRUNCATED,
                    "%s is truncated: its %llu committed pages need %llu bytes but the file has %llu",
@@ -295,7 +319,7 @@ int pager_recover(Pager *p, pdb_msg *m, uint64_t committed, uint64_t data_end, i
                    (unsigned long long)size);
   atomic_store(&p->claimed, committed);
   p->prefix = committed;
-  uint64_t end = PDB_HEADER_SIZE + committed * p->page_size;
+  uint64_t end = committed ? p->data_off + committed * p->page_size : PDB_HEADER_SIZE;
   if (writable && size > end) {
     /* Invariant 5: what lies past the committed pages was never committed. */
     rc = pdb_os_truncate(p->fd, end);
@@ -319,6 +343,19 @@ int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno) {
   return PAGEDB_OK;
 }
 
+/*
+** How many bytes to write of a run that uses USED: direct I/O writes whole
+** sectors, and a run that nearly fills its last fill unit is padded to the
+** unit's end, so that the unit gets one large folio (the FILE LAYOUT note).
+** The pad is at most a sixteenth of the run: small commits stay small.
+*/
+static size_t fill_end(const Pager *p, size_t used) {
+  size_t unit = (size_t)fill_unit(p->page_size);
+  size_t whole = (used + unit - 1) & ~(unit - 1);
+  if (p->data_off % unit == 0 && whole - used <= used / 16) return whole;
+  return (used + p->align - 1) & ~(size_t)(p->align - 1);
+}
+
 int pager_write_start(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint32_t nsamples,
                       uint8_t *buf, size_t used, pagedb_aio *a) {
   assert(used >= PDB_PAGE_HDR && used <= (uint64_t)npages * p->page_size);
@@ -335,9 +372,8 @@ int pager_write_start(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint
   pdb_put64(buf + 40, used);
   pdb_put64(buf + 48, 0);
   pdb_put64(buf + 56, pdb_checksum(buf, 56));
-  /* Direct I/O writes whole sectors: pad with zeroes, inside the run. */
-  a->n = (used + p->align - 1) & ~(size_t)(p->align - 1);
-  a->off = PDB_HEADER_SIZE + pgno * p->page_size;
+  a->n = fill_end(p, used);
+  a->off = p->data_off + pgno * p->page_size;
   memset(buf + used, 0, a->n - used);
   pdb_os_write_start(p->fd, a);
   return PAGEDB_OK;
@@ -348,7 +384,7 @@ int pager_write_wait(Pager *p, pdb_msg *m, pagedb_aio *a, int wait) {
   if (rc != PAGEDB_OK && rc != PAGEDB_BUSY) {
     int e = pdb_os_errno(p->fd);
     return pdb_err(p->db, m, rc, "cannot write page %llu (%zu bytes at offset %llu) of %s: %s",
-                   (unsigned long long)((a->off - PDB_HEADER_SIZE) / p->page_size), a->n,
+                   (unsigned long long)((a->off - p->data_off) / p->page_size), a->n,
                    (unsigned long long)a->off, p->path, e ? strerror(e) : pagedb_errstr(rc));
   }
   return rc;
@@ -409,15 +445,15 @@ int pager_sync(Pager *p, pdb_msg *m) {
 static int read_fail(Pager *p, pdb_msg *m, int rc, uint64_t off, size_t n) {
   int e = pdb_os_errno(p->fd);
   return pdb_err(p->db, m, rc, "cannot read %zu bytes at offset %llu of %s: %s", n,
-                 (unsigned long long)(PDB_HEADER_SIZE + off), p->path,
+                 (unsigned long long)(p->data_off + off), p->path,
                  rc == PAGEDB_IOERR_SHORT_READ ? "file ends early" : e ? strerror(e) : pagedb_errstr(rc));
 }
 
 uint32_t pager_align(const Pager *p) { return p->align; }
 
 int pager_read(Pager *p, pdb_msg *m, uint64_t off, void *buf, size_t n) {
-  assert(((PDB_HEADER_SIZE + off) | n | (uintptr_t)buf) % p->align == 0);
-  int rc = pdb_os_read(p->fd, buf, n, PDB_HEADER_SIZE + off);
+  assert(((p->data_off + off) | n | (uintptr_t)buf) % p->align == 0);
+  int rc = pdb_os_read(p->fd, buf, n, p->data_off + off);
   return rc == PAGEDB_OK ? rc : read_fail(p, m, rc, off, n);
 }
 
@@ -429,7 +465,7 @@ int pager_fetch(Pager *p, pdb_msg *m, uint64_t off, size_t n, uint8_t **buf, siz
 /* The aligned file range [*A0, *A1) that holds data-region bytes
 ** [OFF, OFF+N). */
 static void aligned_range(const Pager *p, uint64_t off, uint64_t n, uint64_t *a0, uint64_t *a1) {
-  uint64_t pos = PDB_HEADER_SIZE + off;
+  uint64_t pos = p->data_off + off;
   *a0 = pos & ~(uint64_t)(p->align - 1);
   *a1 = (pos + n + p->align - 1) & ~(uint64_t)(p->align - 1);
 }
@@ -450,7 +486,7 @@ static int reserve(Pager *p, pdb_msg *m, uint8_t **buf, size_t *cap, size_t len)
 ** of the file. */
 static int short_ok(Pager *p, uint64_t off, uint64_t n) {
   uint64_t size;
-  return pdb_os_size(p->fd, &size) == PAGEDB_OK && size >= PDB_HEADER_SIZE + off + n;
+  return pdb_os_size(p->fd, &size) == PAGEDB_OK && size >= p->data_off + off + n;
 }
 
 int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len,
@@ -475,7 +511,7 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
     uint64_t a0, a1;
     aligned_range(p, off[i], len[i], &a0, &a1);
     iov[i] = (pagedb_iovec){ *buf + at, (size_t)(a1 - a0), a0, PAGEDB_OK };
-    out[i] = *buf + at + (PDB_HEADER_SIZE + off[i] - a0);
+    out[i] = *buf + at + (p->data_off + off[i] - a0);
     at += (size_t)(a1 - a0);
   }
   const pagedb_io_methods *io = p->fd->pMethods;
@@ -505,18 +541,18 @@ int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end) {
   pthread_mutex_lock(&p->mapmu);
   const uint8_t *map = atomic_load_explicit(&p->map, memory_order_relaxed);
   int e = 0;
-  if (map && end > 0 && madvise((void *)map, (size_t)(PDB_HEADER_SIZE + end), madv[hint]) != 0) e = errno;
+  if (map && end > 0 && madvise((void *)map, (size_t)(p->data_off + end), madv[hint]) != 0) e = errno;
   pthread_mutex_unlock(&p->mapmu);
   if (e) return pdb_err(p->db, m, PAGEDB_IOERR, "madvise of %s failed: %s", p->path, strerror(e));
-  int rc = p->fd->pMethods->xAdvise ? p->fd->pMethods->xAdvise(p->fd, PDB_HEADER_SIZE, end, hint) : PAGEDB_OK;
+  int rc = p->fd->pMethods->xAdvise ? p->fd->pMethods->xAdvise(p->fd, p->data_off, end, hint) : PAGEDB_OK;
   return rc == PAGEDB_OK ? rc : os_fail(p, m, rc, "cannot advise the kernel about");
 }
 
 void pager_map_willneed(Pager *p, uint64_t off, uint64_t n) {
   const uint8_t *map = atomic_load_explicit(&p->map, memory_order_acquire);
   if (!map || n == 0) return;
-  uintptr_t a = (uintptr_t)(map + PDB_HEADER_SIZE + off) & ~(uintptr_t)4095;
-  uintptr_t b = (uintptr_t)(map + PDB_HEADER_SIZE + off + n);
+  uintptr_t a = (uintptr_t)(map + p->data_off + off) & ~(uintptr_t)4095;
+  uintptr_t b = (uintptr_t)(map + p->data_off + off + n);
   /* Only a hint: a failure changes nothing but speed. */
   madvise((void *)a, b - a, MADV_WILLNEED);
 }
@@ -525,18 +561,18 @@ void pager_file_willneed(Pager *p, uint64_t off, uint64_t n) {
   if (n == 0 || p->align > 1) return;    /* a direct file has no cache to fill */
   const pagedb_io_methods *io = p->fd->pMethods;
   /* Only a hint, as above. */
-  if (io->xAdvise) io->xAdvise(p->fd, PDB_HEADER_SIZE + off, n, PAGEDB_ADVISE_WILLNEED);
+  if (io->xAdvise) io->xAdvise(p->fd, p->data_off + off, n, PAGEDB_ADVISE_WILLNEED);
 }
 
 const uint8_t *pager_map(Pager *p) {
   /* Acquire pairs with the release in pager_map_ensure(): a reader that
   ** sees the new map sees it fully set up. */
   const uint8_t *base = atomic_load_explicit(&p->map, memory_order_acquire);
-  return base ? base + PDB_HEADER_SIZE : NULL;
+  return base ? base + p->data_off : NULL;
 }
 
 int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end) {
-  uint64_t need = PDB_HEADER_SIZE + end;
+  uint64_t need = p->data_off + end;
   pthread_mutex_lock(&p->mapmu);
   int rc = PAGEDB_OK;
   if (!atomic_load_explicit(&p->map, memory_order_relaxed) || need > p->maplen) {

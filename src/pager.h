@@ -8,7 +8,8 @@
 
 #include "pagedbInt.h"
 
-#define PDB_HEADER_SIZE 4096u   /* bytes before page 0 */
+#define PDB_HEADER_SIZE 4096u   /* the header; page 0 starts at pager_data_off() */
+#define PDB_FOLIO_MAX   (2u << 20)  /* the largest page-cache folio (x86-64 PMD) */
 #define PDB_PAGE_HDR    64u     /* bytes at the start of every run */
 #define PDB_FORMAT      1u      /* data file format version */
 

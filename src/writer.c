@@ -14,9 +14,12 @@
 ** alone exceeds a page grows the buffer and becomes a run of several pages
 ** when it ends.  The caller never retries anything.
 **
-** On a file whose writes are asynchronous (io_uring), the writer has two
-** buffers: it starts a page's write from one and fills the next page in
-** the other meanwhile, so at most one write per writer is in flight.  The
+** A writer has two buffers.  A run is written from one while the bytes of
+** the sample that did not fit move to the other, which is filled next: the
+** write may pad the run past its end (pager.c, fill_end), over where those
+** bytes were.  On a file whose writes are asynchronous (io_uring, direct),
+** the next page is filled while the write is in flight, so at most one
+** write per writer is in flight; elsewhere the write ends first.  The
 ** run is handed to the pager when the write lands: at the writer's next
 ** call that finds it ended, before the writer's next write, at flush or
 ** close, or at a commit (api_land_writers), so a written page never waits
@@ -63,12 +66,11 @@ int pagedb_writer_open(pagedb *db, pagedb_writer **out) {
     w->cap = ps;
     w->cur = calloc((size_t)db->nw, sizeof *w->cur);
     w->pos = PDB_PAGE_HDR;
-    if (pager_async(db->pager)) {
-      w->spare = aligned_alloc(4096, ps);
-      w->spare_cap = ps;
-    }
+    w->spare = aligned_alloc(4096, ps);
+    w->spare_cap = ps;
+    w->async = pager_async(db->pager);
   }
-  if (!w || !w->buf || !w->cur || (pager_async(db->pager) && !w->spare)) {
+  if (!w || !w->buf || !w->cur || !w->spare) {
     if (w) {
       free(w->buf);
       free(w->spare);
@@ -174,33 +176,21 @@ static int write_run(pagedb_writer *w, size_t used, size_t carry) {
   r->d.npages = npages;
   r->d.nsamples = nsamples;
   r->d.used = used;
-  uint8_t *cur = w->buf + w->start;
-  if (w->spare) {
-    memcpy(w->spare + PDB_PAGE_HDR, cur, carry);
-    rc = pager_write_start(p, &w->err, pgno, npages, nsamples, w->buf, used, &w->aio);
-    if (rc == PAGEDB_OK) {
-      uint8_t *b = w->buf;
-      size_t c = w->cap;
-      w->buf = w->spare;
-      w->cap = w->spare_cap;
-      w->spare = b;
-      w->spare_cap = c;
-      pthread_mutex_lock(&w->fly_mu);
-      w->fly = r;
-      pthread_mutex_unlock(&w->fly_mu);
-      return land_own(w, 0);   /* a fast write may have ended already */
-    }
-  } else {
-    /* The write pads the run to the I/O alignment in place, over the
-    ** first bytes of the current sample: keep them aside. */
-    uint8_t keep[PDB_HEADER_SIZE];
-    size_t nkeep = carry < pager_align(p) ? carry : pager_align(p);
-    memcpy(keep, cur, nkeep);
-    rc = pager_write_start(p, &w->err, pgno, npages, nsamples, w->buf, used, &w->aio);
-    if (rc == PAGEDB_OK) rc = pager_write_wait(p, &w->err, &w->aio, 1);
-    memcpy(cur, keep, nkeep);
-    memmove(w->buf + PDB_PAGE_HDR, cur, carry);
+  memcpy(w->spare + PDB_PAGE_HDR, w->buf + w->start, carry);
+  rc = pager_write_start(p, &w->err, pgno, npages, nsamples, w->buf, used, &w->aio);
+  uint8_t *b = w->buf;
+  size_t c = w->cap;
+  w->buf = w->spare;
+  w->cap = w->spare_cap;
+  w->spare = b;
+  w->spare_cap = c;
+  if (rc == PAGEDB_OK && w->async) {
+    pthread_mutex_lock(&w->fly_mu);
+    w->fly = r;
+    pthread_mutex_unlock(&w->fly_mu);
+    return land_own(w, 0);   /* a fast write may have ended already */
   }
+  if (rc == PAGEDB_OK) rc = pager_write_wait(p, &w->err, &w->aio, 1);
   finish_run(db, r, rc, &w->err);
   if (rc != PAGEDB_OK) w->failed = rc;
   return rc;
@@ -400,7 +390,7 @@ int pagedb_sample_end(pagedb_writer *w, int64_t *id) {
     /* A full page or a multi-page sample: write it now. */
     rc = write_run(w, w->pos, 0);
     w->pos = PDB_PAGE_HDR;
-  } else if (w->spare) {
+  } else if (w->async) {
     rc = land_own(w, 0);
   }
   return rc;

@@ -320,6 +320,12 @@ proc read_bytes {path offset n} {
   return $data
 }
 
+# The file offset of page 0 of data file PATH (header bytes 56..63).
+proc data_offset {path} {
+  binary scan [read_bytes $path 56 8] wu d
+  return $d
+}
+
 proc patch_file {path offset bytes} {
   set fd [open $path r+b]
   seek $fd $offset
