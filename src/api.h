@@ -127,8 +127,14 @@ struct pagedb_reader {
   Prefetch pf;              /* pf.ids NULL: no read-ahead */
   uint64_t *scratch;        /* pagedb_read_batch: offsets, lengths, addresses */
   size_t nscratch;          /* ...for this many ids */
+  int hint_left;            /* zero-copy batches before the next residency check */
+  int hint_on;              /* ...and whether they advise the kernel meanwhile */
   pdb_msg err;
 };
+
+/* Whether to advise the kernel (MADV_WILLNEED) of the N extents that a
+** zero-copy batch or read-ahead of R is about to touch. */
+int api_hint_batch(pagedb_reader *r, int n, const uint64_t *off, const uint64_t *len);
 
 /* Land every writer's write in flight, so that commit sees its pages
 ** (db->mu not held). */

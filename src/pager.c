@@ -551,10 +551,32 @@ int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end) {
 void pager_map_willneed(Pager *p, uint64_t off, uint64_t n) {
   const uint8_t *map = atomic_load_explicit(&p->map, memory_order_acquire);
   if (!map || n == 0) return;
+  /* Hinting only an extent's own pages makes the kernel read 4 KiB at a
+  ** time where a fault would read around it: rounded out to 128 KiB (the
+  ** default read-around) a cold zero-copy batch of W-small ran 4.5x faster
+  ** and one of W-img 1.3x, and no hint reads more than a fault would. */
+  const uintptr_t unit = (uintptr_t)128 << 10;
+  uintptr_t a = (uintptr_t)(map + p->data_off + off) & ~(unit - 1);
+  uintptr_t b = ((uintptr_t)(map + p->data_off + off + n) + unit - 1) & ~(unit - 1);
+  /* Only a hint: a failure (ENOMEM where the rounding passes the end of
+  ** the map) changes nothing but speed. */
+  madvise((void *)a, b - a, MADV_WILLNEED);
+}
+
+int pager_map_resident(Pager *p, uint64_t off, uint64_t n) {
+  const uint8_t *map = atomic_load_explicit(&p->map, memory_order_acquire);
+  if (!map || n == 0) return 1;
   uintptr_t a = (uintptr_t)(map + p->data_off + off) & ~(uintptr_t)4095;
   uintptr_t b = (uintptr_t)(map + p->data_off + off + n);
-  /* Only a hint: a failure changes nothing but speed. */
-  madvise((void *)a, b - a, MADV_WILLNEED);
+  unsigned char vec[256];
+  while (a < b) {
+    size_t len = b - a < sizeof vec * 4096 ? b - a : sizeof vec * 4096;
+    if (mincore((void *)a, len, vec) != 0) return 1;
+    for (size_t i = 0; i < (len + 4095) / 4096; i++)
+      if (!(vec[i] & 1)) return 0;
+    a += len;
+  }
+  return 1;
 }
 
 void pager_file_willneed(Pager *p, uint64_t off, uint64_t n) {

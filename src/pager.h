@@ -128,6 +128,10 @@ int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end);
 /* Advise WILLNEED for mapped bytes [OFF, OFF+N) of the data region. */
 void pager_map_willneed(Pager *p, uint64_t off, uint64_t n);
 
+/* Whether every page of bytes [OFF, OFF+N) of the data region is in the
+** page cache (mincore over the map); 1 when it cannot tell. */
+int pager_map_resident(Pager *p, uint64_t off, uint64_t n);
+
 /* Advise WILLNEED for data-region bytes [OFF, OFF+N) of a file that goes
 ** through the page cache, so the kernel reads them in the background. */
 void pager_file_willneed(Pager *p, uint64_t off, uint64_t n);

@@ -171,9 +171,11 @@ static void hint(pagedb_reader *r, int64_t pos) {
   if (pos < pf->hinted || pos >= pf->n) return;
   uint64_t off[64], len[64];
   int64_t k = plan(r, pos, 64, pf->window, off, len);
-  for (int64_t i = 0; i < k; i++) {
-    if (r->mode == PAGEDB_READ_MMAP) pager_map_willneed(r->db->pager, off[i], len[i]);
-    else pager_file_willneed(r->db->pager, off[i], len[i]);
+  if (r->mode == PAGEDB_READ_MMAP) {
+    if (api_hint_batch(r, (int)k, off, len))
+      for (int64_t i = 0; i < k; i++) pager_map_willneed(r->db->pager, off[i], len[i]);
+  } else {
+    for (int64_t i = 0; i < k; i++) pager_file_willneed(r->db->pager, off[i], len[i]);
   }
   pf->hinted = pos + (k ? k : 1);
 }

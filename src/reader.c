@@ -133,6 +133,23 @@ int pagedb_read_real(pagedb_reader *r, int64_t id, int field, double *v) {
   return rc;
 }
 
+/*
+** A hint lets a cold batch fault its pages in parallel, but on a warm file
+** it is a system call per extent for nothing: with 2 MiB folios it cost a
+** batch a fifth of its speed.  So every HINT_EVERY-th batch first asks
+** whether its pages are resident, and the batches until the next check
+** follow the answer.
+*/
+#define HINT_EVERY 16
+
+int api_hint_batch(pagedb_reader *r, int n, const uint64_t *off, const uint64_t *len) {
+  if (r->hint_left-- > 0) return r->hint_on;
+  r->hint_left = HINT_EVERY - 1;
+  r->hint_on = 0;
+  for (int i = 0; i < n && !r->hint_on; i++) r->hint_on = !pager_map_resident(r->db->pager, off[i], len[i]);
+  return r->hint_on;
+}
+
 int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes) {
   if (!r) return PAGEDB_MISUSE;
   if (n < 0 || n > PAGEDB_MAX_BATCH || (n > 0 && (!ids || !data || !sizes)))
@@ -155,7 +172,8 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
   int good = rc == PAGEDB_OK ? n : i - 1;     /* extents found before a failure */
   if (r->mode == PAGEDB_READ_MMAP) {
     const uint8_t *base = pager_map(r->db->pager);
-    for (i = 0; i < good; i++) pager_map_willneed(r->db->pager, off[i], len[i]);
+    if (api_hint_batch(r, good, off, len))
+      for (i = 0; i < good; i++) pager_map_willneed(r->db->pager, off[i], len[i]);
     for (i = 0; i < good; i++) {
       data[i] = base + off[i];
       sizes[i] = len[i];
