@@ -107,9 +107,9 @@ static int connect(Catalog *c, pdb_msg *m, int flags, sqlite3 **out) {
 
 int cat_open(pagedb *db, pdb_msg *m, const char *path, int mode, Catalog **pc) {
   *pc = NULL;
-  Catalog *c = calloc(1, sizeof *c);
+  Catalog *c = pdb_calloc(1, sizeof *c);
   if (!c || !(c->path = pdb_strdup(path))) {
-    free(c);
+    pdb_free(c);
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening catalog %s", path);
   }
   c->db = db;
@@ -149,8 +149,8 @@ void cat_close(Catalog *c) {
   sqlite3_close(c->w);
   sqlite3_close(c->r);
   pthread_mutex_destroy(&c->rmu);
-  free(c->path);
-  free(c);
+  pdb_free(c->path);
+  pdb_free(c);
 }
 
 /* Bind and run one statement with integer/text parameters given as SQL
@@ -414,7 +414,7 @@ int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n) {
     if (rc != PAGEDB_OK) break;
     if (cnt == cap) {
       cap = cap ? cap * 2 : 256;
-      CatRun *nv = realloc(v, cap * sizeof *v);
+      CatRun *nv = pdb_realloc(v, cap * sizeof *v);
       if (!nv) {
         rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading the page table of %s", c->path);
         break;
@@ -437,7 +437,7 @@ int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n) {
   if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the page table");
   sqlite3_finalize(st);
   if (rc != PAGEDB_OK) {
-    free(v);
+    pdb_free(v);
     return rc;
   }
   *runs = v;
@@ -465,7 +465,7 @@ int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_
              int (*xrow)(void *ctx, uint64_t *slot), void *ctx) {
   char *sql = sample_sql(fields, nfield, 0);
   int nw = slot_words(nfield);
-  uint64_t *slot = malloc((size_t)nw * sizeof *slot);
+  uint64_t *slot = pdb_malloc((size_t)nw * sizeof *slot);
   sqlite3_stmt *st = NULL;
   int rc = sql && slot ? prepare(c, m, c->w, sql, &st)
                        : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
@@ -508,7 +508,7 @@ int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_
   }
   if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading samples");
   sqlite3_finalize(st);
-  free(slot);
+  pdb_free(slot);
   return rc;
 }
 
@@ -611,7 +611,7 @@ int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
       break;
     }
     int ncol = sqlite3_column_count(st);
-    char **vals = calloc((size_t)ncol * 2 + 1, sizeof(char *));
+    char **vals = pdb_calloc((size_t)ncol * 2 + 1, sizeof(char *));
     if (!vals) {
       sqlite3_finalize(st);
       rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running SQL");
@@ -628,7 +628,7 @@ int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
     }
     if (rc == PAGEDB_OK && src != SQLITE_DONE)
       rc = pdb_err(c->db, m, src == SQLITE_NOMEM ? PAGEDB_NOMEM : PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(c->r));
-    free(vals);
+    pdb_free(vals);
     sqlite3_finalize(st);
   }
   pthread_mutex_unlock(&c->rmu);

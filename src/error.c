@@ -153,10 +153,3 @@ void pdb_uuid_hex(const uint8_t uuid[16], char out[33]) {
   }
   out[32] = 0;
 }
-
-char *pdb_strdup(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}

@@ -71,27 +71,27 @@ struct Index {
 };
 
 static Table *table_new(uint64_t cap) {
-  Table *t = calloc(1, sizeof *t + cap * sizeof(Entry));
+  Table *t = pdb_calloc(1, sizeof *t + cap * sizeof(Entry));
   if (t) t->mask = cap - 1;
   return t;
 }
 
 int idx_create(Index **pi, int nw) {
   *pi = NULL;
-  Index *x = calloc(1, sizeof *x);
+  Index *x = pdb_calloc(1, sizeof *x);
   if (!x) return PAGEDB_NOMEM;
   x->nw = nw;
   x->bits = 8;
   while (((uint64_t)2 << x->bits) * (uint64_t)nw * 8 <= CHUNK_BYTES) x->bits++;
   x->max = ((uint64_t)1 << x->bits) * MAX_CHUNKS;
-  x->darena = calloc(1, sizeof *x->darena);
-  x->sarena = calloc(1, sizeof *x->sarena);
+  x->darena = pdb_calloc(1, sizeof *x->darena);
+  x->sarena = pdb_calloc(1, sizeof *x->sarena);
   Table *t = table_new(1024);
   if (!x->darena || !x->sarena || !t) {
-    free(x->darena);
-    free(x->sarena);
-    free(t);
-    free(x);
+    pdb_free(x->darena);
+    pdb_free(x->sarena);
+    pdb_free(t);
+    pdb_free(x);
     return PAGEDB_NOMEM;
   }
   atomic_init(&x->tab, t);
@@ -102,20 +102,20 @@ int idx_create(Index **pi, int nw) {
 }
 
 static void arena_free(Arena *a) {
-  for (uint64_t c = 0; c < MAX_CHUNKS; c++) free(atomic_load_explicit(&a->chunk[c], memory_order_relaxed));
-  free(a);
+  for (uint64_t c = 0; c < MAX_CHUNKS; c++) pdb_free(atomic_load_explicit(&a->chunk[c], memory_order_relaxed));
+  pdb_free(a);
 }
 
 void idx_free(Index *x) {
   if (!x) return;
   for (Table *t = atomic_load(&x->tab), *o; t; t = o) {
     o = t->older;
-    free(t);
+    pdb_free(t);
   }
   arena_free(x->darena);
   arena_free(x->sarena);
   pthread_rwlock_destroy(&x->lock);
-  free(x);
+  pdb_free(x);
 }
 
 /* Slot N of arena A, allocating its chunk if MAKE; NULL if absent or no
@@ -125,12 +125,12 @@ static uint64_t *arena_slot(const Index *x, Arena *a, uint64_t n, int make) {
   _Atomic(uint64_t *) *cp = &a->chunk[n >> x->bits];
   uint64_t *c = atomic_load_explicit(cp, memory_order_acquire);
   if (!c && make) {
-    uint64_t *fresh = calloc(((uint64_t)1 << x->bits) * (uint64_t)x->nw, sizeof(uint64_t));
+    uint64_t *fresh = pdb_calloc(((uint64_t)1 << x->bits) * (uint64_t)x->nw, sizeof(uint64_t));
     if (!fresh) return NULL;
     if (atomic_compare_exchange_strong_explicit(cp, &c, fresh, memory_order_acq_rel, memory_order_acquire)) {
       c = fresh;
     } else {
-      free(fresh);      /* another thread installed the chunk first */
+      pdb_free(fresh);      /* another thread installed the chunk first */
     }
   }
   return c ? c + (n & (((uint64_t)1 << x->bits) - 1)) * (uint64_t)x->nw : NULL;

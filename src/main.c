@@ -105,7 +105,7 @@ void api_start_thread(pagedb *db) {
 static void free_runs(PageRecs *r) {
   while (r) {
     PageRecs *next = (PageRecs *)r->d.next;
-    free(r);
+    pdb_free(r);
     r = next;
   }
 }
@@ -221,7 +221,7 @@ static int load_row(void *ctx, uint64_t *slot) {
   if (len > 0) {
     if (l->next == l->cap) {
       uint64_t cap = l->cap ? l->cap * 2 : 4096;
-      Extent *e = realloc(l->ext, cap * sizeof *e);
+      Extent *e = pdb_realloc(l->ext, cap * sizeof *e);
       if (!e) return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory loading sample %lld", id);
       l->ext = e;
       l->cap = cap;
@@ -249,11 +249,11 @@ static int by_offset(const void *a, const void *b) {
 ** linear time, and within a page they are nearly always in order already.
 */
 static int check_overlaps(pagedb *db, Extent *e, uint64_t n, uint64_t npages, uint32_t ps) {
-  uint64_t *start = calloc(npages + 1, sizeof *start);
-  Extent *o = malloc((n ? n : 1) * sizeof *o);
+  uint64_t *start = pdb_calloc(npages + 1, sizeof *start);
+  Extent *o = pdb_malloc((n ? n : 1) * sizeof *o);
   if (!start || !o) {
-    free(start);
-    free(o);
+    pdb_free(start);
+    pdb_free(o);
     return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory checking %llu extents", (unsigned long long)n);
   }
   for (uint64_t i = 0; i < n; i++) start[e[i].off / ps + 1]++;   /* load_row checked pages < npages */
@@ -275,8 +275,8 @@ static int check_overlaps(pagedb *db, Extent *e, uint64_t n, uint64_t npages, ui
                    "catalog %s: samples %lld and %lld overlap at data offset %llu", db->catpath,
                    (long long)o[i - 1].id, (long long)o[i].id, (unsigned long long)o[i].off);
   }
-  free(start);
-  free(o);
+  pdb_free(start);
+  pdb_free(o);
   return rc;
 }
 
@@ -313,11 +313,11 @@ static int load(pagedb *db, const CatMeta *meta) {
   Loader l = { db, runs, nrun, -1, NULL, 0, 0 };
   if (rc == PAGEDB_OK) rc = cat_scan(db->cat, m, db->fields, db->nfield, ps, load_row, &l);
   if (rc == PAGEDB_OK) rc = check_overlaps(db, l.ext, l.next, meta->committed, ps);
-  free(l.ext);
+  pdb_free(l.ext);
   if (rc == PAGEDB_OK && idx_count(db->idx) != meta->nsample)
     rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: table sample holds %llu samples but meta says %llu",
                  db->catpath, (unsigned long long)idx_count(db->idx), (unsigned long long)meta->nsample);
-  free(runs);
+  pdb_free(runs);
   if (rc != PAGEDB_OK) return rc;
   db->nsample = meta->nsample;
   atomic_store(&db->committed, meta->committed);
@@ -429,8 +429,9 @@ static int open_dataset(pagedb *db, int flags) {
 int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   if (!out) return PAGEDB_MISUSE;
   *out = NULL;
-  pagedb *db = calloc(1, sizeof *db);
+  pagedb *db = pdb_calloc(1, sizeof *db);
   if (!db) return pdb_err(NULL, NULL, PAGEDB_NOMEM, "out of memory allocating a pagedb handle");
+  atomic_fetch_add(&pdb_handles, 1);
   pthread_mutex_init(&db->mu, NULL);
   pthread_mutex_init(&db->commit_mu, NULL);
   pthread_mutex_init(&db->cat_mu, NULL);
@@ -452,7 +453,7 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   } else if (!(db->vfs = pagedb_vfs_find(vfs))) {
     rc = pdb_err(db, &db->err, PAGEDB_MISUSE, "pagedb_open %s: no VFS named '%s' is registered", path,
                  vfs ? vfs : getenv("PAGEDB_VFS"));
-  } else if (!(db->path = pdb_strdup(path)) || !(db->catpath = malloc(strlen(path) + 9))) {
+  } else if (!(db->path = pdb_strdup(path)) || !(db->catpath = pdb_malloc(strlen(path) + 9))) {
     rc = pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory opening %s", path);
   } else {
     sprintf(db->catpath, "%s-catalog", path);
@@ -494,10 +495,11 @@ int pagedb_close(pagedb *db) {
   pthread_mutex_destroy(&db->cat_mu);
   pthread_mutex_destroy(&db->wake_mu);
   pthread_cond_destroy(&db->wake_cv);
-  free(db->path);
-  free(db->catpath);
+  pdb_free(db->path);
+  pdb_free(db->catpath);
   if (rc == PAGEDB_OK) pdb_err_forget(db);
-  free(db);
+  pdb_free(db);
+  atomic_fetch_sub(&pdb_handles, 1);
   return rc;
 }
 

@@ -72,7 +72,7 @@ static int scan_one(void *ctx, int64_t id, const uint64_t *slot) {
     ** practice; it is cheap insurance against a miscount. */
     if (s->n == s->cap) {
       uint64_t cap = s->cap ? s->cap * 2 : 1024;
-      OrdSample *a = realloc(s->a, cap * sizeof *a);
+      OrdSample *a = pdb_realloc(s->a, cap * sizeof *a);
       if (!a) {
         s->oom = 1;
         return PAGEDB_NOMEM;
@@ -100,19 +100,19 @@ static int collect(pagedb *db, OrdScan *s, int count_only) {
     ** loaded at open were published before the handle was returned). */
     uint64_t want = idx_count(db->idx);
     s->cap = want ? want : 1;
-    s->a = malloc(s->cap * sizeof *s->a);
+    s->a = pdb_malloc(s->cap * sizeof *s->a);
     if (!s->a) s->oom = 1;
   }
   if (!s->oom) rc = idx_scan(db->idx, scan_one, s);
   pthread_mutex_unlock(&db->commit_mu);
   if (s->oom) {
-    free(s->a);
+    pdb_free(s->a);
     s->a = NULL;
     return pdb_err(db, &db->err, PAGEDB_NOMEM, "%s: pagedb_order: out of memory collecting %llu samples", db->path,
                    (unsigned long long)idx_count(db->idx));
   }
   if (rc != PAGEDB_OK) {
-    free(s->a);
+    pdb_free(s->a);
     s->a = NULL;
     return pdb_err(db, &db->err, rc, "%s: pagedb_order: scanning the index failed (%s)", db->path, pagedb_errstr(rc));
   }
@@ -194,11 +194,11 @@ static int order_quasi(pagedb *db, const OrdSample *s, uint64_t n, uint32_t ps, 
     if (i == 0 || s[i].off / ps != s[i - 1].off / ps) npage++;
   /* FIRST[p]: where page p's samples begin in S (FIRST[npage] == N);
   ** PERM: the page numbers 0..npage-1 (dense, in file order), shuffled. */
-  uint64_t *first = malloc((npage + 1) * sizeof *first);
-  uint64_t *perm = malloc((npage ? npage : 1) * sizeof *perm);
+  uint64_t *first = pdb_malloc((npage + 1) * sizeof *first);
+  uint64_t *perm = pdb_malloc((npage ? npage : 1) * sizeof *perm);
   if (!first || !perm) {
-    free(first);
-    free(perm);
+    pdb_free(first);
+    pdb_free(perm);
     return pdb_err(db, &db->err, PAGEDB_NOMEM, "%s: pagedb_order: out of memory grouping %llu samples into %llu pages",
                    db->path, (unsigned long long)n, (unsigned long long)npage);
   }
@@ -223,8 +223,8 @@ static int order_quasi(pagedb *db, const OrdSample *s, uint64_t n, uint32_t ps, 
     shuffle_u64(&windows, (uint64_t *)out + start, k - start);
   }
   assert(k == n);
-  free(first);
-  free(perm);
+  pdb_free(first);
+  pdb_free(perm);
   return PAGEDB_OK;
 }
 
@@ -271,16 +271,16 @@ int pagedb_order(pagedb *db, int kind, uint64_t seed, uint64_t epoch, int rank, 
   }
   if (*n < 0 || (uint64_t)*n < len) {
     long long have = (long long)*n;
-    free(s.a);
+    pdb_free(s.a);
     *n = (int64_t)len;
     return pdb_err(db, &db->err, PAGEDB_MISUSE,
                    "%s: pagedb_order: the array has %lld entries, rank %d of %d needs %llu (%llu samples)", db->path,
                    have, rank, world, (unsigned long long)len, (unsigned long long)total);
   }
 
-  int64_t *g = malloc((total ? total : 1) * sizeof *g);
+  int64_t *g = pdb_malloc((total ? total : 1) * sizeof *g);
   if (!g) {
-    free(s.a);
+    pdb_free(s.a);
     return pdb_err(db, &db->err, PAGEDB_NOMEM, "%s: pagedb_order: out of memory ordering %llu samples", db->path,
                    (unsigned long long)total);
   }
@@ -298,13 +298,13 @@ int pagedb_order(pagedb *db, int kind, uint64_t seed, uint64_t epoch, int rank, 
       rc = order_quasi(db, s.a, total, pager_page_size(db->pager), seed, epoch, g);
     }
   }
-  free(s.a);
+  pdb_free(s.a);
   if (rc == PAGEDB_OK) {
     /* Rank RANK's part; entries past the end wrap to the start (padding). */
     uint64_t at = (uint64_t)rank * len;
     for (uint64_t i = 0; i < len; i++) ids[i] = g[(at + i) % total];
     *n = (int64_t)len;
   }
-  free(g);
+  pdb_free(g);
   return rc;
 }

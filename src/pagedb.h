@@ -637,6 +637,156 @@ PAGEDB_API pagedb_vfs *pagedb_vfs_next(pagedb_vfs *prev);
 */
 PAGEDB_API int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, size_t cap);
 
+/*
+** MEMORY
+**
+** Every byte pagedb holds comes from one of two places, both counted in
+** pagedb_memory_used():
+**   - the general allocator, for handles, catalog rows, indexes and all of
+**     SQLite's memory (pagedb routes SQLite's allocator through its own when
+**     it initializes first; see pagedb_initialize);
+**   - the page-buffer pool, for page and I/O buffers: power-of-two size
+**     classes from 64 KiB to 1 GiB, 4 KiB-aligned (ready for O_DIRECT),
+**     classes of 2 MiB and more 2 MiB-aligned and advised MADV_HUGEPAGE.
+**     Freed buffers stay cached in their class for reuse until trimmed.
+**
+** Configuration (pagedb_config) happens before the library is first used
+** or after pagedb_shutdown(); every other call here is thread-safe.
+*/
+
+/*
+** A general allocator, as sqlite3_mem_methods.  xMalloc(n) returns memory
+** aligned to 16 bytes, or NULL; xSize(p) the usable size of a block from
+** xMalloc or xRealloc (at least what was asked); xRealloc(p, n) with p
+** never NULL and n never 0.  xInit is called by pagedb_initialize and
+** xShutdown by pagedb_shutdown, with pAppData; either may be NULL.
+*/
+typedef struct pagedb_mem_methods pagedb_mem_methods;
+struct pagedb_mem_methods {
+  void *(*xMalloc)(size_t n);
+  void (*xFree)(void *p);
+  void *(*xRealloc)(void *p, size_t n);
+  size_t (*xSize)(void *p);
+  int (*xInit)(void *pAppData);
+  void (*xShutdown)(void *pAppData);
+  void *pAppData;
+};
+
+/*
+** Where the pool gets its buffers: xAlloc(pAppData, n) returns N bytes
+** aligned to ALIGN (4096, or 2 MiB for n >= 2 MiB) or NULL; xFree(pAppData,
+** p, n) gives them back.  Memory an embedder supplies this way (CUDA's
+** cudaHostAlloc, say) is treated as pinned when PINNED is 1: it is never
+** mlock()ed again and never trimmed.  The default maps anonymous memory.
+*/
+typedef struct pagedb_pool_methods pagedb_pool_methods;
+struct pagedb_pool_methods {
+  int iVersion;                 /* 1 */
+  void *(*xAlloc)(void *pAppData, size_t n, size_t align);
+  void (*xFree)(void *pAppData, void *p, size_t n);
+  void *pAppData;
+  int pinned;
+};
+
+/* pagedb_config() operations and their arguments. */
+#define PAGEDB_CONFIG_MALLOC     1  /* const pagedb_mem_methods *: copied */
+#define PAGEDB_CONFIG_GETMALLOC  2  /* pagedb_mem_methods *: receives the current ones */
+#define PAGEDB_CONFIG_HEAP       3  /* void *arena, size_t bytes, size_t min_block:
+                                    ** serve general allocations from ARENA with a
+                                    ** buddy allocator (NULL arena: back to malloc) */
+#define PAGEDB_CONFIG_MEMLIMIT   4  /* int64_t bytes: soft limit on all memory
+                                    ** (0: none; may be set at any time) */
+#define PAGEDB_CONFIG_POOL       5  /* const pagedb_pool_methods *: copied (NULL:
+                                    ** the default) */
+#define PAGEDB_CONFIG_GETPOOL    6  /* pagedb_pool_methods *: receives the current ones */
+
+/*
+** Configure the library.  Results: PAGEDB_OK; PAGEDB_MISUSE (an unknown
+** op, a bad argument, or any op but MEMLIMIT while the library is
+** initialized); PAGEDB_NOMEM (PAGEDB_CONFIG_HEAP: an arena too small to
+** hold its own bookkeeping and one block).
+*/
+PAGEDB_API int pagedb_config(int op, ...);
+
+/*
+** Set up the allocator and the pool.  Called by every pagedb_open and by
+** pagedb_malloc and pagedb_pool_alloc; calling it first is never needed.
+** If SQLite has not been initialized yet in this process, pagedb installs
+** its allocator as SQLite's (SQLITE_CONFIG_MALLOC) so that the catalog's
+** memory is counted and bounded too; if it has, SQLite keeps its own
+** allocator and its memory is not counted.  Results: PAGEDB_OK, or what
+** xInit returned.
+*/
+PAGEDB_API int pagedb_initialize(void);
+
+/*
+** Undo pagedb_initialize: empty the pool and call xShutdown, so that
+** pagedb_config may be called again.  Every handle must be closed and every
+** pool buffer freed first.  Results: PAGEDB_OK; PAGEDB_MISUSE (a handle is
+** open or a buffer is still allocated: nothing is shut down).
+*/
+PAGEDB_API int pagedb_shutdown(void);
+
+/*
+** The general allocator, for memory an embedder wants counted with
+** pagedb's.  pagedb_malloc(0) returns NULL.  pagedb_free(NULL) is a no-op;
+** freeing a block twice, or one not from pagedb_malloc, returns
+** PAGEDB_MISUSE and changes nothing when the allocator can tell (the buddy
+** heap always can; a debug build's malloc wrapper usually can).
+*/
+PAGEDB_API void *pagedb_malloc(size_t n);
+PAGEDB_API void *pagedb_realloc(void *p, size_t n);
+PAGEDB_API int pagedb_free(void *p);
+PAGEDB_API size_t pagedb_msize(void *p);
+
+/*
+** A buffer of at least N bytes from the page-buffer pool (its class: the
+** next power of two of at least 64 KiB; above 1 GiB, N rounded up to 2 MiB,
+** a buffer of its own that is never cached), or NULL (N is 0, the memory
+** limit, or the system).  *CAP, if not NULL, receives the usable size.  pagedb_pool_free returns PAGEDB_MISUSE, changing nothing, for a
+** pointer the pool did not hand out or has already taken back.
+*/
+PAGEDB_API void *pagedb_pool_alloc(size_t n, size_t *cap);
+PAGEDB_API int pagedb_pool_free(void *p);
+
+/*
+** Pinned mode on (1) or off (0): buffers the pool allocates from now on are
+** mlock()ed and never trimmed; earlier ones keep their state.  Returns the
+** previous mode.  mlock() failing (RLIMIT_MEMLOCK) makes the allocation fail
+** with PAGEDB_NOMEM rather than hand out an unpinned buffer.
+*/
+PAGEDB_API int pagedb_pool_pin(int on);
+
+/*
+** Give cached pool buffers (not pinned ones) back to the system until at
+** least N bytes are released, or all are.  Returns the bytes released.
+*/
+PAGEDB_API size_t pagedb_release_memory(size_t n);
+
+/*
+** Bytes pagedb holds now (general allocations at their usable size, pool
+** buffers in use or cached at their class size), and the most it has held
+** since the start or the last reset.  Exact: after every handle is closed
+** and every buffer freed, used returns to its value before they existed.
+*/
+PAGEDB_API int64_t pagedb_memory_used(void);
+PAGEDB_API int64_t pagedb_memory_highwater(int reset);
+
+/* Counters of pagedb_status(): *CUR the value now, *HIGH its high-water mark. */
+#define PAGEDB_STATUS_MEMORY_USED   1  /* as pagedb_memory_used */
+#define PAGEDB_STATUS_MALLOC_COUNT  2  /* general allocations outstanding */
+#define PAGEDB_STATUS_POOL_USED     3  /* bytes of pool buffers handed out */
+#define PAGEDB_STATUS_POOL_CACHED   4  /* bytes of freed pool buffers kept for reuse */
+#define PAGEDB_STATUS_POOL_PINNED   5  /* bytes of pinned pool buffers, in use or cached */
+#define PAGEDB_STATUS_HEAP_FREE     6  /* buddy heap: free bytes (HIGH: the largest
+                                       ** free block) */
+
+/*
+** Read counter OP; with RESET, its high-water mark restarts from its
+** current value.  Results: PAGEDB_OK; PAGEDB_MISUSE (unknown op, NULL out).
+*/
+PAGEDB_API int pagedb_status(int op, int64_t *cur, int64_t *high, int reset);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,14 +2,15 @@
 ** pagedbInt.h -- definitions shared by every module of the library.
 **
 ** Nothing here is public.  Modules call only downward:
-**   vfs/ (os.h)  <-  pager.h  <-  index.h, catalog.h  <-  api (main.c,
-**   writer.c, reader.c), and each has its own header.
+**   mem.h  <-  vfs/ (os.h)  <-  pager.h  <-  index.h, catalog.h  <-  api
+**   (main.c, writer.c, reader.c), and each has its own header.
 */
 #ifndef PAGEDB_INT_H
 #define PAGEDB_INT_H
 
 #include "config.h"
 #include "pagedb.h"
+#include "mem.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -82,8 +83,5 @@ void pdb_random(void *p, size_t n);
 
 /* Format a uuid as 32 lowercase hex digits plus NUL into OUT. */
 void pdb_uuid_hex(const uint8_t uuid[16], char out[33]);
-
-/* A string copy with malloc(); NULL when out of memory. */
-char *pdb_strdup(const char *s);
 
 #endif /* PAGEDB_INT_H */

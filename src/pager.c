@@ -137,11 +137,11 @@ static uint64_t fill_unit(uint64_t page_size) {
 }
 
 static Pager *pager_new(pagedb *db, pagedb_vfs *vfs, const char *path) {
-  Pager *p = calloc(1, sizeof *p);
+  Pager *p = pdb_calloc(1, sizeof *p);
   if (!p) return NULL;
   p->path = pdb_strdup(path);
   if (!p->path) {
-    free(p);
+    pdb_free(p);
     return NULL;
   }
   p->db = db;
@@ -271,17 +271,17 @@ void pager_close(Pager *p) {
   for (OldMap *o = p->old, *next; o; o = next) {
     next = o->next;
     pdb_os_unmap(p->fd, o->base, o->len);
-    free(o);
+    pdb_free(o);
   }
   /* Runs never taken belong to nobody else by now; their owners embed
-  ** PageDone first and allocate with malloc, so free() releases them. */
-  for (PageDone *d = p->pending, *next; d; d = next) { next = d->next; free(d); }
-  for (PageDone *d = p->ready, *next; d; d = next) { next = d->next; free(d); }
+  ** PageDone first and allocate with malloc, so pdb_free() releases them. */
+  for (PageDone *d = p->pending, *next; d; d = next) { next = d->next; pdb_free(d); }
+  for (PageDone *d = p->ready, *next; d; d = next) { next = d->next; pdb_free(d); }
   pdb_os_close(p->fd);
   pthread_mutex_destroy(&p->mu);
   pthread_mutex_destroy(&p->mapmu);
-  free(p->path);
-  free(p);
+  pdb_free(p->path);
+  pdb_free(p);
 }
 
 uint32_t pager_page_size(const Pager *p) { return p->page_size; }
@@ -470,15 +470,15 @@ static void aligned_range(const Pager *p, uint64_t off, uint64_t n, uint64_t *a0
   *a1 = (pos + n + p->align - 1) & ~(uint64_t)(p->align - 1);
 }
 
-/* Make *BUF at least LEN bytes, 4 KiB-aligned; its old contents are lost. */
+/* Make *BUF, a pool buffer, at least LEN bytes; its old contents are lost. */
 static int reserve(Pager *p, pdb_msg *m, uint8_t **buf, size_t *cap, size_t len) {
   if (len <= *cap && *buf) return PAGEDB_OK;
-  size_t want = (len + 4095) & ~(size_t)4095;
-  uint8_t *nb = aligned_alloc(4096, want ? want : 4096);
+  size_t c;
+  uint8_t *nb = pdb_buf_alloc(len, &c);
   if (!nb) return pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory reading %zu bytes of %s", len, p->path);
-  free(*buf);
+  pdb_buf_free(*buf);
   *buf = nb;
-  *cap = want ? want : 4096;
+  *cap = c;
   return PAGEDB_OK;
 }
 
@@ -499,11 +499,11 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
     total += (size_t)(a1 - a0);
   }
   pagedb_iovec small[64];   /* single reads and common batches allocate nothing */
-  pagedb_iovec *iov = n <= 64 ? small : malloc((size_t)n * sizeof *iov);
+  pagedb_iovec *iov = n <= 64 ? small : pdb_malloc((size_t)n * sizeof *iov);
   int rc = iov ? reserve(p, m, buf, cap, total)
                : pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory reading a batch of %d from %s", n, p->path);
   if (rc != PAGEDB_OK) {
-    if (iov != small) free(iov);
+    if (iov != small) pdb_free(iov);
     return rc;
   }
   size_t at = 0;
@@ -528,7 +528,7 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
       rc = read_fail(p, m, r, off[i], (size_t)len[i]);
     }
   }
-  if (iov != small) free(iov);
+  if (iov != small) pdb_free(iov);
   return rc;
 }
 
@@ -601,12 +601,12 @@ int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end) {
     /* Reserve address space well past the need: mapping beyond the end of
     ** the file costs nothing until touched, and remaps stay rare. */
     uint64_t len = need * 2 < ((uint64_t)1 << 30) ? ((uint64_t)1 << 30) : need * 2;
-    OldMap *o = malloc(sizeof *o);
+    OldMap *o = pdb_malloc(sizeof *o);
     const void *base = NULL;
     if (!o) {
       rc = pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory mapping %s", p->path);
     } else if ((rc = pdb_os_map(p->fd, len, &base)) != PAGEDB_OK) {
-      free(o);
+      pdb_free(o);
       rc = os_fail(p, m, rc, "cannot map");
     } else {
       const uint8_t *prev = atomic_load_explicit(&p->map, memory_order_relaxed);
@@ -616,7 +616,7 @@ int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end) {
         o->next = p->old;
         p->old = o;
       } else {
-        free(o);
+        pdb_free(o);
       }
       p->maplen = len;
       atomic_store_explicit(&p->map, base, memory_order_release);

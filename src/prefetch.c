@@ -231,12 +231,12 @@ void pf_free(Prefetch *pf) {
   pthread_mutex_destroy(&pf->mu);
   pthread_cond_destroy(&pf->cv);
   for (int i = 0; i < 2; i++) {
-    free(pf->win[i].buf);
-    free(pf->win[i].at);
-    free(pf->win[i].off);
-    free(pf->win[i].len);
+    pdb_buf_free(pf->win[i].buf);
+    pdb_free(pf->win[i].at);
+    pdb_free(pf->win[i].off);
+    pdb_free(pf->win[i].len);
   }
-  free(pf->ids);
+  pdb_free(pf->ids);
   memset(pf, 0, sizeof *pf);
 }
 
@@ -255,12 +255,12 @@ int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int 
   pthread_mutex_init(&pf->mu, NULL);
   pthread_cond_init(&pf->cv, NULL);
   pf->on = 1;
-  int ok = (pf->ids = malloc((size_t)n * sizeof *ids)) != NULL;
+  int ok = (pf->ids = pdb_malloc((size_t)n * sizeof *ids)) != NULL;
   for (int i = 0; i < 2 && ok && windowed(r); i++) {
     PfWindow *w = &pf->win[i];
-    w->at = malloc(PF_MAX * sizeof *w->at);
-    w->off = malloc(PF_MAX * sizeof *w->off);
-    w->len = malloc(PF_MAX * sizeof *w->len);
+    w->at = pdb_malloc(PF_MAX * sizeof *w->at);
+    w->off = pdb_malloc(PF_MAX * sizeof *w->off);
+    w->len = pdb_malloc(PF_MAX * sizeof *w->len);
     ok = w->at && w->off && w->len;
   }
   if (!ok) {

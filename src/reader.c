@@ -25,7 +25,7 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
     int rc = pager_map_ensure(db->pager, &db->err, end);
     if (rc != PAGEDB_OK) return rc;
   }
-  pagedb_reader *r = calloc(1, sizeof *r);
+  pagedb_reader *r = pdb_calloc(1, sizeof *r);
   if (!r) return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory opening a reader of %s", db->path);
   r->db = db;
   r->mode = mode;
@@ -160,7 +160,7 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
   /* Offsets, lengths, and the addresses pager_fetch_batch gives back. */
   /* Kept by the reader: a batch per call allocates nothing once warm. */
   if ((size_t)n > r->nscratch) {
-    uint64_t *ns = realloc(r->scratch, (size_t)n * (2 * sizeof *ns + sizeof(uint8_t *)));
+    uint64_t *ns = pdb_realloc(r->scratch, (size_t)n * (2 * sizeof *ns + sizeof(uint8_t *)));
     if (!ns) return pdb_err(r->db, &r->err, PAGEDB_NOMEM, "out of memory reading a batch of %d samples", n);
     r->scratch = ns;
     r->nscratch = (size_t)n;
@@ -204,9 +204,9 @@ int pagedb_advise(pagedb_reader *r, int hint) {
 
 void api_reader_free(pagedb_reader *r) {
   pf_free(&r->pf);
-  free(r->scratch);
-  free(r->buf);
-  free(r);
+  pdb_free(r->scratch);
+  pdb_buf_free(r->buf);
+  pdb_free(r);
 }
 
 int pagedb_reader_close(pagedb_reader *r) {

@@ -59,23 +59,21 @@ int pagedb_writer_open(pagedb *db, pagedb_writer **out) {
   int broken = atomic_load(&db->broken);
   if (broken) return pdb_err(db, &db->err, broken, "%s: an earlier failure made the handle unusable", db->path);
   size_t ps = pager_page_size(db->pager);
-  pagedb_writer *w = calloc(1, sizeof *w);
+  pagedb_writer *w = pdb_calloc(1, sizeof *w);
   if (w) {
     w->db = db;
-    w->buf = aligned_alloc(4096, ps);   /* ready for direct I/O */
-    w->cap = ps;
-    w->cur = calloc((size_t)db->nw, sizeof *w->cur);
+    w->buf = pdb_buf_alloc(ps, &w->cap);   /* aligned for direct I/O */
+    w->cur = pdb_calloc((size_t)db->nw, sizeof *w->cur);
     w->pos = PDB_PAGE_HDR;
-    w->spare = aligned_alloc(4096, ps);
-    w->spare_cap = ps;
+    w->spare = pdb_buf_alloc(ps, &w->spare_cap);
     w->async = pager_async(db->pager);
   }
   if (!w || !w->buf || !w->cur || !w->spare) {
     if (w) {
-      free(w->buf);
-      free(w->spare);
-      free(w->cur);
-      free(w);
+      pdb_buf_free(w->buf);
+      pdb_buf_free(w->spare);
+      pdb_free(w->cur);
+      pdb_free(w);
     }
     return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory allocating a writer's %zu-byte page", ps);
   }
@@ -158,7 +156,7 @@ static int write_run(pagedb_writer *w, size_t used, size_t carry) {
   w->recs = NULL;
   w->caprec = 0;
   if (rc == PAGEDB_OK && !r) {
-    r = malloc(sizeof *r);   /* a run without samples: only the moved part */
+    r = pdb_malloc(sizeof *r);   /* a run without samples: only the moved part */
     if (!r) rc = pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory writing a page of %s", db->path);
   }
   uint64_t ps = pager_page_size(p), pgno = 0;
@@ -167,7 +165,7 @@ static int write_run(pagedb_writer *w, size_t used, size_t carry) {
   if (rc == PAGEDB_OK) rc = pager_claim(p, &w->err, npages, &pgno);
   if (rc != PAGEDB_OK) {
     release_ids(db, r);
-    free(r);
+    pdb_free(r);
     w->failed = rc;
     return rc;
   }
@@ -219,14 +217,15 @@ static int make_room(pagedb_writer *w, size_t n) {
     ** so that a sample given in many small fields costs O(size). */
     size_t want = (w->pos + n + ps - 1) / ps * ps;
     if (want < w->cap * 2) want = w->cap * 2;
-    uint8_t *nb = aligned_alloc(4096, want);
+    size_t c;
+    uint8_t *nb = pdb_buf_alloc(want, &c);
     if (!nb)
       return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory growing a writer of %s to %zu bytes for sample %lld",
                          w->db->path, want, (long long)w->cur[0]);
     memcpy(nb, w->buf, w->pos);
-    free(w->buf);
+    pdb_buf_free(w->buf);
     w->buf = nb;
-    w->cap = want;
+    w->cap = c;
   }
   return PAGEDB_OK;
 }
@@ -336,7 +335,7 @@ static int reorder(pagedb_writer *w) {
   for (int i = 1; i < w->nput; i++) sorted &= w->order[i - 1] < w->order[i];
   if (sorted) return PAGEDB_OK;
   size_t len = w->pos - w->start;
-  uint8_t *tmp = malloc(len ? len : 1);
+  uint8_t *tmp = pdb_malloc(len ? len : 1);
   if (!tmp)
     return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], w->db->path);
   int nf = w->db->nfield;
@@ -350,7 +349,7 @@ static int reorder(pagedb_writer *w) {
     out += n;
   }
   memcpy(w->buf + w->start, tmp, len);
-  free(tmp);
+  pdb_free(tmp);
   return PAGEDB_OK;
 }
 
@@ -360,7 +359,7 @@ static int keep_slot(pagedb_writer *w) {
   uint32_t n = w->recs ? w->recs->d.nsamples : 0;
   if (!w->recs || n == w->caprec) {
     uint32_t cap = w->caprec ? w->caprec * 2 : 64;
-    PageRecs *r = realloc(w->recs, sizeof *r + (size_t)cap * nw * sizeof(uint64_t));
+    PageRecs *r = pdb_realloc(w->recs, sizeof *r + (size_t)cap * nw * sizeof(uint64_t));
     if (!r)
       return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], w->db->path);
     if (!w->recs) memset(&r->d, 0, sizeof r->d);
@@ -433,11 +432,11 @@ int api_writer_free(pagedb_writer *w, pdb_msg *out) {
   }
   release_ids(w->db, w->recs);   /* only if the flush could not hand them over */
   pthread_mutex_destroy(&w->fly_mu);
-  free(w->recs);
-  free(w->buf);
-  free(w->spare);
-  free(w->cur);
-  free(w);
+  pdb_free(w->recs);
+  pdb_buf_free(w->buf);
+  pdb_buf_free(w->spare);
+  pdb_free(w->cur);
+  pdb_free(w);
   return rc;
 }
 

@@ -51,7 +51,7 @@
 **             ?-flushevery N? ?-progress CHANNEL? ?-progressfd FD?
 **             ?-readers N? ?-readmode mmap|copy? ?-seenvar VAR?
 **   DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto? ?-auto? ?-seed S?
-**             ?-min B? ?-max B? ?-sizes LIST? ?-sql QUERY?
+**             ?-min B? ?-max B? ?-sizes LIST? ?-sql QUERY? ?-dontneed N?
 **
 ** Handles: a DB command owns its writer and reader commands.  Closing the
 ** DB (or deleting it) closes the dataset with pagedb_close(), which closes
@@ -348,6 +348,7 @@ struct Job {
   int64_t nId;
   int readMode;                /* verify: PAGEDB_READ_MMAP / _COPY */
   int useInto;                 /* verify: pagedb_read_into */
+  int64_t dontneed;            /* verify: PAGEDB_ADVISE_DONTNEED every N samples */
   atomic_llong nDone;          /* samples written or verified */
   atomic_llong nDup;           /* contend: CONSTRAINT skips */
   atomic_int stop;             /* set on the first error */
@@ -685,6 +686,14 @@ static void *verifyThread(void *arg){
   for(i = jt->t; i < job->nId && !atomic_load(&job->stop); i += job->nThread){
     if( verifyOne(job, r, job->aId[i], 0, &buf, &nBuf) != 0 ) break;
     atomic_fetch_add(&job->nDone, 1);
+    /* A zero-copy reader that gives its pages back keeps RSS bounded. */
+    if( job->dontneed && (i / job->nThread) % job->dontneed == job->dontneed - 1 ){
+      rc = pagedb_advise(r, PAGEDB_ADVISE_DONTNEED);
+      if( rc != PAGEDB_OK ){
+        jobFail(job, rc, "%s (verify: pagedb_advise DONTNEED)", pagedb_reader_errmsg(r));
+        break;
+      }
+    }
   }
   pagedb_reader_close(r);
   free(buf);
@@ -964,6 +973,10 @@ static int dbVerify(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
       }
     }else if( strcmp(z, "-sql") == 0 ){
       zSql = Tcl_GetString(objv[i+1]);
+    }else if( strcmp(z, "-dontneed") == 0 ){
+      Tcl_WideInt n;
+      if( Tcl_GetWideIntFromObj(interp, objv[i+1], &n) != TCL_OK || n < 1 ){ rc = TCL_ERROR; goto out; }
+      job.dontneed = n;
     }else{
       goto usage;
     }
@@ -991,7 +1004,7 @@ static int dbVerify(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
 usage:
   Tcl_SetObjResult(interp, Tcl_ObjPrintf(
       "bad option \"%s\": DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto? "
-      "?-auto? ?-seed S? ?-min BYTES? ?-max BYTES? ?-sizes LIST? ?-sql QUERY?",
+      "?-auto? ?-seed S? ?-min BYTES? ?-max BYTES? ?-sizes LIST? ?-sql QUERY? ?-dontneed N?",
       Tcl_GetString(objv[i])));
   rc = TCL_ERROR;
 out:
@@ -1742,6 +1755,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_version", versionCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_handles", handlesCmd, 0, 0);
   Tclfault_Init(interp);
+  Tclmem_Init(interp);
   {
     static int once = 0;
     if( !once ){

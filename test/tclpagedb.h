@@ -18,4 +18,7 @@ uint64_t mix3(uint64_t a, uint64_t b, uint64_t c);
 ** (tclfault.c). */
 void Tclfault_Init(Tcl_Interp *interp);
 
+/* Create mem_fault_install, mem_fault and mem_fault_hits (tclmem.c). */
+void Tclmem_Init(Tcl_Interp *interp);
+
 #endif /* TCLPAGEDB_H */

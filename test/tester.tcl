@@ -18,6 +18,7 @@
 #   catchcmd SCRIPT                {0 RESULT} or {1 MESSAGE}
 #   catchcode SCRIPT               {0 RESULT} or {1 PAGEDB_NAME} (errorCode)
 #   do_skip NAME REASON            a visible skip
+#   do_malloc_test NAME -body S .. an out-of-memory loop (below)
 #   testdir                        the file's scratch directory, new each run
 #   testpath NAME                  a path inside it
 #   test_seed                      the file's seed (PAGEDB_SEED overrides it)
@@ -424,8 +425,9 @@ proc check_catalog {db} {
   set ps [$db page_size]
   set end [$db sql "SELECT coalesce(max(pgno * $ps + used), 0) FROM page WHERE used > 0"]
   set size [file size [$db path]]
-  if {$size < 4096 + $end} {
-    return "data file $size bytes, committed runs end at [expr {4096 + $end}]"
+  set d [data_offset [$db path]]
+  if {$end > 0 && $size < $d + $end} {
+    return "data file $size bytes, committed runs end at [expr {$d + $end}]"
   }
   return ok
 }
@@ -433,12 +435,74 @@ proc check_catalog {db} {
 # ---------------------------------------------------------------------------
 # The end of a test file.
 
+# do_malloc_test NAME -body SCRIPT ?-setup SCRIPT? ?-cleanup SCRIPT?
+#                ?-check SCRIPT? ?-max N?
+#
+# The out-of-memory loop of SQLite's do_malloc_test: for N = 1, 2, ... run
+# SETUP, then BODY with the Nth allocation and every one after it failing,
+# then CLEANUP with allocation working again, until BODY succeeds with no
+# failure injected.  Test NAME.N passes when BODY succeeded or failed with
+# PAGEDB_NOMEM (and only after an injected failure); CLEANUP left no handle
+# open; the bytes pagedb holds, its cache trimmed, are what they were before
+# SETUP; and CHECK, if given, returns "ok".  The file must call
+# mem_fault_install before anything uses the library.  In the default suite
+# N steps by 1 up to 64 and by 17 after that; PAGEDB_OOM_FULL=1 (make
+# check-oom) tries every N.
+proc do_malloc_test {name args} {
+  array set o {-setup {} -cleanup {} -check {} -max 5000}
+  array set o $args
+  set full [expr {[info exists ::env(PAGEDB_OOM_FULL)] && $::env(PAGEDB_OOM_FULL)}]
+  for {set n 1} {$n <= $o(-max)} {incr n [expr {$full || $n < 64 ? 1 : 17}]} {
+    pagedb_release_memory
+    set start [pagedb_memory_used]
+    uplevel #0 $o(-setup)
+    mem_fault $n -persist
+    set rc [catch {uplevel #0 $o(-body)} msg opts]
+    set hits [mem_fault 0]
+    uplevel #0 $o(-cleanup)
+    pagedb_release_memory
+    set used [pagedb_memory_used]
+    set res ok
+    if {$rc} {
+      set code [lindex [dict get $opts -errorcode] 1]
+      if {$code ne "PAGEDB_NOMEM"} {
+        set res "failed with $code: $msg"
+      } elseif {$hits == 0} {
+        set res "PAGEDB_NOMEM with no failure injected: $msg"
+      }
+    }
+    if {$res eq "ok" && [pagedb_handles] != 0} {
+      set res "[pagedb_handles] handle(s) left open by the cleanup"
+    }
+    if {$res eq "ok" && $used != $start} {
+      set res "pagedb holds $used bytes after, $start before"
+    }
+    if {$res eq "ok" && $o(-check) ne ""} { set res [uplevel #0 $o(-check)] }
+    do_test $name.$n [list set _ $res] ok
+    if {!$rc && $hits == 0} break
+  }
+  if {$n > $o(-max)} {
+    do_test $name.max [list set _ "still failing after $o(-max) allocations"] ok
+  }
+}
+
 proc finish_test {} {
   set nHandle [pagedb_handles]
   if {$nHandle != 0} {
     incr ::TC(count)
     puts "! $::TC(file): $nHandle pagedb handle command(s) still open at finish_test"
     fail_test $::TC(file)-handles
+  }
+  # With every handle closed, pagedb_shutdown frees the pool's cache and
+  # SQLite's own state: pagedb must then hold nothing at all.
+  if {$nHandle == 0} {
+    set src [pagedb_shutdown]
+    set used [pagedb_memory_used]
+    if {$src ne "PAGEDB_OK" || $used != 0} {
+      incr ::TC(count)
+      puts "! $::TC(file): after closing everything, pagedb_shutdown gave $src and pagedb holds $used bytes"
+      fail_test $::TC(file)-memory
+    }
   }
   set leaks [fd_leaks]
   if {[llength $leaks]} {

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,7 +59,7 @@ static int px_close(pagedb_file *f) {
   PosixFile *p = (PosixFile *)f;
   pdb_rings_close(p->rings);
   p->rings = NULL;
-  free(p->path);
+  pdb_free(p->path);
   p->path = NULL;
   if (p->lockfd >= 0) close(p->lockfd);
   p->lockfd = -1;
@@ -362,10 +363,13 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
 }
 
 static int px_sync_dir(pagedb_vfs *vfs, const char *path) {
-  char *copy = pdb_strdup(path);
-  if (!copy) return PAGEDB_NOMEM;
+  char copy[PATH_MAX];   /* dirname() writes into its argument */
+  if (strlen(path) >= sizeof copy) {
+    errno = ENAMETOOLONG;
+    return PAGEDB_IOERR_SYNC;
+  }
+  strcpy(copy, path);
   int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  free(copy);
   if (fd < 0) return PAGEDB_IOERR_SYNC;
   int r = fsync(fd);
   int e = errno;

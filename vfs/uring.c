@@ -34,14 +34,14 @@ struct PdbRings {
 
 /* A new ring, or NULL with *ERR set. */
 static Ring *ring_new(int *err) {
-  Ring *r = calloc(1, sizeof *r);
+  Ring *r = pdb_calloc(1, sizeof *r);
   if (!r) {
     *err = ENOMEM;
     return NULL;
   }
   int e = io_uring_queue_init(PDB_URING_DEPTH, &r->ring, 0);
   if (e < 0) {
-    free(r);
+    pdb_free(r);
     *err = -e;
     return NULL;
   }
@@ -50,12 +50,12 @@ static Ring *ring_new(int *err) {
 
 int pdb_rings_open(PdbRings **out) {
   *out = NULL;
-  PdbRings *p = calloc(1, sizeof *p);
+  PdbRings *p = pdb_calloc(1, sizeof *p);
   if (!p) return ENOMEM;
   int err = 0;
   p->idle = ring_new(&err);     /* the probe: io_uring works, or we know why */
   if (!p->idle) {
-    free(p);
+    pdb_free(p);
     return err;
   }
   pthread_mutex_init(&p->mu, NULL);
@@ -68,10 +68,10 @@ void pdb_rings_close(PdbRings *p) {
   for (Ring *r = p->idle, *next; r; r = next) {
     next = r->next;
     io_uring_queue_exit(&r->ring);
-    free(r);
+    pdb_free(r);
   }
   pthread_mutex_destroy(&p->mu);
-  free(p);
+  pdb_free(p);
 }
 
 /* Take an idle ring (or make one) for the calling thread's batch. */
@@ -94,7 +94,7 @@ static void ring_give(PdbRings *p, Ring *r) {
 ** for what it still holds, so no buffer is touched afterwards. */
 static void ring_drop(Ring *r) {
   io_uring_queue_exit(&r->ring);
-  free(r);
+  pdb_free(r);
 }
 
 /* Finish request Q of which DONE bytes arrived, with pread. */

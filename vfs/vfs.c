@@ -94,7 +94,7 @@ pagedb_vfs *pagedb_vfs_find(const char *name) {
 }
 
 int pdb_os_open(pagedb_vfs *vfs, const char *path, int flags, pagedb_file **pf) {
-  pagedb_file *f = calloc(1, (size_t)vfs->szFile);
+  pagedb_file *f = pdb_calloc(1, (size_t)vfs->szFile);
   *pf = NULL;
   if (!f) return PAGEDB_NOMEM;
   int rc = vfs->xOpen(vfs, path, f, flags);
@@ -102,7 +102,7 @@ int pdb_os_open(pagedb_vfs *vfs, const char *path, int flags, pagedb_file **pf) 
     /* The contract says pMethods stays NULL on failure; if a backend set it
     ** anyway, close what it opened. */
     if (NEVER(f->pMethods)) f->pMethods->xClose(f);
-    free(f);
+    pdb_free(f);
     return rc;
   }
   *pf = f;
@@ -112,7 +112,7 @@ int pdb_os_open(pagedb_vfs *vfs, const char *path, int flags, pagedb_file **pf) 
 int pdb_os_close(pagedb_file *f) {
   if (!f) return PAGEDB_OK;
   int rc = f->pMethods ? f->pMethods->xClose(f) : PAGEDB_OK;
-  free(f);
+  pdb_free(f);
   return rc;
 }
 
@@ -155,7 +155,7 @@ int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, size_t cap) {
   snprintf(path, sizeof path, "%s/.pagedb-vfs-check-%ld-%llx", dir ? dir : ".", (long)getpid(),
            (unsigned long long)pdb_get64(nonce));
   pagedb_file *f = NULL;
-  uint8_t *buf = aligned_alloc(4096, 8192);
+  uint8_t *buf = pdb_buf_alloc(8192, NULL);
   int rc = buf ? PAGEDB_OK : PAGEDB_NOMEM;
   const char *step = "allocating";
   if (rc == PAGEDB_OK) {
@@ -188,6 +188,6 @@ int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, size_t cap) {
     pdb_os_close(f);
     vfs->xDelete(vfs, path, 0);
   }
-  free(buf);
+  pdb_buf_free(buf);
   return rc;
 }

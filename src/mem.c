@@ -1,0 +1,402 @@
+/*
+** mem.c -- the general allocator: configuration, exact accounting, the
+** memory limit, and SQLite's allocations routed through pagedb's.
+**
+** ACCOUNTING
+**
+**   used = the usable size (xSize) of every general block live now
+**        + every byte the pool holds (pdb_mem_charge / _uncharge).
+**
+**   A block is counted when it is allocated and uncounted, at the same
+**   xSize, just before it is freed, so used returns exactly to where it was
+**   once everything allocated since is freed.  Counters are atomics: no
+**   lock on the hot path.  The high-water mark is raised with a CAS loop.
+**
+** THE LIMIT (PAGEDB_CONFIG_MEMLIMIT)
+**
+**   is soft: it is checked before an allocation, without a lock, so
+**   threads allocating at the same instant may pass it by a block each.
+**   A request that would pass it first trims the pool's cache, then fails.
+**
+** ALLOCATORS
+**
+**   The default is malloc() with a 16-byte prefix recording the size (as
+**   SQLite's mem1.c), so xSize is exact and portable; in debug builds the
+**   prefix also holds a cookie that catches most double and foreign frees,
+**   and blocks are poisoned when allocated and freed.  PAGEDB_CONFIG_HEAP
+**   serves every block from one arena through the buddy heap (buddy.c),
+**   which catches every double and foreign free.  PAGEDB_CONFIG_MALLOC
+**   installs the embedder's own.
+*/
+#include "pagedbInt.h"
+#include "mem.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+
+#define PREFIX 16                    /* keeps blocks 16-byte aligned */
+#define LIVE   0x4c495645u           /* "LIVE": debug cookie of a block in use */
+#define DEAD   0x44454144u           /* "DEAD": ...of a freed one */
+
+static struct {
+  pthread_mutex_t mu;                /* initialization, configuration, the heap */
+  _Atomic int ready;
+  pagedb_mem_methods m;
+  BuddyHeap *heap;                   /* PAGEDB_CONFIG_HEAP, or NULL */
+  int sqlite_ours;                   /* SQLite allocates through us */
+  sqlite3_mem_methods sqlite_old;    /* ...and this was its allocator before */
+  _Atomic int64_t limit;             /* 0: none */
+  _Atomic int64_t used, used_high;
+  _Atomic int64_t count, count_high;
+} g = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+_Atomic int pdb_handles;
+
+/* ---- the default allocator: malloc with a size prefix ---- */
+
+typedef struct Prefix {
+  size_t n;
+  uint32_t cookie;
+} Prefix;
+
+static void *sys_malloc(size_t n) {
+  if (n > SIZE_MAX - PREFIX) return NULL;
+  Prefix *h = malloc(n + PREFIX);
+  if (!h) return NULL;
+  h->n = n;
+  h->cookie = LIVE;
+  return (uint8_t *)h + PREFIX;
+}
+
+static Prefix *prefix_of(void *p) { return (Prefix *)((uint8_t *)p - PREFIX); }
+
+static void sys_free(void *p) {
+  Prefix *h = prefix_of(p);
+  h->cookie = DEAD;
+  free(h);
+}
+
+static void *sys_realloc(void *p, size_t n) {
+  if (n > SIZE_MAX - PREFIX) return NULL;
+  Prefix *h = realloc(prefix_of(p), n + PREFIX);
+  if (!h) return NULL;
+  h->n = n;
+  return (uint8_t *)h + PREFIX;
+}
+
+static size_t sys_size(void *p) { return prefix_of(p)->n; }
+
+static const pagedb_mem_methods kSys = { sys_malloc, sys_free, sys_realloc, sys_size, NULL, NULL, NULL };
+
+/* ---- the buddy heap as an allocator: every call under g.mu ---- */
+
+static void *heap_malloc(size_t n) {
+  pthread_mutex_lock(&g.mu);
+  void *p = buddy_alloc(g.heap, n);
+  pthread_mutex_unlock(&g.mu);
+  return p;
+}
+
+static void heap_free(void *p) {
+  pthread_mutex_lock(&g.mu);
+  int rc = buddy_free(g.heap, p);
+  pthread_mutex_unlock(&g.mu);
+  assert(rc == PAGEDB_OK);   /* pdb_free checked the block first */
+  (void)rc;
+}
+
+static size_t heap_size(void *p) {
+  pthread_mutex_lock(&g.mu);
+  size_t n = buddy_size(g.heap, p);
+  pthread_mutex_unlock(&g.mu);
+  return n;
+}
+
+static void *heap_realloc(void *p, size_t n) {
+  size_t old = heap_size(p);
+  if (n <= old && n > old / 2) return p;
+  void *q = heap_malloc(n);
+  if (!q) return NULL;
+  memcpy(q, p, old < n ? old : n);
+  heap_free(p);
+  return q;
+}
+
+static const pagedb_mem_methods kHeap = { heap_malloc, heap_free, heap_realloc, heap_size, NULL, NULL, NULL };
+
+/* ---- counters ---- */
+
+static void raise_high(_Atomic int64_t *high, int64_t v) {
+  int64_t h = atomic_load_explicit(high, memory_order_relaxed);
+  while (v > h && !atomic_compare_exchange_weak_explicit(high, &h, v, memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
+static void count(int64_t bytes, int64_t blocks) {
+  int64_t u = atomic_fetch_add_explicit(&g.used, bytes, memory_order_relaxed) + bytes;
+  if (bytes > 0) raise_high(&g.used_high, u);
+  if (blocks) {
+    int64_t c = atomic_fetch_add_explicit(&g.count, blocks, memory_order_relaxed) + blocks;
+    if (blocks > 0) raise_high(&g.count_high, c);
+  }
+}
+
+/* Whether N more bytes fit under the limit, trimming the pool if not. */
+static int room_for(size_t n) {
+  int64_t limit = atomic_load_explicit(&g.limit, memory_order_relaxed);
+  if (limit <= 0) return 1;
+  int64_t used = atomic_load_explicit(&g.used, memory_order_relaxed);
+  if (used + (int64_t)n <= limit) return 1;
+  pool_trim((size_t)(used + (int64_t)n - limit));
+  used = atomic_load_explicit(&g.used, memory_order_relaxed);
+  return used + (int64_t)n <= limit;
+}
+
+int pdb_mem_charge(size_t n) {
+  if (!room_for(n)) return PAGEDB_NOMEM;
+  count((int64_t)n, 0);
+  return PAGEDB_OK;
+}
+
+void pdb_mem_uncharge(size_t n) { count(-(int64_t)n, 0); }
+
+/* ---- SQLite through pagedb ---- */
+
+static void *sq_malloc(int n) { return n > 0 ? pdb_malloc((size_t)n) : NULL; }
+static void sq_free(void *p) { pdb_free(p); }
+static void *sq_realloc(void *p, int n) { return n > 0 ? pdb_realloc(p, (size_t)n) : NULL; }
+static int sq_size(void *p) { return p ? (int)g.m.xSize(p) : 0; }
+static int sq_roundup(int n) { return (n + 7) & ~7; }
+static int sq_init(void *app) { (void)app; return SQLITE_OK; }
+static void sq_shutdown(void *app) { (void)app; }
+
+static const sqlite3_mem_methods kSqlite = { sq_malloc, sq_free, sq_realloc, sq_size, sq_roundup,
+                                             sq_init, sq_shutdown, NULL };
+
+/* ---- initialization and configuration ---- */
+
+int pagedb_initialize(void) {
+  if (atomic_load_explicit(&g.ready, memory_order_acquire)) return PAGEDB_OK;
+  pthread_mutex_lock(&g.mu);
+  int rc = PAGEDB_OK;
+  if (!atomic_load_explicit(&g.ready, memory_order_relaxed)) {
+    if (!g.m.xMalloc) g.m = g.heap ? kHeap : kSys;
+    if (g.m.xInit) rc = g.m.xInit(g.m.pAppData);
+    if (rc == PAGEDB_OK) {
+      /* Refused (SQLITE_MISUSE) once the host has initialized SQLite: its
+      ** memory is then its own, and not counted here. */
+      sqlite3_mem_methods old;
+      if (sqlite3_config(SQLITE_CONFIG_GETMALLOC, &old) == SQLITE_OK &&
+          sqlite3_config(SQLITE_CONFIG_MALLOC, &kSqlite) == SQLITE_OK) {
+        g.sqlite_old = old;
+        g.sqlite_ours = 1;
+        /* pagedb counts SQLite's memory itself: SQLite's own statistics
+        ** would only add a global mutex to every allocation. */
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+      }
+      atomic_store_explicit(&g.ready, 1, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&g.mu);
+  return rc;
+}
+
+
+int pagedb_shutdown(void) {
+  if (!atomic_load(&g.ready)) return PAGEDB_OK;
+  /* No lock of ours is held here: the pool and SQLite free what they hold
+  ** through pdb_free, which takes g.mu when the heap serves the blocks.
+  ** Shutting down concurrently with any other call is a misuse anyway. */
+  if (atomic_load(&pdb_handles) > 0 || pool_shutdown() != PAGEDB_OK) return PAGEDB_MISUSE;
+  if (g.sqlite_ours) {
+    sqlite3_shutdown();
+    sqlite3_config(SQLITE_CONFIG_MALLOC, &g.sqlite_old);
+    g.sqlite_ours = 0;
+  }
+  if (g.m.xShutdown) g.m.xShutdown(g.m.pAppData);
+  atomic_store(&g.ready, 0);
+  return PAGEDB_OK;
+}
+
+int pagedb_config(int op, ...) {
+  va_list ap;
+  va_start(ap, op);
+  int rc = PAGEDB_OK;
+  if (op == PAGEDB_CONFIG_MEMLIMIT) {
+    int64_t n = va_arg(ap, int64_t);
+    if (n < 0) rc = PAGEDB_MISUSE;
+    else atomic_store(&g.limit, n);
+    va_end(ap);
+    return rc;
+  }
+  pthread_mutex_lock(&g.mu);
+  if (atomic_load(&g.ready)) {
+    rc = PAGEDB_MISUSE;
+  } else if (op == PAGEDB_CONFIG_MALLOC) {
+    const pagedb_mem_methods *m = va_arg(ap, const pagedb_mem_methods *);
+    if (!m || !m->xMalloc || !m->xFree || !m->xRealloc || !m->xSize) rc = PAGEDB_MISUSE;
+    else g.m = *m;
+  } else if (op == PAGEDB_CONFIG_GETMALLOC) {
+    pagedb_mem_methods *m = va_arg(ap, pagedb_mem_methods *);
+    if (!m) rc = PAGEDB_MISUSE;
+    else *m = g.m.xMalloc ? g.m : g.heap ? kHeap : kSys;
+  } else if (op == PAGEDB_CONFIG_HEAP) {
+    void *arena = va_arg(ap, void *);
+    size_t n = va_arg(ap, size_t), min = va_arg(ap, size_t);
+    if (atomic_load(&g.count) != 0) {
+      rc = PAGEDB_MISUSE;      /* blocks from the old allocator are live */
+    } else {
+      g.heap = arena ? buddy_init(arena, n, min) : NULL;
+      if (arena && !g.heap) rc = PAGEDB_NOMEM;
+      g.m = g.heap ? kHeap : kSys;
+    }
+  } else if (op == PAGEDB_CONFIG_POOL) {
+    rc = pool_config(va_arg(ap, const pagedb_pool_methods *));
+  } else if (op == PAGEDB_CONFIG_GETPOOL) {
+    pagedb_pool_methods *m = va_arg(ap, pagedb_pool_methods *);
+    if (!m) rc = PAGEDB_MISUSE;
+    else pool_get_config(m);
+  } else {
+    rc = PAGEDB_MISUSE;
+  }
+  pthread_mutex_unlock(&g.mu);
+  va_end(ap);
+  return rc;
+}
+
+/* ---- the general allocator ---- */
+
+/* Whether P may be freed or resized: always true of an embedder's
+** allocator, which cannot tell. */
+static int owned(void *p) {
+  if (g.m.xFree == heap_free) return 1;   /* the heap checks as it frees */
+#ifndef NDEBUG
+  if (g.m.xFree == sys_free) return prefix_of(p)->cookie == LIVE;
+#endif
+  return 1;
+}
+
+void *pdb_malloc(size_t n) {
+  if (n == 0 || pagedb_initialize() != PAGEDB_OK || !room_for(n)) return NULL;
+  void *p = g.m.xMalloc(n);
+  if (!p && pool_trim(n) > 0) p = g.m.xMalloc(n);   /* the cache may hold the memory */
+  if (!p) return NULL;
+  size_t got = g.m.xSize(p);
+  count((int64_t)got, 1);
+#ifndef NDEBUG
+  memset(p, 0xA5, got);
+#endif
+  return p;
+}
+
+void *pdb_calloc(size_t n, size_t sz) {
+  if (sz && n > SIZE_MAX / sz) return NULL;
+  void *p = pdb_malloc(n * sz);
+  if (p) memset(p, 0, n * sz);
+  return p;
+}
+
+int pagedb_free(void *p) {
+  if (!p) return PAGEDB_OK;
+  int heap = g.m.xFree == heap_free;
+  /* The heap checks and frees under one lock: two threads freeing the
+  ** same block cannot both pass. */
+  if (heap) pthread_mutex_lock(&g.mu);
+  size_t n = 0;
+  if (atomic_load(&g.ready) && owned(p)) n = heap ? buddy_size(g.heap, p) : g.m.xSize(p);
+  if (n == 0) {
+    if (heap) pthread_mutex_unlock(&g.mu);
+    assert(!"pagedb_free of a block not in use");
+    return PAGEDB_MISUSE;
+  }
+#ifndef NDEBUG
+  memset(p, 0x5A, n);
+#endif
+  count(-(int64_t)n, -1);
+  if (heap) {
+    buddy_free(g.heap, p);
+    pthread_mutex_unlock(&g.mu);
+  } else {
+    g.m.xFree(p);
+  }
+  return PAGEDB_OK;
+}
+
+void pdb_free(void *p) {
+  int rc = pagedb_free(p);
+  assert(rc == PAGEDB_OK);
+  (void)rc;
+}
+
+void *pdb_realloc(void *p, size_t n) {
+  if (!p) return pdb_malloc(n);
+  size_t old = n && owned(p) ? g.m.xSize(p) : 0;
+  if (old == 0) return NULL;
+  if (n > old && !room_for(n - old)) return NULL;
+  void *q = g.m.xRealloc(p, n);
+  if (!q) return NULL;
+  size_t got = g.m.xSize(q);
+  count((int64_t)got - (int64_t)old, 0);
+  return q;
+}
+
+char *pdb_strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = pdb_malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+void *pagedb_malloc(size_t n) { return pdb_malloc(n); }
+void *pagedb_realloc(void *p, size_t n) { return pdb_realloc(p, n); }
+size_t pagedb_msize(void *p) { return p && atomic_load(&g.ready) && owned(p) ? g.m.xSize(p) : 0; }
+
+void *pdb_buf_alloc(size_t n, size_t *cap) { return pagedb_pool_alloc(n, cap); }
+
+void pdb_buf_free(void *p) {
+  int rc = pagedb_pool_free(p);
+  assert(rc == PAGEDB_OK);
+  (void)rc;
+}
+
+/* ---- figures ---- */
+
+int64_t pagedb_memory_used(void) { return atomic_load(&g.used); }
+
+int64_t pagedb_memory_highwater(int reset) {
+  int64_t h = atomic_load(&g.used_high);
+  if (reset) atomic_store(&g.used_high, atomic_load(&g.used));
+  return h;
+}
+
+int pagedb_status(int op, int64_t *cur, int64_t *high, int reset) {
+  if (!cur || !high) return PAGEDB_MISUSE;
+  switch (op) {
+    case PAGEDB_STATUS_MEMORY_USED:
+      *cur = atomic_load(&g.used);
+      *high = pagedb_memory_highwater(reset);
+      return PAGEDB_OK;
+    case PAGEDB_STATUS_MALLOC_COUNT:
+      *cur = atomic_load(&g.count);
+      *high = atomic_load(&g.count_high);
+      if (reset) atomic_store(&g.count_high, *cur);
+      return PAGEDB_OK;
+    case PAGEDB_STATUS_POOL_USED:
+    case PAGEDB_STATUS_POOL_CACHED:
+    case PAGEDB_STATUS_POOL_PINNED:
+      pool_status(op, cur, high, reset);
+      return PAGEDB_OK;
+    case PAGEDB_STATUS_HEAP_FREE: {
+      BuddyStats st = { 0 };
+      pthread_mutex_lock(&g.mu);
+      if (g.heap) buddy_stats(g.heap, &st);
+      pthread_mutex_unlock(&g.mu);
+      *cur = (int64_t)st.free;
+      *high = (int64_t)st.largest_free;
+      return PAGEDB_OK;
+    }
+    default:
+      return PAGEDB_MISUSE;
+  }
+}
