@@ -38,6 +38,9 @@ void pdb_buf_free(void *p);
 */
 int pdb_mem_charge(size_t n);
 void pdb_mem_uncharge(size_t n);
+/* A charge has become memory held: count it in the high-water mark (not
+** done by pdb_mem_charge, so that memory never obtained never counts). */
+void pdb_mem_settle(void);
 
 /* Open pagedb handles: pagedb_shutdown refuses while any is. */
 extern _Atomic int pdb_handles;

@@ -11,7 +11,10 @@
 **   which is how a foreign or twice-freed pointer is told apart.  Cached
 **   buffers wait on their class's free lists (one for pinned buffers, one
 **   for the rest), each class with its own mutex: taking a cached buffer
-**   costs one class lock and one shard lock, never a global one.
+**   costs one class lock and one shard lock, never a global one.  The
+**   shards and classes are static; each Entry is a general allocation
+**   (pdb_malloc), so the registry is counted in pagedb_memory_used() like
+**   the rest, and lives exactly as long as its buffer.
 **
 ** INVARIANTS
 **
@@ -173,7 +176,10 @@ static int class_of(size_t n) {
 }
 
 void *pagedb_pool_alloc(size_t n, size_t *cap) {
-  if (n == 0 || n > SIZE_MAX - HUGE_ALIGN || pagedb_initialize() != PAGEDB_OK) return NULL;
+  /* The counters are signed 64-bit: a size past INT64_MAX would pass the
+  ** limit as a negative charge (and no system maps that much anyway). */
+  if (n == 0 || n > SIZE_MAX - HUGE_ALIGN || (uint64_t)n > (uint64_t)INT64_MAX - HUGE_ALIGN) return NULL;
+  if (pagedb_initialize() != PAGEDB_OK) return NULL;
   pthread_once(&once, setup);
   int c = class_of(n);
   size_t size = c >= 0 ? (size_t)1 << (MIN_SHIFT + c) : (n + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1);
@@ -193,10 +199,12 @@ void *pagedb_pool_alloc(size_t n, size_t *cap) {
     pthread_mutex_unlock(&s->mu);
     add(&st_cached, &st_cached_high, -(int64_t)size);
   } else {
+    /* Charged first: a request the limit refuses then counts nothing at
+    ** all, not even its Entry for a moment (the high-water mark). */
+    if (pdb_mem_charge(size) != PAGEDB_OK) return NULL;
     e = pdb_malloc(sizeof *e);
-    if (!e) return NULL;
-    if (pdb_mem_charge(size) != PAGEDB_OK) {
-      pdb_free(e);
+    if (!e) {
+      pdb_mem_uncharge(size);
       return NULL;
     }
     memset(e, 0, sizeof *e);
@@ -216,6 +224,7 @@ void *pagedb_pool_alloc(size_t n, size_t *cap) {
       pdb_free(e);
       return NULL;
     }
+    pdb_mem_settle();
     e->pinned = pinned;
     e->state = LIVE;
     if (pinned) add(&st_pinned, &st_pinned_high, (int64_t)size);

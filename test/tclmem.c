@@ -17,26 +17,18 @@
 **       name.
 **   rss
 **       The process's resident set (VmRSS of /proc/self/status), in bytes.
-**   pagedb_pool_alloc N         -> {ADDR CAP} (ADDR 0: NULL)
-**   pagedb_pool_free ADDR       -> the result's code name
-**   pagedb_pool_pin 0|1         -> the previous mode
 **   pagedb_malloc N / pagedb_free ADDR / pagedb_msize ADDR
 **   pagedb_status OP ?RESET?    -> {CUR HIGH}; OP memory_used, malloc_count,
 **                                  pool_used, pool_cached, pool_pinned, heap_free
-**   pagedb_memlimit N           -> the code name of pagedb_config MEMLIMIT
 **   pagedb_heap_config BYTES MIN -> the code name (the arena is malloc()ed
 **                                  and kept for the life of the process)
-**   mem_touch ADDR N            write N bytes at ADDR, so that they are resident
-**   pool_threads NTHREAD NOPS   NTHREAD threads allocate pool buffers of
-**                               64 KiB to 8 MiB, fill each with their own
-**                               pattern, check it and free: "ok" or the
-**                               first problem
+**
+** The pool's own commands are in tclpool.c.
 */
 #include "pagedb.h"
 #include "tclpagedb.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -201,7 +193,7 @@ static int size_arg(Tcl_Interp *interp, Tcl_Obj *o, size_t *n) {
 
 /* One command for the calls that take a number or an address: CD says
 ** which. */
-enum { POOL_ALLOC, POOL_FREE, POOL_PIN, MALLOC, FREE, MSIZE, MEMLIMIT };
+enum { MALLOC, FREE, MSIZE };
 
 static int call_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]) {
   int op = (int)(intptr_t)cd;
@@ -211,27 +203,16 @@ static int call_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const 
   }
   size_t n = 0;
   void *p = NULL;
-  if (op == POOL_FREE || op == FREE || op == MSIZE) {
+  if (op == FREE || op == MSIZE) {
     if (addr_arg(interp, objv[1], &p) != TCL_OK) return TCL_ERROR;
   } else if (size_arg(interp, objv[1], &n) != TCL_OK) {
     return TCL_ERROR;
   }
   Tcl_Obj *r = NULL;
   switch (op) {
-    case POOL_ALLOC: {
-      size_t cap = 0;
-      void *b = pagedb_pool_alloc(n, &cap);
-      r = Tcl_NewListObj(0, NULL);
-      Tcl_ListObjAppendElement(interp, r, addr_obj(b));
-      Tcl_ListObjAppendElement(interp, r, Tcl_NewWideIntObj(b ? (Tcl_WideInt)cap : 0));
-      break;
-    }
-    case POOL_FREE: r = Tcl_NewStringObj(pagedb_errname(pagedb_pool_free(p)), -1); break;
-    case POOL_PIN: r = Tcl_NewIntObj(pagedb_pool_pin(n != 0)); break;
     case MALLOC: r = addr_obj(pagedb_malloc(n)); break;
     case FREE: r = Tcl_NewStringObj(pagedb_errname(pagedb_free(p)), -1); break;
-    case MSIZE: r = Tcl_NewWideIntObj((Tcl_WideInt)pagedb_msize(p)); break;
-    default: r = Tcl_NewStringObj(pagedb_errname(pagedb_config(PAGEDB_CONFIG_MEMLIMIT, (int64_t)n)), -1); break;
+    default: r = Tcl_NewWideIntObj((Tcl_WideInt)pagedb_msize(p)); break;
   }
   Tcl_SetObjResult(interp, r);
   return TCL_OK;
@@ -275,92 +256,15 @@ static int heap_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const 
   return TCL_OK;
 }
 
-static int touch_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]) {
-  (void)cd;
-  void *p;
-  size_t n;
-  if (objc != 3) {
-    Tcl_WrongNumArgs(interp, 1, objv, "ADDR N");
-    return TCL_ERROR;
-  }
-  if (addr_arg(interp, objv[1], &p) != TCL_OK || size_arg(interp, objv[2], &n) != TCL_OK) return TCL_ERROR;
-  memset(p, 0x33, n);
-  return TCL_OK;
-}
-
-typedef struct PoolJob {
-  int t;
-  long ops;
-  char err[160];
-} PoolJob;
-
-static void *pool_thread(void *arg) {
-  PoolJob *j = arg;
-  uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(j->t + 1);
-  for (long i = 0; i < j->ops && !j->err[0]; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    size_t n = (size_t)64 << 10 << (s >> 61);   /* 64 KiB .. 8 MiB */
-    size_t cap = 0;
-    uint8_t *p = pagedb_pool_alloc(n, &cap);
-    if (!p || cap < n) {
-      snprintf(j->err, sizeof j->err, "thread %d op %ld: pagedb_pool_alloc(%zu) gave %p cap %zu", j->t, i, n,
-               (void *)p, cap);
-      break;
-    }
-    uint8_t pat = (uint8_t)(j->t * 37 + i);
-    memset(p, pat, n);
-    sched_yield();    /* let the others run while this buffer is held */
-    for (size_t k = 0; k < n; k += 509) {
-      if (p[k] != pat) {
-        snprintf(j->err, sizeof j->err, "thread %d op %ld: byte %zu of a %zu-byte buffer changed", j->t, i, k, n);
-        break;
-      }
-    }
-    int rc = pagedb_pool_free(p);
-    if (rc != PAGEDB_OK && !j->err[0])
-      snprintf(j->err, sizeof j->err, "thread %d op %ld: pagedb_pool_free gave %s", j->t, i, pagedb_errname(rc));
-  }
-  return NULL;
-}
-
-static int threads_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]) {
-  (void)cd;
-  int nt;
-  long ops;
-  if (objc != 3 || Tcl_GetIntFromObj(interp, objv[1], &nt) != TCL_OK ||
-      Tcl_GetLongFromObj(interp, objv[2], &ops) != TCL_OK || nt < 1 || nt > 64) {
-    Tcl_WrongNumArgs(interp, 1, objv, "NTHREAD(1-64) NOPS");
-    return TCL_ERROR;
-  }
-  PoolJob jobs[64];
-  pthread_t tid[64];
-  for (int i = 0; i < nt; i++) {
-    memset(&jobs[i], 0, sizeof jobs[i]);
-    jobs[i].t = i;
-    jobs[i].ops = ops;
-    pthread_create(&tid[i], NULL, pool_thread, &jobs[i]);
-  }
-  const char *res = "ok";
-  for (int i = 0; i < nt; i++) {
-    pthread_join(tid[i], NULL);
-    if (jobs[i].err[0] && res[0] == 'o') res = jobs[i].err;
-  }
-  Tcl_SetObjResult(interp, Tcl_NewStringObj(res, -1));
-  return TCL_OK;
-}
-
 void Tclmem_Init(Tcl_Interp *interp) {
   static const struct { const char *name; int op; } calls[] = {
-    { "pagedb_pool_alloc", POOL_ALLOC }, { "pagedb_pool_free", POOL_FREE }, { "pagedb_pool_pin", POOL_PIN },
     { "pagedb_malloc", MALLOC }, { "pagedb_free", FREE }, { "pagedb_msize", MSIZE },
-    { "pagedb_memlimit", MEMLIMIT },
   };
   for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
     Tcl_CreateObjCommand(interp, calls[i].name, call_cmd, (ClientData)(intptr_t)calls[i].op, NULL);
   Tcl_CreateObjCommand(interp, "pagedb_status", status_cmd, NULL, NULL);
   Tcl_CreateObjCommand(interp, "pagedb_heap_config", heap_cmd, NULL, NULL);
-  Tcl_CreateObjCommand(interp, "mem_touch", touch_cmd, NULL, NULL);
-  Tcl_CreateObjCommand(interp, "pool_threads", threads_cmd, NULL, NULL);
+
   Tcl_CreateObjCommand(interp, "rss", rss_cmd, NULL, NULL);
   Tcl_CreateObjCommand(interp, "pagedb_memory_used", used_cmd, NULL, NULL);
   Tcl_CreateObjCommand(interp, "pagedb_release_memory", release_cmd, NULL, NULL);

@@ -1756,6 +1756,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_handles", handlesCmd, 0, 0);
   Tclfault_Init(interp);
   Tclmem_Init(interp);
+  if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;
   {
     static int once = 0;
     if( !once ){

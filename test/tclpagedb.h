@@ -21,4 +21,7 @@ void Tclfault_Init(Tcl_Interp *interp);
 /* Create mem_fault_install, mem_fault and mem_fault_hits (tclmem.c). */
 void Tclmem_Init(Tcl_Interp *interp);
 
+/* Create the pool_* commands of pool.test (tclpool.c). */
+int Tclpool_Init(Tcl_Interp *interp);
+
 #endif /* TCLPAGEDB_H */
