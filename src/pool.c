@@ -59,8 +59,10 @@ struct Entry {
   Entry *fnext;      /* on its free list */
 };
 
+#define PDB_LINE 64   /* a cache line */
+
 typedef struct Class {
-  pthread_mutex_t mu;
+  _Alignas(PDB_LINE) pthread_mutex_t mu;
   Entry *plain, *pinned;
 } Class;
 
@@ -74,17 +76,14 @@ static void map_free(void *app, void *p, size_t n);
 static const pagedb_pool_methods kMap = { 1, map_alloc, map_free, NULL, 0 };
 
 static pagedb_pool_methods methods = { 1, map_alloc, map_free, NULL, 0 };
-static Class cls[NCLASS];
-static Shard shard[SHARDS];
+/* Classes and counters on cache lines of their own: threads working in
+** different classes, or counting, do not slow each other down. */
+static _Alignas(PDB_LINE) Class cls[NCLASS] = { [0 ... NCLASS - 1] = { .mu = PTHREAD_MUTEX_INITIALIZER } };
+static _Alignas(PDB_LINE) Shard shard[SHARDS] = { [0 ... SHARDS - 1] = { .mu = PTHREAD_MUTEX_INITIALIZER } };
 static _Atomic int pin_mode;
-static _Atomic int64_t st_used, st_used_high, st_cached, st_cached_high, st_pinned, st_pinned_high;
-
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void setup(void) {
-  for (int i = 0; i < NCLASS; i++) pthread_mutex_init(&cls[i].mu, NULL);
-  for (int i = 0; i < SHARDS; i++) pthread_mutex_init(&shard[i].mu, NULL);
-}
+static _Alignas(PDB_LINE) _Atomic int64_t st_used, st_used_high;
+static _Alignas(PDB_LINE) _Atomic int64_t st_cached, st_cached_high;
+static _Alignas(PDB_LINE) _Atomic int64_t st_pinned, st_pinned_high;
 
 /* ---- the default backing: anonymous maps ---- */
 
@@ -180,7 +179,6 @@ void *pagedb_pool_alloc(size_t n, size_t *cap) {
   ** limit as a negative charge (and no system maps that much anyway). */
   if (n == 0 || n > SIZE_MAX - HUGE_ALIGN || (uint64_t)n > (uint64_t)INT64_MAX - HUGE_ALIGN) return NULL;
   if (pagedb_initialize() != PAGEDB_OK) return NULL;
-  pthread_once(&once, setup);
   int c = class_of(n);
   size_t size = c >= 0 ? (size_t)1 << (MIN_SHIFT + c) : (n + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1);
   int pinned = atomic_load(&pin_mode) || methods.pinned;
@@ -243,7 +241,6 @@ void *pagedb_pool_alloc(size_t n, size_t *cap) {
 
 int pagedb_pool_free(void *p) {
   if (!p) return PAGEDB_OK;
-  pthread_once(&once, setup);
   Shard *s = shard_of(p);
   Entry **pp;
   pthread_mutex_lock(&s->mu);
@@ -292,7 +289,6 @@ static void drain(int c, int pinned, size_t n, size_t *done) {
 }
 
 size_t pool_trim(size_t n) {
-  pthread_once(&once, setup);
   size_t done = 0;
   for (int c = NCLASS - 1; c >= 0 && done < n; c--) drain(c, 0, n, &done);
   return done;
@@ -301,7 +297,6 @@ size_t pool_trim(size_t n) {
 size_t pagedb_release_memory(size_t n) { return pool_trim(n); }
 
 int pool_shutdown(void) {
-  pthread_once(&once, setup);
   if (atomic_load(&st_used) != 0) return PAGEDB_MISUSE;
   size_t done = 0;
   for (int c = 0; c < NCLASS; c++) {
