@@ -7,8 +7,6 @@
 **                                modulo 2^64, so -1 asks for SIZE_MAX.
 **   pool_free ADDR            -> the result's code name
 **   pool_pin 0|1              -> the previous mode
-**   pool_status OP ?RESET?    -> {CUR HIGH}; OP used, cached, pinned (the
-**                                PAGEDB_STATUS_POOL_* counters) or memory
 **   memory_highwater ?RESET?  -> pagedb_memory_highwater
 **   mem_limit N               -> the code name of pagedb_config MEMLIMIT
 **   pool_touch ADDR N ?BYTE?  write N bytes (BYTE, default 0x33) at ADDR,
@@ -91,26 +89,6 @@ static int pin_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const o
   }
   if (Tcl_GetBooleanFromObj(interp, objv[1], &on) != TCL_OK) return TCL_ERROR;
   Tcl_SetObjResult(interp, Tcl_NewIntObj(pagedb_pool_pin(on)));
-  return TCL_OK;
-}
-
-static int status_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]) {
-  (void)cd;
-  static const char *const names[] = { "used", "cached", "pinned", "memory", NULL };
-  static const int ops[] = { PAGEDB_STATUS_POOL_USED, PAGEDB_STATUS_POOL_CACHED, PAGEDB_STATUS_POOL_PINNED,
-                             PAGEDB_STATUS_MEMORY_USED };
-  int i, reset = 0;
-  if (objc != 2 && objc != 3) {
-    Tcl_WrongNumArgs(interp, 1, objv, "OP ?RESET?");
-    return TCL_ERROR;
-  }
-  if (Tcl_GetIndexFromObj(interp, objv[1], names, "op", 0, &i) != TCL_OK) return TCL_ERROR;
-  if (objc == 3 && Tcl_GetBooleanFromObj(interp, objv[2], &reset) != TCL_OK) return TCL_ERROR;
-  int64_t cur = -1, high = -1;
-  int rc = pagedb_status(ops[i], &cur, &high, reset);
-  if (rc != PAGEDB_OK) return pdbError(interp, rc, "pagedb_status");
-  Tcl_Obj *r[2] = { Tcl_NewWideIntObj(cur), Tcl_NewWideIntObj(high) };
-  Tcl_SetObjResult(interp, Tcl_NewListObj(2, r));
   return TCL_OK;
 }
 
@@ -464,7 +442,6 @@ int Tclpool_Init(Tcl_Interp *interp) {
     { "pool_alloc", alloc_cmd },
     { "pool_free", free_cmd },
     { "pool_pin", pin_cmd },
-    { "pool_status", status_cmd },
     { "memory_highwater", highwater_cmd },
     { "mem_limit", limit_cmd },
     { "pool_touch", touch_cmd },
