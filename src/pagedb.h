@@ -648,7 +648,9 @@ PAGEDB_API int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, siz
 **   - the page-buffer pool, for page and I/O buffers: power-of-two size
 **     classes from 64 KiB to 1 GiB, 4 KiB-aligned (ready for O_DIRECT),
 **     classes of 2 MiB and more 2 MiB-aligned and advised MADV_HUGEPAGE.
-**     Freed buffers stay cached in their class for reuse until trimmed.
+**     Freed buffers stay cached in their class for reuse until trimmed;
+**     each thread keeps the last two it freed of each class for itself (no
+**     lock to reuse them), and gives them to the others when it exits.
 **
 ** Configuration (pagedb_config) happens before the library is first used
 ** or after pagedb_shutdown(); every other call here is thread-safe.
@@ -772,7 +774,13 @@ PAGEDB_API size_t pagedb_release_memory(size_t n);
 PAGEDB_API int64_t pagedb_memory_used(void);
 PAGEDB_API int64_t pagedb_memory_highwater(int reset);
 
-/* Counters of pagedb_status(): *CUR the value now, *HIGH its high-water mark. */
+/*
+** Counters of pagedb_status(): *CUR the value now, *HIGH its high-water
+** mark.  POOL_USED and POOL_CACHED are sums of per-thread counts: exact
+** whenever no pool call is in progress; their high-water marks are exact
+** while one thread at a time uses the pool, and with several may miss a
+** moment when all were at their peaks together.
+*/
 #define PAGEDB_STATUS_MEMORY_USED   1  /* as pagedb_memory_used */
 #define PAGEDB_STATUS_MALLOC_COUNT  2  /* general allocations outstanding */
 #define PAGEDB_STATUS_POOL_USED     3  /* bytes of pool buffers handed out */

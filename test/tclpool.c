@@ -24,6 +24,12 @@
 **   pool_getconfig            -> {fake|other PINNED} (PAGEDB_CONFIG_GETPOOL)
 **   pool_config_misuse        -> the code names of pagedb_config POOL with
 **                                iVersion 0, a NULL xAlloc, a NULL xFree
+**   pool_thread start         -> ID: a worker thread of its own, which
+**                                keeps its pool cache until it exits
+**   pool_thread ID alloc N    -> {ADDR CAP}, as pool_alloc, in thread ID
+**   pool_thread ID free ADDR  -> the code name, as pool_free, in thread ID
+**   pool_thread ID exit       the thread returns (its cache is emptied by
+**                             the pool's thread-exit destructor); joined
 **   pool_stress NTHREAD NOPS ?SEED?
 **       NTHREAD threads each allocate buffers of 64 KiB to 8 MiB, stamp
 **       every 4 KiB page of each with a word of their own, and check the
@@ -434,6 +440,102 @@ static int stress_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *cons
   return TCL_OK;
 }
 
+/* ---- pool_thread: one call at a time in a thread of its own ---- */
+
+#define NWORKER 4
+
+typedef struct Worker {
+  pthread_t tid;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int used;           /* started and not yet exited */
+  int op;             /* 0 idle, 1 alloc, 2 free, 3 exit; back to 0 when done */
+  uint64_t arg;
+  void *p;
+  size_t cap;
+  int rc;
+} Worker;
+
+static Worker workers[NWORKER];
+
+static void *worker_main(void *arg) {
+  Worker *w = arg;
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    while (w->op == 0) pthread_cond_wait(&w->cv, &w->mu);
+    int op = w->op;
+    if (op == 1) w->p = pagedb_pool_alloc((size_t)w->arg, &w->cap);
+    else if (op == 2) w->rc = pagedb_pool_free((void *)(uintptr_t)w->arg);
+    w->op = 0;
+    pthread_cond_broadcast(&w->cv);
+    if (op == 3) break;
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* Run OP(ARG) in W and wait for it. */
+static void worker_call(Worker *w, int op, uint64_t arg) {
+  pthread_mutex_lock(&w->mu);
+  w->op = op;
+  w->arg = arg;
+  pthread_cond_broadcast(&w->cv);
+  while (w->op != 0) pthread_cond_wait(&w->cv, &w->mu);
+  pthread_mutex_unlock(&w->mu);
+}
+
+static int thread_cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]) {
+  (void)cd;
+  int id;
+  if (objc == 2 && !strcmp(Tcl_GetString(objv[1]), "start")) {
+    for (id = 0; id < NWORKER && workers[id].used; id++) {
+    }
+    if (id == NWORKER) {
+      Tcl_SetObjResult(interp, Tcl_NewStringObj("pool_thread: too many threads", -1));
+      return TCL_ERROR;
+    }
+    Worker *w = &workers[id];
+    memset(w, 0, sizeof *w);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+      Tcl_SetObjResult(interp, Tcl_NewStringObj("pool_thread: pthread_create failed", -1));
+      return TCL_ERROR;
+    }
+    w->used = 1;
+    Tcl_SetObjResult(interp, Tcl_NewIntObj(id));
+    return TCL_OK;
+  }
+  const char *op = objc >= 3 ? Tcl_GetString(objv[2]) : "";
+  int nargs = !strcmp(op, "exit") ? 3 : 4;
+  if (objc != nargs || Tcl_GetIntFromObj(interp, objv[1], &id) != TCL_OK || id < 0 || id >= NWORKER ||
+      !workers[id].used) {
+    Tcl_SetObjResult(interp, Tcl_NewStringObj("usage: pool_thread start | ID alloc N | ID free ADDR | ID exit", -1));
+    return TCL_ERROR;
+  }
+  Worker *w = &workers[id];
+  Tcl_WideInt v = 0;
+  if (nargs == 4 && Tcl_GetWideIntFromObj(interp, objv[3], &v) != TCL_OK) return TCL_ERROR;
+  if (!strcmp(op, "alloc")) {
+    worker_call(w, 1, (uint64_t)v);
+    Tcl_Obj *r[2] = { addr_obj(w->p), Tcl_NewWideIntObj(w->p ? (Tcl_WideInt)w->cap : 0) };
+    Tcl_SetObjResult(interp, Tcl_NewListObj(2, r));
+  } else if (!strcmp(op, "free")) {
+    worker_call(w, 2, (uint64_t)v);
+    Tcl_SetObjResult(interp, Tcl_NewStringObj(pagedb_errname(w->rc), -1));
+  } else if (!strcmp(op, "exit")) {
+    worker_call(w, 3, 0);
+    pthread_join(w->tid, NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    w->used = 0;
+  } else {
+    Tcl_SetObjResult(interp, Tcl_NewStringObj("usage: pool_thread start | ID alloc N | ID free ADDR | ID exit", -1));
+    return TCL_ERROR;
+  }
+  return TCL_OK;
+}
+
 int Tclpool_Init(Tcl_Interp *interp) {
   static const struct {
     const char *name;
@@ -452,6 +554,7 @@ int Tclpool_Init(Tcl_Interp *interp) {
     { "pool_getconfig", getconfig_cmd },
     { "pool_config_misuse", config_misuse_cmd },
     { "pool_stress", stress_cmd },
+    { "pool_thread", thread_cmd },
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (!Tcl_CreateObjCommand(interp, cmds[i].name, cmds[i].proc, NULL, NULL)) return TCL_ERROR;

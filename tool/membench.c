@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long gOps = 200000;
+static long gOps = 1000000;
 
 static double now(void) {
   struct timespec t;
