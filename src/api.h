@@ -6,6 +6,7 @@
 #define PAGEDB_API_H
 
 #include "catalog.h"
+#include "codec.h"
 #include "index.h"
 #include "pager.h"
 
@@ -80,6 +81,10 @@ struct pagedb_writer {
   uint64_t *cur;            /* the current sample's slot */
   int nput;                 /* BYTES/TEXT fields given so far */
   uint16_t order[PAGEDB_MAX_FIELDS];  /* ...in the order given */
+  uint8_t *zbuf;            /* compressed values are made here first */
+  size_t zcap;
+  void *zstate;             /* lz4's scratch state */
+  size_t zstate_size;
   int failed;               /* sticky: a page write failed */
   pdb_msg err;
 };
@@ -121,9 +126,12 @@ typedef struct Prefetch {
 struct pagedb_reader {
   pagedb *db;
   pagedb_reader *next;      /* in db->readers */
-  int mode;
+  int mode;                 /* PAGEDB_READ_MMAP or _COPY */
+  int verify;               /* PAGEDB_READ_VERIFY */
   uint8_t *buf;             /* copy mode: the last field read */
   size_t cap;
+  uint8_t *zbuf;            /* decompressed values of the last call */
+  size_t zcap;
   Prefetch pf;              /* pf.ids NULL: no read-ahead */
   uint64_t *scratch;        /* pagedb_read_batch: offsets, lengths, addresses */
   size_t nscratch;          /* ...for this many ids */
@@ -163,13 +171,35 @@ static inline int api_is_bytes(const pagedb *db, int f) {
   return db->fields[f].type == PAGEDB_BYTES || db->fields[f].type == PAGEDB_TEXT;
 }
 
-/* Offset and length of field F of the sample in slot S. */
+/* Offset and stored length of field F of the sample in slot S. */
 static inline void api_extent(const pagedb *db, const uint64_t *s, int f, uint64_t *off, uint64_t *len) {
   uint64_t o = s[1];
   for (int i = 0; i < f; i++)
-    if (api_is_bytes(db, i) && slot_has(s, i)) o += slot_get(s, db->nfield, i);
+    if (api_is_bytes(db, i) && slot_has(s, i)) o += slot_stored(s, db->nfield, i);
   *off = o;
-  *len = slot_get(s, db->nfield, f);
+  *len = slot_stored(s, db->nfield, f);
 }
+
+/* The bytes all the stored fields of the sample in slot S take. */
+static inline uint64_t api_record_len(const pagedb *db, const uint64_t *s) {
+  uint64_t len = 0;
+  for (int f = 0; f < db->nfield; f++)
+    if (api_is_bytes(db, f) && slot_has(s, f)) len += slot_stored(s, db->nfield, f);
+  return len;
+}
+
+/* Whether reads of FIELD by R return other bytes than those stored, or
+** must check them: api_finish has work. */
+static inline int api_must_finish(const pagedb_reader *r, int field) {
+  return r->verify || PAGEDB_CODEC_KIND(r->db->fields[field].codec) != PAGEDB_CODEC_NONE;
+}
+
+/*
+** Turn the stored bytes DATA[i] (SIZES[i] long) of field FIELD of samples
+** IDS[0..N-1] into what the caller reads: checked against their checksums
+** when R verifies, decompressed into R's buffer when compressed.  On
+** failure, the entries from the failing one on are left as they were.
+*/
+int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes);
 
 #endif /* PAGEDB_API_H */

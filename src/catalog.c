@@ -13,6 +13,7 @@
 ** offsets by the caller against the page table and the file.
 */
 #include "catalog.h"
+#include "codec.h"
 #include "index.h"
 
 #include <inttypes.h>
@@ -274,12 +275,12 @@ static int load_fields(Catalog *c, pdb_msg *m, CatField *fields, int *nfield) {
       rc = corrupt(c, m, "table field is not numbered 0, 1, 2... (%s)", name ? name : "?");
     } else if (!name || strlen(name) == 0 || strlen(name) > PAGEDB_MAX_NAME || type < 0) {
       rc = corrupt(c, m, "table field has an invalid row for '%s'", name ? name : "?");
-    } else if (!codec || strcmp(codec, "none") != 0) {
+    } else if (codec_parse(codec) < 0 || (codec_parse(codec) != PAGEDB_CODEC_NONE && !is_bytes(type))) {
       rc = corrupt(c, m, "field uses codec '%s', which this pagedb does not support", codec ? codec : "?");
     } else {
       snprintf(fields[n].name, sizeof fields[n].name, "%s", name);
       fields[n].type = type;
-      fields[n].codec = PAGEDB_CODEC_NONE;
+      fields[n].codec = codec_parse(codec);
       n++;
     }
   }
@@ -289,24 +290,58 @@ static int load_fields(Catalog *c, pdb_msg *m, CatField *fields, int *nfield) {
   return rc;
 }
 
-/* The sample table must have exactly id, page, off and one column per field. */
+/*
+** The columns of table sample after id, page and off: each field's own (its
+** value, or the raw length of a BYTES/TEXT value), and for a BYTES/TEXT
+** field two more: "F:z", the stored length when the value is compressed
+** (NULL when it is stored as given), and "F:sum", the pdb_sum of the bytes
+** stored.  ':' cannot occur in a field name, so these never collide.
+*/
+#define MAX_COLS (3 * PAGEDB_MAX_FIELDS)
+typedef char ColName[PAGEDB_MAX_NAME + 8];
+
+static void column_name(ColName out, const char *field, const char *suffix) {
+  size_t k = strnlen(field, PAGEDB_MAX_NAME);
+  memcpy(out, field, k);
+  memcpy(out + k, suffix, strlen(suffix) + 1);
+}
+
+static int field_columns(const CatField *fields, int nfield, ColName *out) {
+  int n = 0;
+  for (int i = 0; i < nfield; i++) {
+    column_name(out[n++], fields[i].name, "");
+    if (!is_bytes(fields[i].type)) continue;
+    column_name(out[n++], fields[i].name, ":z");
+    column_name(out[n++], fields[i].name, ":sum");
+  }
+  return n;
+}
+
+/* The sample table must have exactly id, page, off and the field columns. */
 static int check_columns(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  ColName *want_cols = pdb_malloc(MAX_COLS * sizeof *want_cols);
+  if (!want_cols) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
+  int ncol = field_columns(fields, nfield, want_cols);
   sqlite3_stmt *st;
   int rc = prepare(c, m, c->w, "SELECT name FROM pragma_table_info('sample') ORDER BY cid", &st);
-  if (rc != PAGEDB_OK) return rc;
+  if (rc != PAGEDB_OK) {
+    pdb_free(want_cols);
+    return rc;
+  }
   static const char *fixed[] = { "id", "page", "off" };
   int i = 0, src;
   while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
     const char *name = (const char *)sqlite3_column_text(st, 0);
-    const char *want = i < 3 ? fixed[i] : i - 3 < nfield ? fields[i - 3].name : NULL;
+    const char *want = i < 3 ? fixed[i] : i - 3 < ncol ? want_cols[i - 3] : NULL;
     if (!name || !want || sqlite3_stricmp(name, want) != 0)
       rc = corrupt(c, m, "table sample has an unexpected column '%s'", name ? name : "?");
     i++;
   }
   if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the sample table");
-  if (rc == PAGEDB_OK && i != 3 + nfield)
+  if (rc == PAGEDB_OK && i != 3 + ncol)
     rc = corrupt(c, m, "table sample lacks %s", i == 0 ? "every column (is it missing?)" : "columns for some fields");
   sqlite3_finalize(st);
+  pdb_free(want_cols);
   return rc;
 }
 
@@ -347,22 +382,27 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
 }
 
 /* The extent view: one SELECT per BYTES/TEXT field, each offset the
-** record's plus the lengths of the stored fields before it. */
+** record's plus the stored lengths of the fields before it. */
 static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
   sqlite3_str *sql = sqlite3_str_new(c->w);
   sqlite3_str *off = sqlite3_str_new(c->w);
-  sqlite3_str_appendall(sql, "DROP VIEW IF EXISTS extent; CREATE VIEW extent(id, field, name, page, off, len) AS ");
+  sqlite3_str_appendall(sql, "DROP VIEW IF EXISTS extent; CREATE VIEW extent(id, field, name, page, off, len, raw,"
+                             " compressed, sum) AS ");
   sqlite3_str_appendall(off, "off");
   int any = 0;
   for (int i = 0; i < nfield; i++) {
     if (!is_bytes(fields[i].type)) continue;
     const char *name = fields[i].name;
-    sqlite3_str_appendf(sql, "%sSELECT id, %d, %Q, page, %s, \"%w\" FROM sample WHERE \"%w\" IS NOT NULL",
-                        any ? " UNION ALL " : "", i, name, sqlite3_str_value(off), name, name);
-    sqlite3_str_appendf(off, " + coalesce(\"%w\", 0)", name);
+    ColName z, sum;
+    column_name(z, name, ":z");
+    column_name(sum, name, ":sum");
+    sqlite3_str_appendf(sql, "%sSELECT id, %d, %Q, page, %s, coalesce(\"%w\", \"%w\"), \"%w\", \"%w\" IS NOT NULL,"
+                        " \"%w\" FROM sample WHERE \"%w\" IS NOT NULL",
+                        any ? " UNION ALL " : "", i, name, sqlite3_str_value(off), z, name, name, z, sum, name);
+    sqlite3_str_appendf(off, " + coalesce(\"%w\", \"%w\", 0)", z, name);
     any = 1;
   }
-  if (!any) sqlite3_str_appendall(sql, "SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0");
+  if (!any) sqlite3_str_appendall(sql, "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE 0");
   sqlite3_free(sqlite3_str_finish(off));
   char *text = sqlite3_str_finish(sql);
   int rc = text ? exec(c, m, text, "creating the extent view")
@@ -377,11 +417,16 @@ int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f) {
   int nfield;
   char *sql = sqlite3_mprintf("ALTER TABLE sample ADD COLUMN \"%w\" %s", f->name,
                               f->type == PAGEDB_REAL ? "REAL" : "INTEGER");
+  if (sql && is_bytes(f->type))
+    sql = sqlite3_mprintf("%z; ALTER TABLE sample ADD COLUMN \"%w:z\" INTEGER;"
+                          " ALTER TABLE sample ADD COLUMN \"%w:sum\" INTEGER", sql, f->name, f->name);
   if (!sql) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory adding field '%s'", f->name);
+  char codec[32];
+  codec_name(f->codec, codec, sizeof codec);
   int rc = exec(c, m, "BEGIN IMMEDIATE", "adding a field");
   if (rc == PAGEDB_OK)
-    rc = run(c, m, "INSERT INTO field(idx, name, type, codec) VALUES(?1, ?2, ?3, 'none')", "adding a field",
-             3, "i", (int64_t)idx, "t", f->name, "t", kTypeNames[f->type]);
+    rc = run(c, m, "INSERT INTO field(idx, name, type, codec) VALUES(?1, ?2, ?3, ?4)", "adding a field",
+             4, "i", (int64_t)idx, "t", f->name, "t", kTypeNames[f->type], "t", codec);
   if (rc == PAGEDB_OK) rc = exec(c, m, sql, "adding a field");
   if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, &nfield);
   if (rc == PAGEDB_OK) rc = make_view(c, m, fields, nfield);
@@ -445,20 +490,43 @@ int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n) {
   return PAGEDB_OK;
 }
 
-/* "SELECT id, page, off, f0, f1 ... FROM sample" or the matching INSERT;
-** free with sqlite3_free; NULL without memory. */
+/* "SELECT id, page, off, <the field columns> FROM sample" or the matching
+** INSERT; free with sqlite3_free; NULL without memory. */
 static char *sample_sql(const CatField *fields, int nfield, int insert) {
+  ColName *cols = pdb_malloc(MAX_COLS * sizeof *cols);
+  if (!cols) return NULL;
+  int ncol = field_columns(fields, nfield, cols);
   sqlite3_str *sql = sqlite3_str_new(NULL);
   sqlite3_str_appendall(sql, insert ? "INSERT INTO sample(id, page, off" : "SELECT id, page, off");
-  for (int i = 0; i < nfield; i++) sqlite3_str_appendf(sql, ", \"%w\"", fields[i].name);
+  for (int i = 0; i < ncol; i++) sqlite3_str_appendf(sql, ", \"%w\"", cols[i]);
   if (!insert) {
     sqlite3_str_appendall(sql, " FROM sample");
   } else {
     sqlite3_str_appendall(sql, ") VALUES(?, ?, ?");
-    for (int i = 0; i < nfield; i++) sqlite3_str_appendall(sql, ", ?");
+    for (int i = 0; i < ncol; i++) sqlite3_str_appendall(sql, ", ?");
     sqlite3_str_appendall(sql, ")");
   }
+  pdb_free(cols);
   return sqlite3_str_finish(sql);
+}
+
+/* Read the stored length and checksum of a BYTES/TEXT value of RAW bytes
+** (in columns COL+1 and COL+2 of ST) into X: NULL, or what is wrong. */
+static const char *extent_of(int codec, int64_t raw, sqlite3_stmt *st, int col, uint64_t *x) {
+  if (raw < 0 || (uint64_t)raw > PAGEDB_MAX_SAMPLE) return "has an impossible length";
+  if (sqlite3_column_type(st, col + 2) != SQLITE_INTEGER) return "has no checksum";
+  x[1] = (uint64_t)sqlite3_column_int64(st, col + 2);
+  int tz = sqlite3_column_type(st, col + 1);
+  if (tz == SQLITE_NULL) {
+    x[0] = (uint64_t)raw;
+    return NULL;
+  }
+  int64_t z = sqlite3_column_int64(st, col + 1);
+  if (tz != SQLITE_INTEGER || PAGEDB_CODEC_KIND(codec) == PAGEDB_CODEC_NONE) return "has a compressed value in a field without a codec";
+  /* A writer keeps a compressed value only if it is smaller. */
+  if (z <= 0 || z >= raw) return "has an impossible compressed length";
+  x[0] = (uint64_t)z | SLOT_Z;
+  return NULL;
 }
 
 int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
@@ -484,25 +552,29 @@ int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_
     }
     slot[0] = (uint64_t)id;
     slot[1] = (uint64_t)page * page_size + (uint64_t)off;
-    for (int f = 0; f < nfield && rc == PAGEDB_OK; f++) {
-      int t = sqlite3_column_type(st, 3 + f);
-      if (t == SQLITE_NULL) continue;
-      uint64_t *v = slot_val(slot, nfield, f);
-      if (fields[f].type == PAGEDB_REAL && (t == SQLITE_FLOAT || t == SQLITE_INTEGER)) {
-        double d = sqlite3_column_double(st, 3 + f);
-        memcpy(v, &d, sizeof d);
+    for (int f = 0, col = 3; f < nfield && rc == PAGEDB_OK; col += is_bytes(fields[f].type) ? 3 : 1, f++) {
+      int t = sqlite3_column_type(st, col), bytes = is_bytes(fields[f].type);
+      const char *bad = NULL;
+      if (t == SQLITE_NULL) {
+        if (bytes && (sqlite3_column_type(st, col + 1) != SQLITE_NULL || sqlite3_column_type(st, col + 2) != SQLITE_NULL))
+          bad = "has a stored length or checksum but no value";
+      } else if (fields[f].type == PAGEDB_REAL && (t == SQLITE_FLOAT || t == SQLITE_INTEGER)) {
+        double d = sqlite3_column_double(st, col);
+        memcpy(slot_val(slot, nfield, f), &d, sizeof d);
       } else if (fields[f].type != PAGEDB_REAL && t == SQLITE_INTEGER) {
-        int64_t iv = sqlite3_column_int64(st, 3 + f);
-        if (is_bytes(fields[f].type) && (iv < 0 || (uint64_t)iv > PAGEDB_MAX_SAMPLE)) {
-          snprintf(where + strlen(where), sizeof where - strlen(where), ", field %s", fields[f].name);
-          rc = corrupt(c, m, "sample %s has an impossible length", where);
-        }
-        *v = (uint64_t)iv;
+        int64_t iv = sqlite3_column_int64(st, col);
+        *slot_val(slot, nfield, f) = (uint64_t)iv;
+        if (bytes) bad = extent_of(fields[f].codec, iv, st, col, slot_ext(slot, nfield, f));
       } else {
-        snprintf(where + strlen(where), sizeof where - strlen(where), ", field %s", fields[f].name);
-        rc = corrupt(c, m, "sample %s holds a value of the wrong type", where);
+        bad = "holds a value of the wrong type";
       }
-      slot_set(slot, f);
+      if (bad) {
+        snprintf(where + strlen(where), sizeof where - strlen(where), ", field %s", fields[f].name);
+        char fmt[120];
+        snprintf(fmt, sizeof fmt, "sample %%s %s", bad);
+        rc = corrupt(c, m, fmt, where);
+      }
+      if (t != SQLITE_NULL) slot_set(slot, f);
     }
     if (rc == PAGEDB_OK) rc = xrow(ctx, slot);
   }
@@ -544,16 +616,26 @@ int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *sl
     sqlite3_bind_int64(st, 1, (int64_t)s[0]);
     sqlite3_bind_int64(st, 2, (int64_t)(s[1] / page_size));
     sqlite3_bind_int64(st, 3, (int64_t)(s[1] % page_size));
-    for (int f = 0; f < nfield; f++) {
+    for (int f = 0, col = 4; f < nfield; col += is_bytes(fields[f].type) ? 3 : 1, f++) {
       uint64_t v = slot_get(s, nfield, f);
+      const uint64_t *x = slot_cext(s, nfield, f);
       if (!slot_has(s, f)) {
-        sqlite3_bind_null(st, 4 + f);
+        sqlite3_bind_null(st, col);
+        if (is_bytes(fields[f].type)) {
+          sqlite3_bind_null(st, col + 1);
+          sqlite3_bind_null(st, col + 2);
+        }
       } else if (fields[f].type == PAGEDB_REAL) {
         double dv;
         memcpy(&dv, &v, sizeof dv);
-        sqlite3_bind_double(st, 4 + f, dv);
+        sqlite3_bind_double(st, col, dv);
       } else {
-        sqlite3_bind_int64(st, 4 + f, (int64_t)v);
+        sqlite3_bind_int64(st, col, (int64_t)v);
+        if (is_bytes(fields[f].type)) {
+          if (x[0] & SLOT_Z) sqlite3_bind_int64(st, col + 1, (int64_t)(x[0] & ~SLOT_Z));
+          else sqlite3_bind_null(st, col + 1);
+          sqlite3_bind_int64(st, col + 2, (int64_t)x[1]);
+        }
       }
     }
     src = sqlite3_step(st);

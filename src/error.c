@@ -9,6 +9,7 @@
 ** failure on DB, so threads that share a pagedb handle never overwrite each
 ** other's message and no lock is needed.
 */
+#include <xxhash.h>
 #include "pagedbInt.h"
 
 #include <stdio.h>
@@ -117,6 +118,8 @@ const char *pagedb_errmsg(pagedb *db) {
   if (last.db == db && last.m.rc != PAGEDB_OK) return last.m.text;
   return db ? "not an error" : "out of memory";
 }
+
+uint64_t pdb_sum(const void *p, size_t n) { return XXH3_64bits(p, n); }
 
 uint64_t pdb_checksum(const void *p, size_t n) {
   const uint8_t *b = p;

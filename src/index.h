@@ -8,6 +8,9 @@
 **   words 2..2+NP-1   presence bits, one per field
 **   then one word per field: the length of a BYTES/TEXT field, or the value
 **                     of an INT field, or the bits of a REAL field
+**   then two words per field, used by BYTES/TEXT fields only (slot_ext):
+**                     the stored length, with SLOT_Z set when the bytes are
+**                     compressed, and the XXH3-64 checksum of those bytes
 ** The layout is fixed by the schema; see slot_* below.
 */
 #ifndef PAGEDB_INDEX_H
@@ -19,11 +22,19 @@
 typedef struct Index Index;
 
 /* Words in a slot of a dataset with NFIELD fields. */
-static inline int slot_words(int nfield) { return 2 + (nfield + 63) / 64 + nfield; }
+static inline int slot_words(int nfield) { return 2 + (nfield + 63) / 64 + 3 * nfield; }
 static inline int slot_has(const uint64_t *s, int f) { return (s[2 + f / 64] >> (f % 64)) & 1; }
 static inline void slot_set(uint64_t *s, int f) { s[2 + f / 64] |= (uint64_t)1 << (f % 64); }
 static inline uint64_t *slot_val(uint64_t *s, int nfield, int f) { return &s[2 + (nfield + 63) / 64 + f]; }
 static inline uint64_t slot_get(const uint64_t *s, int nfield, int f) { return s[2 + (nfield + 63) / 64 + f]; }
+
+#define SLOT_Z ((uint64_t)1 << 63)   /* in the stored length: compressed */
+static inline uint64_t *slot_ext(uint64_t *s, int nfield, int f) { return &s[2 + (nfield + 63) / 64 + nfield + 2 * f]; }
+static inline const uint64_t *slot_cext(const uint64_t *s, int nfield, int f) {
+  return &s[2 + (nfield + 63) / 64 + nfield + 2 * f];
+}
+/* The bytes field F of slot S takes on disk. */
+static inline uint64_t slot_stored(const uint64_t *s, int nfield, int f) { return slot_cext(s, nfield, f)[0] & ~SLOT_Z; }
 
 /* Create an empty index of slots of NW words; it grows as ids arrive. */
 int idx_create(Index **pi, int nw);

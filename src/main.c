@@ -204,9 +204,7 @@ static int load_row(void *ctx, uint64_t *slot) {
   Loader *l = ctx;
   pagedb *db = l->db;
   uint32_t ps = pager_page_size(db->pager);
-  uint64_t pgno = slot[1] / ps, off = slot[1] % ps, len = 0;
-  for (int f = 0; f < db->nfield; f++)
-    if (api_is_bytes(db, f) && slot_has(slot, f)) len += slot_get(slot, db->nfield, f);
+  uint64_t pgno = slot[1] / ps, off = slot[1] % ps, len = api_record_len(db, slot);
   const CatRun *run = run_at(l, pgno);
   long long id = (long long)slot[0];
   if (!run || run->used == 0)
@@ -403,8 +401,8 @@ static int open_dataset(pagedb *db, int flags) {
   char a[33], b[33];
   pdb_uuid_hex(meta.uuid, a);
   pdb_uuid_hex(pager_uuid(db->pager), b);
-  if (meta.format > PDB_FORMAT)
-    return pdb_err(db, m, PAGEDB_NOTADB_VERSION, "catalog %s has format version %u; this pagedb reads up to %u",
+  if (meta.format != PDB_FORMAT)
+    return pdb_err(db, m, PAGEDB_NOTADB_VERSION, "catalog %s has format version %u; this pagedb reads version %u only",
                    db->catpath, meta.format, PDB_FORMAT);
   if (strcmp(a, b) != 0)
     return pdb_err(db, m, PAGEDB_NOTADB_MISMATCH,
@@ -556,10 +554,12 @@ int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
                    " digit, and not id, page or off", db->path, name ? name : "(null)", PAGEDB_MAX_NAME);
   if (type < PAGEDB_BYTES || type > PAGEDB_REAL)
     return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: field '%s': unknown type %d", db->path, name, type);
-  if (codec == PAGEDB_CODEC_LZ4)
-    return pdb_err(db, &db->err, PAGEDB_ERROR, "%s: field '%s': codec lz4 is not supported by this version", db->path, name);
-  if (codec != PAGEDB_CODEC_NONE)
-    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: field '%s': unknown codec %d", db->path, name, codec);
+  if (!codec_check(type, codec, &codec))
+    return pdb_err(db, &db->err, PAGEDB_MISUSE,
+                   "%s: field '%s': codec %d (kind %d, level %d) is not one for a %s field: use PAGEDB_CODEC_NONE, or for"
+                   " BYTES/TEXT PAGEDB_CODEC_LZ4 (level 0..65537) or PAGEDB_CODEC_LZ4HC (level 0..12)",
+                   db->path, name, codec, PAGEDB_CODEC_KIND(codec), PAGEDB_CODEC_LEVEL_OF(codec),
+                   type == PAGEDB_INT ? "INT" : type == PAGEDB_REAL ? "REAL" : "BYTES/TEXT");
   for (int i = 0; i < db->nfield; i++)
     if (strcasecmp(db->fields[i].name, name) == 0)
       return pdb_err(db, &db->err, PAGEDB_CONSTRAINT, "%s: a field named '%s' exists already", db->path,

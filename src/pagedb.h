@@ -167,9 +167,20 @@ PAGEDB_API const char *pagedb_errmsg(pagedb *db);
 #define PAGEDB_INT     3   /* 64-bit signed integer, a catalog column */
 #define PAGEDB_REAL    4   /* IEEE double, a catalog column */
 
-/* Codecs for BYTES and TEXT fields. */
-#define PAGEDB_CODEC_NONE  0   /* stored as given */
-#define PAGEDB_CODEC_LZ4   1   /* reserved: not yet supported */
+/*
+** Codecs for BYTES and TEXT fields, with a level in the bits above the low
+** eight: PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 12).  A writer compresses
+** each value in its own thread; a value that does not shrink is stored as
+** given (and read without any decompression).  Level 0 means the codec's
+** default.
+*/
+#define PAGEDB_CODEC_NONE   0   /* stored as given */
+#define PAGEDB_CODEC_LZ4    1   /* liblz4; level: acceleration 1..65537 (default
+                                ** 1; higher is faster and compresses less) */
+#define PAGEDB_CODEC_LZ4HC  2   /* liblz4 high compression; level 1..12 (default 9) */
+#define PAGEDB_CODEC_LEVEL(codec, level)  ((codec) | ((level) << 8))
+#define PAGEDB_CODEC_KIND(codec)          ((codec) & 0xff)
+#define PAGEDB_CODEC_LEVEL_OF(codec)      ((codec) >> 8)
 
 #define PAGEDB_MIN_PAGE_SIZE   (64u << 10)   /* 64 KiB */
 #define PAGEDB_MAX_PAGE_SIZE   (1u << 30)    /* 1 GiB */
@@ -195,13 +206,14 @@ PAGEDB_API size_t pagedb_page_size(pagedb *db);
 ** PAGEDB_MAX_NAME bytes of letters, digits, '_', '.' and '-', not starting
 ** with a digit, and unique regardless of case; "id", "page" and "off" are
 ** reserved (they name catalog columns).  TYPE is one of PAGEDB_BYTES,
-** PAGEDB_TEXT, PAGEDB_INT, PAGEDB_REAL; CODEC is PAGEDB_CODEC_NONE.  The
-** field is durable when this returns PAGEDB_OK.
+** PAGEDB_TEXT, PAGEDB_INT, PAGEDB_REAL; CODEC is PAGEDB_CODEC_NONE, or for a
+** BYTES or TEXT field a codec above with its level.  The field is durable
+** when this returns PAGEDB_OK.
 **
-** Results: PAGEDB_OK; PAGEDB_MISUSE (bad name or type, samples already
-** written or committed, a writer is open); PAGEDB_CONSTRAINT (name taken);
-** PAGEDB_ERROR (a codec not supported yet); PAGEDB_TOOBIG (more than
-** PAGEDB_MAX_FIELDS fields); PAGEDB_READONLY; PAGEDB_IOERR*.
+** Results: PAGEDB_OK; PAGEDB_MISUSE (bad name, type, codec or level, samples
+** already written or committed, a writer is open); PAGEDB_CONSTRAINT (name
+** taken); PAGEDB_TOOBIG (more than PAGEDB_MAX_FIELDS fields);
+** PAGEDB_READONLY; PAGEDB_IOERR*.
 */
 PAGEDB_API int pagedb_field_add(pagedb *db, const char *name, int type, int codec);
 
@@ -339,8 +351,10 @@ PAGEDB_API int pagedb_commit(pagedb *db);
 /* Reading                                                             */
 /* ------------------------------------------------------------------ */
 
-#define PAGEDB_READ_MMAP  1   /* zero-copy: pointers into a map of the file */
-#define PAGEDB_READ_COPY  2   /* pread() into the reader's own buffer */
+#define PAGEDB_READ_MMAP    1      /* zero-copy: pointers into a map of the file */
+#define PAGEDB_READ_COPY    2      /* pread() into the reader's own buffer */
+#define PAGEDB_READ_VERIFY  0x100  /* or-ed with either: check every value read
+                                   ** against its checksum (PAGEDB_CORRUPT) */
 
 /*
 ** Open a reader for committed samples.  MODE is PAGEDB_READ_MMAP (a read
@@ -352,6 +366,12 @@ PAGEDB_API int pagedb_commit(pagedb *db);
 ** Zero-copy and truncation: if another program truncates the data file
 ** while it is mapped, touching a returned pointer raises SIGBUS.  Use
 ** PAGEDB_READ_COPY for files you do not control.
+**
+** Compressed values (a field with a codec) are decompressed into the
+** reader's buffer in either mode: zero-copy covers values stored as given.
+** With PAGEDB_READ_VERIFY every value read is hashed (XXH3-64 of the bytes
+** stored) and compared with the checksum its writer recorded, before it is
+** decompressed or returned.
 **
 ** Results: PAGEDB_OK; PAGEDB_MISUSE (bad mode); PAGEDB_IOERR_MMAP;
 ** PAGEDB_NOMEM.  *R is NULL on error.
@@ -367,15 +387,19 @@ PAGEDB_API int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **r);
 **
 ** Results: PAGEDB_OK; PAGEDB_NOTFOUND (no committed sample ID, or it has no
 ** value for FIELD); PAGEDB_RANGE; PAGEDB_MISMATCH (a scalar field);
-** PAGEDB_IOERR* (copy mode); PAGEDB_NOMEM (copy mode).
+** PAGEDB_CORRUPT (a checksum mismatch under PAGEDB_READ_VERIFY, or a
+** compressed value that does not decompress to its recorded size: the
+** message names the sample and the field); PAGEDB_IOERR* (copy mode);
+** PAGEDB_NOMEM.
 */
 PAGEDB_API int pagedb_read(pagedb_reader *r, int64_t id, int field,
                            const void **data, size_t *n);
 
 /*
-** As pagedb_read, but copy the bytes into BUF of CAP bytes.  *N receives the
-** field's size in every case where it is known; if CAP is smaller than it,
-** nothing is copied and the result is PAGEDB_TOOBIG.
+** As pagedb_read, but copy the bytes into BUF of CAP bytes (a compressed
+** value is decompressed straight into BUF).  *N receives the field's size
+** in every case where it is known; if CAP is smaller than it, nothing is
+** copied and the result is PAGEDB_TOOBIG.
 */
 PAGEDB_API int pagedb_read_into(pagedb_reader *r, int64_t id, int field,
                                 void *buf, size_t cap, size_t *n);

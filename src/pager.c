@@ -19,12 +19,12 @@
 **
 **   Header (little-endian):          Run header (little-endian):
 **     0  16  magic "pagedb data\0..."   0   8  magic "PDBRUN\0\0"
-**    16   4  format version (1)         8  16  dataset uuid
+**    16   4  format version (2)         8  16  dataset uuid
 **    20   4  header size (4096)        24   8  page number
 **    24   8  page size                 32   4  pages in the run
 **    32  16  dataset uuid              36   4  samples in the run
 **    48   8  creation time (unix s)    40   8  bytes used, header included
-**    56   8  data offset D             48   8  reserved (0)
+**    56   8  data offset D             48   8  pdb_sum of bytes 64..used
 **    64  56  reserved (0)              56   8  checksum of bytes 0..55
 **   120   8  checksum of bytes 0..119
 **
@@ -211,10 +211,11 @@ static int decode_header(Pager *p, pdb_msg *m, const uint8_t *h, uint64_t size) 
   if (size < 128 || memcmp(h, kMagic, sizeof kMagic) != 0)
     return pdb_err(p->db, m, PAGEDB_NOTADB, "%s is not a pagedb data file: no pagedb header at offset 0", p->path);
   uint32_t version = pdb_get32(h + 16);
-  if (version > PDB_FORMAT)
+  if (version != PDB_FORMAT)
     return pdb_err(p->db, m, PAGEDB_NOTADB_VERSION,
-                   "%s has format version %u; this pagedb (%s) reads versions up to %u",
-                   p->path, version, PAGEDB_VERSION, PDB_FORMAT);
+                   "%s has format version %u; this pagedb (%s) reads version %u only%s",
+                   p->path, version, PAGEDB_VERSION, PDB_FORMAT,
+                   version < PDB_FORMAT ? " (version 1 predates checksums and codecs: write the dataset again)" : "");
   if (pdb_get64(h + 120) != pdb_checksum(h, 120))
     return pdb_err(p->db, m, PAGEDB_CORRUPT_HEADER, "%s: header checksum mismatch (bytes 0..127 damaged)", p->path);
   if (size < PDB_HEADER_SIZE)
@@ -370,7 +371,8 @@ int pager_write_start(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint
   pdb_put32(buf + 32, npages);
   pdb_put32(buf + 36, nsamples);
   pdb_put64(buf + 40, used);
-  pdb_put64(buf + 48, 0);
+  /* The run's own checksum: a page can be checked without the catalog. */
+  pdb_put64(buf + 48, pdb_sum(buf + PDB_PAGE_HDR, used - PDB_PAGE_HDR));
   pdb_put64(buf + 56, pdb_checksum(buf, 56));
   a->n = fill_end(p, used);
   a->off = p->data_off + pgno * p->page_size;

@@ -11,7 +11,7 @@
 #define PDB_HEADER_SIZE 4096u   /* the header; page 0 starts at pager_data_off() */
 #define PDB_FOLIO_MAX   (2u << 20)  /* the largest page-cache folio (x86-64 PMD) */
 #define PDB_PAGE_HDR    64u     /* bytes at the start of every run */
-#define PDB_FORMAT      1u      /* data file format version */
+#define PDB_FORMAT      2u      /* data file format version */
 
 /* The largest data region: page numbers stay far from overflow. */
 #define PDB_MAX_DATA    ((uint64_t)1 << 56)

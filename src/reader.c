@@ -15,6 +15,8 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   *out = NULL;
   if (!db) return PAGEDB_MISUSE;
   if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");
+  int verify = (mode & PAGEDB_READ_VERIFY) != 0;
+  mode &= ~PAGEDB_READ_VERIFY;
   if (mode != PAGEDB_READ_MMAP && mode != PAGEDB_READ_COPY)
     return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: unknown read mode %d", db->path, mode);
   if (mode == PAGEDB_READ_MMAP) {
@@ -29,6 +31,7 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   if (!r) return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory opening a reader of %s", db->path);
   r->db = db;
   r->mode = mode;
+  r->verify = verify;
   pthread_mutex_lock(&db->mu);
   r->next = db->readers;
   db->readers = r;
@@ -62,24 +65,102 @@ static int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, u
   return rc;
 }
 
+/* The stored bytes of an extent: in the map, or fetched into R's buffer. */
+static int stored_bytes(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t **src) {
+  if (r->mode == PAGEDB_READ_MMAP) {
+    *src = pager_map(r->db->pager) + off;
+    return PAGEDB_OK;
+  }
+  *src = (const uint8_t *)"";
+  return len > 0 ? pager_fetch(r->db->pager, &r->err, off, len, &r->buf, &r->cap, src) : PAGEDB_OK;
+}
+
 int pagedb_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
   if (!r || !data || !n) return PAGEDB_MISUSE;
   *data = NULL;
   *n = 0;
-  if (r->pf.ids && pf_read(r, id, field, data, n)) return PAGEDB_OK;
+  const uint8_t *src;
   uint64_t off, len;
-  int rc = bytes_field(r, id, field, &off, &len);
-  if (rc != PAGEDB_OK) return rc;
-  if (r->mode == PAGEDB_READ_MMAP) {
-    *data = pager_map(r->db->pager) + off;
-    *n = len;
-    return PAGEDB_OK;
+  int rc = PAGEDB_OK;
+  if (r->pf.ids && pf_read(r, id, field, data, n)) {
+    src = *data;
+    len = *n;
+  } else {
+    rc = bytes_field(r, id, field, &off, &len);
+    if (rc == PAGEDB_OK) rc = stored_bytes(r, off, len, &src);
+    if (rc != PAGEDB_OK) return rc;
   }
-  const uint8_t *src = (const uint8_t *)"";
-  if (len > 0) rc = pager_fetch(r->db->pager, &r->err, off, len, &r->buf, &r->cap, &src);
-  if (rc != PAGEDB_OK) return rc;
-  *data = src;
-  *n = len;
+  const void *d = src;
+  size_t dn = (size_t)len;
+  if (api_must_finish(r, field) && (rc = api_finish(r, &id, 1, field, &d, &dn)) != PAGEDB_OK) {
+    *data = NULL;
+    *n = 0;
+    return rc;
+  }
+  *data = d;
+  *n = dn;
+  return PAGEDB_OK;
+}
+
+/* Check the stored bytes SRC of field F of sample ID (slot S) against their
+** checksum: PAGEDB_OK or PAGEDB_CORRUPT. */
+static int verify(pagedb_reader *r, int64_t id, int f, const uint64_t *s, const uint8_t *src) {
+  const uint64_t *x = slot_cext(s, r->db->nfield, f);
+  uint64_t len = x[0] & ~SLOT_Z, got = pdb_sum(src, len);
+  if (got == x[1]) return PAGEDB_OK;
+  uint64_t off, l;
+  api_extent(r->db, s, f, &off, &l);
+  return pdb_err(r->db, &r->err, PAGEDB_CORRUPT,
+                 "%s: sample %lld, field '%s': checksum mismatch (%llu bytes at data offset %llu, page %llu: stored"
+                 " %016llx, read %016llx)", r->db->path, (long long)id, r->db->fields[f].name,
+                 (unsigned long long)len, (unsigned long long)off,
+                 (unsigned long long)(off / pager_page_size(r->db->pager)), (unsigned long long)x[1],
+                 (unsigned long long)got);
+}
+
+/* Decompress the stored bytes SRC of field F of sample ID (slot S) into DST,
+** which has room for its raw length. */
+static int inflate(pagedb_reader *r, int64_t id, int f, const uint64_t *s, const uint8_t *src, uint8_t *dst) {
+  const uint64_t *x = slot_cext(s, r->db->nfield, f);
+  uint64_t raw = slot_get(s, r->db->nfield, f), len = x[0] & ~SLOT_Z;
+  if (codec_decompress(src, len, dst, raw)) return PAGEDB_OK;
+  return pdb_err(r->db, &r->err, PAGEDB_CORRUPT,
+                 "%s: sample %lld, field '%s': %llu compressed bytes do not decompress to the %llu bytes recorded",
+                 r->db->path, (long long)id, r->db->fields[f].name, (unsigned long long)len, (unsigned long long)raw);
+}
+
+int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes) {
+  pagedb *db = r->db;
+  /* One buffer for every value the call decompresses: all the pointers a
+  ** batch returns stay valid together. */
+  uint64_t need = 0;
+  for (int i = 0; i < n; i++) {
+    const uint64_t *s = idx_find(db->idx, ids[i]);
+    if (s && (slot_cext(s, db->nfield, field)[0] & SLOT_Z)) need += slot_get(s, db->nfield, field);
+  }
+  if (need > r->zcap) {
+    size_t cap;
+    uint8_t *b = pdb_buf_alloc((size_t)need, &cap);
+    if (!b) return pdb_err(db, &r->err, PAGEDB_NOMEM, "out of memory decompressing %llu bytes", (unsigned long long)need);
+    pdb_buf_free(r->zbuf);
+    r->zbuf = b;
+    r->zcap = cap;
+  }
+  uint8_t *out = r->zbuf;
+  for (int i = 0; i < n; i++) {
+    const uint64_t *s = idx_find(db->idx, ids[i]);
+    assert(s && slot_has(s, field));
+    const uint8_t *src = data[i];
+    int rc = r->verify ? verify(r, ids[i], field, s, src) : PAGEDB_OK;
+    if (rc == PAGEDB_OK && (slot_cext(s, db->nfield, field)[0] & SLOT_Z)) {
+      size_t raw = (size_t)slot_get(s, db->nfield, field);
+      rc = inflate(r, ids[i], field, s, src, out);
+      data[i] = out;
+      sizes[i] = raw;
+      out += raw;
+    }
+    if (rc != PAGEDB_OK) return rc;
+  }
   return PAGEDB_OK;
 }
 
@@ -89,20 +170,21 @@ int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t 
   uint64_t off, len;
   int rc = bytes_field(r, id, field, &off, &len);
   if (rc != PAGEDB_OK) return rc;
-  *n = len;
-  if (len > cap)
+  const uint64_t *s = idx_find(r->db->idx, id);
+  uint64_t raw = slot_get(s, r->db->nfield, field);
+  int z = (slot_cext(s, r->db->nfield, field)[0] & SLOT_Z) != 0;
+  *n = raw;
+  if (raw > cap)
     return pdb_err(r->db, &r->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s' has %llu bytes; the buffer holds %zu",
-                       r->db->path, (long long)id, r->db->fields[field].name, (unsigned long long)len, cap);
-  if (len == 0) return PAGEDB_OK;
-  if (r->mode == PAGEDB_READ_MMAP) {
-    memcpy(buf, pager_map(r->db->pager) + off, len);
-    return PAGEDB_OK;
-  }
+                       r->db->path, (long long)id, r->db->fields[field].name, (unsigned long long)raw, cap);
   Pager *p = r->db->pager;
-  if (pager_align(p) == 1) return pager_read(p, &r->err, off, buf, len);
+  if (!z && !r->verify && r->mode == PAGEDB_READ_COPY && pager_align(p) == 1)
+    return len ? pager_read(p, &r->err, off, buf, len) : PAGEDB_OK;   /* straight into BUF */
   const uint8_t *src;
-  rc = pager_fetch(p, &r->err, off, len, &r->buf, &r->cap, &src);
-  if (rc == PAGEDB_OK) memcpy(buf, src, len);
+  rc = stored_bytes(r, off, len, &src);
+  if (rc == PAGEDB_OK && r->verify) rc = verify(r, id, field, s, src);
+  if (rc == PAGEDB_OK && z) rc = inflate(r, id, field, s, src, buf);
+  else if (rc == PAGEDB_OK && len) memcpy(buf, src, len);
   return rc;
 }
 
@@ -156,7 +238,8 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
     return pdb_err(r->db, &r->err, PAGEDB_MISUSE, "%s: pagedb_read_batch of %d ids: give 0 to %d ids and arrays",
                    r->db->path, n, PAGEDB_MAX_BATCH);
   if (n == 0) return PAGEDB_OK;
-  if (r->pf.ids && pf_read_batch(r, ids, n, field, data, sizes)) return PAGEDB_OK;
+  if (r->pf.ids && pf_read_batch(r, ids, n, field, data, sizes))
+    return api_must_finish(r, field) ? api_finish(r, ids, n, field, data, sizes) : PAGEDB_OK;
   /* Offsets, lengths, and the addresses pager_fetch_batch gives back. */
   /* Kept by the reader: a batch per call allocates nothing once warm. */
   if ((size_t)n > r->nscratch) {
@@ -191,6 +274,10 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
       sizes[i] = len[i];
     }
   }
+  if (good > 0 && api_must_finish(r, field)) {
+    int frc = api_finish(r, ids, good, field, data, sizes);
+    if (rc == PAGEDB_OK) rc = frc;
+  }
   return rc;
 }
 
@@ -206,6 +293,7 @@ void api_reader_free(pagedb_reader *r) {
   pf_free(&r->pf);
   pdb_free(r->scratch);
   pdb_buf_free(r->buf);
+  pdb_buf_free(r->zbuf);
   pdb_free(r);
 }
 

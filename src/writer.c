@@ -288,6 +288,34 @@ int pagedb_sample_begin(pagedb_writer *w, int64_t id) {
   return PAGEDB_OK;
 }
 
+/*
+** Compress the N bytes at DATA for a field with CODEC into w->zbuf: *STORED
+** receives the compressed size, or N when the value does not shrink (it is
+** then stored as given, and reads skip decompression).
+*/
+static int compress_value(pagedb_writer *w, int codec, const void *data, size_t n, size_t *stored) {
+  size_t need = codec_state_size(codec);
+  if (w->zstate_size < need) {
+    void *st = pdb_malloc(need);
+    if (!st) return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory compressing sample %lld", (long long)w->cur[0]);
+    pdb_free(w->zstate);
+    w->zstate = st;
+    w->zstate_size = need;
+  }
+  if (w->zcap < n - 1) {
+    size_t cap;
+    uint8_t *b = pdb_buf_alloc(n - 1, &cap);
+    if (!b) return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory compressing sample %lld", (long long)w->cur[0]);
+    pdb_buf_free(w->zbuf);
+    w->zbuf = b;
+    w->zcap = cap;
+  }
+  /* Room for n - 1 bytes: only a value that shrinks comes back compressed. */
+  *stored = codec_compress(codec, w->zstate, data, n, w->zbuf, n - 1);
+  if (*stored == 0) *stored = n;
+  return PAGEDB_OK;
+}
+
 int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
   if (!w) return PAGEDB_MISUSE;
   int rc = check_field(w, field, 0, PAGEDB_BYTES);
@@ -300,11 +328,22 @@ int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
     return pdb_err(w->db, &w->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s': %zu bytes would make the sample larger than"
                        " the %llu-byte limit", w->db->path, (long long)w->cur[0], w->db->fields[field].name, n,
                        (unsigned long long)PAGEDB_MAX_SAMPLE);
-  rc = make_room(w, n);
+  int codec = w->db->fields[field].codec, nf = w->db->nfield;
+  size_t stored = n;
+  const void *src = data;
+  if (PAGEDB_CODEC_KIND(codec) != PAGEDB_CODEC_NONE && n > 1) {
+    rc = compress_value(w, codec, data, n, &stored);
+    if (rc != PAGEDB_OK) return rc;
+    if (stored < n) src = w->zbuf;
+  }
+  rc = make_room(w, stored);
   if (rc != PAGEDB_OK) return rc;
-  if (n) memcpy(w->buf + w->pos, data, n);
-  w->pos += n;
-  *slot_val(w->cur, w->db->nfield, field) = n;
+  if (stored) memcpy(w->buf + w->pos, src, stored);
+  uint64_t *x = slot_ext(w->cur, nf, field);
+  x[0] = stored | (stored < n ? SLOT_Z : 0);
+  x[1] = pdb_sum(w->buf + w->pos, stored);
+  w->pos += stored;
+  *slot_val(w->cur, nf, field) = n;
   slot_set(w->cur, field);
   w->order[w->nput++] = (uint16_t)field;
   return PAGEDB_OK;
@@ -343,8 +382,8 @@ static int reorder(pagedb_writer *w) {
   for (int f = 0; f < nf; f++) {
     if (!slot_has(w->cur, f) || !api_is_bytes(w->db, f)) continue;
     size_t src = w->start;      /* where field f was put */
-    for (int i = 0; w->order[i] != f; i++) src += slot_get(w->cur, nf, w->order[i]);
-    size_t n = slot_get(w->cur, nf, f);
+    for (int i = 0; w->order[i] != f; i++) src += slot_stored(w->cur, nf, w->order[i]);
+    size_t n = slot_stored(w->cur, nf, f);
     memcpy(tmp + out, w->buf + src, n);
     out += n;
   }
@@ -435,6 +474,8 @@ int api_writer_free(pagedb_writer *w, pdb_msg *out) {
   pdb_free(w->recs);
   pdb_buf_free(w->buf);
   pdb_buf_free(w->spare);
+  pdb_buf_free(w->zbuf);
+  pdb_free(w->zstate);
   pdb_free(w->cur);
   pdb_free(w);
   return rc;

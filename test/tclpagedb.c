@@ -24,7 +24,7 @@
 **
 **   DB close | field_add NAME TYPE ?CODEC? | field_index NAME | fields |
 **      count | pages | page_size | set_page_size N | commit | errmsg |
-**      path | catalog_path | sql SQL | writer CMD | reader CMD ?-mmap|-copy|N? |
+**      path | catalog_path | sql SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
 **      ingest ?OPTIONS? | verify ?OPTIONS?
 **   WRITER begin ?ID? | put FIELD DATA | put_null FIELD | put_huge FIELD N |
 **      put_int FIELD V | put_real FIELD V | end | cancel | flush | errmsg | close
@@ -33,7 +33,8 @@
 **      prefetch IDLIST FIELD WINDOW |
 **      advise normal|sequential|random|willneed|dontneed | errmsg | close
 **
-** TYPE is bytes|text|int|real or a number, CODEC none|lz4 or a number,
+** TYPE is bytes|text|int|real or a number, CODEC none|lz4|lz4hc with an
+** optional :LEVEL, or a number,
 ** FIELD a number (passed through even when out of range) or a name (-1
 ** when unknown, so that the engine reports PAGEDB_RANGE).
 **
@@ -1371,13 +1372,36 @@ static int parseType(Tcl_Interp *interp, Tcl_Obj *o, int *pType){
   return TCL_OK;
 }
 
+/* CODEC: a number, or none | lz4 | lz4hc, optionally :LEVEL. */
 static int parseCodec(Tcl_Interp *interp, Tcl_Obj *o, int *pCodec){
-  static const char *az[] = {"none", "lz4", 0};
-  int i;
+  static const char *az[] = {"none", "lz4", "lz4hc", 0};
+  const char *z = Tcl_GetString(o), *colon = strchr(z, ':');
+  int i, level = 0;
   if( Tcl_GetIntFromObj(0, o, pCodec) == TCL_OK ) return TCL_OK;
-  if( Tcl_GetIndexFromObj(interp, o, az, "codec", 0, &i) ) return TCL_ERROR;
-  *pCodec = i;
+  Tcl_Obj *kind = Tcl_NewStringObj(z, colon ? (int)(colon - z) : -1);
+  Tcl_IncrRefCount(kind);
+  int rc = Tcl_GetIndexFromObj(interp, kind, az, "codec", 0, &i);
+  Tcl_DecrRefCount(kind);
+  if( rc ) return TCL_ERROR;
+  if( colon ){
+    Tcl_Obj *lv = Tcl_NewStringObj(colon + 1, -1);
+    Tcl_IncrRefCount(lv);
+    rc = Tcl_GetIntFromObj(interp, lv, &level);
+    Tcl_DecrRefCount(lv);
+    if( rc ) return TCL_ERROR;
+  }
+  *pCodec = PAGEDB_CODEC_LEVEL(i, level);
   return TCL_OK;
+}
+
+/* The codec's name as DB fields reports it: none, lz4:LEVEL, lz4hc:LEVEL. */
+static Tcl_Obj *codecName(int codec){
+  switch( PAGEDB_CODEC_KIND(codec) ){
+    case PAGEDB_CODEC_NONE: return Tcl_NewStringObj("none", -1);
+    case PAGEDB_CODEC_LZ4: return Tcl_ObjPrintf("lz4:%d", PAGEDB_CODEC_LEVEL_OF(codec));
+    case PAGEDB_CODEC_LZ4HC: return Tcl_ObjPrintf("lz4hc:%d", PAGEDB_CODEC_LEVEL_OF(codec));
+  }
+  return Tcl_ObjPrintf("unknown(%d)", codec);
 }
 
 /*
@@ -1510,8 +1534,7 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
         int codec = pagedb_field_codec(db, i);
         Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(zName ? zName : "", -1));
         Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(typeName(pagedb_field_type(db, i)), -1));
-        Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(
-            codec == PAGEDB_CODEC_NONE ? "none" : codec == PAGEDB_CODEC_LZ4 ? "lz4" : "unknown", -1));
+        Tcl_ListObjAppendElement(0, e, codecName(codec));
         Tcl_ListObjAppendElement(0, pList, e);
       }
       Tcl_SetObjResult(interp, pList);
@@ -1579,20 +1602,22 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     }
     case D_READER: {
       pagedb_reader *r = 0;
-      int mode = PAGEDB_READ_MMAP;
-      if( objc != 3 && objc != 4 ){
-        Tcl_WrongNumArgs(interp, 2, objv, "CMD ?-mmap|-copy|-mode N?");
+      int mode = PAGEDB_READ_MMAP, verify = 0, k;
+      if( objc < 3 || objc > 5 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "CMD ?-mmap|-copy|N? ?-verify?");
         return TCL_ERROR;
       }
-      if( objc == 4 ){
-        const char *z = Tcl_GetString(objv[3]);
+      for(k = 3; k < objc; k++){
+        const char *z = Tcl_GetString(objv[k]);
         if( strcmp(z, "-mmap") == 0 ) mode = PAGEDB_READ_MMAP;
         else if( strcmp(z, "-copy") == 0 ) mode = PAGEDB_READ_COPY;
-        else if( Tcl_GetIntFromObj(0, objv[3], &mode) != TCL_OK ){
-          Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad mode \"%s\": must be -mmap or -copy", z));
+        else if( strcmp(z, "-verify") == 0 ) verify = PAGEDB_READ_VERIFY;
+        else if( Tcl_GetIntFromObj(0, objv[k], &mode) != TCL_OK ){
+          Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad mode \"%s\": must be -mmap, -copy or -verify", z));
           return TCL_ERROR;
         }
       }
+      mode |= verify;
       rc = pagedb_reader_open(db, mode, &r);
       if( rc != PAGEDB_OK ){
         if( r != 0 ){

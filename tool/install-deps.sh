@@ -3,7 +3,7 @@
 # machine.  Idempotent: packages already present are left alone.
 set -e
 PKGS="build-essential autoconf automake libtool pkgconf \
-  libsqlite3-dev sqlite3 liblz4-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
+  libsqlite3-dev sqlite3 liblz4-dev libxxhash-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
   libedit-dev expect valgrind fio"
 missing=""
 for p in $PKGS; do
