@@ -1,0 +1,374 @@
+/*
+** zbench.c -- pagedb-zbench: what compression costs and saves (issue 5).
+**
+**   1. Ingest of a workload (default W-small) with each codec given, with 1
+**      and 2 writer threads, durable (commit included): samples/s, and the
+**      bytes stored against the raw bytes (the compression ratio).  Beside
+**      it, the raw reference for the compressed bytes: as many bytes as the
+**      lz4 dataset stores, written with O_DIRECT in 8 MiB pieces and synced
+**      (the write limit that compression cannot beat).
+**   2. Sequential reads (copy mode, page cache warm) of the dataset stored
+**      with each codec, against the uncompressed one, and liblz4's own time
+**      to decompress the same stored bytes held in memory: the target is
+**      T(codec) <= T(none) + 1.25 x T(liblz4).
+**
+** Every sample read is checked against the workload, so a wrong byte fails
+** the run.  Figures are medians of --reps runs.
+**
+** Usage: pagedb-zbench [--workload W-small:N] [--vfs NAME] [--dir DIR]
+**                      [--codecs none,lz4:1,...] [--reps N]
+*/
+#define _GNU_SOURCE   /* O_DIRECT */
+#include "pagedb.h"
+#include "workload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lz4.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CODECS 8
+#define RAW_PIECE  ((size_t)8 << 20)
+
+static wl_t gW;
+static const char *gVfs = "direct";
+static char gDir[4096];
+static int gReps = 3;
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, int rc, pagedb *db) {
+  fprintf(stderr, "pagedb-zbench: %s: %s (%s)\n", what, pagedb_errname(rc), db ? pagedb_errmsg(db) : "");
+  exit(1);
+}
+
+static double median(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return v[n / 2];
+}
+
+static int parse_codec(const char *s, int *codec) {
+  int kind = !strncmp(s, "none", 4) ? PAGEDB_CODEC_NONE : !strncmp(s, "lz4hc", 5) ? PAGEDB_CODEC_LZ4HC
+           : !strncmp(s, "lz4", 3) ? PAGEDB_CODEC_LZ4 : -1;
+  if (kind < 0) return -1;
+  const char *colon = strchr(s, ':');
+  *codec = PAGEDB_CODEC_LEVEL(kind, colon ? atoi(colon + 1) : 0);
+  return 0;
+}
+
+static void path_of(char *out, size_t n, const char *codec) {
+  snprintf(out, n, "%s/zbench-%s.pagedb", gDir, codec);
+}
+
+static void remove_dataset(const char *path) {
+  char p[4200];
+  unlink(path);
+  const char *sfx[] = { "-catalog", "-catalog-wal", "-catalog-shm" };
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+    unlink(p);
+  }
+}
+
+/* ---- ingest ---- */
+
+typedef struct Job {
+  pagedb *db;
+  int t, nt, rc;
+} Job;
+
+static void *write_thread(void *arg) {
+  Job *j = arg;
+  pagedb_writer *w = NULL;
+  uint8_t *buf = malloc(wl_max_size(&gW));
+  int rc = buf ? pagedb_writer_open(j->db, &w) : PAGEDB_NOMEM;
+  for (int64_t i = j->t; rc == PAGEDB_OK && i < gW.count; i += j->nt) {
+    size_t len = (size_t)wl_size(&gW, i);
+    wl_fill(&gW, i, buf, len);
+    rc = pagedb_sample_begin(w, i);
+    if (rc == PAGEDB_OK) rc = pagedb_put(w, 0, buf, len);
+    if (rc == PAGEDB_OK) rc = pagedb_put_int(w, 1, wl_label(&gW, i));
+    if (rc == PAGEDB_OK) rc = pagedb_sample_end(w, NULL);
+  }
+  int rc2 = pagedb_writer_close(w);
+  j->rc = rc ? rc : rc2;
+  free(buf);
+  return NULL;
+}
+
+/* Write the workload into PATH with CODEC and NT threads: seconds. */
+static double ingest(const char *path, int codec, int nt) {
+  remove_dataset(path);
+  double t0 = now();
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, gVfs);
+  if (rc) die("pagedb_open", rc, db);
+  if ((rc = pagedb_field_add(db, gW.field, gW.fieldText ? PAGEDB_TEXT : PAGEDB_BYTES, codec)) ||
+      (rc = pagedb_field_add(db, "label", PAGEDB_INT, PAGEDB_CODEC_NONE)))
+    die("pagedb_field_add", rc, db);
+  Job jobs[2];
+  pthread_t tid[2];
+  for (int t = 0; t < nt; t++) {
+    jobs[t] = (Job){ db, t, nt, 0 };
+    pthread_create(&tid[t], NULL, write_thread, &jobs[t]);
+  }
+  for (int t = 0; t < nt; t++) {
+    pthread_join(tid[t], NULL);
+    if (jobs[t].rc) die("writing", jobs[t].rc, db);
+  }
+  if ((rc = pagedb_commit(db))) die("pagedb_commit", rc, db);
+  if (pagedb_count(db) != gW.count) die("pagedb_count after commit", PAGEDB_ERROR, db);
+  if ((rc = pagedb_close(db))) die("pagedb_close", rc, NULL);
+  return now() - t0;
+}
+
+static int sum_row(void *ctx, int ncol, char **vals, char **names) {
+  (void)names;
+  int64_t *v = ctx;
+  for (int i = 0; i < ncol; i++) v[i] = vals[i] ? atoll(vals[i]) : 0;
+  return 0;
+}
+
+/* Bytes stored and raw of the dataset at PATH (SQL over the extent view). */
+static void sizes_of(const char *path, int64_t *stored, int64_t *raw) {
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, gVfs);
+  if (rc) die("pagedb_open", rc, db);
+  int64_t v[2] = { 0, 0 };
+  if ((rc = pagedb_sql(db, "SELECT sum(len), sum(raw) FROM extent", sum_row, v))) die("pagedb_sql", rc, db);
+  pagedb_close(db);
+  *stored = v[0];
+  *raw = v[1];
+}
+
+/* The raw reference: N bytes written with O_DIRECT in 8 MiB pieces, then
+** fsync; seconds, or -1 if the file system refuses O_DIRECT. */
+static double raw_direct_write(int64_t n) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/zbench-raw", gDir);
+  unlink(path);
+  void *buf;
+  if (posix_memalign(&buf, 4096, RAW_PIECE)) return -1;
+  memset(buf, 0x5a, RAW_PIECE);
+  double t0 = now();
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+  if (fd < 0) {
+    free(buf);
+    return -1;
+  }
+  for (int64_t off = 0; off < n; off += (int64_t)RAW_PIECE) {
+    if (pwrite(fd, buf, RAW_PIECE, off) != (ssize_t)RAW_PIECE) {
+      fprintf(stderr, "pagedb-zbench: raw write: %s\n", strerror(errno));
+      exit(1);
+    }
+  }
+  fsync(fd);
+  close(fd);
+  double t = now() - t0;
+  unlink(path);
+  free(buf);
+  return t;
+}
+
+/* ---- reads ---- */
+
+/* Read every sample in id order in copy mode, checking each: seconds. */
+static double read_all(const char *path, int codec) {
+  pagedb *db;
+  pagedb_reader *r;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, "posix");
+  if (rc) die("pagedb_open", rc, db);
+  if ((rc = pagedb_reader_open(db, PAGEDB_READ_COPY, &r))) die("pagedb_reader_open", rc, db);
+  double t0 = now();
+  for (int64_t i = 0; i < gW.count; i++) {
+    const void *p;
+    size_t n;
+    if ((rc = pagedb_read(r, i, 0, &p, &n))) die("pagedb_read", rc, db);
+    if (wl_check(&gW, i, p, n)) {
+      fprintf(stderr, "pagedb-zbench: sample %lld read back wrong (codec %d)\n", (long long)i, codec);
+      exit(1);
+    }
+  }
+  double t = now() - t0;
+  pagedb_reader_close(r);
+  pagedb_close(db);
+  return t;
+}
+
+typedef struct Ext {
+  int64_t id, off, len, raw, z;
+} Ext;
+
+typedef struct Exts {
+  Ext *v;
+  int64_t n, cap;
+} Exts;
+
+static int ext_row(void *ctx, int ncol, char **vals, char **names) {
+  (void)ncol;
+  (void)names;
+  Exts *e = ctx;
+  if (e->n == e->cap) {
+    e->cap = e->cap ? e->cap * 2 : 1024;
+    e->v = realloc(e->v, (size_t)e->cap * sizeof *e->v);
+    if (!e->v) return 1;
+  }
+  e->v[e->n++] = (Ext){ atoll(vals[0]), atoll(vals[1]), atoll(vals[2]), atoll(vals[3]), atoll(vals[4]) };
+  return 0;
+}
+
+/*
+** liblz4's own time to decompress the stored bytes of the dataset at PATH,
+** read into memory first (untimed): the floor for a reader of it.
+*/
+static double lz4_floor(const char *path) {
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, "posix");
+  if (rc) die("pagedb_open", rc, db);
+  Exts e = { 0 };
+  rc = pagedb_sql(db, "SELECT id, page * (SELECT value FROM meta WHERE key = 'page_size') + off, len, raw, compressed"
+                      " FROM extent ORDER BY id", ext_row, &e);
+  if (rc) die("pagedb_sql", rc, db);
+  int fd = open(pagedb_path(db), O_RDONLY);
+  uint8_t h[64];
+  if (fd < 0 || pread(fd, h, 64, 0) != 64) die("reading the header", PAGEDB_IOERR, db);
+  int64_t doff = 0;
+  for (int i = 0; i < 8; i++) doff |= (int64_t)h[56 + i] << (8 * i);
+  int64_t total = 0;
+  for (int64_t i = 0; i < e.n; i++) total += e.v[i].len;
+  uint8_t *src = malloc((size_t)total), *dst = malloc(wl_max_size(&gW));
+  if (!src || !dst) die("out of memory", PAGEDB_NOMEM, db);
+  int64_t at = 0;
+  for (int64_t i = 0; i < e.n; i++) {
+    if (pread(fd, src + at, (size_t)e.v[i].len, doff + e.v[i].off) != e.v[i].len) die("pread", PAGEDB_IOERR, db);
+    at += e.v[i].len;
+  }
+  close(fd);
+  double t0 = now();
+  at = 0;
+  for (int64_t i = 0; i < e.n; i++) {
+    if (e.v[i].z && LZ4_decompress_safe((const char *)src + at, (char *)dst, (int)e.v[i].len, (int)e.v[i].raw) != e.v[i].raw)
+      die("LZ4_decompress_safe of a stored value", PAGEDB_CORRUPT, db);
+    at += e.v[i].len;
+  }
+  double t = now() - t0;
+  free(src);
+  free(dst);
+  free(e.v);
+  pagedb_close(db);
+  return t;
+}
+
+int main(int argc, char **argv) {
+  const char *spec = "W-small", *codecs = "none,lz4:1,lz4:8,lz4hc:4,lz4hc:9";
+  snprintf(gDir, sizeof gDir, "/tmp");
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--workload") && i + 1 < argc) spec = argv[++i];
+    else if (!strcmp(argv[i], "--vfs") && i + 1 < argc) gVfs = argv[++i];
+    else if (!strcmp(argv[i], "--dir") && i + 1 < argc) snprintf(gDir, sizeof gDir, "%s", argv[++i]);
+    else if (!strcmp(argv[i], "--codecs") && i + 1 < argc) codecs = argv[++i];
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) gReps = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: pagedb-zbench [--workload W-small:N] [--vfs NAME] [--dir DIR]"
+                      " [--codecs none,lz4:1,...] [--reps N]\n");
+      return 2;
+    }
+  }
+  if (gReps < 1 || gReps > 9 || wl_parse(spec, &gW) != 0) {
+    fprintf(stderr, "pagedb-zbench: bad --workload or --reps\n");
+    return 2;
+  }
+  char names[MAX_CODECS][32];
+  int codec[MAX_CODECS], nc = 0;
+  char list[256];
+  snprintf(list, sizeof list, "%s", codecs);
+  for (char *s = strtok(list, ","); s && nc < MAX_CODECS; s = strtok(NULL, ",")) {
+    if (parse_codec(s, &codec[nc])) {
+      fprintf(stderr, "pagedb-zbench: unknown codec '%s'\n", s);
+      return 2;
+    }
+    snprintf(names[nc++], sizeof names[0], "%s", s);
+  }
+  if (nc == 0 || PAGEDB_CODEC_KIND(codec[0]) != PAGEDB_CODEC_NONE) {
+    fprintf(stderr, "pagedb-zbench: the first codec must be none (the reference)\n");
+    return 2;
+  }
+  printf("pagedb-zbench: %s, %lld samples, vfs %s (writes), posix (reads), %d rep%s, medians\n", gW.name,
+         (long long)gW.count, gVfs, gReps, gReps > 1 ? "s" : "");
+  printf("command:");
+  for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
+  printf("\n\n  ingest (durable)          1 thread samples/s  2 threads samples/s  2 vs 1   stored/raw\n");
+  double t2[MAX_CODECS];
+  int64_t stored[MAX_CODECS], raw[MAX_CODECS];
+  for (int c = 0; c < nc; c++) {
+    char path[4200];
+    path_of(path, sizeof path, names[c]);
+    double a[9], b[9];
+    for (int rep = 0; rep < gReps; rep++) {
+      a[rep] = ingest(path, codec[c], 1);
+      b[rep] = ingest(path, codec[c], 2);
+    }
+    double t1 = median(a, gReps);
+    t2[c] = median(b, gReps);
+    sizes_of(path, &stored[c], &raw[c]);
+    printf("  %-22s %16.0f %20.0f %8.2fx %11.3f\n", names[c], gW.count / t1, gW.count / t2[c], t1 / t2[c],
+           (double)stored[c] / (double)raw[c]);
+    fflush(stdout);
+  }
+  printf("\n  raw O_DIRECT write of each dataset's stored bytes (8 MiB pieces, fsync): the limit\n");
+  for (int c = 1; c < nc; c++) {
+    double r[9];
+    for (int rep = 0; rep < gReps; rep++) r[rep] = raw_direct_write(stored[c]);
+    double t = median(r, gReps);
+    if (t < 0) {
+      printf("  %-22s (the file system refuses O_DIRECT)\n", names[c]);
+      continue;
+    }
+    printf("  %-22s %16.0f samples/s; 2 writers reach %.1f%% of it\n", names[c], gW.count / t,
+           100.0 * t / t2[c]);
+  }
+  printf("\n  sequential read, copy mode, warm   seconds   vs none   liblz4 alone   target: <= none + 1.25 x liblz4\n");
+  char path0[4200];
+  path_of(path0, sizeof path0, names[0]);
+  double r0[9];
+  for (int rep = 0; rep < gReps; rep++) r0[rep] = read_all(path0, codec[0]);
+  double tnone = median(r0, gReps);
+  printf("  %-34s %8.3f\n", names[0], tnone);
+  int bad = 0;
+  for (int c = 1; c < nc; c++) {
+    char path[4200];
+    path_of(path, sizeof path, names[c]);
+    double r[9], z[9];
+    for (int rep = 0; rep < gReps; rep++) {
+      r[rep] = read_all(path, codec[c]);
+      z[rep] = lz4_floor(path);
+    }
+    double t = median(r, gReps), tz = median(z, gReps), lim = tnone + 1.25 * tz;
+    printf("  %-34s %8.3f %8.2fx %14.3f   %.3f s: %s (%.1f%% of the allowance)\n", names[c], t, t / tnone, tz, lim,
+           t <= lim ? "pass" : "short", 100.0 * t / lim);
+    bad |= t > lim;
+  }
+  for (int c = 0; c < nc; c++) {
+    char path[4200];
+    path_of(path, sizeof path, names[c]);
+    remove_dataset(path);
+  }
+  wl_free(&gW);
+  printf("\npagedb-zbench: all bytes checked%s\n", bad ? "; some reads are short of the target" : "");
+  return 0;
+}
