@@ -10,9 +10,15 @@
 **   pagedb DB PATH ?-create? ?-readonly? ?-flags N? ?-vfs NAME? ?-pagesize N?
 **       Open a dataset (READWRITE unless -readonly; -flags passes raw flags)
 **       and create the command DB.  -pagesize calls pagedb_set_page_size.
-**   pagedb_testdata ID LEN ?SEED?
+**   pagedb_testdata ID LEN ?SEED? ?-text?
 **       LEN deterministic bytes, a pure function of (SEED, ID, LEN): ID
-**       little-endian, then a splitmix64 stream.
+**       little-endian, then a splitmix64 stream; with -text, ID and then
+**       English sentences from a fixed set of 16 chosen by that stream
+**       (compressible data for the codecs: lz4 shrinks 5 KB of it 4-fold,
+**       200 KB 15-fold).
+**   pagedb_xxh3 BYTES
+**       XXH3-64 of BYTES as a signed 64-bit integer: what the catalog's
+**       "F:sum" holds for stored bytes.  Absent when xxhash.h is not found.
 **   pagedb_errname RC / pagedb_errstr RC / pagedb_version
 **   pagedb_handles
 **       The number of live handle commands (DB, writer, reader): tester.tcl
@@ -50,9 +56,13 @@
 **   DB ingest ?-threads N? ?-count N? ?-start KEY? ?-auto? ?-contend?
 **             ?-seed S? ?-min B? ?-max B? ?-sizes LIST? ?-commitevery N?
 **             ?-flushevery N? ?-progress CHANNEL? ?-progressfd FD?
-**             ?-readers N? ?-readmode mmap|copy? ?-seenvar VAR?
+**             ?-readers N? ?-readmode mmap|copy? ?-seenvar VAR? ?-text?
 **   DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto? ?-auto? ?-seed S?
 **             ?-min B? ?-max B? ?-sizes LIST? ?-sql QUERY? ?-dontneed N?
+**             ?-text? ?-checksums?
+**
+** -text makes every BYTES/TEXT value pagedb_testdata's -text bytes;
+** verify's -checksums opens its readers with PAGEDB_READ_VERIFY.
 **
 ** Handles: a DB command owns its writer and reader commands.  Closing the
 ** DB (or deleting it) closes the dataset with pagedb_close(), which closes
@@ -106,14 +116,55 @@ static uint64_t fieldSeed(uint64_t seed, int f){
 }
 
 /*
+** Compressible test data (-text): sentences drawn from this set by the
+** splitmix64 stream.  lz4 finds long matches in it, as in real prose, where
+** the plain test data's random bytes give it nothing to find.
+*/
+static const char *const azSentence[16] = {
+  "The quick brown fox jumps over the lazy dog. ",
+  "A page holds the records of its samples back to back. ",
+  "Every extent is checked against its checksum when the reader verifies. ",
+  "Compressed values are decompressed into the reader's own buffer. ",
+  "Writers fill their pages in parallel and never wait for each other. ",
+  "The catalog records the schema, the pages and every sample. ",
+  "A sample larger than a page becomes a run of contiguous pages. ",
+  "Read-ahead follows the order that the consumer gave it. ",
+  "Nothing is promised about bytes that were damaged on the disk. ",
+  "An epoch visits every sample once, in an order fixed by its seed. ",
+  "The header names the page size and where the first page begins. ",
+  "Zero-copy reads return pointers into the map of the data file. ",
+  "A value that does not shrink is stored exactly as it was given. ",
+  "The commit point moves only after the data file has been synced. ",
+  "Ids are reserved at once, so two writers never share a sample. ",
+  "Small fields of one sample lie next to each other on the page. ",
+};
+
+typedef struct TextGen TextGen;
+struct TextGen {
+  uint64_t s;                  /* the splitmix64 state choosing sentences */
+  const char *z;               /* the rest of the current sentence */
+};
+
+/* The next byte of the text stream T. */
+static unsigned char textNext(TextGen *t){
+  if( *t->z == 0 ) t->z = azSentence[splitmix64(&t->s) % 16];
+  return (unsigned char)*t->z++;
+}
+
+/*
 ** Fill BUF with the LEN test bytes of (SEED, ID): the first 8 bytes are ID
 ** little-endian (fewer if LEN < 8), the rest a splitmix64 stream seeded by
-** a hash of (SEED, ID, LEN).
+** a hash of (SEED, ID, LEN), or with TEXT the sentences that stream picks.
 */
-static void testdataFill(unsigned char *buf, size_t len, uint64_t seed, int64_t id){
+static void testdataFill(unsigned char *buf, size_t len, uint64_t seed, int64_t id, int text){
   size_t i = 0;
   uint64_t s = mix3(seed, (uint64_t)id, (uint64_t)len);
   for(; i < len && i < 8; i++) buf[i] = (unsigned char)((uint64_t)id >> (8*i));
+  if( text ){
+    TextGen t = { s, "" };
+    for(; i < len; i++) buf[i] = textNext(&t);
+    return;
+  }
   while( i + 8 <= len ){
     uint64_t v = splitmix64(&s);
     memcpy(buf + i, &v, 8);
@@ -126,13 +177,20 @@ static void testdataFill(unsigned char *buf, size_t len, uint64_t seed, int64_t 
 }
 
 /* The offset of the first byte of BUF (LEN bytes) that differs from the
-** test data of (SEED, ID), or -1 if none does. */
+** test data of (SEED, ID, TEXT), or -1 if none does. */
 static int64_t testdataCheck(const unsigned char *buf, size_t len, uint64_t seed,
-                             int64_t id){
+                             int64_t id, int text){
   size_t i = 0;
   uint64_t s = mix3(seed, (uint64_t)id, (uint64_t)len);
   for(; i < len && i < 8; i++){
     if( buf[i] != (unsigned char)((uint64_t)id >> (8*i)) ) return (int64_t)i;
+  }
+  if( text ){
+    TextGen t = { s, "" };
+    for(; i < len; i++){
+      if( buf[i] != textNext(&t) ) return (int64_t)i;
+    }
+    return -1;
   }
   while( i < len ){
     uint64_t v = splitmix64(&s);
@@ -287,6 +345,7 @@ struct Gen {
   int keyField;                /* that field, or -1 */
   int nField;
   int aType[PAGEDB_MAX_FIELDS];
+  int text;                    /* -text: compressible bytes (textNext) */
 };
 
 /* The size of bytes/text field F of the sample with key KEY; -1 means the
@@ -452,7 +511,7 @@ static int ingestOne(Job *job, int t, pagedb_writer *w, int64_t key,
           *pBuf = p;
           *pnBuf = (size_t)sz;
         }
-        testdataFill(*pBuf, (size_t)sz, fieldSeed(g->seed, f), key);
+        testdataFill(*pBuf, (size_t)sz, fieldSeed(g->seed, f), key, g->text);
         rc = pagedb_put(w, f, *pBuf, (size_t)sz);
         break;
       }
@@ -623,7 +682,7 @@ static int verifyOne(Job *job, pagedb_reader *r, int64_t id, int allowMissing,
           jobFail(job, PAGEDB_ERROR, "sample %lld field %d: NULL data", (long long)id, f);
           return -1;
         }
-        bad = testdataCheck((const unsigned char *)p, n, fieldSeed(g->seed, f), key);
+        bad = testdataCheck((const unsigned char *)p, n, fieldSeed(g->seed, f), key, g->text);
         if( bad >= 0 ){
           jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): content differs at "
                   "byte %lld of %llu", (long long)id, f, pagedb_field_name(job->db, f),
@@ -848,6 +907,7 @@ static int dbIngest(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
     int k;
     if( strcmp(z, "-auto") == 0 ){ job.g.autoKey = 1; continue; }
     if( strcmp(z, "-contend") == 0 ){ job.contend = 1; continue; }
+    if( strcmp(z, "-text") == 0 ){ job.g.text = 1; continue; }
     if( i + 1 >= objc ) goto usage;
     k = jobOption(interp, &job, z, objv[i+1]);
     if( k < 0 ){ rc = TCL_ERROR; goto out; }
@@ -929,7 +989,7 @@ usage:
       "bad option \"%s\": DB ingest ?-threads N? ?-count N? ?-start ID? ?-auto? "
       "?-contend? ?-seed S? ?-min BYTES? ?-max BYTES? ?-sizes LIST? "
       "?-commitevery N? ?-flushevery N? ?-progress CHANNEL? ?-progressfd FD? "
-      "?-readers N? ?-readmode mmap|copy? ?-seenvar VAR?",
+      "?-readers N? ?-readmode mmap|copy? ?-seenvar VAR? ?-text?",
       Tcl_GetString(objv[i])));
   rc = TCL_ERROR;
 out:
@@ -942,7 +1002,7 @@ static int dbVerify(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
   Job job;
   IdList ids;
   const char *zSql = "SELECT id FROM sample ORDER BY id";
-  int i, rc = TCL_OK;
+  int i, rc = TCL_OK, checksums = 0;
   memset(&job, 0, sizeof(job));
   memset(&ids, 0, sizeof(ids));
   pthread_mutex_init(&job.mutex, 0);
@@ -956,6 +1016,8 @@ static int dbVerify(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
     const char *z = Tcl_GetString(objv[i]);
     int k;
     if( strcmp(z, "-auto") == 0 ){ job.g.autoKey = 1; continue; }
+    if( strcmp(z, "-text") == 0 ){ job.g.text = 1; continue; }
+    if( strcmp(z, "-checksums") == 0 ){ checksums = 1; continue; }
     if( i + 1 >= objc ) goto usage;
     k = jobOption(interp, &job, z, objv[i+1]);
     if( k < 0 ){ rc = TCL_ERROR; goto out; }
@@ -983,6 +1045,7 @@ static int dbVerify(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
     }
     i++;
   }
+  if( checksums ) job.readMode |= PAGEDB_READ_VERIFY;
   if( genSetup(interp, p->db, &job.g) ){ rc = TCL_ERROR; goto out; }
   {
     int src = pagedb_sql(p->db, zSql, idListRow, &ids);
@@ -1005,7 +1068,8 @@ static int dbVerify(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
 usage:
   Tcl_SetObjResult(interp, Tcl_ObjPrintf(
       "bad option \"%s\": DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto? "
-      "?-auto? ?-seed S? ?-min BYTES? ?-max BYTES? ?-sizes LIST? ?-sql QUERY? ?-dontneed N?",
+      "?-auto? ?-seed S? ?-min BYTES? ?-max BYTES? ?-sizes LIST? ?-sql QUERY? ?-dontneed N? "
+      "?-text? ?-checksums?",
       Tcl_GetString(objv[i])));
   rc = TCL_ERROR;
 out:
@@ -1708,13 +1772,18 @@ static int pagedbOpenCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *c
   return TCL_OK;
 }
 
-/* pagedb_testdata ID LEN ?SEED? */
+/* pagedb_testdata ID LEN ?SEED? ?-text? */
 static int testdataCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   int64_t id, len, seed = 0;
+  int text = 0;
   Tcl_Obj *o;
   unsigned char *buf;
+  if( objc >= 4 && strcmp(Tcl_GetString(objv[objc-1]), "-text") == 0 ){
+    text = 1;
+    objc--;
+  }
   if( objc != 3 && objc != 4 ){
-    Tcl_WrongNumArgs(interp, 1, objv, "ID LEN ?SEED?");
+    Tcl_WrongNumArgs(interp, 1, objv, "ID LEN ?SEED? ?-text?");
     return TCL_ERROR;
   }
   if( getInt64(interp, objv[1], &id) || getInt64(interp, objv[2], &len) ) return TCL_ERROR;
@@ -1725,10 +1794,33 @@ static int testdataCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
   }
   o = Tcl_NewByteArrayObj(0, 0);
   buf = Tcl_SetByteArrayLength(o, (int)len);
-  testdataFill(buf, (size_t)len, (uint64_t)seed, id);
+  testdataFill(buf, (size_t)len, (uint64_t)seed, id, text);
   Tcl_SetObjResult(interp, o);
   return TCL_OK;
 }
+
+#if defined(__has_include)
+# if __has_include(<xxhash.h>)
+#  define XXH_INLINE_ALL         /* static copies: no link dependency */
+#  include <xxhash.h>
+#  define HAVE_XXH3 1
+# endif
+#endif
+
+#ifdef HAVE_XXH3
+/* pagedb_xxh3 BYTES: what the catalog's "F:sum" records for stored BYTES
+** (pdb_sum is XXH3-64), as SQLite shows it: a signed 64-bit integer. */
+static int xxh3Cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  int n;
+  if( objc != 2 ){
+    Tcl_WrongNumArgs(interp, 1, objv, "BYTES");
+    return TCL_ERROR;
+  }
+  const unsigned char *p = Tcl_GetByteArrayFromObj(objv[1], &n);
+  Tcl_SetObjResult(interp, Tcl_NewWideIntObj((Tcl_WideInt)(int64_t)XXH3_64bits(p, (size_t)n)));
+  return TCL_OK;
+}
+#endif
 
 static int errnameCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   int rc;
@@ -1775,6 +1867,9 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   if( Tcl_InitStubs(interp, "8.6", 0) == 0 ) return TCL_ERROR;
   Tcl_CreateObjCommand(interp, "pagedb", pagedbOpenCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_testdata", testdataCmd, 0, 0);
+#ifdef HAVE_XXH3
+  Tcl_CreateObjCommand(interp, "pagedb_xxh3", xxh3Cmd, 0, 0);
+#endif
   Tcl_CreateObjCommand(interp, "pagedb_errname", errnameCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_errstr", errnameCmd, (ClientData)1, 0);
   Tcl_CreateObjCommand(interp, "pagedb_version", versionCmd, 0, 0);
