@@ -58,6 +58,8 @@ int codec_parse(const char *name) {
   return norm;
 }
 
+int codec_fits(size_t n) { return n <= LZ4_MAX_INPUT_SIZE; }
+
 size_t codec_state_size(int codec) {
   switch (PAGEDB_CODEC_KIND(codec)) {
     case PAGEDB_CODEC_LZ4: return (size_t)LZ4_sizeofState();

@@ -16,6 +16,10 @@ int codec_check(int type, int codec, int *norm);
 void codec_name(int codec, char *out, size_t n);
 int codec_parse(const char *name);
 
+/* Whether a value of N bytes can be compressed at all (lz4 blocks stop
+** short of 2 GiB): larger ones are stored as given. */
+int codec_fits(size_t n);
+
 /* Bytes of scratch state codec_compress needs for CODEC (0 for none). */
 size_t codec_state_size(int codec);
 

@@ -211,6 +211,8 @@ static int make_room(pagedb_writer *w, size_t n) {
   if (w->pos + n > ps && w->start > PDB_PAGE_HDR) {
     int rc = write_before_current(w);
     if (rc != PAGEDB_OK) return rc;
+    /* Only a count for pagedb_stats: relaxed. */
+    atomic_fetch_add_explicit(&w->db->moved, 1, memory_order_relaxed);
   }
   if (w->pos + n > w->cap) {
     /* A sample larger than a page: grow to whole pages, at least doubling
@@ -316,6 +318,27 @@ static int compress_value(pagedb_writer *w, int codec, const void *data, size_t 
   return PAGEDB_OK;
 }
 
+/*
+** Append the STORED bytes at SRC to the current sample as the value of
+** FIELD, RAW bytes once read (Z: compressed), whose checksum is *SUM, or,
+** when SUM is NULL, computed here.
+*/
+static int append_value(pagedb_writer *w, int field, const void *src, size_t stored, uint64_t raw, int z,
+                        const uint64_t *sum) {
+  int nf = w->db->nfield;
+  int rc = make_room(w, stored);
+  if (rc != PAGEDB_OK) return rc;
+  if (stored) memcpy(w->buf + w->pos, src, stored);
+  uint64_t *x = slot_ext(w->cur, nf, field);
+  x[0] = stored | (z ? SLOT_Z : 0);
+  x[1] = sum ? *sum : pdb_sum(w->buf + w->pos, stored);
+  w->pos += stored;
+  *slot_val(w->cur, nf, field) = raw;
+  slot_set(w->cur, field);
+  w->order[w->nput++] = (uint16_t)field;
+  return PAGEDB_OK;
+}
+
 int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
   if (!w) return PAGEDB_MISUSE;
   int rc = check_field(w, field, 0, PAGEDB_BYTES);
@@ -328,25 +351,42 @@ int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
     return pdb_err(w->db, &w->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s': %zu bytes would make the sample larger than"
                        " the %llu-byte limit", w->db->path, (long long)w->cur[0], w->db->fields[field].name, n,
                        (unsigned long long)PAGEDB_MAX_SAMPLE);
-  int codec = w->db->fields[field].codec, nf = w->db->nfield;
+  int codec = w->db->fields[field].codec;
   size_t stored = n;
   const void *src = data;
-  if (PAGEDB_CODEC_KIND(codec) != PAGEDB_CODEC_NONE && n > 1) {
+  if (PAGEDB_CODEC_KIND(codec) != PAGEDB_CODEC_NONE && n > 1 && codec_fits(n)) {
     rc = compress_value(w, codec, data, n, &stored);
     if (rc != PAGEDB_OK) return rc;
     if (stored < n) src = w->zbuf;
   }
-  rc = make_room(w, stored);
+  return append_value(w, field, src, stored, n, stored < n, NULL);
+}
+
+int writer_put_stored(pagedb_writer *w, int field, const void *data, size_t stored, uint64_t raw, int z,
+                      uint64_t sum) {
+  if (!w) return PAGEDB_MISUSE;
+  int rc = check_field(w, field, 0, PAGEDB_BYTES);
   if (rc != PAGEDB_OK) return rc;
-  if (stored) memcpy(w->buf + w->pos, src, stored);
-  uint64_t *x = slot_ext(w->cur, nf, field);
-  x[0] = stored | (stored < n ? SLOT_Z : 0);
-  x[1] = pdb_sum(w->buf + w->pos, stored);
-  w->pos += stored;
-  *slot_val(w->cur, nf, field) = n;
-  slot_set(w->cur, field);
-  w->order[w->nput++] = (uint16_t)field;
-  return PAGEDB_OK;
+  pagedb *db = w->db;
+  const char *name = db->fields[field].name;
+  long long id = (long long)w->cur[0];
+  /* What a writer of this field could have stored: compressed values only
+  ** in a field with a codec, and only when they shrank (catalog.c,
+  ** extent_of, refuses anything else when the dataset is opened). */
+  int ok = z ? PAGEDB_CODEC_KIND(db->fields[field].codec) != PAGEDB_CODEC_NONE && stored > 0 && stored < raw
+             : raw == stored;
+  if (!ok || (stored > 0 && !data) || raw > PAGEDB_MAX_SAMPLE)
+    return pdb_err(db, &w->err, PAGEDB_MISUSE, "%s: sample %lld, field '%s': %zu stored bytes (%s) cannot hold %llu"
+                   " bytes", db->path, id, name, stored, z ? "compressed" : "as given", (unsigned long long)raw);
+  if (stored > PAGEDB_MAX_SAMPLE - (w->pos - w->start))
+    return pdb_err(db, &w->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s': %zu bytes would make the sample larger"
+                   " than the %llu-byte limit", db->path, id, name, stored, (unsigned long long)PAGEDB_MAX_SAMPLE);
+  uint64_t got = pdb_sum(data, stored);
+  if (got != sum)
+    return pdb_err(db, &w->err, PAGEDB_CORRUPT, "%s: sample %lld, field '%s': checksum mismatch in the %zu stored"
+                   " bytes given (recorded %016llx, bytes hash to %016llx)", db->path, id, name, stored,
+                   (unsigned long long)sum, (unsigned long long)got);
+  return append_value(w, field, data, stored, raw, z, &sum);
 }
 
 static int put_scalar(pagedb_writer *w, int field, int type, uint64_t bits) {
