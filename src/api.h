@@ -51,6 +51,12 @@ struct pagedb {
   PageRecs *inserted;       /* inserted in the open transaction */
   PageRecs **inserted_tail;
   uint64_t nsample;         /* committed samples, as the catalog records */
+  /* Samples writers carried to a fresh page because they did not fit
+  ** (make_room): the count loaded from meta.moved_samples plus the moves of
+  ** this handle's writers since.  moved_committed is the value the last
+  ** commit recorded (commit_mu), which pagedb_stats reports. */
+  _Atomic uint64_t moved;
+  uint64_t moved_committed;
 
   pthread_mutex_t wake_mu;  /* guards wake/stop, never held during work */
   pthread_cond_t wake_cv;

@@ -197,6 +197,7 @@ int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size)
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "page_size", page_size);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "committed_pages", 0);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "samples", 0);
+  if (rc == PAGEDB_OK) rc = set_meta(c, m, "moved_samples", 0);
   if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "creating the catalog");
   if (rc != PAGEDB_OK) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
   return rc;
@@ -247,6 +248,7 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
     else if (strcmp(key, "format") == 0 && v <= UINT32_MAX) meta->format = (uint32_t)v, seen |= 4;
     else if (strcmp(key, "committed_pages") == 0) meta->committed = (uint64_t)v, seen |= 8;
     else if (strcmp(key, "samples") == 0) meta->nsample = (uint64_t)v, seen |= 16;
+    else if (strcmp(key, "moved_samples") == 0) meta->moved = (uint64_t)v;   /* optional */
   }
   if (src != SQLITE_DONE && src != SQLITE_ROW) rc = sq_fail(c, m, c->w, src, "reading meta");
   sqlite3_finalize(st);
@@ -662,6 +664,15 @@ int cat_commit(Catalog *c, pdb_msg *m, uint64_t committed, uint64_t nsample) {
   if (rc != PAGEDB_OK && !sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
   c->in_txn = 0;
   return rc;
+}
+
+int cat_stage_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v) {
+  if (!c->in_txn) {
+    int rc = exec(c, m, "BEGIN IMMEDIATE", "starting a transaction");
+    if (rc != PAGEDB_OK) return rc;
+    c->in_txn = 1;
+  }
+  return set_meta(c, m, key, v);
 }
 
 void cat_rollback(Catalog *c) {

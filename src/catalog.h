@@ -23,6 +23,8 @@ typedef struct CatMeta {
   uint32_t format;
   uint64_t committed;       /* committed pages */
   uint64_t nsample;         /* committed samples */
+  uint64_t moved;           /* moved_samples: samples writers carried to a fresh
+                            ** page (0 when the key is absent) */
 } CatMeta;
 
 /* A committed run, as the page table records it. */
@@ -78,6 +80,10 @@ int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *sl
 /* Commit the open transaction with COMMITTED pages and NSAMPLE samples.
 ** On failure the transaction is rolled back: nothing of it is durable. */
 int cat_commit(Catalog *c, pdb_msg *m, uint64_t committed, uint64_t nsample);
+
+/* Set meta KEY to V in the open write transaction, beginning one if
+** needed: durable with it at cat_commit, gone if it rolls back. */
+int cat_stage_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v);
 
 /* Roll back the open write transaction, if any. */
 void cat_rollback(Catalog *c);

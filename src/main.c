@@ -133,12 +133,15 @@ static int commit_locked(pagedb *db) {
   /* Invariant 4 of pager.c: data durable before the catalog says so. */
   rc = pager_sync(db->pager, m);
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
+  uint64_t moved = atomic_load_explicit(&db->moved, memory_order_relaxed);
+  if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "moved_samples", (int64_t)moved);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, end, n);
   if (rc != PAGEDB_OK) {
     abandon(db);
     return rc;
   }
   db->nsample = n;
+  db->moved_committed = moved;
   atomic_store(&db->committed, end);
   uint32_t ps = pager_page_size(db->pager);
   if (atomic_load(&db->want_map)) {
@@ -318,6 +321,8 @@ static int load(pagedb *db, const CatMeta *meta) {
   pdb_free(runs);
   if (rc != PAGEDB_OK) return rc;
   db->nsample = meta->nsample;
+  db->moved_committed = meta->moved;
+  atomic_store(&db->moved, meta->moved);
   atomic_store(&db->committed, meta->committed);
   atomic_store(&db->next_auto, l.max_id < INT64_MAX ? l.max_id + 1 : INT64_MAX);
   return PAGEDB_OK;
@@ -517,6 +522,60 @@ static int schema_open(pagedb *db, const char *what) {
   return PAGEDB_OK;
 }
 
+/*
+** A field can be added while no writer or reader is open (the index and
+** every slot change width under them) and everything written is committed
+** (the slots of written runs, waiting in the pager or in the catalog's
+** transaction, have the old width).  Committed samples are re-laid out.
+*/
+static int field_add_open(pagedb *db) {
+  int rc = check_usable(db, &db->err);
+  if (rc != PAGEDB_OK) return rc;
+  if (db->readonly)
+    return pdb_err(db, &db->err, PAGEDB_READONLY, "%s: cannot add a field: the dataset is open read-only", db->path);
+  pthread_mutex_lock(&db->mu);
+  int writer = db->writers != NULL, reader = db->readers != NULL;
+  pthread_mutex_unlock(&db->mu);
+  if (writer || reader)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: cannot add a field while a %s is open on the handle: close it first",
+                   db->path, writer ? "writer" : "reader");
+  uint64_t claimed = pager_claimed(db->pager), committed = atomic_load(&db->committed);
+  if (claimed != committed)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE,
+                   "%s: cannot add a field: the dataset has uncommitted samples (%llu pages written past the %llu"
+                   " committed): commit first", db->path, (unsigned long long)(claimed - committed),
+                   (unsigned long long)committed);
+  return PAGEDB_OK;
+}
+
+/* Copying an index into one whose slots have room for one more field. */
+typedef struct Widen {
+  Index *x;                 /* the new index */
+  int nfield;               /* fields of the old slots */
+  uint64_t *slot;           /* a new slot being built */
+} Widen;
+
+/* Re-lay out slot S of sample ID for NFIELD+1 fields (index.h): presence
+** bits, values and extents move to their new words; the new field is
+** absent.  Word 1, the record's offset, is unchanged: the new field is
+** last in schema order, so no record gains bytes. */
+static int widen_one(void *ctx, int64_t id, const uint64_t *s) {
+  Widen *w = ctx;
+  int nf = w->nfield;
+  uint64_t *t = w->slot;
+  memset(t, 0, (size_t)slot_words(nf + 1) * sizeof *t);
+  t[0] = (uint64_t)id;      /* a dense slot's word 0 is its state, not its id */
+  t[1] = s[1];
+  for (int f = 0; f < nf; f++) {
+    if (slot_has(s, f)) slot_set(t, f);
+    *slot_val(t, nf + 1, f) = slot_get(s, nf, f);
+    memcpy(slot_ext(t, nf + 1, f), slot_cext(s, nf, f), 2 * sizeof *t);
+  }
+  int rc = idx_reserve(w->x, id);
+  if (rc == PAGEDB_OK) rc = idx_publish(w->x, t);
+  return rc == PAGEDB_CONSTRAINT ? PAGEDB_CORRUPT : rc;   /* an id twice: the old index was wrong */
+}
+
 int pagedb_set_page_size(pagedb *db, size_t bytes) {
   if (!db) return PAGEDB_MISUSE;
   int rc = schema_open(db, "cannot set the page size");
@@ -546,7 +605,7 @@ static int valid_name(const char *s) {
 
 int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
   if (!db) return PAGEDB_MISUSE;
-  int rc = schema_open(db, "cannot add a field");
+  int rc = field_add_open(db);
   if (rc != PAGEDB_OK) return rc;
   if (!name || !valid_name(name))
     return pdb_err(db, &db->err, PAGEDB_MISUSE,
@@ -568,17 +627,39 @@ int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
     return pdb_err(db, &db->err, PAGEDB_TOOBIG, "%s: a dataset has at most %d fields", db->path, PAGEDB_MAX_FIELDS);
   CatField f = { .type = type, .codec = codec };
   snprintf(f.name, sizeof f.name, "%s", name);
-  rc = cat_field_add(db->cat, &db->err, db->nfield, &f);
-  if (rc != PAGEDB_OK) return rc;
-  db->fields[db->nfield++] = f;
-  db->nw = slot_words(db->nfield);
-  /* The index holds slots of the old width; it is empty, so replace it. */
-  Index *x;
-  if (idx_create(&x, db->nw) != PAGEDB_OK)
+  /* The index holds slots of the old width: build the new one first, so
+  ** that running out of memory leaves the schema as it was. */
+  Widen w = { NULL, db->nfield, pdb_malloc((size_t)slot_words(db->nfield + 1) * sizeof(uint64_t)) };
+  if (!w.slot || idx_create(&w.x, slot_words(db->nfield + 1)) != PAGEDB_OK) {
+    pdb_free(w.slot);
     return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory adding field '%s'", name);
-  idx_free(db->idx);
-  db->idx = x;
-  return PAGEDB_OK;
+  }
+  /* commit_mu: no commit publishes meanwhile (idx_scan); cat_mu: the
+  ** catalog's connection. */
+  pthread_mutex_lock(&db->commit_mu);
+  pthread_mutex_lock(&db->cat_mu);
+  uint64_t n = idx_count(db->idx);
+  rc = idx_scan(db->idx, widen_one, &w);
+  if (rc == PAGEDB_OK && NEVER(idx_count(w.x) != n)) rc = PAGEDB_CORRUPT;
+  if (rc == PAGEDB_NOMEM)
+    rc = pdb_err(db, &db->err, rc, "%s: out of memory re-indexing %llu samples to add field '%s'", db->path,
+                 (unsigned long long)n, name);
+  else if (rc != PAGEDB_OK)
+    rc = pdb_err(db, &db->err, rc, "%s: the index of %llu samples is inconsistent; field '%s' not added", db->path,
+                 (unsigned long long)n, name);
+  if (rc == PAGEDB_OK) rc = cat_field_add(db->cat, &db->err, db->nfield, &f);
+  if (rc == PAGEDB_OK) {
+    db->fields[db->nfield++] = f;
+    db->nw = slot_words(db->nfield);
+    idx_free(db->idx);
+    db->idx = w.x;
+    w.x = NULL;
+  }
+  pthread_mutex_unlock(&db->cat_mu);
+  pthread_mutex_unlock(&db->commit_mu);
+  idx_free(w.x);
+  pdb_free(w.slot);
+  return rc;
 }
 
 int pagedb_field_index(pagedb *db, const char *name) {

@@ -14,8 +14,9 @@
 **
 ** Threads.  A pagedb handle may be used from any number of threads at once
 ** for pagedb_writer_open(), pagedb_reader_open(), pagedb_commit(),
-** pagedb_count() and pagedb_errmsg().  A pagedb_writer and a pagedb_reader
-** belong to one thread at a time: give each thread its own.  Schema calls
+** pagedb_count(), pagedb_stats(), pagedb_field_stats() and
+** pagedb_errmsg().  A pagedb_writer and a pagedb_reader belong to one
+** thread at a time: give each thread its own.  Schema calls
 ** (pagedb_set_page_size, pagedb_field_add) and pagedb_close() must not run
 ** concurrently with anything else on the same handle.
 **
@@ -201,19 +202,28 @@ PAGEDB_API int pagedb_set_page_size(pagedb *db, size_t bytes);
 PAGEDB_API size_t pagedb_page_size(pagedb *db);
 
 /*
-** Add a field to the schema of a dataset that has no samples yet.  Fields
-** are numbered 0, 1, 2... in the order they are added.  NAME is 1 to
-** PAGEDB_MAX_NAME bytes of letters, digits, '_', '.' and '-', not starting
-** with a digit, and unique regardless of case; "id", "page" and "off" are
-** reserved (they name catalog columns).  TYPE is one of PAGEDB_BYTES,
+** Add a field to the schema of a dataset.  Fields are numbered 0, 1, 2...
+** in the order they are added.  NAME is 1 to PAGEDB_MAX_NAME bytes of
+** letters, digits, '_', '.' and '-', not starting with a digit, and unique
+** regardless of case; "id", "page" and "off" are reserved (they name
+** catalog columns).  TYPE is one of PAGEDB_BYTES,
 ** PAGEDB_TEXT, PAGEDB_INT, PAGEDB_REAL; CODEC is PAGEDB_CODEC_NONE, or for a
 ** BYTES or TEXT field a codec above with its level.  The field is durable
 ** when this returns PAGEDB_OK.
 **
-** Results: PAGEDB_OK; PAGEDB_MISUSE (bad name, type, codec or level, samples
-** already written or committed, a writer is open); PAGEDB_CONSTRAINT (name
-** taken); PAGEDB_TOOBIG (more than PAGEDB_MAX_FIELDS fields);
-** PAGEDB_READONLY; PAGEDB_IOERR*.
+** A dataset that already has committed samples takes new fields too, when
+** no writer and no reader is open on DB and every sample written is
+** committed (call pagedb_commit first).  The samples already committed have
+** no value for the new field: reading it gives PAGEDB_NOTFOUND, as for a
+** field left out, and their other fields read as before; samples written
+** afterwards may give it.  Nothing in the data file changes; the in-memory
+** index is rebuilt for the wider schema (memory: twice the index while it
+** runs, time: one pass over the samples).
+**
+** Results: PAGEDB_OK; PAGEDB_MISUSE (bad name, type, codec or level, a
+** writer or a reader is open, written samples are not committed yet);
+** PAGEDB_CONSTRAINT (name taken); PAGEDB_TOOBIG (more than
+** PAGEDB_MAX_FIELDS fields); PAGEDB_READONLY; PAGEDB_NOMEM; PAGEDB_IOERR*.
 */
 PAGEDB_API int pagedb_field_add(pagedb *db, const char *name, int type, int codec);
 
@@ -509,6 +519,80 @@ PAGEDB_API int pagedb_sql(pagedb *db, const char *sql,
 /* Paths of the data file and of the catalog; owned by DB. */
 PAGEDB_API const char *pagedb_path(pagedb *db);
 PAGEDB_API const char *pagedb_catalog_path(pagedb *db);
+
+/* ------------------------------------------------------------------ */
+/* Statistics                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+** Where the bytes of a dataset go, as of its last commit (what a reader of
+** the handle sees), filled in by pagedb_stats.  Every byte of the committed
+** pages is counted in exactly one of four parts, so that
+**
+**   bytes_stored + bytes_dead + bytes_header + bytes_waste
+**       == pages * page_size
+**
+** holds exactly.  A run is one page, or the contiguous pages of a sample
+** larger than a page; its used bytes are its 64-byte header and the
+** records written after it.
+*/
+typedef struct pagedb_stat {
+  int64_t pages;            /* committed pages */
+  int64_t runs;             /* committed runs */
+  int64_t multipage_runs;   /* ...of more than one page */
+  int64_t samples;          /* committed samples */
+  int64_t bytes_used;       /* sum of the runs' used bytes, headers included */
+  int64_t bytes_stored;     /* sum of the live samples' stored extents */
+  int64_t bytes_raw;        /* sum of their raw lengths (before compression) */
+  int64_t bytes_dead;       /* stored bytes no live sample refers to (deleted
+                            ** samples, awaiting a vacuum) */
+  int64_t bytes_header;     /* 64 per run that holds data (a run given up
+                            ** after a failed write has none) */
+  int64_t bytes_waste;      /* pages * page_size - bytes_used: the unused
+                            ** ends of runs */
+  int64_t moved;            /* samples writers carried to a fresh page
+                            ** because they did not fit, since the dataset
+                            ** was created (recorded at each commit) */
+  int64_t fill_hist[10];    /* runs by fill ratio used / (npages * page_size):
+                            ** [0,10%), [10%,20%) ... [90%,100%] */
+  int64_t io_reads;         /* this handle's read requests to its VFS since
+                            ** open (each request of a batch counts) */
+  int64_t io_read_bytes;    /* ...and their bytes (aligned ranges) */
+  int64_t io_writes;        /* write calls, and their bytes (padding */
+  int64_t io_write_bytes;   /* included) */
+  int64_t io_syncs;         /* sync calls */
+} pagedb_stat;
+
+/*
+** Fill *OUT with the statistics of DB's committed state.  The counts come
+** from the page table (one query) and the in-memory index (no SQL per
+** sample): the cost is a pass over the runs and the samples, so call it
+** from tools and tests, not per read.  Zero-copy reads touch the map, not
+** the VFS, and are not in the io_ counters; the io_ counters of a read-only
+** handle include its header read.  Thread-safe; commits wait for it.
+**
+** Results: PAGEDB_OK; PAGEDB_MISUSE (NULL argument, a handle whose open
+** failed); PAGEDB_CORRUPT_CATALOG (the page table disagrees with the
+** committed pages or the samples: *OUT is zeroed); PAGEDB_NOMEM;
+** PAGEDB_IOERR_CATALOG.
+*/
+PAGEDB_API int pagedb_stats(pagedb *db, pagedb_stat *out);
+
+/* The committed values of one field, filled in by pagedb_field_stats. */
+typedef struct pagedb_field_stat {
+  int64_t values;           /* samples with a value for the field */
+  int64_t compressed;       /* ...stored compressed (BYTES/TEXT with a codec) */
+  int64_t bytes_stored;     /* BYTES/TEXT: bytes the values take on disk */
+  int64_t bytes_raw;        /* BYTES/TEXT: their lengths as given */
+} pagedb_field_stat;
+
+/*
+** Fill *OUT with the statistics of field FIELD over DB's committed samples
+** (one pass over the index, no SQL).  For an INT or REAL field only VALUES
+** is non-zero.  Thread-safe.  Results: PAGEDB_OK; PAGEDB_RANGE (no such
+** field); PAGEDB_MISUSE (NULL argument, a handle whose open failed).
+*/
+PAGEDB_API int pagedb_field_stats(pagedb *db, int field, pagedb_field_stat *out);
 
 /* ------------------------------------------------------------------ */
 /* The VFS: the storage backend under every file pagedb opens          */

@@ -108,7 +108,38 @@ struct Pager {
   _Atomic(const uint8_t *) map;   /* file mapped from offset 0 */
   size_t maplen;
   OldMap *old;
+
+  /* The VFS calls made on the file since it was opened (pager_io).  Only
+  ** counts, read without any ordering: relaxed atomics suffice. */
+  _Atomic uint64_t io_reads, io_read_bytes, io_writes, io_write_bytes, io_syncs;
 };
+
+static void count_io(_Atomic uint64_t *calls, _Atomic uint64_t *bytes, uint64_t ncalls, uint64_t nbytes) {
+  atomic_fetch_add_explicit(calls, ncalls, memory_order_relaxed);
+  if (bytes) atomic_fetch_add_explicit(bytes, nbytes, memory_order_relaxed);
+}
+
+/* The I/O of the data file goes through these, so that pager_io counts it. */
+static int io_read(Pager *p, void *buf, size_t n, uint64_t off) {
+  count_io(&p->io_reads, &p->io_read_bytes, 1, n);
+  return pdb_os_read(p->fd, buf, n, off);
+}
+static int io_write(Pager *p, const void *buf, size_t n, uint64_t off) {
+  count_io(&p->io_writes, &p->io_write_bytes, 1, n);
+  return pdb_os_write(p->fd, buf, n, off);
+}
+static int io_sync(Pager *p, int flags) {
+  count_io(&p->io_syncs, NULL, 1, 0);
+  return pdb_os_sync(p->fd, flags);
+}
+
+void pager_io(Pager *p, PagerIo *out) {
+  out->reads = atomic_load_explicit(&p->io_reads, memory_order_relaxed);
+  out->read_bytes = atomic_load_explicit(&p->io_read_bytes, memory_order_relaxed);
+  out->writes = atomic_load_explicit(&p->io_writes, memory_order_relaxed);
+  out->write_bytes = atomic_load_explicit(&p->io_write_bytes, memory_order_relaxed);
+  out->syncs = atomic_load_explicit(&p->io_syncs, memory_order_relaxed);
+}
 
 static int os_fail(Pager *p, pdb_msg *m, int rc, const char *what) {
   int e = pdb_os_errno(p->fd);
@@ -171,8 +202,8 @@ static void adopt_file(Pager *p) {
 static int write_header(Pager *p, pdb_msg *m) {
   _Alignas(PDB_HEADER_SIZE) uint8_t h[PDB_HEADER_SIZE];   /* O_DIRECT-ready */
   encode_header(p, h, (uint64_t)time(NULL));
-  int rc = pdb_os_write(p->fd, h, sizeof h, 0);
-  if (rc == PAGEDB_OK) rc = pdb_os_sync(p->fd, PAGEDB_SYNC_FULL);
+  int rc = io_write(p, h, sizeof h, 0);
+  if (rc == PAGEDB_OK) rc = io_sync(p, PAGEDB_SYNC_FULL);
   if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot write the header of");
   p->synced_size = PDB_HEADER_SIZE;
   return PAGEDB_OK;
@@ -250,7 +281,7 @@ int pager_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, int re
     adopt_file(p);
     rc = pdb_os_size(p->fd, &size);
     if (rc == PAGEDB_OK) {
-      rc = pdb_os_read(p->fd, h, sizeof h, 0);
+      rc = io_read(p, h, sizeof h, 0);
       if (rc == PAGEDB_IOERR_SHORT_READ) rc = PAGEDB_OK;   /* zero-filled; judged below */
     }
     if (rc != PAGEDB_OK) rc = os_fail(p, m, rc, "cannot read the header of");
@@ -324,7 +355,7 @@ int pager_recover(Pager *p, pdb_msg *m, uint64_t committed, uint64_t data_end, i
   if (writable && size > end) {
     /* Invariant 5: what lies past the committed pages was never committed. */
     rc = pdb_os_truncate(p->fd, end);
-    if (rc == PAGEDB_OK) rc = pdb_os_sync(p->fd, PAGEDB_SYNC_FULL);
+    if (rc == PAGEDB_OK) rc = io_sync(p, PAGEDB_SYNC_FULL);
     if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot discard uncommitted pages of");
     size = end;
   }
@@ -377,6 +408,7 @@ int pager_write_start(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint
   a->n = fill_end(p, used);
   a->off = p->data_off + pgno * p->page_size;
   memset(buf + used, 0, a->n - used);
+  count_io(&p->io_writes, &p->io_write_bytes, 1, a->n);
   pdb_os_write_start(p->fd, a);
   return PAGEDB_OK;
 }
@@ -435,7 +467,7 @@ int pager_sync(Pager *p, pdb_msg *m) {
   int rc = pdb_os_size(p->fd, &size);
   if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot size");
   /* A grown file needs its new size durable too: fsync, not fdatasync. */
-  rc = pdb_os_sync(p->fd, size != p->synced_size ? PAGEDB_SYNC_FULL : PAGEDB_SYNC_DATA);
+  rc = io_sync(p, size != p->synced_size ? PAGEDB_SYNC_FULL : PAGEDB_SYNC_DATA);
   if (rc != PAGEDB_OK) {
     if (rc != PAGEDB_FULL) p->poisoned = 1;
     return os_fail(p, m, rc == PAGEDB_FULL ? rc : PAGEDB_IOERR_SYNC, "cannot sync");
@@ -455,7 +487,7 @@ uint32_t pager_align(const Pager *p) { return p->align; }
 
 int pager_read(Pager *p, pdb_msg *m, uint64_t off, void *buf, size_t n) {
   assert(((p->data_off + off) | n | (uintptr_t)buf) % p->align == 0);
-  int rc = pdb_os_read(p->fd, buf, n, p->data_off + off);
+  int rc = io_read(p, buf, n, p->data_off + off);
   return rc == PAGEDB_OK ? rc : read_fail(p, m, rc, off, n);
 }
 
@@ -517,6 +549,7 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
     at += (size_t)(a1 - a0);
   }
   const pagedb_io_methods *io = p->fd->pMethods;
+  count_io(&p->io_reads, &p->io_read_bytes, (uint64_t)n, total);
   if (io->xReadBatch) {
     io->xReadBatch(p->fd, iov, n);
   } else {

@@ -136,6 +136,14 @@ int pager_map_resident(Pager *p, uint64_t off, uint64_t n);
 ** through the page cache, so the kernel reads them in the background. */
 void pager_file_willneed(Pager *p, uint64_t off, uint64_t n);
 
+/* The VFS calls made on the data file since it was opened: reads (each
+** request of a batch counts as one, with its aligned length), writes (the
+** bytes written, padding included), syncs.  Thread-safe. */
+typedef struct PagerIo {
+  uint64_t reads, read_bytes, writes, write_bytes, syncs;
+} PagerIo;
+void pager_io(Pager *p, PagerIo *out);
+
 /* Ensure the map covers data-region bytes [0, END).  Thread-safe. */
 int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end);
 /* The data region as mapped, or NULL.  Bytes past the committed end must not

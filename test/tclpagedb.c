@@ -31,7 +31,7 @@
 **   DB close | field_add NAME TYPE ?CODEC? | field_index NAME | fields |
 **      count | pages | page_size | set_page_size N | commit | errmsg |
 **      path | catalog_path | sql SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
-**      ingest ?OPTIONS? | verify ?OPTIONS?
+**      ingest ?OPTIONS? | verify ?OPTIONS? | stats | field_stats FIELD
 **   WRITER begin ?ID? | put FIELD DATA | put_null FIELD | put_huge FIELD N |
 **      put_int FIELD V | put_real FIELD V | end | cancel | flush | errmsg | close
 **   READER read ID FIELD | size ID FIELD | read_into ID FIELD CAP ?VAR? |
@@ -48,6 +48,13 @@
 ** "PAGEDB_NAME: <errmsg>" and whose errorCode is {PAGEDB PAGEDB_NAME};
 ** read_into's PAGEDB_TOOBIG message ends with "(size N)".
 **
+** DB stats returns pagedb_stats as a dict whose keys are the fields of
+** pagedb_stat (pages runs multipage_runs samples bytes_used bytes_stored
+** bytes_raw bytes_dead bytes_header bytes_waste moved fill_hist io_reads
+** io_read_bytes io_writes io_write_bytes io_syncs), fill_hist a list of 10;
+** DB field_stats FIELD a dict of pagedb_field_stat (values compressed
+** bytes_stored bytes_raw).
+**
 ** DB ingest and DB verify run pthreads in C (each with its own writer or
 ** reader) and generate or check the data with the same functions as
 ** pagedb_testdata, so a script ingests with some parameters and verifies
@@ -63,6 +70,10 @@
 **
 ** -text makes every BYTES/TEXT value pagedb_testdata's -text bytes;
 ** verify's -checksums opens its readers with PAGEDB_READ_VERIFY.
+**
+** -fields N (ingest and verify): only fields 0..N-1 are given; verify
+** checks that every later field reads PAGEDB_NOTFOUND (samples written
+** before those fields were added).
 **
 ** Handles: a DB command owns its writer and reader commands.  Closing the
 ** DB (or deleting it) closes the dataset with pagedb_close(), which closes
@@ -345,6 +356,7 @@ struct Gen {
   int keyField;                /* that field, or -1 */
   int nField;
   int aType[PAGEDB_MAX_FIELDS];
+  int nGiven;                  /* -fields N: only fields below N are given (0: all) */
   int text;                    /* -text: compressible bytes (textNext) */
 };
 
@@ -497,6 +509,7 @@ static int ingestOne(Job *job, int t, pagedb_writer *w, int64_t key,
   }
   for(f = 0; f < g->nField; f++){
     const char *what = "put";
+    if( g->nGiven > 0 && f >= g->nGiven ) continue;
     switch( g->aType[f] ){
       case PAGEDB_BYTES:
       case PAGEDB_TEXT: {
@@ -606,6 +619,26 @@ static void *ingestThread(void *arg){
 ** or 1 if ALLOWMISSING and the sample is not (yet) visible: its first
 ** field reads PAGEDB_NOTFOUND (the first field must not be left out then).
 */
+/* -fields: field F of sample ID must have no value (the sample was written
+** before F was added).  0 if so, else -1 after jobFail. */
+static int verifyAbsent(Job *job, pagedb_reader *r, int64_t id, int f){
+  const void *p;
+  size_t n;
+  int64_t v;
+  double d;
+  int rc;
+  switch( job->g.aType[f] ){
+    case PAGEDB_INT: rc = pagedb_read_int(r, id, f, &v); break;
+    case PAGEDB_REAL: rc = pagedb_read_real(r, id, f, &d); break;
+    default: rc = pagedb_read(r, id, f, &p, &n); break;
+  }
+  if( rc == PAGEDB_NOTFOUND ) return 0;
+  jobFail(job, PAGEDB_ERROR, "sample %lld field %d (%s): expected PAGEDB_NOTFOUND (not given "
+          "under -fields %d), got %s", (long long)id, f, pagedb_field_name(job->db, f),
+          job->g.nGiven, pagedb_errname(rc));
+  return -1;
+}
+
 static int verifyOne(Job *job, pagedb_reader *r, int64_t id, int allowMissing,
                      unsigned char **pBuf, size_t *pnBuf){
   const Gen *g = &job->g;
@@ -634,6 +667,10 @@ static int verifyOne(Job *job, pagedb_reader *r, int64_t id, int allowMissing,
     if( rc == PAGEDB_NOTFOUND ) return 1;
   }
   for(f = 0; f < g->nField; f++){
+    if( g->nGiven > 0 && f >= g->nGiven ){
+      if( verifyAbsent(job, r, id, f) ) return -1;
+      continue;
+    }
     switch( g->aType[f] ){
       case PAGEDB_BYTES:
       case PAGEDB_TEXT: {
@@ -863,6 +900,13 @@ static int jobOption(Tcl_Interp *interp, Job *job, const char *z, Tcl_Obj *v){
       if( Tcl_GetWideIntFromObj(interp, a[i], &w) ) return -1;
       job->g.aSize[i] = (int64_t)w;
     }
+  }else if( strcmp(z, "-fields") == 0 ){
+    if( Tcl_GetWideIntFromObj(interp, v, &w) ) return -1;
+    if( w < 1 || w > PAGEDB_MAX_FIELDS ){
+      Tcl_SetObjResult(interp, Tcl_ObjPrintf("-fields must be 1..%d", PAGEDB_MAX_FIELDS));
+      return -1;
+    }
+    job->g.nGiven = (int)w;
   }else{
     return 0;
   }
@@ -1535,15 +1579,57 @@ static int dbOrder(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]
   return TCL_OK;
 }
 
+/* DB stats / DB field_stats FIELD: the struct as a dict (see the top). */
+static int dbStats(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[], int field){
+  Tcl_Obj *d = Tcl_NewDictObj();
+  int rc, i;
+#define STAT_PUT(s, k) Tcl_DictObjPut(0, d, Tcl_NewStringObj(#k, -1), Tcl_NewWideIntObj((Tcl_WideInt)(s).k))
+  if( !field ){
+    pagedb_stat s;
+    if( objc != 2 ){
+      Tcl_WrongNumArgs(interp, 2, objv, "");
+      return TCL_ERROR;
+    }
+    rc = pagedb_stats(p->db, &s);
+    if( rc != PAGEDB_OK ){
+      Tcl_DecrRefCount(d);
+      return pdbError(interp, rc, pagedb_errmsg(p->db));
+    }
+    Tcl_Obj *hist = Tcl_NewListObj(0, 0);
+    for(i = 0; i < 10; i++) Tcl_ListObjAppendElement(0, hist, Tcl_NewWideIntObj((Tcl_WideInt)s.fill_hist[i]));
+    STAT_PUT(s, pages); STAT_PUT(s, runs); STAT_PUT(s, multipage_runs); STAT_PUT(s, samples);
+    STAT_PUT(s, bytes_used); STAT_PUT(s, bytes_stored); STAT_PUT(s, bytes_raw); STAT_PUT(s, bytes_dead);
+    STAT_PUT(s, bytes_header); STAT_PUT(s, bytes_waste); STAT_PUT(s, moved);
+    Tcl_DictObjPut(0, d, Tcl_NewStringObj("fill_hist", -1), hist);
+    STAT_PUT(s, io_reads); STAT_PUT(s, io_read_bytes); STAT_PUT(s, io_writes);
+    STAT_PUT(s, io_write_bytes); STAT_PUT(s, io_syncs);
+  }else{
+    pagedb_field_stat s;
+    if( objc != 3 ){
+      Tcl_WrongNumArgs(interp, 2, objv, "FIELD");
+      return TCL_ERROR;
+    }
+    rc = pagedb_field_stats(p->db, getField(p->db, objv[2]), &s);
+    if( rc != PAGEDB_OK ){
+      Tcl_DecrRefCount(d);
+      return pdbError(interp, rc, pagedb_errmsg(p->db));
+    }
+    STAT_PUT(s, values); STAT_PUT(s, compressed); STAT_PUT(s, bytes_stored); STAT_PUT(s, bytes_raw);
+  }
+#undef STAT_PUT
+  Tcl_SetObjResult(interp, d);
+  return TCL_OK;
+}
+
 static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
-    "set_page_size", "path", "catalog_path", "order", 0
+    "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
-         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER };
+         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1698,6 +1784,10 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       return dbVerify(interp, p, objc, objv);
     case D_ORDER:
       return dbOrder(interp, p, objc, objv);
+    case D_STATS:
+      return dbStats(interp, p, objc, objv, 0);
+    case D_FIELD_STATS:
+      return dbStats(interp, p, objc, objv, 1);
   }
   if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(db));
   return TCL_OK;
