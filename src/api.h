@@ -22,6 +22,7 @@ struct pagedb {
   char *path;
   char *catpath;
   int readonly;
+  int check;                /* PAGEDB_OPEN_CHECK: bad samples were left out */
   int failed;               /* open failed: only errmsg and close work */
   pagedb_vfs *vfs;
   Pager *pager;

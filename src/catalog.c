@@ -531,8 +531,9 @@ static const char *extent_of(int codec, int64_t raw, sqlite3_stmt *st, int col, 
   return NULL;
 }
 
-int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
-             int (*xrow)(void *ctx, uint64_t *slot), void *ctx) {
+/* cat_scan, or with SKIP cat_scan_skip. */
+static int scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
+                int (*xrow)(void *ctx, uint64_t *slot), void *ctx, int skip) {
   char *sql = sample_sql(fields, nfield, 0);
   int nw = slot_words(nfield);
   uint64_t *slot = pdb_malloc((size_t)nw * sizeof *slot);
@@ -550,7 +551,9 @@ int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_
     if (sqlite3_column_type(st, 1) != SQLITE_INTEGER || sqlite3_column_type(st, 2) != SQLITE_INTEGER
         || page < 0 || off < 0 || off >= (int64_t)page_size || (uint64_t)page > PDB_MAX_DATA / page_size) {
       rc = corrupt(c, m, "sample %s has an invalid page or offset", where);
-      break;
+      if (!skip) break;
+      rc = PAGEDB_OK;
+      continue;
     }
     slot[0] = (uint64_t)id;
     slot[1] = (uint64_t)page * page_size + (uint64_t)off;
@@ -578,12 +581,23 @@ int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_
       }
       if (t != SQLITE_NULL) slot_set(slot, f);
     }
-    if (rc == PAGEDB_OK) rc = xrow(ctx, slot);
+    if (rc == PAGEDB_CORRUPT_CATALOG && skip) rc = PAGEDB_OK;   /* the row is left out */
+    else if (rc == PAGEDB_OK) rc = xrow(ctx, slot);
   }
   if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading samples");
   sqlite3_finalize(st);
   pdb_free(slot);
   return rc;
+}
+
+int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
+             int (*xrow)(void *ctx, uint64_t *slot), void *ctx) {
+  return scan(c, m, fields, nfield, page_size, xrow, ctx, 0);
+}
+
+int cat_scan_skip(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
+                  int (*xrow)(void *ctx, uint64_t *slot), void *ctx) {
+  return scan(c, m, fields, nfield, page_size, xrow, ctx, 1);
 }
 
 int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *slots,
@@ -725,5 +739,121 @@ int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
     sqlite3_finalize(st);
   }
   pthread_mutex_unlock(&c->rmu);
+  return rc;
+}
+
+/* --- for pagedb_check: the committed rows as stored ----------------------- */
+
+_Static_assert(CAT_INTEGER == SQLITE_INTEGER && CAT_FLOAT == SQLITE_FLOAT && CAT_TEXT == SQLITE_TEXT
+               && CAT_BLOB == SQLITE_BLOB && CAT_NULL == SQLITE_NULL, "CatVal types are SQLite's");
+
+struct CatSnap {
+  Catalog *c;
+  sqlite3 *conn;            /* read-only, in one read transaction */
+};
+
+int cat_snap_open(Catalog *c, pdb_msg *m, CatSnap **ps) {
+  *ps = NULL;
+  CatSnap *s = pdb_calloc(1, sizeof *s);
+  if (!s) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory checking catalog %s", c->path);
+  s->c = c;
+  int rc = connect(c, m, SQLITE_OPEN_READONLY, &s->conn);
+  /* A deferred BEGIN takes its snapshot at the first read: do one now, so
+  ** that every later statement sees this commit, whatever follows it. */
+  if (rc == PAGEDB_OK) {
+    int src = sqlite3_exec(s->conn, "PRAGMA query_only=1; BEGIN; SELECT count(*) FROM meta;", NULL, NULL, NULL);
+    if (src != SQLITE_OK) rc = sq_fail(c, m, s->conn, src, "starting a read");
+  }
+  if (rc != PAGEDB_OK) {
+    cat_snap_close(s);
+    return rc;
+  }
+  *ps = s;
+  return PAGEDB_OK;
+}
+
+void cat_snap_close(CatSnap *s) {
+  if (!s) return;
+  if (s->conn && !sqlite3_get_autocommit(s->conn)) sqlite3_exec(s->conn, "COMMIT", NULL, NULL, NULL);
+  sqlite3_close(s->conn);
+  pdb_free(s);
+}
+
+static void value_of(sqlite3_stmt *st, int col, CatVal *v) {
+  v->type = sqlite3_column_type(st, col);
+  v->i = sqlite3_column_int64(st, col);
+  v->r = sqlite3_column_double(st, col);
+}
+
+int cat_snap_meta(CatSnap *s, pdb_msg *m, const char *key, CatVal *v, char *text, size_t cap) {
+  sqlite3_stmt *st;
+  memset(v, 0, sizeof *v);
+  v->type = CAT_NULL;
+  if (cap) text[0] = 0;
+  int rc = prepare(s->c, m, s->conn, "SELECT value FROM meta WHERE key = ?1", &st);
+  if (rc != PAGEDB_OK) return rc;
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) {
+    value_of(st, 0, v);
+    if (v->type == CAT_TEXT && cap) snprintf(text, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+  } else if (src != SQLITE_DONE) {
+    rc = sq_fail(s->c, m, s->conn, src, "reading meta");
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Step ST to its end, calling XROW with the N values of each row. */
+static int snap_rows(CatSnap *s, pdb_msg *m, sqlite3_stmt *st, int n, const char *doing,
+                     int (*xrow)(void *ctx, const CatVal *v, int n), void *ctx) {
+  CatVal *v = pdb_malloc((size_t)n * sizeof *v);
+  if (!v) return pdb_err(s->c->db, m, PAGEDB_NOMEM, "out of memory %s", doing);
+  int rc = PAGEDB_OK, src;
+  while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    for (int i = 0; i < n; i++) value_of(st, i, &v[i]);
+    rc = xrow(ctx, v, n);
+    if (rc != PAGEDB_OK) break;
+  }
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(s->c, m, s->conn, src, doing);
+  pdb_free(v);
+  return rc;
+}
+
+typedef struct PageRowFn {
+  int (*xrow)(void *ctx, const CatVal *v);
+  void *ctx;
+} PageRowFn;
+
+static int page_row(void *ctx, const CatVal *v, int n) {
+  PageRowFn *f = ctx;
+  (void)n;
+  return f->xrow(f->ctx, v);
+}
+
+int cat_snap_pages(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatVal *v), void *ctx) {
+  sqlite3_stmt *st;
+  int rc = prepare(s->c, m, s->conn, "SELECT pgno, npages, used, nsamples FROM page ORDER BY pgno", &st);
+  if (rc != PAGEDB_OK) return rc;
+  PageRowFn f = { xrow, ctx };
+  rc = snap_rows(s, m, st, 4, "reading the page table", page_row, &f);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
+                     int (*xrow)(void *ctx, const CatVal *v, int n), void *ctx) {
+  char *base = sample_sql(fields, nfield, 0);
+  char *sql = base ? sqlite3_mprintf("%s ORDER BY page, off, id", base) : NULL;
+  sqlite3_free(base);
+  if (!sql) return pdb_err(s->c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", s->c->path);
+  int n = 3;
+  for (int f = 0; f < nfield; f++) n += is_bytes(fields[f].type) ? 3 : 1;
+  sqlite3_stmt *st;
+  int rc = prepare(s->c, m, s->conn, sql, &st);
+  sqlite3_free(sql);
+  if (rc != PAGEDB_OK) return rc;
+  rc = snap_rows(s, m, st, n, "reading samples", xrow, ctx);
+  sqlite3_finalize(st);
   return rc;
 }

@@ -69,6 +69,12 @@ int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n);
 int cat_scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
              int (*xrow)(void *ctx, uint64_t *slot), void *ctx);
 
+/* As cat_scan, but a row that cat_scan would refuse (a value of the wrong
+** type, an impossible page, offset or length) is skipped, not an error:
+** for PAGEDB_OPEN_CHECK, which leaves such samples out of the index. */
+int cat_scan_skip(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
+                  int (*xrow)(void *ctx, uint64_t *slot), void *ctx);
+
 /*
 ** Record run D and its NSAMPLES slots (NW words each) in the open write
 ** transaction, beginning one if needed.  Nothing is durable until
@@ -91,5 +97,45 @@ void cat_rollback(Catalog *c);
 /* Run read-only SQL on a separate connection (see pagedb_sql). */
 int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
             int (*xrow)(void *, int, char **, char **), void *ctx);
+
+/*
+** For pagedb_check (check.c): the committed rows exactly as stored, with
+** nothing refused, read in one read transaction of a connection of the
+** check's own (like cat_snapshot, but never the write connection, whose
+** open transaction holds rows not yet committed, and never shared with
+** another thread).
+*/
+typedef struct CatSnap CatSnap;
+
+/* A catalog value as stored: TYPE is SQLite's (CAT_INTEGER... below). */
+#define CAT_INTEGER 1
+#define CAT_FLOAT   2
+#define CAT_TEXT    3
+#define CAT_BLOB    4
+#define CAT_NULL    5
+typedef struct CatVal {
+  int type;
+  int64_t i;                /* CAT_INTEGER: the value */
+  double r;                 /* CAT_FLOAT (and CAT_INTEGER): the value */
+} CatVal;
+
+/* Open a read-only connection to the catalog and begin a read transaction
+** on it; cat_snap_close ends both.  NULL is a no-op for close. */
+int cat_snap_open(Catalog *c, pdb_msg *m, CatSnap **ps);
+void cat_snap_close(CatSnap *s);
+
+/* Meta KEY: *V (CAT_NULL when the key is absent) and, for a text value,
+** its first CAP-1 bytes in TEXT (NUL-terminated; "" otherwise). */
+int cat_snap_meta(CatSnap *s, pdb_msg *m, const char *key, CatVal *v, char *text, size_t cap);
+
+/* Call XROW with V[0..3] = pgno, npages, used, nsamples of every row of
+** the page table, by pgno.  A non-OK return from XROW stops and is returned. */
+int cat_snap_pages(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatVal *v), void *ctx);
+
+/* Call XROW with the N values of every row of the sample table, by page,
+** off and id: id, page, off, then per field of FIELDS its value and, for a
+** BYTES or TEXT field, its "F:z" and "F:sum" (the columns of doc/format.md). */
+int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
+                     int (*xrow)(void *ctx, const CatVal *v, int n), void *ctx);
 
 #endif /* PAGEDB_CATALOG_H */

@@ -191,7 +191,36 @@ typedef struct Loader {
   int64_t max_id;
   Extent *ext;              /* every non-empty record, to find overlaps */
   uint64_t next, cap;
+  uint64_t npages;          /* 1 + the last page a record starts on */
+  /* PAGEDB_OPEN_CHECK: the samples' slots are held back, to be published
+  ** once the overlap check has named those to leave out (BAD: their ids). */
+  int check;
+  uint64_t *held;
+  uint64_t nheld, capheld;
+  int64_t *bad;
+  uint64_t nbad, capbad;
 } Loader;
+
+/* A sample row that fails a check fails the open, except under
+** PAGEDB_OPEN_CHECK: the sample is then left out of the index, and
+** pagedb_check reports what is wrong with it. */
+static int left_out(const Loader *l, int rc) {
+  return l->check ? PAGEDB_OK : rc;
+}
+
+/* PAGEDB_OPEN_CHECK: keep SLOT until publish_held. */
+static int hold(Loader *l, const uint64_t *slot) {
+  size_t nw = (size_t)l->db->nw;
+  if (l->nheld == l->capheld) {
+    uint64_t cap = l->capheld ? l->capheld * 2 : 1024;
+    uint64_t *h = pdb_realloc(l->held, cap * nw * sizeof *h);
+    if (!h) return PAGEDB_NOMEM;
+    l->held = h;
+    l->capheld = cap;
+  }
+  memcpy(l->held + l->nheld++ * nw, slot, nw * sizeof *slot);
+  return PAGEDB_OK;
+}
 
 static const CatRun *run_at(const Loader *l, uint64_t pgno) {
   uint64_t lo = 0, hi = l->nrun;
@@ -211,14 +240,14 @@ static int load_row(void *ctx, uint64_t *slot) {
   const CatRun *run = run_at(l, pgno);
   long long id = (long long)slot[0];
   if (!run || run->used == 0)
-    return pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG,
-                   "catalog %s: sample %lld lies on page %llu, which starts no committed run", db->catpath, id,
-                   (unsigned long long)pgno);
+    return left_out(l, pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG,
+                               "catalog %s: sample %lld lies on page %llu, which starts no committed run",
+                               db->catpath, id, (unsigned long long)pgno));
   if (off < PDB_PAGE_HDR || len > run->used || off > run->used - len)
-    return pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG,
-                   "catalog %s: sample %lld (%llu bytes at offset %llu of page %llu) lies outside the %llu bytes"
-                   " written there", db->catpath, id, (unsigned long long)len, (unsigned long long)off,
-                   (unsigned long long)pgno, (unsigned long long)run->used);
+    return left_out(l, pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG,
+                               "catalog %s: sample %lld (%llu bytes at offset %llu of page %llu) lies outside the"
+                               " %llu bytes written there", db->catpath, id, (unsigned long long)len,
+                               (unsigned long long)off, (unsigned long long)pgno, (unsigned long long)run->used));
   if (len > 0) {
     if (l->next == l->cap) {
       uint64_t cap = l->cap ? l->cap * 2 : 4096;
@@ -228,9 +257,10 @@ static int load_row(void *ctx, uint64_t *slot) {
       l->cap = cap;
     }
     l->ext[l->next++] = (Extent){ slot[1], len, (int64_t)slot[0] };
+    if (pgno >= l->npages) l->npages = pgno + 1;
   }
   int rc = idx_reserve(db->idx, (int64_t)slot[0]);
-  if (rc == PAGEDB_OK) rc = idx_publish(db->idx, slot);
+  if (rc == PAGEDB_OK) rc = l->check ? hold(l, slot) : idx_publish(db->idx, slot);
   if (rc == PAGEDB_CONSTRAINT)
     return pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG, "catalog %s: sample %lld appears twice", db->catpath, id);
   if (rc != PAGEDB_OK) return pdb_err(db, &db->err, rc, "out of memory loading sample %lld", id);
@@ -243,13 +273,29 @@ static int by_offset(const void *a, const void *b) {
   return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* PAGEDB_OPEN_CHECK: samples A and B overlap, so neither is published. */
+static int note_bad(Loader *l, int64_t a, int64_t b) {
+  if (l->nbad + 2 > l->capbad) {
+    uint64_t cap = l->capbad ? l->capbad * 2 : 64;
+    int64_t *v = pdb_realloc(l->bad, cap * sizeof *v);
+    if (!v) return pdb_err(l->db, &l->db->err, PAGEDB_NOMEM, "out of memory loading %s", l->db->catpath);
+    l->bad = v;
+    l->capbad = cap;
+  }
+  l->bad[l->nbad++] = a;
+  l->bad[l->nbad++] = b;
+  return PAGEDB_OK;
+}
+
 /*
 ** No two records may share a byte: a catalog that says so would make two
 ** samples read each other's bytes.  The records come in id order; a
 ** counting sort by page (NPAGES of PS bytes) puts them in offset order in
 ** linear time, and within a page they are nearly always in order already.
+** Under PAGEDB_OPEN_CHECK (CHECK not NULL) an overlap is noted in CHECK
+** instead of failing.
 */
-static int check_overlaps(pagedb *db, Extent *e, uint64_t n, uint64_t npages, uint32_t ps) {
+static int check_overlaps(pagedb *db, Extent *e, uint64_t n, uint64_t npages, uint32_t ps, Loader *check) {
   uint64_t *start = pdb_calloc(npages + 1, sizeof *start);
   Extent *o = pdb_malloc((n ? n : 1) * sizeof *o);
   if (!start || !o) {
@@ -271,7 +317,9 @@ static int check_overlaps(pagedb *db, Extent *e, uint64_t n, uint64_t npages, ui
       i = a;
       continue;
     }
-    if (o[i - 1].off + o[i - 1].len > o[i].off)
+    if (o[i - 1].off + o[i - 1].len > o[i].off && check)
+      rc = note_bad(check, o[i - 1].id, o[i].id);   /* PAGEDB_OPEN_CHECK: both are left out */
+    else if (o[i - 1].off + o[i - 1].len > o[i].off)
       rc = pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG,
                    "catalog %s: samples %lld and %lld overlap at data offset %llu", db->catpath,
                    (long long)o[i - 1].id, (long long)o[i].id, (unsigned long long)o[i].off);
@@ -281,6 +329,27 @@ static int check_overlaps(pagedb *db, Extent *e, uint64_t n, uint64_t npages, ui
   return rc;
 }
 
+static int by_id(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* PAGEDB_OPEN_CHECK: publish the held samples but those named bad. */
+static int publish_held(pagedb *db, Loader *l) {
+  if (l->nbad > 1) qsort(l->bad, l->nbad, sizeof *l->bad, by_id);
+  for (uint64_t i = 0; i < l->nheld; i++) {
+    const uint64_t *s = l->held + i * (size_t)db->nw;
+    int64_t id = (int64_t)s[0];
+    if (l->nbad && bsearch(&id, l->bad, l->nbad, sizeof *l->bad, by_id)) {
+      idx_release(db->idx, id);
+      continue;
+    }
+    int rc = idx_publish(db->idx, s);
+    if (rc != PAGEDB_OK) return pdb_err(db, &db->err, rc, "out of memory loading sample %lld", (long long)id);
+  }
+  return PAGEDB_OK;
+}
+
 /* Check the page table and the file, then load every sample. */
 static int load(pagedb *db, const CatMeta *meta) {
   pdb_msg *m = &db->err;
@@ -288,34 +357,47 @@ static int load(pagedb *db, const CatMeta *meta) {
   CatRun *runs;
   uint64_t nrun;
   int rc = cat_runs(db->cat, m, &runs, &nrun);
+  if (rc == PAGEDB_CORRUPT_CATALOG && db->check) rc = PAGEDB_OK;   /* no runs: every sample is left out */
   if (rc != PAGEDB_OK) return rc;
-  uint64_t next = 0, data_end = 0, nsample = 0;
+  uint64_t next = 0, data_end = 0, nsample = 0, size = 0;
+  if (db->check && pdb_os_size(pager_file(db->pager), &size) != PAGEDB_OK) size = 0;
   for (uint64_t i = 0; i < nrun && rc == PAGEDB_OK; i++) {
-    const CatRun *r = &runs[i];
+    CatRun *r = &runs[i];
     if (r->pgno != next || r->npages > PDB_MAX_DATA / ps - r->pgno)
       rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the page table has a gap or overlap at page %llu",
                    db->catpath, (unsigned long long)r->pgno);
     else if (r->used != 0 && (r->used < PDB_PAGE_HDR || r->used > (uint64_t)r->npages * ps))
       rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: page %llu claims %llu bytes used in a %u-page run",
                    db->catpath, (unsigned long long)r->pgno, (unsigned long long)r->used, r->npages);
+    else if (db->check && r->used && pager_data_off(db->pager) + r->pgno * ps + r->used > size)
+      rc = PAGEDB_CORRUPT_TRUNCATED;
+    if (rc != PAGEDB_OK && db->check) {
+      r->used = 0;          /* PAGEDB_OPEN_CHECK: the run's samples are left out (load_row) */
+      rc = PAGEDB_OK;
+    }
     next = r->pgno + r->npages;
     if (r->used) data_end = r->pgno * ps + r->used;
     nsample += r->nsamples;
   }
-  if (rc == PAGEDB_OK && next != meta->committed)
+  if (rc == PAGEDB_OK && next != meta->committed && !db->check)
     rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the page table covers %llu pages but meta says %llu",
                  db->catpath, (unsigned long long)next, (unsigned long long)meta->committed);
-  if (rc == PAGEDB_OK && nsample != meta->nsample)
+  if (rc == PAGEDB_OK && nsample != meta->nsample && !db->check)
     rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the page table counts %llu samples but meta says %llu",
                  db->catpath, (unsigned long long)nsample, (unsigned long long)meta->nsample);
   if (rc == PAGEDB_OK) rc = pager_recover(db->pager, m, meta->committed, data_end, !db->readonly);
+  if (rc == PAGEDB_CORRUPT_TRUNCATED && db->check) rc = PAGEDB_OK;   /* the runs past the end are left out */
   if (rc == PAGEDB_OK && idx_create(&db->idx, db->nw) != PAGEDB_OK)
     rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory indexing %llu samples", (unsigned long long)meta->nsample);
-  Loader l = { db, runs, nrun, -1, NULL, 0, 0 };
-  if (rc == PAGEDB_OK) rc = cat_scan(db->cat, m, db->fields, db->nfield, ps, load_row, &l);
-  if (rc == PAGEDB_OK) rc = check_overlaps(db, l.ext, l.next, meta->committed, ps);
+  Loader l = { .db = db, .runs = runs, .nrun = nrun, .max_id = -1, .check = db->check };
+  if (rc == PAGEDB_OK)
+    rc = (db->check ? cat_scan_skip : cat_scan)(db->cat, m, db->fields, db->nfield, ps, load_row, &l);
+  if (rc == PAGEDB_OK) rc = check_overlaps(db, l.ext, l.next, l.npages, ps, db->check ? &l : NULL);
+  if (rc == PAGEDB_OK && db->check) rc = publish_held(db, &l);
   pdb_free(l.ext);
-  if (rc == PAGEDB_OK && idx_count(db->idx) != meta->nsample)
+  pdb_free(l.held);
+  pdb_free(l.bad);
+  if (rc == PAGEDB_OK && idx_count(db->idx) != meta->nsample && !db->check)
     rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: table sample holds %llu samples but meta says %llu",
                  db->catpath, (unsigned long long)idx_count(db->idx), (unsigned long long)meta->nsample);
   pdb_free(runs);
@@ -325,6 +407,7 @@ static int load(pagedb *db, const CatMeta *meta) {
   atomic_store(&db->moved, meta->moved);
   atomic_store(&db->committed, meta->committed);
   atomic_store(&db->next_auto, l.max_id < INT64_MAX ? l.max_id + 1 : INT64_MAX);
+  if (db->check) pdb_err_forget(db);   /* what was left out is pagedb_check's to report */
   return PAGEDB_OK;
 }
 
@@ -446,13 +529,15 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   int rc;
   int mode = flags & (PAGEDB_OPEN_READONLY | PAGEDB_OPEN_READWRITE);
   db->readonly = mode == PAGEDB_OPEN_READONLY;
+  db->check = (flags & PAGEDB_OPEN_CHECK) != 0;
   if (!path || !path[0]) {
     rc = pdb_err(db, &db->err, PAGEDB_MISUSE, "pagedb_open: no path given");
   } else if ((mode != PAGEDB_OPEN_READONLY && mode != PAGEDB_OPEN_READWRITE)
-             || (flags & ~(PAGEDB_OPEN_READONLY | PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE))
-             || (db->readonly && (flags & PAGEDB_OPEN_CREATE))) {
+             || (flags & ~(PAGEDB_OPEN_READONLY | PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE | PAGEDB_OPEN_CHECK))
+             || (db->readonly && (flags & PAGEDB_OPEN_CREATE)) || (!db->readonly && db->check)) {
     rc = pdb_err(db, &db->err, PAGEDB_MISUSE,
-                 "pagedb_open %s: flags 0x%x must be READONLY, or READWRITE with optional CREATE", path, flags);
+                 "pagedb_open %s: flags 0x%x must be READONLY with optional CHECK, or READWRITE with optional"
+                 " CREATE", path, flags);
   } else if (!(db->vfs = pagedb_vfs_find(vfs))) {
     rc = pdb_err(db, &db->err, PAGEDB_MISUSE, "pagedb_open %s: no VFS named '%s' is registered", path,
                  vfs ? vfs : getenv("PAGEDB_VFS"));

@@ -107,13 +107,16 @@ typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
 #define PAGEDB_OPEN_READONLY   0x01
 #define PAGEDB_OPEN_READWRITE  0x02
 #define PAGEDB_OPEN_CREATE     0x04   /* with READWRITE: create if missing */
+#define PAGEDB_OPEN_CHECK      0x08   /* with READONLY: open a damaged dataset for
+                                      ** pagedb_check (see below) */
 
 /*
 ** Open the dataset whose data file is PATH.  Its catalog is the SQLite
 ** database PATH-catalog beside it ("cats.pagedb" has "cats.pagedb-catalog").
 **
 ** FLAGS is PAGEDB_OPEN_READONLY, or PAGEDB_OPEN_READWRITE optionally or-ed
-** with PAGEDB_OPEN_CREATE.  VFS names a registered VFS (see pagedb_vfs_find);
+** with PAGEDB_OPEN_CREATE, or PAGEDB_OPEN_READONLY | PAGEDB_OPEN_CHECK.
+** VFS names a registered VFS (see pagedb_vfs_find);
 ** NULL means the default, which is "posix" unless the environment variable
 ** PAGEDB_VFS names another.
 **
@@ -123,6 +126,16 @@ typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
 ** and see the samples committed when they opened.  A read-write open
 ** recovers from a crash: pages written after the last commit are discarded
 ** and their space is reused.
+**
+** PAGEDB_OPEN_CHECK opens, read-only, a dataset whose catalog rows or data
+** file are damaged, so that pagedb_check can report everything that is
+** wrong.  The header, the catalog's schema, its meta and fields are
+** validated as always; but a sample whose row is invalid, lies on a page
+** that starts no run, outside the bytes its run uses or past the end of the
+** file, or overlaps another sample is left out of the index (reads of it
+** return PAGEDB_NOTFOUND) instead of failing the open, and a page table,
+** meta or file length that disagree with each other do not fail it either.
+** The open then costs a second copy of the index while it runs.
 **
 ** *DB is always set: to a new handle, or to NULL when no handle could be
 ** allocated.  On an error other than PAGEDB_NOMEM, *DB is a handle whose only
@@ -593,6 +606,67 @@ typedef struct pagedb_field_stat {
 ** field); PAGEDB_MISUSE (NULL argument, a handle whose open failed).
 */
 PAGEDB_API int pagedb_field_stats(pagedb *db, int field, pagedb_field_stat *out);
+
+/* ------------------------------------------------------------------ */
+/* Integrity                                                           */
+/* ------------------------------------------------------------------ */
+
+#define PAGEDB_CHECK_QUICK 0x01   /* skip checksums and decompression: structure only */
+
+/*
+** One problem pagedb_check found: where (PAGE, the first page of a run or
+** the page a sample's row names; ID, a sample; FIELD, a field number; each
+** -1 when the problem is not about one) and WHAT is wrong, in English, with
+** what was expected and what was found.  WHAT is valid only during the call.
+*/
+typedef void (*pagedb_check_fn)(void *ctx, int64_t page, int64_t id, int field, const char *what);
+
+/*
+** Check the integrity of DB's committed state, as SQLite's PRAGMA
+** integrity_check: every problem found is reported to CB (with CTX), and
+** the check goes on after each.  It verifies that
+**
+**   - the data file's header and the catalog agree (uuid, page size,
+**     format); meta.committed_pages is where the page table ends; the page
+**     table is contiguous from page 0 and its rows possible; the file holds
+**     every committed run's used bytes;
+**   - every run header agrees with its page table row (magic, uuid, page
+**     number, pages, samples, bytes used) and with its own checksum;
+**   - every sample row has values of the right types; its record and every
+**     extent lie inside the bytes its run uses and inside the file; no two
+**     records overlap; each run's sample count is the number of records that
+**     start in it; meta.samples is the number of sample rows;
+**   - unless FLAGS has PAGEDB_CHECK_QUICK: every run's data matches the
+**     checksum in its header, every extent the checksum in the catalog, and
+**     every compressed extent decompresses to exactly its recorded length.
+**
+** The catalog is read as stored, in one read transaction of a connection of
+** the check's own: rows that the open (and so the readers) would refuse are
+** checked too, and commits made meanwhile are not seen.  Uncommitted pages
+** and samples of a read-write handle are not looked at.  The data file is
+** read through the VFS one run at a time: memory is the catalog's page table
+** and the samples of one run, plus in full mode the largest run and the
+** largest compressed value; in quick mode only each run's 64-byte header is
+** read.  To check a dataset that pagedb_open refuses, open it with
+** PAGEDB_OPEN_READONLY | PAGEDB_OPEN_CHECK.
+**
+** Thread-safe: it may run beside readers, writers and commits on DB, and
+** beside other checks.  CB may be NULL (count only).  After the first
+** PAGEDB_CHECK_MAX_REPORTS problems CB is called no more for single
+** problems but once at the end, with PAGE, ID and FIELD -1, to say how many
+** more were found.
+**
+** *NPROBLEMS (if not NULL) receives the number of problems found (0 unless
+** the result is PAGEDB_CORRUPT).  Results: PAGEDB_OK (no problem);
+** PAGEDB_CORRUPT (problems were found); PAGEDB_MISUSE (DB is NULL, a handle
+** whose open failed, unknown FLAGS); and when the check itself could not
+** run: PAGEDB_IOERR* (reading the data file or the catalog failed),
+** PAGEDB_NOMEM, PAGEDB_BUSY (the catalog is locked); pagedb_errmsg says
+** what failed.  A catalog whose SQLite file is itself damaged is a problem
+** reported like the others, after which the check stops.
+*/
+#define PAGEDB_CHECK_MAX_REPORTS 1000
+PAGEDB_API int pagedb_check(pagedb *db, int flags, pagedb_check_fn cb, void *ctx, int64_t *nproblems);
 
 /* ------------------------------------------------------------------ */
 /* The VFS: the storage backend under every file pagedb opens          */

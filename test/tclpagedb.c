@@ -7,9 +7,11 @@
 **
 ** it provides (package pagedb 0.1):
 **
-**   pagedb DB PATH ?-create? ?-readonly? ?-flags N? ?-vfs NAME? ?-pagesize N?
+**   pagedb DB PATH ?-create? ?-readonly? ?-check? ?-flags N? ?-vfs NAME? ?-pagesize N?
 **       Open a dataset (READWRITE unless -readonly; -flags passes raw flags)
 **       and create the command DB.  -pagesize calls pagedb_set_page_size.
+**       -check opens with PAGEDB_OPEN_READONLY | PAGEDB_OPEN_CHECK (a
+**       damaged dataset, for DB check).
 **   pagedb_testdata ID LEN ?SEED? ?-text?
 **       LEN deterministic bytes, a pure function of (SEED, ID, LEN): ID
 **       little-endian, then a splitmix64 stream; with -text, ID and then
@@ -20,6 +22,9 @@
 **       XXH3-64 of BYTES as a signed 64-bit integer: what the catalog's
 **       "F:sum" holds for stored bytes.  Absent when xxhash.h is not found.
 **   pagedb_errname RC / pagedb_errstr RC / pagedb_version
+**   pagedb_check_null
+**       pagedb_check on a NULL handle: {CODE NPROBLEMS}, the result's name
+**       and what it left in *NPROBLEMS.
 **   pagedb_handles
 **       The number of live handle commands (DB, writer, reader): tester.tcl
 **       checks that a test file leaves none behind.
@@ -31,7 +36,13 @@
 **   DB close | field_add NAME TYPE ?CODEC? | field_index NAME | fields |
 **      count | pages | page_size | set_page_size N | commit | errmsg |
 **      path | catalog_path | sql SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
-**      ingest ?OPTIONS? | verify ?OPTIONS? | stats | field_stats FIELD
+**      ingest ?OPTIONS? | verify ?OPTIONS? | stats | field_stats FIELD |
+**      check ?-quick? ?-flags N?
+**          pagedb_check (-quick: PAGEDB_CHECK_QUICK; -flags raw flags): returns
+**          {NPROBLEMS {PROBLEM ...}}, each PROBLEM {PAGE ID FIELD WHAT} as
+**          reported (-1 where not about one), the final "more problems"
+**          note included; {0 {}} for a sound dataset.  Failures other
+**          than PAGEDB_CORRUPT raise the usual error.
 **   WRITER begin ?ID? | put FIELD DATA | put_null FIELD | put_huge FIELD N |
 **      put_int FIELD V | put_real FIELD V | end | cancel | flush | errmsg | close
 **   READER read ID FIELD | size ID FIELD | read_into ID FIELD CAP ?VAR? |
@@ -1621,15 +1632,58 @@ static int dbStats(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]
   return TCL_OK;
 }
 
+/* pagedb_check's callback: append {PAGE ID FIELD WHAT} to the list CTX. */
+static void checkProblem(void *ctx, int64_t page, int64_t id, int field, const char *what){
+  Tcl_Obj *pList = (Tcl_Obj *)ctx;
+  Tcl_Obj *e = Tcl_NewObj();
+  Tcl_ListObjAppendElement(0, e, Tcl_NewWideIntObj((Tcl_WideInt)page));
+  Tcl_ListObjAppendElement(0, e, Tcl_NewWideIntObj((Tcl_WideInt)id));
+  Tcl_ListObjAppendElement(0, e, Tcl_NewIntObj(field));
+  Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(what, -1));
+  Tcl_ListObjAppendElement(0, pList, e);
+}
+
+/* DB check ?-quick? ?-flags N? */
+static int dbCheck(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
+  int flags = 0, rc, i;
+  int64_t n = -1;
+  Tcl_Obj *pList, *pRes;
+  for(i = 2; i < objc; i++){
+    const char *z = Tcl_GetString(objv[i]);
+    if( strcmp(z, "-quick") == 0 ){
+      flags |= PAGEDB_CHECK_QUICK;
+    }else if( strcmp(z, "-flags") == 0 && i + 1 < objc ){
+      /* Raw flags, for misuse tests. */
+      if( Tcl_GetIntFromObj(interp, objv[++i], &flags) ) return TCL_ERROR;
+    }else{
+      Tcl_WrongNumArgs(interp, 2, objv, "?-quick? ?-flags N?");
+      return TCL_ERROR;
+    }
+  }
+  pList = Tcl_NewObj();
+  Tcl_IncrRefCount(pList);
+  rc = pagedb_check(p->db, flags, checkProblem, pList, &n);
+  if( rc != PAGEDB_OK && rc != PAGEDB_CORRUPT ){
+    Tcl_DecrRefCount(pList);
+    return pdbError(interp, rc, pagedb_errmsg(p->db));
+  }
+  pRes = Tcl_NewObj();
+  Tcl_ListObjAppendElement(0, pRes, Tcl_NewWideIntObj((Tcl_WideInt)n));
+  Tcl_ListObjAppendElement(0, pRes, pList);
+  Tcl_DecrRefCount(pList);
+  Tcl_SetObjResult(interp, pRes);
+  return TCL_OK;
+}
+
 static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
-    "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", 0
+    "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "check", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
-         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS };
+         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_CHECK };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1788,8 +1842,24 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       return dbStats(interp, p, objc, objv, 0);
     case D_FIELD_STATS:
       return dbStats(interp, p, objc, objv, 1);
+    case D_CHECK:
+      return dbCheck(interp, p, objc, objv);
   }
   if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(db));
+  return TCL_OK;
+}
+
+/* pagedb_check_null */
+static int checkNullCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  int64_t n = 99;
+  int rc = pagedb_check(0, 0, checkProblem, 0, &n);
+  Tcl_Obj *pRes = Tcl_NewObj();
+  (void)cd;
+  (void)objc;
+  (void)objv;
+  Tcl_ListObjAppendElement(0, pRes, Tcl_NewStringObj(pagedb_errname(rc), -1));
+  Tcl_ListObjAppendElement(0, pRes, Tcl_NewWideIntObj((Tcl_WideInt)n));
+  Tcl_SetObjResult(interp, pRes);
   return TCL_OK;
 }
 
@@ -1803,7 +1873,7 @@ static int pagedbOpenCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *c
   int i, rc;
   if( objc < 3 ){
     Tcl_WrongNumArgs(interp, 1, objv,
-        "DB PATH ?-create? ?-readonly? ?-flags N? ?-vfs NAME? ?-pagesize N?");
+        "DB PATH ?-create? ?-readonly? ?-check? ?-flags N? ?-vfs NAME? ?-pagesize N?");
     return TCL_ERROR;
   }
   for(i = 3; i < objc; i++){
@@ -1812,6 +1882,9 @@ static int pagedbOpenCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *c
       flags |= PAGEDB_OPEN_CREATE;
     }else if( strcmp(z, "-readonly") == 0 ){
       flags = (flags & ~(PAGEDB_OPEN_READWRITE|PAGEDB_OPEN_CREATE)) | PAGEDB_OPEN_READONLY;
+    }else if( strcmp(z, "-check") == 0 ){
+      flags = (flags & ~(PAGEDB_OPEN_READWRITE|PAGEDB_OPEN_CREATE)) | PAGEDB_OPEN_READONLY
+            | PAGEDB_OPEN_CHECK;
     }else if( strcmp(z, "-vfs") == 0 && i + 1 < objc ){
       zVfs = Tcl_GetString(objv[++i]);
     }else if( strcmp(z, "-flags") == 0 && i + 1 < objc ){
@@ -1821,7 +1894,7 @@ static int pagedbOpenCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *c
       if( getInt64(interp, objv[++i], &pageSize) ) return TCL_ERROR;
     }else{
       Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -create, "
-          "-readonly, -flags N, -vfs NAME or -pagesize N", z));
+          "-readonly, -check, -flags N, -vfs NAME or -pagesize N", z));
       return TCL_ERROR;
     }
   }
@@ -1964,6 +2037,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_errstr", errnameCmd, (ClientData)1, 0);
   Tcl_CreateObjCommand(interp, "pagedb_version", versionCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_handles", handlesCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_check_null", checkNullCmd, 0, 0);
   Tclfault_Init(interp);
   Tclmem_Init(interp);
   if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;
