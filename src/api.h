@@ -155,6 +155,16 @@ int api_hint_batch(pagedb_reader *r, int n, const uint64_t *off, const uint64_t 
 ** (db->mu not held). */
 void api_land_writers(pagedb *db);
 
+/*
+** Hand the written runs RUNS (linked by d.next, in page order, each claimed
+** and written as a writer's are, their ids reserved) to the pager and
+** commit, as pagedb_commit does, in one step under commit_mu: no other
+** commit takes some of them without the others.  RUNS may be NULL.  If the
+** commit fails, the runs wait, like any written run, for the next one.
+** The caller has checked that DB is usable and writable.
+*/
+int api_commit_runs(pagedb *db, PageRecs *runs);
+
 /* Start the catalog thread if it is not running. */
 void api_start_thread(pagedb *db);
 

@@ -176,6 +176,23 @@ int pagedb_commit(pagedb *db) {
   return rc;
 }
 
+int api_commit_runs(pagedb *db, PageRecs *runs) {
+  pthread_mutex_lock(&db->commit_mu);
+  /* Handed over under commit_mu: no other commit can take some of the
+  ** runs and leave the rest. */
+  while (runs) {
+    PageRecs *next = (PageRecs *)runs->d.next;
+    runs->d.next = NULL;
+    pager_done(db->pager, &runs->d);
+    runs = next;
+  }
+  pthread_mutex_lock(&db->cat_mu);
+  int rc = commit_locked(db);
+  pthread_mutex_unlock(&db->cat_mu);
+  pthread_mutex_unlock(&db->commit_mu);
+  return rc;
+}
+
 /* --- open --------------------------------------------------------------- */
 
 /* What the scan of the sample table checks each row against. */

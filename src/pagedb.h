@@ -485,6 +485,78 @@ PAGEDB_API int pagedb_reader_close(pagedb_reader *r);
 PAGEDB_API const char *pagedb_reader_errmsg(pagedb_reader *r);
 
 /* ------------------------------------------------------------------ */
+/* Merging                                                             */
+/* ------------------------------------------------------------------ */
+
+/* How pagedb_attach numbers the samples it brings in. */
+#define PAGEDB_ATTACH_KEEP    1  /* keep the other dataset's ids; any collision fails the whole attach */
+#define PAGEDB_ATTACH_OFFSET  2  /* add OFFSET to every id (overflow or a collision fails the whole attach) */
+#define PAGEDB_ATTACH_AFTER   3  /* renumber after the largest id of DB, in the other dataset's id order */
+
+/*
+** Append every committed sample of the dataset whose data file is OTHER to
+** DB, and commit.  OTHER must have DB's page size and schema: the same
+** fields in the same order, with the same names, types and codecs (levels
+** included).  Its runs are copied page by page as they lie on disk: the
+** stored bytes, compressed or not, are never decoded, and every sample
+** keeps its values, lengths and checksums; only its id changes as POLICY
+** says, and the run headers take DB's uuid and page numbers.  The copied
+** runs follow DB's pages contiguously, in OTHER's order (runs holding no
+** sample, such as pages given up after a failed write, are not copied), so
+** DB's page count grows by OTHER's.
+**
+** POLICY is one of
+**   PAGEDB_ATTACH_KEEP    the ids are OTHER's;
+**   PAGEDB_ATTACH_OFFSET  each id is OTHER's plus OFFSET (which may be
+**                         negative);
+**   PAGEDB_ATTACH_AFTER   OTHER's samples, in increasing id order, take
+**                         consecutive ids from the one the next
+**                         PAGEDB_AUTO_ID sample of DB would get: above every
+**                         id DB has committed or seen a writer begin.
+** OFFSET is ignored by the other policies.  PAGEDB_AUTO_ID ids stay above
+** every attached id afterwards.
+**
+** Every id is planned and reserved before anything is written: an id that
+** a committed sample of DB has, or that a writer of DB has begun, fails the
+** attach with PAGEDB_CONSTRAINT, the message naming the first such id in
+** OTHER's id order, and nothing is attached.
+**
+** Attaching commits, as pagedb_commit does: what this handle's writers had
+** written (samples ended on a written page) is committed with the attached
+** samples, which all become visible at once.  OTHER is opened read-only
+** with DB's VFS, never changed, and closed on return; only what it had
+** committed when opened is attached.  Each run read from OTHER is checked
+** against its header and checksum first.  Memory: two buffers of OTHER's
+** largest run (one is read while the other is written), OTHER's index (as
+** opening it loads), and as much again for the new samples' entries.  May run beside DB's writers,
+** readers and commits, not beside schema calls or pagedb_close.
+**
+** *NATTACHED (if not NULL) receives the number of samples attached: all of
+** OTHER's on PAGEDB_OK, 0 otherwise.
+**
+** Results: PAGEDB_OK; PAGEDB_CONSTRAINT (an id collision); PAGEDB_MISMATCH
+** (the page sizes, the number of fields, or a field's name, type or codec
+** differ: the message says which); PAGEDB_FULL (with OFFSET or AFTER, a new
+** id would fall outside 0..INT64_MAX); PAGEDB_READONLY (DB is read-only);
+** PAGEDB_MISUSE (NULL DB or OTHER, an unknown POLICY, OTHER is DB's own data
+** file, DB's open failed); PAGEDB_TOOBIG (more than 2^32-1 pages, or
+** samples in one run, to copy); the errors of opening OTHER, as
+** pagedb_open returns them (PAGEDB_CANTOPEN_NOENT, PAGEDB_NOTADB*,
+** PAGEDB_CORRUPT*, ...); PAGEDB_CORRUPT (a run of OTHER fails its checks).
+** With all of these nothing is attached and DB is unchanged.  Then, while
+** copying: PAGEDB_IOERR*, PAGEDB_FULL, PAGEDB_NOMEM: nothing is attached,
+** DB is whole at its previous commit and stays usable, and the pages
+** copied so far lie past its committed prefix and are discarded like any
+** uncommitted page (if a writer of DB claimed pages after them meanwhile,
+** they are instead recorded as one dead run, holding no sample, at the next
+** commit, as a page whose write failed is).  Last, the errors of the
+** commit, as pagedb_commit returns them: the copied samples are then
+** written but not committed, and are committed by the next pagedb_commit
+** that succeeds, as any written sample is.
+*/
+PAGEDB_API int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int64_t *nattached);
+
+/* ------------------------------------------------------------------ */
 /* Epoch orders                                                        */
 /* ------------------------------------------------------------------ */
 

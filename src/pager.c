@@ -49,7 +49,9 @@
 **   2. A run is claimed with one atomic fetch-and-add, so runs never overlap
 **      and no writer ever waits for another to claim or to write.
 **   3. Every claimed run is handed to pager_done() exactly once, written or
-**      dead; otherwise the prefix could never pass it.
+**      dead; otherwise the prefix could never pass it.  The one exception
+**      is the last claim, given back whole (pager_unclaim) before any of it
+**      was handed over: it is then free again, not claimed.
 **   4. Durable state is the prefix recorded by the last catalog commit, and
 **      the catalog commits only after pager_sync() covered that prefix: a
 **      crash at any instant leaves the catalog's prefix whole on disk.
@@ -373,6 +375,15 @@ int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno) {
                    (unsigned long long)first);
   *pgno = first;
   return PAGEDB_OK;
+}
+
+int pager_unclaim(Pager *p, uint64_t pgno, uint64_t n) {
+  /* Only the last claim can be given back: one compare-and-swap, which
+  ** fails if anything was claimed after it.  The claim was relaxed, and so
+  ** is this: no bytes are published either way. */
+  uint64_t end = pgno + n;
+  return atomic_compare_exchange_strong_explicit(&p->claimed, &end, pgno, memory_order_relaxed,
+                                                 memory_order_relaxed);
 }
 
 /*

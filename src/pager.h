@@ -63,6 +63,15 @@ int pager_recover(Pager *p, pdb_msg *m, uint64_t committed, uint64_t data_end, i
 int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno);
 
 /*
+** Give back the N pages from PGNO, claimed by one pager_claim and none of
+** them handed to pager_done, if nothing was claimed after them: returns 1
+** if they are free again (bytes written there lie past every claim and
+** are overwritten or discarded like any uncommitted page), 0 if they stay
+** claimed and must be handed to pager_done (dead, if given up).
+*/
+int pager_unclaim(Pager *p, uint64_t pgno, uint64_t n);
+
+/*
 ** Start writing the run at page PGNO: fills the run header in
 ** BUF[0..PDB_PAGE_HDR) and writes the first USED bytes of BUF with one
 ** write, described by A.  When the file needs aligned I/O, BUF (aligned) is

@@ -37,6 +37,9 @@
 **      count | pages | page_size | set_page_size N | commit | errmsg |
 **      path | catalog_path | sql SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
 **      ingest ?OPTIONS? | verify ?OPTIONS? | stats | field_stats FIELD |
+**      attach OTHER ?-keep|-offset N|-after|-policy N?
+**          pagedb_attach (default -keep): returns the number attached;
+**          -policy passes a raw policy number, for misuse tests
 **      check ?-quick? ?-flags N?
 **          pagedb_check (-quick: PAGEDB_CHECK_QUICK; -flags raw flags): returns
 **          {NPROBLEMS {PROBLEM ...}}, each PROBLEM {PAGE ID FIELD WHAT} as
@@ -1632,6 +1635,38 @@ static int dbStats(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]
   return TCL_OK;
 }
 
+/* DB attach OTHER ?-keep|-offset N|-after|-policy N? */
+static int dbAttach(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
+  int policy = PAGEDB_ATTACH_KEEP, i, rc;
+  int64_t offset = 0, n = -1;
+  if( objc < 3 ){
+    Tcl_WrongNumArgs(interp, 2, objv, "OTHER ?-keep|-offset N|-after|-policy N?");
+    return TCL_ERROR;
+  }
+  for(i = 3; i < objc; i++){
+    const char *z = Tcl_GetString(objv[i]);
+    if( strcmp(z, "-keep") == 0 ) policy = PAGEDB_ATTACH_KEEP;
+    else if( strcmp(z, "-after") == 0 ) policy = PAGEDB_ATTACH_AFTER;
+    else if( strcmp(z, "-offset") == 0 && i + 1 < objc ){
+      if( getInt64(interp, objv[++i], &offset) ) return TCL_ERROR;
+      policy = PAGEDB_ATTACH_OFFSET;
+    }else if( strcmp(z, "-policy") == 0 && i + 1 < objc ){
+      if( Tcl_GetIntFromObj(interp, objv[++i], &policy) ) return TCL_ERROR;
+    }else{
+      Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -keep, -offset N, "
+                       "-after or -policy N", z));
+      return TCL_ERROR;
+    }
+  }
+  rc = pagedb_attach(p->db, Tcl_GetString(objv[2]), policy, offset, &n);
+  if( rc != PAGEDB_OK ){
+    if( n != 0 ) return pdbError(interp, PAGEDB_ERROR, "pagedb_attach failed but set *nattached");
+    return pdbError(interp, rc, pagedb_errmsg(p->db));
+  }
+  Tcl_SetObjResult(interp, Tcl_NewWideIntObj((Tcl_WideInt)n));
+  return TCL_OK;
+}
+
 /* pagedb_check's callback: append {PAGE ID FIELD WHAT} to the list CTX. */
 static void checkProblem(void *ctx, int64_t page, int64_t id, int field, const char *what){
   Tcl_Obj *pList = (Tcl_Obj *)ctx;
@@ -1679,11 +1714,11 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
   static const char *azSub[] = {
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
-    "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "check", 0
+    "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
-         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_CHECK };
+         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1838,6 +1873,8 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       return dbVerify(interp, p, objc, objv);
     case D_ORDER:
       return dbOrder(interp, p, objc, objv);
+    case D_ATTACH:
+      return dbAttach(interp, p, objc, objv);
     case D_STATS:
       return dbStats(interp, p, objc, objv, 0);
     case D_FIELD_STATS:
