@@ -5,59 +5,49 @@
 **
 ** With COMMANDs, runs each (a dot-command or SQL on the catalog) and exits;
 ** without, reads commands from standard input: interactively, with line
-** editing and the prompt "pagedb> ", when it is a terminal.  The model is
-** sqlite3's shell.c: all state in one ShellState, a help table with one line
-** per command, one function per dot-command under a USAGE comment returning
-** 0 (ok), 1 (error) or 2 (exit), and error messages that name the command and
-** the offending argument.  The exit status is 0 if every command succeeded,
-** 1 after any error.
+** editing, history and the prompt "pagedb> ", when it is a terminal (and
+** not -batch).  The model is sqlite3's shell.c: all state in one ShellState
+** (shell.h), a help table with one line per command, one function per
+** dot-command under a USAGE comment returning 0 (ok), 1 (error) or 2
+** (exit), and error messages that name the command and the offending
+** argument.  The exit status is 0 if every command succeeded, 1 after any
+** error.
 **
-** SQL runs read-only on the catalog through pagedb_sql() and prints each row
-** as `col|col` (sqlite3's list mode; NULL prints as nothing), with the column
-** names first after `.headers on`.
+** This file holds main, the input loop, the command table and the commands
+** about the shell itself; shell.h lists where the others are.
 **
 ** The demo dataset (-demo) is made by the benchmark's W-img generator
 ** (tool/workload.c).
 */
-#include "pagedb.h"
+#include "shell.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <editline/readline.h>
 
 #include "workload.h"
 
-#define MAX_ARGS  16          /* arguments of one dot-command */
-#define HEX_PREVIEW 16        /* bytes of a BYTES value shown by .get */
+#define MAX_ARGS  64          /* arguments of one dot-command */
 #define DEMO_SAMPLES 200      /* samples in the -demo dataset */
 
-/* All the state of the shell. */
-typedef struct ShellState {
-  pagedb *db;               /* the open dataset, or NULL */
-  pagedb_reader *rd;        /* a PAGEDB_READ_COPY reader of db, opened by .get */
-  int readonly;             /* -readonly: open datasets read-only */
-  int demo;                 /* -demo: make a demo dataset if FILE is missing */
-  const char *zVfs;         /* -vfs NAME, or NULL for the default */
-  int bail;                 /* -bail: stop at the first error */
-  int headers;              /* .headers on: print column names before rows */
-  int headerDone;           /* the current statement's header is printed */
-  int interactive;          /* reading a terminal */
-  int nErr;                 /* errors so far: the exit status is 1 if any */
-  FILE *out;                /* where results go */
-} ShellState;
+/* ------------------------------------------------------------------ */
+/* Helpers shared by the command files (shell.h)                       */
+/* ------------------------------------------------------------------ */
 
-/* Print an error message on stderr, and count it. */
-static void shellError(ShellState *p, const char *fmt, ...){
+void shellError(ShellState *p, const char *fmt, ...){
   va_list ap;
   va_start(ap, fmt);
+  fflush(p->out);
   fprintf(stderr, "Error: ");
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n");
@@ -65,7 +55,50 @@ static void shellError(ShellState *p, const char *fmt, ...){
   p->nErr++;
 }
 
-static const char *typeName(int type){
+int shellNeedDb(ShellState *p, const char *zCmd){
+  if( p->db ) return 0;
+  shellError(p, "%s: no dataset is open (use .open FILE or .create FILE)", zCmd);
+  return 1;
+}
+
+int shellNeedWritable(ShellState *p, const char *zCmd){
+  if( shellNeedDb(p, zCmd) ) return 1;
+  if( !p->dbReadonly ) return 0;
+  shellError(p, "%s: the dataset %s is open read-only", zCmd, pagedb_path(p->db));
+  return 1;
+}
+
+void shellCloseReader(ShellState *p){
+  pagedb_reader_close(p->rd);
+  p->rd = 0;
+}
+
+int shellInt(const char *z, int64_t *v){
+  char *end;
+  errno = 0;
+  long long x = strtoll(z, &end, 10);
+  if( errno || end == z || *end ) return 1;
+  *v = x;
+  return 0;
+}
+
+int shellSize(const char *z, int64_t *v){
+  char *end;
+  errno = 0;
+  long long x = strtoll(z, &end, 10);
+  if( errno || end == z || x < 0 ) return 1;
+  int shift = 0;
+  if( *end == 'k' || *end == 'K' ) shift = 10, end++;
+  else if( *end == 'm' || *end == 'M' ) shift = 20, end++;
+  else if( *end == 'g' || *end == 'G' ) shift = 30, end++;
+  if( *end == 'i' && shift ) end++;
+  if( (*end == 'b' || *end == 'B') && shift ) end++;
+  if( *end || x > (INT64_MAX >> shift) ) return 1;
+  *v = (int64_t)x << shift;
+  return 0;
+}
+
+const char *shellTypeName(int type){
   switch( type ){
     case PAGEDB_BYTES: return "BYTES";
     case PAGEDB_TEXT:  return "TEXT";
@@ -75,17 +108,20 @@ static const char *typeName(int type){
   return "?";
 }
 
-static const char *codecName(int codec){
-  return codec == PAGEDB_CODEC_NONE ? "none" : codec == PAGEDB_CODEC_LZ4 ? "lz4" : "?";
+void shellCodecName(int codec, char *buf, size_t cap){
+  int kind = PAGEDB_CODEC_KIND(codec), level = PAGEDB_CODEC_LEVEL_OF(codec);
+  const char *z = kind == PAGEDB_CODEC_NONE ? "none" : kind == PAGEDB_CODEC_LZ4 ? "lz4"
+                : kind == PAGEDB_CODEC_LZ4HC ? "lz4hc" : "?";
+  if( level && kind != PAGEDB_CODEC_NONE ) snprintf(buf, cap, "%s:%d", z, level);
+  else snprintf(buf, cap, "%s", z);
 }
 
 /* ------------------------------------------------------------------ */
 /* Opening                                                             */
 /* ------------------------------------------------------------------ */
 
-static void closeDb(ShellState *p){
-  pagedb_reader_close(p->rd);
-  p->rd = 0;
+void shellCloseDb(ShellState *p){
+  shellCloseReader(p);
   if( p->db ){
     int rc = pagedb_close(p->db);
     if( rc ) shellError(p, "closing the dataset: %s", pagedb_errname(rc));
@@ -177,8 +213,9 @@ static int makeDemo(ShellState *p, const char *zFile){
 ** (or the file is not writable) falls back to read-only and says so.
 ** With -demo, a missing ZFILE is first made into the demo dataset.
 */
-static int openDb(ShellState *p, const char *zCmd, const char *zFile){
-  closeDb(p);
+int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile){
+  shellCloseDb(p);
+  p->dbReadonly = 0;
   if( p->demo && access(zFile, F_OK) != 0 ){
     if( makeDemo(p, zFile) ) return 1;
   }
@@ -187,7 +224,10 @@ static int openDb(ShellState *p, const char *zCmd, const char *zFile){
   if( !p->readonly ){
     rc = pagedb_open(zFile, &p->db, PAGEDB_OPEN_READWRITE, p->zVfs);
     int prim = rc & 0xff;
-    if( rc == PAGEDB_OK ) return 0;
+    if( rc == PAGEDB_OK ){
+      p->zDbVfs = pagedb_vfs_find(p->zVfs) ? pagedb_vfs_find(p->zVfs)->zName : "?";
+      return 0;
+    }
     /* Not a refusal of the backend (PAGEDB_CANTOPEN_DIRECT, _URING): those
     ** refuse a read-only open too. */
     int retry = prim == PAGEDB_BUSY || rc == PAGEDB_CANTOPEN || prim == PAGEDB_READONLY;
@@ -210,241 +250,15 @@ static int openDb(ShellState *p, const char *zCmd, const char *zFile){
     p->db = 0;
     return 1;
   }
+  p->dbReadonly = 1;
+  p->zDbVfs = pagedb_vfs_find(p->zVfs) ? pagedb_vfs_find(p->zVfs)->zName : "?";
   if( zNote ) fprintf(stderr, "note: %s: %s; opened read-only\n", zFile, zNote);
   return 0;
 }
 
-/* 1 (after an error message) if no dataset is open. */
-static int needDb(ShellState *p, const char *zCmd){
-  if( p->db ) return 0;
-  shellError(p, "%s: no dataset is open (use .open FILE)", zCmd);
-  return 1;
-}
-
 /* ------------------------------------------------------------------ */
-/* SQL                                                                 */
+/* Commands about the shell itself                                     */
 /* ------------------------------------------------------------------ */
-
-/* pagedb_sql's row callback: one `col|col` line, names first if asked. */
-static int sqlRow(void *pCtx, int nCol, char **azVal, char **azName){
-  ShellState *p = pCtx;
-  if( p->headers && !p->headerDone ){
-    for(int i = 0; i < nCol; i++) fprintf(p->out, "%s%s", i ? "|" : "", azName[i] ? azName[i] : "");
-    fputc('\n', p->out);
-    p->headerDone = 1;
-  }
-  for(int i = 0; i < nCol; i++) fprintf(p->out, "%s%s", i ? "|" : "", azVal[i] ? azVal[i] : "");
-  fputc('\n', p->out);
-  return 0;
-}
-
-/*
-** The length of the first statement of Z, up to and including its ';'
-** outside quotes and comments, or strlen(Z) if it has none.  *PCOMPLETE is
-** set to 1 if a ';' ended it.
-*/
-static size_t sqlStatement(const char *z, int *pComplete){
-  size_t i = 0;
-  *pComplete = 0;
-  while( z[i] ){
-    char c = z[i];
-    if( c == '\'' || c == '"' || c == '`' || c == '[' ){
-      char close = c == '[' ? ']' : c;
-      i++;
-      while( z[i] && z[i] != close ) i++;
-      if( z[i] ) i++;
-    }else if( c == '-' && z[i + 1] == '-' ){
-      while( z[i] && z[i] != '\n' ) i++;
-    }else if( c == '/' && z[i + 1] == '*' ){
-      i += 2;
-      while( z[i] && !(z[i] == '*' && z[i + 1] == '/') ) i++;
-      if( z[i] ) i += 2;
-    }else if( c == ';' ){
-      *pComplete = 1;
-      return i + 1;
-    }else{
-      i++;
-    }
-  }
-  return i;
-}
-
-/* 1 if Z holds nothing but blanks, ';' and comments. */
-static int sqlIsBlank(const char *z){
-  while( *z ){
-    if( isspace((unsigned char)*z) || *z == ';' ){
-      z++;
-    }else if( z[0] == '-' && z[1] == '-' ){
-      while( *z && *z != '\n' ) z++;
-    }else if( z[0] == '/' && z[1] == '*' ){
-      const char *e = strstr(z + 2, "*/");
-      if( e == 0 ) return 1;
-      z = e + 2;
-    }else{
-      return 0;
-    }
-  }
-  return 1;
-}
-
-/* 1 if Z ends with a complete statement (its last ';' outside quotes). */
-static int sqlComplete(const char *z){
-  int complete = 0;
-  while( *z ){
-    int c;
-    size_t n = sqlStatement(z, &c);
-    if( c ) complete = 1;
-    else if( !sqlIsBlank(z) ) complete = 0;
-    z += n;
-  }
-  return complete;
-}
-
-/* Run the SQL text ZSQL, statement by statement (so each gets its header). */
-static int runSql(ShellState *p, const char *zSql){
-  if( needDb(p, "SQL") ) return 1;
-  size_t len = strlen(zSql);
-  char *zCopy = malloc(len + 1);
-  if( zCopy == 0 ){ shellError(p, "out of memory"); return 1; }
-  const char *z = zSql;
-  while( *z ){
-    int complete;
-    size_t n = sqlStatement(z, &complete);
-    memcpy(zCopy, z, n);
-    zCopy[n] = 0;
-    z += n;
-    if( sqlIsBlank(zCopy) ) continue;
-    p->headerDone = 0;
-    int rc = pagedb_sql(p->db, zCopy, sqlRow, p);
-    if( rc ){
-      char *zShow = zCopy;
-      while( isspace((unsigned char)*zShow) ) zShow++;
-      shellError(p, "SQL \"%s\": %s: %s", zShow, pagedb_errname(rc), pagedb_errmsg(p->db));
-      free(zCopy);
-      return 1;
-    }
-  }
-  free(zCopy);
-  return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Dot-commands                                                        */
-/* ------------------------------------------------------------------ */
-
-typedef int (*DotFunc)(ShellState *, int nArg, char **azArg);
-
-/* USAGE: .count
-** Print the number of committed samples. */
-static int dotCount(ShellState *p, int nArg, char **azArg){
-  if( nArg != 1 ){ shellError(p, ".count: unexpected argument \"%s\"", azArg[1]); return 1; }
-  if( needDb(p, ".count") ) return 1;
-  fprintf(p->out, "%lld\n", (long long)pagedb_count(p->db));
-  return 0;
-}
-
-/* USAGE: .fields
-** One line per field: number|name|type|codec. */
-static int dotFields(ShellState *p, int nArg, char **azArg){
-  if( nArg != 1 ){ shellError(p, ".fields: unexpected argument \"%s\"", azArg[1]); return 1; }
-  if( needDb(p, ".fields") ) return 1;
-  if( p->headers ) fprintf(p->out, "field|name|type|codec\n");
-  for(int i = 0; i < pagedb_field_count(p->db); i++){
-    fprintf(p->out, "%d|%s|%s|%s\n", i, pagedb_field_name(p->db, i),
-            typeName(pagedb_field_type(p->db, i)), codecName(pagedb_field_codec(p->db, i)));
-  }
-  return 0;
-}
-
-/* Print value N bytes at DATA of a field of TYPE for .get. */
-static void printValue(ShellState *p, int type, const uint8_t *data, size_t n){
-  if( type == PAGEDB_TEXT ){
-    fwrite(data, 1, n, p->out);
-    fputc('\n', p->out);
-    return;
-  }
-  fprintf(p->out, "%zu bytes", n);
-  if( n ) fputc(':', p->out);
-  for(size_t k = 0; k < n && k < HEX_PREVIEW; k++) fprintf(p->out, " %02x", data[k]);
-  if( n > HEX_PREVIEW ) fprintf(p->out, " ...");
-  fputc('\n', p->out);
-}
-
-/* USAGE: .get ID [FIELD]
-** Print sample ID's fields, one `name = value` line each (or only FIELD's
-** value): text and numbers as they are, bytes as a size and a hex preview. */
-static int dotGet(ShellState *p, int nArg, char **azArg){
-  if( nArg < 2 || nArg > 3 ){
-    shellError(p, ".get: %s (usage: .get ID [FIELD])",
-               nArg < 2 ? "missing ID" : "too many arguments");
-    return 1;
-  }
-  if( needDb(p, ".get") ) return 1;
-  char *end;
-  errno = 0;
-  long long id = strtoll(azArg[1], &end, 10);
-  if( errno || end == azArg[1] || *end || id < 0 ){
-    shellError(p, ".get %s: not a sample id (an integer >= 0)", azArg[1]);
-    return 1;
-  }
-  int f0 = 0, f1 = pagedb_field_count(p->db);
-  if( nArg == 3 ){
-    f0 = pagedb_field_index(p->db, azArg[2]);
-    if( f0 < 0 ){
-      shellError(p, ".get %s %s: no field \"%s\" (see .fields)", azArg[1], azArg[2], azArg[2]);
-      return 1;
-    }
-    f1 = f0 + 1;
-  }
-  if( p->rd == 0 ){
-    int rc = pagedb_reader_open(p->db, PAGEDB_READ_COPY, &p->rd);
-    if( rc ){
-      shellError(p, ".get %s: pagedb_reader_open: %s (%s)", azArg[1], pagedb_errname(rc),
-                 pagedb_errmsg(p->db));
-      return 1;
-    }
-  }
-  int nFound = 0, nShown = 0;
-  size_t w = 0;
-  for(int f = f0; f < f1; f++){
-    size_t k = strlen(pagedb_field_name(p->db, f));
-    if( k > w ) w = k;
-  }
-  for(int f = f0; f < f1; f++){
-    int type = pagedb_field_type(p->db, f);
-    const char *zName = pagedb_field_name(p->db, f);
-    const void *data = 0;
-    size_t n = 0;
-    int64_t iv = 0;
-    double rv = 0;
-    int rc;
-    if( type == PAGEDB_INT ) rc = pagedb_read_int(p->rd, id, f, &iv);
-    else if( type == PAGEDB_REAL ) rc = pagedb_read_real(p->rd, id, f, &rv);
-    else rc = pagedb_read(p->rd, id, f, &data, &n);
-    if( rc == PAGEDB_NOTFOUND ) continue;
-    if( rc ){
-      shellError(p, ".get %s %s: %s (%s)", azArg[1], zName, pagedb_errname(rc),
-                 pagedb_reader_errmsg(p->rd));
-      return 1;
-    }
-    nFound++;
-    if( nArg == 2 ) fprintf(p->out, "%-*s = ", (int)w, zName);
-    if( type == PAGEDB_INT ) fprintf(p->out, "%lld\n", (long long)iv);
-    else if( type == PAGEDB_REAL ) fprintf(p->out, "%.17g\n", rv);
-    else printValue(p, type, data, n);
-    nShown++;
-  }
-  if( nFound == 0 ){
-    if( nArg == 3 ){
-      shellError(p, ".get %s %s: sample %s has no %s (or there is no sample %s)", azArg[1],
-                 azArg[2], azArg[1], azArg[2], azArg[1]);
-    }else{
-      shellError(p, ".get %s: no sample %s", azArg[1], azArg[1]);
-    }
-    return 1;
-  }
-  return 0;
-}
 
 /* Turn "on"/"off" (yes/no, true/false, 1/0) into 1/0; -1 if neither. */
 static int booleanValue(const char *z){
@@ -457,46 +271,102 @@ static int booleanValue(const char *z){
   return -1;
 }
 
-/* USAGE: .headers on|off
-** Print the column names before the rows of each SQL statement, or not. */
-static int dotHeaders(ShellState *p, int nArg, char **azArg){
-  if( nArg != 2 ){ shellError(p, ".headers: usage: .headers on|off"); return 1; }
-  int v = booleanValue(azArg[1]);
-  if( v < 0 ){
-    shellError(p, ".headers %s: not on or off", azArg[1]);
+/* Shared by the on|off commands: *PV = ARG's value, or an error naming it. */
+static int onOff(ShellState *p, int nArg, char **azArg, int *pV){
+  if( nArg != 2 ){
+    shellError(p, ".%s: %s (usage: .%s on|off)", azArg[0],
+               nArg < 2 ? "missing on|off" : "too many arguments", azArg[0]);
     return 1;
   }
-  p->headers = v;
+  int v = booleanValue(azArg[1]);
+  if( v < 0 ){
+    shellError(p, ".%s %s: not on or off", azArg[0], azArg[1]);
+    return 1;
+  }
+  *pV = v;
   return 0;
 }
 
-static int dotHelp(ShellState *p, int nArg, char **azArg);
+/* USAGE: .headers on|off
+** Print the column names before the rows in list and csv modes. */
+static int dotHeaders(ShellState *p, int nArg, char **azArg){
+  return onOff(p, nArg, azArg, &p->headers);
+}
 
-/* USAGE: .info
-** The dataset: paths, page size, fields, samples, pages, data file size. */
-static int dotInfo(ShellState *p, int nArg, char **azArg){
-  if( nArg != 1 ){ shellError(p, ".info: unexpected argument \"%s\"", azArg[1]); return 1; }
-  if( needDb(p, ".info") ) return 1;
-  pagedb *db = p->db;
-  struct stat st;
-  int nField = pagedb_field_count(db);
-  fprintf(p->out, "path:           %s\n", pagedb_path(db));
-  fprintf(p->out, "catalog:        %s\n", pagedb_catalog_path(db));
-  fprintf(p->out, "page size:      %zu\n", pagedb_page_size(db));
-  fprintf(p->out, "fields:         %d", nField);
-  for(int i = 0; i < nField; i++){
-    fprintf(p->out, "%s%s %s", i ? ", " : " (", pagedb_field_name(db, i),
-            typeName(pagedb_field_type(db, i)));
+/* USAGE: .timer on|off
+** After each command, print the time it took (real, user, system). */
+static int dotTimer(ShellState *p, int nArg, char **azArg){
+  return onOff(p, nArg, azArg, &p->timer);
+}
+
+/* USAGE: .writable on|off
+** Catalog SQL stays read-only: the engine owns the catalog (its rows
+** mirror the data file and the in-memory index), so writing it behind the
+** engine's back would corrupt the dataset.  "on" is refused with the
+** commands that write properly; "off" is what always holds. */
+static int dotWritable(ShellState *p, int nArg, char **azArg){
+  int v;
+  if( onOff(p, nArg, azArg, &v) ) return 1;
+  if( v ){
+    shellError(p, ".writable on: refused: the catalog belongs to the engine, and SQL that "
+               "writes it would leave it disagreeing with the data file and the index; "
+               "change the dataset with .put, .delete, .attach, .vacuum or .import");
+    return 1;
   }
-  fprintf(p->out, "%s\n", nField ? ")" : "");
-  fprintf(p->out, "samples:        %lld\n", (long long)pagedb_count(db));
-  fprintf(p->out, "pages:          %lld\n", (long long)pagedb_page_count(db));
-  if( stat(pagedb_path(db), &st) == 0 ){
-    fprintf(p->out, "data file size: %lld\n", (long long)st.st_size);
-  }else{
-    fprintf(p->out, "data file size: ? (%s)\n", strerror(errno));
+  return 0;
+}
+
+static const char *const azModeName[] = { "list", "csv", "json", "line", "table", "box" };
+
+/* USAGE: .mode [list|csv|json|line|table|box]
+** Set how results print; without an argument, print the current mode. */
+static int dotMode(ShellState *p, int nArg, char **azArg){
+  if( nArg == 1 ){
+    fprintf(p->out, "current output mode: %s\n", azModeName[p->mode]);
+    return 0;
   }
-  fprintf(p->out, "library:        %s\n", pagedb_libversion());
+  if( nArg > 2 ){ shellError(p, ".mode %s: unexpected argument \"%s\"", azArg[1], azArg[2]); return 1; }
+  for(int i = 0; i < (int)(sizeof azModeName / sizeof azModeName[0]); i++){
+    if( strcmp(azArg[1], azModeName[i]) == 0 ){ p->mode = i; return 0; }
+  }
+  shellError(p, ".mode %s: unknown mode (list, csv, json, line, table or box)", azArg[1]);
+  return 1;
+}
+
+/* USAGE: .vfs [NAME]
+** Without NAME: list the registered VFSes (storage backends), whether each
+** works for files beside the open dataset (or in the current directory),
+** and which the next .open uses.  With NAME: use that VFS from the next
+** .open (or .create) on. */
+static int dotVfs(ShellState *p, int nArg, char **azArg){
+  if( nArg > 2 ){ shellError(p, ".vfs %s: unexpected argument \"%s\"", azArg[1], azArg[2]); return 1; }
+  if( nArg == 2 ){
+    pagedb_vfs *v = pagedb_vfs_find(azArg[1]);
+    if( v == 0 ){ shellError(p, ".vfs %s: no such VFS (see .vfs)", azArg[1]); return 1; }
+    p->zVfs = v->zName;
+    return 0;
+  }
+  char zDir[4096] = ".";
+  if( p->db ){
+    snprintf(zDir, sizeof zDir, "%s", pagedb_path(p->db));
+    char *z = strrchr(zDir, '/');
+    if( z == zDir ) z[1] = 0;
+    else if( z ) *z = 0;
+    else strcpy(zDir, ".");
+  }
+  pagedb_vfs *pDflt = pagedb_vfs_find(0);
+  pagedb_vfs *pNext = p->zVfs ? pagedb_vfs_find(p->zVfs) : pDflt;
+  char *azName[] = { "name", "default", "next_open", "works_here" };
+  ShellResult r;
+  if( resultInit(&r, 4, azName) ){ resultFree(&r); shellError(p, ".vfs: out of memory"); return 1; }
+  for(pagedb_vfs *v = pagedb_vfs_next(0); v; v = pagedb_vfs_next(v)){
+    char why[256] = "";
+    int rc = pagedb_vfs_check(v, zDir, why, sizeof why);
+    resultAddf(&r, "%s\t%s\t%s\t%s", v->zName, v == pDflt ? "yes" : "no",
+               v == pNext ? "yes" : "no", rc == PAGEDB_OK ? "yes" : why[0] ? why : pagedb_errname(rc));
+  }
+  resultPrint(p, &r, 1);
+  resultFree(&r);
   return 0;
 }
 
@@ -514,8 +384,9 @@ static int dotOpen(ShellState *p, int nArg, char **azArg){
       p->demo = 1;
     }else if( strcmp(z, "-vfs") == 0 ){
       if( i + 1 >= nArg ){ shellError(p, ".open -vfs: missing NAME"); return 1; }
-      p->zVfs = pagedb_vfs_find(azArg[i + 1]) ? pagedb_vfs_find(azArg[i + 1])->zName : 0;
-      if( p->zVfs == 0 ){ shellError(p, ".open -vfs %s: no such VFS", azArg[i + 1]); return 1; }
+      pagedb_vfs *v = pagedb_vfs_find(azArg[i + 1]);
+      if( v == 0 ){ shellError(p, ".open -vfs %s: no such VFS", azArg[i + 1]); return 1; }
+      p->zVfs = v->zName;
       i++;
     }else if( z[0] == '-' ){
       shellError(p, ".open %s: unknown option", azArg[i]);
@@ -528,48 +399,78 @@ static int dotOpen(ShellState *p, int nArg, char **azArg){
     }
   }
   if( zFile == 0 ){ shellError(p, ".open: missing FILE"); return 1; }
-  return openDb(p, ".open", zFile);
+  return shellOpenDb(p, ".open", zFile);
 }
 
 /* USAGE: .quit
 ** Exit the shell. */
 static int dotQuit(ShellState *p, int nArg, char **azArg){
-  if( nArg != 1 ){ shellError(p, ".quit: unexpected argument \"%s\"", azArg[1]); return 1; }
+  if( nArg != 1 ){ shellError(p, ".%s: unexpected argument \"%s\"", azArg[0], azArg[1]); return 1; }
   return 2;
 }
 
-/* The dot-commands, in the order .help shows them. */
+static int dotHelp(ShellState *p, int nArg, char **azArg);
+
+/*
+** The dot-commands, in the order .help shows them: one line each.  A
+** command may be abbreviated to any unambiguous prefix.
+*/
 static const struct DotCmd {
   const char *zName;
   DotFunc xFunc;
   const char *zUsage;
   const char *zHelp;
 } aDotCmd[] = {
-  { "count",   dotCount,   ".count",                  "Print the number of committed samples" },
-  { "exit",    dotQuit,    ".exit",                   "Exit (as .quit)" },
-  { "fields",  dotFields,  ".fields",                 "List the fields: number|name|type|codec" },
-  { "get",     dotGet,     ".get ID [FIELD]",         "Print sample ID (bytes as size + hex preview)" },
-  { "headers", dotHeaders, ".headers on|off",         "Print column names before SQL results" },
-  { "help",    dotHelp,    ".help [COMMAND]",         "Show this help, or one command's" },
-  { "info",    dotInfo,    ".info",                   "Paths, page size, fields, samples, pages, size" },
-  { "open",    dotOpen,    ".open [OPTIONS] FILE",    "Close the dataset and open FILE" },
-  { "quit",    dotQuit,    ".quit",                   "Exit" },
+  { "attach",   dotAttach,   ".attach FILE [--keep|--offset N|--after]",
+                             "Append FILE's samples (ids kept, shifted or renumbered), commit" },
+  { "bench",    dotBench,    ".bench [N]",  "Read N samples (all) and write them to a scratch copy: MB/s" },
+  { "check",    dotCheck,    ".check [--quick]",  "Check integrity; print each problem and the total" },
+  { "count",    dotCount,    ".count",      "Print the number of committed samples" },
+  { "create",   dotCreate,   ".create FILE --field NAME:TYPE[:CODEC[:LEVEL]] ... [--page-size N]",
+                             "Create and open a dataset (TYPE bytes|text|int|real, CODEC none|lz4|lz4hc)" },
+  { "delete",   dotDelete,   ".delete ID|LO-HI|WHERE-SQL",
+                             "Delete samples by id, id range or SQL condition on table sample, commit" },
+  { "exit",     dotQuit,     ".exit",       "Exit (as .quit)" },
+  { "fields",   dotFields,   ".fields",     "List the fields: number, name, type, codec" },
+  { "get",      dotGet,      ".get ID [FIELD] [FILE]",
+                             "Print sample ID (bytes: size and hex), or write FIELD's raw bytes to FILE" },
+  { "headers",  dotHeaders,  ".headers on|off",  "Print column names in list and csv modes" },
+  { "help",     dotHelp,     ".help [COMMAND]",  "Show this help, or one command's" },
+  { "info",     dotInfo,     ".info",       "Header (format, page size, data offset), counts, sizes, VFS" },
+  { "mode",     dotMode,     ".mode [list|csv|json|line|table|box]",  "Set the output mode" },
+  { "open",     dotOpen,     ".open [-readonly] [-vfs NAME] FILE",  "Close the dataset and open FILE" },
+  { "pages",    dotPages,    ".pages [N]",  "Per-run fill from the page table (the first N runs)" },
+  { "put",      dotPut,      ".put ID|auto FIELD=VALUE|FIELD=@FILE ...",
+                             "Write one sample (VALUE, or FILE's bytes) and commit" },
+  { "quit",     dotQuit,     ".quit",       "Exit" },
+  { "schema",   dotSchema,   ".schema [PATTERN]",  "The catalog's SQL schema (tables matching PATTERN)" },
+  { "stats",    dotStats,    ".stats",      "Space, compression per field, fill histogram, I/O" },
+  { "timer",    dotTimer,    ".timer on|off",  "Print the time each command takes" },
+  { "vacuum",   dotVacuum,   ".vacuum [INTO FILE] [--page-size N]",
+                             "Rewrite without deleted samples and unused page ends" },
+  { "vfs",      dotVfs,      ".vfs [NAME]", "List the VFSes and whether each works; use NAME from the next open" },
+  { "writable", dotWritable, ".writable on|off",
+                             "Refused: catalog SQL stays read-only (the engine owns the catalog)" },
 };
 #define N_DOTCMD ((int)(sizeof(aDotCmd) / sizeof(aDotCmd[0])))
 
 /* USAGE: .help [COMMAND]
-** One line per command, or the line of COMMAND. */
+** One line per command, or the lines of the commands COMMAND begins. */
 static int dotHelp(ShellState *p, int nArg, char **azArg){
   if( nArg > 2 ){ shellError(p, ".help: unexpected argument \"%s\"", azArg[2]); return 1; }
   const char *zWant = nArg == 2 ? azArg[1] + (azArg[1][0] == '.') : 0;
   int n = 0;
   for(int i = 0; i < N_DOTCMD; i++){
     if( zWant && strncmp(aDotCmd[i].zName, zWant, strlen(zWant)) ) continue;
-    fprintf(p->out, "%-24s %s\n", aDotCmd[i].zUsage, aDotCmd[i].zHelp);
+    if( strlen(aDotCmd[i].zUsage) > 28 ){
+      fprintf(p->out, "%s\n%-28s %s\n", aDotCmd[i].zUsage, "", aDotCmd[i].zHelp);
+    }else{
+      fprintf(p->out, "%-28s %s\n", aDotCmd[i].zUsage, aDotCmd[i].zHelp);
+    }
     n++;
   }
   if( zWant == 0 ){
-    fprintf(p->out, "%-24s %s\n", "SQL;", "Anything else: SQL on the catalog (read-only)");
+    fprintf(p->out, "%-28s %s\n", "SQL;", "Anything else: SQL on the catalog (read-only)");
   }
   if( n == 0 ){
     shellError(p, ".help %s: no such command", azArg[1]);
@@ -578,10 +479,15 @@ static int dotHelp(ShellState *p, int nArg, char **azArg){
   return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* Running commands                                                    */
+/* ------------------------------------------------------------------ */
+
 /*
 ** Split the dot-command line Z (modified in place) into at most MAX_ARGS
-** arguments: blank-separated, '...' or "..." quoting.  Returns the count,
-** or -1 for an unterminated quote or too many arguments.
+** arguments: blank-separated, '...' or "..." quoting (a quote may start
+** mid-argument: name='a b').  Returns the count, or -1 for an unterminated
+** quote or too many arguments.
 */
 static int splitArgs(char *z, char **azArg){
   int n = 0;
@@ -589,17 +495,21 @@ static int splitArgs(char *z, char **azArg){
     while( isspace((unsigned char)*z) ) z++;
     if( *z == 0 ) break;
     if( n >= MAX_ARGS ) return -1;
-    if( *z == '\'' || *z == '"' ){
-      char q = *z++;
-      azArg[n++] = z;
-      while( *z && *z != q ) z++;
-      if( *z == 0 ) return -1;
-      *z++ = 0;
-    }else{
-      azArg[n++] = z;
-      while( *z && !isspace((unsigned char)*z) ) z++;
-      if( *z ) *z++ = 0;
+    char *d = z;
+    azArg[n++] = d;
+    while( *z && !isspace((unsigned char)*z) ){
+      if( *z == '\'' || *z == '"' ){
+        char q = *z++;
+        while( *z && *z != q ) *d++ = *z++;
+        if( *z == 0 ) return -1;
+        z++;
+      }else{
+        *d++ = *z++;
+      }
     }
+    int end = *z == 0;
+    *d = 0;
+    if( !end ) z++;
   }
   return n;
 }
@@ -624,7 +534,10 @@ static int runDot(ShellState *p, const char *zLine){
       if( strncmp(aDotCmd[i].zName, azArg[0], len) == 0 ){ pCmd = &aDotCmd[i]; nMatch++; }
     }
     if( nMatch == 1 ){
+      azArg[0] = (char *)pCmd->zName;
+      p->zCmdName = pCmd->zName;
       rc = pCmd->xFunc(p, nArg, azArg);
+      p->zCmdName = 0;
     }else{
       shellError(p, ".%s: %s command (see .help)", azArg[0],
                  nMatch ? "ambiguous" : "unknown");
@@ -634,12 +547,41 @@ static int runDot(ShellState *p, const char *zLine){
   return rc;
 }
 
+static double timeOf(struct timeval tv){ return tv.tv_sec + tv.tv_usec * 1e-6; }
+
 /* Run one command: a dot-command or SQL.  0 ok, 1 error, 2 exit. */
 static int runCommand(ShellState *p, const char *z){
+  struct timespec t0, t1;
+  struct rusage u0, u1;
   while( isspace((unsigned char)*z) ) z++;
-  if( *z == '.' ) return runDot(p, z);
-  if( sqlIsBlank(z) ) return 0;
-  return runSql(p, z);
+  if( *z != '.' && shellSqlIsBlank(z) ) return 0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  getrusage(RUSAGE_SELF, &u0);
+  int timer = p->timer;
+  p->interrupted = 0;
+  int rc = *z == '.' ? runDot(p, z) : shellRunSql(p, z);
+  if( timer && p->timer ){
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    getrusage(RUSAGE_SELF, &u1);
+    fprintf(p->out, "Run Time: real %.3f user %.6f sys %.6f\n",
+            (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9,
+            timeOf(u1.ru_utime) - timeOf(u0.ru_utime), timeOf(u1.ru_stime) - timeOf(u0.ru_stime));
+  }
+  fflush(p->out);
+  return rc;
+}
+
+/* 1 if Z ends with a complete statement (its last ';' outside quotes). */
+static int sqlComplete(const char *z){
+  int complete = 0;
+  while( *z ){
+    int c;
+    size_t n = shellSqlStatement(z, &c);
+    if( c ) complete = 1;
+    else if( !shellSqlIsBlank(z) ) complete = 0;
+    z += n;
+  }
+  return complete;
 }
 
 /* ------------------------------------------------------------------ */
@@ -681,9 +623,14 @@ static int processInput(ShellState *p){
     lineno++;
     const char *z = zLine;
     while( isspace((unsigned char)*z) ) z++;
+    if( p->interactive && p->interrupted ){
+      /* Ctrl-C at the prompt: the shell stays; a pending statement goes. */
+      p->interrupted = 0;
+      nSql = 0;
+    }
     if( nSql == 0 && *z == '.' ){
-      rc = runDot(p, z);
-    }else if( nSql == 0 && sqlIsBlank(z) ){
+      rc = runCommand(p, z);
+    }else if( nSql == 0 && shellSqlIsBlank(z) ){
       rc = 0;
     }else{
       size_t k = strlen(zLine);
@@ -696,7 +643,7 @@ static int processInput(ShellState *p){
       zSql[nSql] = 0;
       rc = 0;
       if( sqlComplete(zSql) ){
-        rc = runSql(p, zSql);
+        rc = runCommand(p, zSql);
         nSql = 0;
       }
     }
@@ -704,11 +651,10 @@ static int processInput(ShellState *p){
     if( rc == 1 && !p->interactive ){
       fprintf(stderr, "(at line %d of the input)\n", lineno);
     }
-    if( rc == 2 || (rc == 1 && p->bail) ) break;
-    fflush(p->out);
+    if( rc == 2 || (rc == 1 && p->bail && !p->interactive) ) break;
   }
-  if( nSql > 0 && rc != 2 && !(rc == 1 && p->bail) && !sqlIsBlank(zSql) ){
-    rc = runSql(p, zSql);
+  if( nSql > 0 && rc != 2 && !(rc == 1 && p->bail) && !shellSqlIsBlank(zSql) ){
+    rc = runCommand(p, zSql);
   }
   free(zSql);
   if( p->interactive && zLine == 0 ) putchar('\n');
@@ -725,7 +671,10 @@ static const char zUsage[] =
   "each COMMAND (a dot-command or SQL on the catalog), or read commands from\n"
   "standard input.  Options:\n"
   "  -bail         stop after the first error\n"
+  "  -batch        read standard input as a script even on a terminal\n"
+  "  -box          box output mode (also -csv, -json, -line, -list, -table)\n"
   "  -demo         if FILE does not exist, create a demo dataset there\n"
+  "  -header       column names in list and csv modes (-noheader: not)\n"
   "  -help         show this message\n"
   "  -readonly     open the dataset read-only\n"
   "  -version      show the pagedb version\n"
@@ -736,14 +685,26 @@ int main(int argc, char **argv){
   static ShellState state;
   ShellState *p = &state;
   const char *zFile = 0;
-  int i;
+  int batch = 0, i;
   p->out = stdout;
   for(i = 1; i < argc; i++){
     const char *z = argv[i];
     if( z[0] != '-' ) break;
     if( z[1] == '-' ) z++;
-    if( strcmp(z, "-bail") == 0 ){
+    int m = -1;
+    for(int k = 0; k < (int)(sizeof azModeName / sizeof azModeName[0]); k++){
+      if( strcmp(z + 1, azModeName[k]) == 0 ) m = k;
+    }
+    if( m >= 0 ){
+      p->mode = m;
+    }else if( strcmp(z, "-bail") == 0 ){
       p->bail = 1;
+    }else if( strcmp(z, "-batch") == 0 ){
+      batch = 1;
+    }else if( strcmp(z, "-header") == 0 || strcmp(z, "-headers") == 0 ){
+      p->headers = 1;
+    }else if( strcmp(z, "-noheader") == 0 ){
+      p->headers = 0;
     }else if( strcmp(z, "-demo") == 0 ){
       p->demo = 1;
     }else if( strcmp(z, "-readonly") == 0 ){
@@ -769,28 +730,29 @@ int main(int argc, char **argv){
       return 1;
     }
   }
+  p->progress = isatty(1) && isatty(2);
+  shellSignals(p);
   if( i < argc ) zFile = argv[i++];
   if( zFile ){
-    if( openDb(p, "pagedb", zFile) && (i < argc || p->bail) ) return 1;
+    if( shellOpenDb(p, "pagedb", zFile) && (i < argc || p->bail) ) return 1;
   }else if( p->demo ){
     fprintf(stderr, "Error: -demo: needs a FILE\n");
     return 1;
   }
-  int rc = 0;
   if( i < argc ){
     for(; i < argc; i++){
-      rc = runCommand(p, argv[i]);
-      fflush(p->out);
+      int rc = runCommand(p, argv[i]);
       if( rc == 2 || (rc == 1 && p->bail) ) break;
     }
   }else{
-    p->interactive = isatty(0);
+    p->interactive = !batch && isatty(0);
     if( p->interactive ){
       printf("pagedb %s\nEnter \".help\" for usage hints.\n", pagedb_libversion());
-      if( p->db == 0 ) printf("No dataset is open: use .open FILE (or -demo FILE).\n");
+      if( p->db == 0 ) printf("No dataset is open: use .open FILE or .create FILE.\n");
+      stifle_history(1000);
     }
-    rc = processInput(p);
+    processInput(p);
   }
-  closeDb(p);
+  shellCloseDb(p);
   return p->nErr ? 1 : 0;
 }

@@ -1,0 +1,791 @@
+/*
+** cmd_data.c -- the pagedb shell's commands on one dataset's schema,
+** samples and space: .create .info .fields .schema .stats .pages .count
+** .get .put .delete.
+**
+** SQL these commands build never holds a user's text, except .delete's
+** WHERE-SQL, which is the user's condition by design: it must be one
+** expression (no ';' outside quotes), and runs read-only like any SQL
+** typed at the prompt.  Numbers a user gives are parsed first and printed
+** back with %lld.
+*/
+#include "shell.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HEX_PREVIEW 16        /* bytes of a BYTES value shown by .get */
+
+static int tooMany(ShellState *p, int nArg, char **azArg, int max){
+  if( nArg <= max ) return 0;
+  shellError(p, ".%s: unexpected argument \"%s\"", azArg[0], azArg[max]);
+  return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* .create                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Parse NAME:TYPE[:CODEC[:LEVEL]] into its parts (Z is modified). */
+static int parseFieldSpec(ShellState *p, char *z, const char **pzName, int *pType, int *pCodec){
+  char *zSpec = strdup(z);
+  char *azPart[4] = { 0, 0, 0, 0 };
+  int n = 0;
+  if( zSpec == 0 ){ shellError(p, ".create: out of memory"); return 1; }
+  for(char *s = z; n < 4; n++){
+    azPart[n] = s;
+    char *c = strchr(s, ':');
+    if( c == 0 ){ n++; break; }
+    *c = 0;
+    s = c + 1;
+  }
+  int rc = 1;
+  if( azPart[0][0] == 0 || azPart[1] == 0 ){
+    shellError(p, ".create --field %s: expected NAME:TYPE[:CODEC[:LEVEL]]", zSpec);
+    goto done;
+  }
+  static const char *azType[] = { 0, "bytes", "text", "int", "real" };
+  *pType = 0;
+  for(int t = PAGEDB_BYTES; t <= PAGEDB_REAL; t++){
+    if( strcasecmp(azPart[1], azType[t]) == 0 ) *pType = t;
+  }
+  if( *pType == 0 ){
+    shellError(p, ".create --field %s: unknown type \"%s\" (bytes, text, int or real)", zSpec, azPart[1]);
+    goto done;
+  }
+  *pCodec = PAGEDB_CODEC_NONE;
+  if( azPart[2] ){
+    int kind;
+    if( strcasecmp(azPart[2], "none") == 0 ) kind = PAGEDB_CODEC_NONE;
+    else if( strcasecmp(azPart[2], "lz4") == 0 ) kind = PAGEDB_CODEC_LZ4;
+    else if( strcasecmp(azPart[2], "lz4hc") == 0 ) kind = PAGEDB_CODEC_LZ4HC;
+    else{
+      shellError(p, ".create --field %s: unknown codec \"%s\" (none, lz4 or lz4hc)", zSpec, azPart[2]);
+      goto done;
+    }
+    if( kind != PAGEDB_CODEC_NONE && *pType != PAGEDB_BYTES && *pType != PAGEDB_TEXT ){
+      shellError(p, ".create --field %s: a codec needs a bytes or text field", zSpec);
+      goto done;
+    }
+    int64_t level = 0;
+    if( azPart[3] ){
+      int64_t max = kind == PAGEDB_CODEC_LZ4 ? 65537 : kind == PAGEDB_CODEC_LZ4HC ? 12 : 0;
+      if( shellInt(azPart[3], &level) || level < 1 || level > max ){
+        shellError(p, ".create --field %s: level \"%s\" out of range for %s (1 to %lld)", zSpec,
+                   azPart[3], azPart[2], (long long)max);
+        goto done;
+      }
+    }
+    *pCodec = PAGEDB_CODEC_LEVEL(kind, (int)level);
+  }
+  *pzName = azPart[0];
+  rc = 0;
+done:
+  free(zSpec);
+  return rc;
+}
+
+/* USAGE: .create FILE --field NAME:TYPE[:CODEC[:LEVEL]] ... [--page-size N]
+** Create the dataset FILE (which must not exist) with these fields, in
+** this order, and open it in place of the current one.  N may end in K, M
+** or G.  If anything fails, nothing is left behind. */
+int dotCreate(ShellState *p, int nArg, char **azArg){
+  const char *zFile = 0;
+  const char *azName[PAGEDB_MAX_FIELDS];
+  int aType[PAGEDB_MAX_FIELDS], aCodec[PAGEDB_MAX_FIELDS];
+  int nField = 0;
+  int64_t pageSize = 0;
+  for(int i = 1; i < nArg; i++){
+    const char *z = azArg[i];
+    if( strcmp(z, "--field") == 0 || strcmp(z, "-field") == 0 ){
+      if( i + 1 >= nArg ){ shellError(p, ".create %s: missing NAME:TYPE", z); return 1; }
+      if( nField >= PAGEDB_MAX_FIELDS ){
+        shellError(p, ".create --field %s: more than %d fields", azArg[i + 1], PAGEDB_MAX_FIELDS);
+        return 1;
+      }
+      if( parseFieldSpec(p, azArg[++i], &azName[nField], &aType[nField], &aCodec[nField]) ) return 1;
+      nField++;
+    }else if( strcmp(z, "--page-size") == 0 || strcmp(z, "-page-size") == 0 ){
+      if( i + 1 >= nArg ){ shellError(p, ".create %s: missing N", z); return 1; }
+      i++;
+      if( shellSize(azArg[i], &pageSize) || pageSize < PAGEDB_MIN_PAGE_SIZE
+       || pageSize > PAGEDB_MAX_PAGE_SIZE || (pageSize & (pageSize - 1)) ){
+        shellError(p, ".create --page-size %s: not a power of two from 64K to 1G", azArg[i]);
+        return 1;
+      }
+    }else if( z[0] == '-' ){
+      shellError(p, ".create %s: unknown option", z);
+      return 1;
+    }else if( zFile ){
+      shellError(p, ".create %s: only one FILE (already %s)", z, zFile);
+      return 1;
+    }else{
+      zFile = z;
+    }
+  }
+  if( zFile == 0 ){ shellError(p, ".create: missing FILE"); return 1; }
+  if( nField == 0 ){ shellError(p, ".create %s: no --field NAME:TYPE given", zFile); return 1; }
+  char zCat[4200];
+  snprintf(zCat, sizeof zCat, "%s-catalog", zFile);
+  if( access(zFile, F_OK) == 0 || access(zCat, F_OK) == 0 ){
+    shellError(p, ".create %s: %s exists already (use .open)", zFile,
+               access(zFile, F_OK) == 0 ? zFile : zCat);
+    return 1;
+  }
+  shellCloseDb(p);
+  pagedb *db = 0;
+  const char *zWhat = "pagedb_open";
+  const char *zArg = zFile;
+  int rc = pagedb_open(zFile, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, p->zVfs);
+  if( rc == PAGEDB_OK && pageSize ){
+    zWhat = "--page-size";
+    zArg = 0;
+    rc = pagedb_set_page_size(db, (size_t)pageSize);
+  }
+  for(int f = 0; rc == PAGEDB_OK && f < nField; f++){
+    zWhat = "--field";
+    zArg = azName[f];
+    rc = pagedb_field_add(db, azName[f], aType[f], aCodec[f]);
+  }
+  if( rc ){
+    shellError(p, ".create %s: %s%s%s: %s (%s)", zFile, zWhat, zArg ? " " : "", zArg ? zArg : "",
+               pagedb_errname(rc), db ? pagedb_errmsg(db) : "out of memory");
+    pagedb_close(db);
+    unlink(zFile);
+    unlink(zCat);
+    return 1;
+  }
+  p->db = db;
+  p->dbReadonly = 0;
+  pagedb_vfs *v = pagedb_vfs_find(p->zVfs);
+  p->zDbVfs = v ? v->zName : "?";
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* .info .fields .schema .count                                        */
+/* ------------------------------------------------------------------ */
+
+static uint64_t get64(const unsigned char *a){
+  uint64_t v = 0;
+  for(int i = 7; i >= 0; i--) v = v << 8 | a[i];
+  return v;
+}
+
+static void printFileSize(ShellState *p, const char *zLabel, const char *zPath){
+  struct stat st;
+  if( stat(zPath, &st) == 0 ){
+    fprintf(p->out, "%-16s %s (%lld bytes)\n", zLabel, zPath, (long long)st.st_size);
+  }else{
+    fprintf(p->out, "%-16s %s (%s)\n", zLabel, zPath, strerror(errno));
+  }
+}
+
+/* USAGE: .info
+** The data file's header (format, page size, offset of page 0, uuid,
+** creation time), the files and their sizes, fields, samples, pages, the
+** VFS and whether the dataset is open read-only. */
+int dotInfo(ShellState *p, int nArg, char **azArg){
+  if( tooMany(p, nArg, azArg, 1) || shellNeedDb(p, ".info") ) return 1;
+  pagedb *db = p->db;
+  unsigned char h[128];
+  int fd = open(pagedb_path(db), O_RDONLY);
+  ssize_t n = fd >= 0 ? pread(fd, h, sizeof h, 0) : -1;
+  int err = errno;
+  if( fd >= 0 ) close(fd);
+  printFileSize(p, "data file:", pagedb_path(db));
+  printFileSize(p, "catalog:", pagedb_catalog_path(db));
+  if( n == (ssize_t)sizeof h ){
+    uint32_t version = (uint32_t)h[16] | (uint32_t)h[17] << 8 | (uint32_t)h[18] << 16 | (uint32_t)h[19] << 24;
+    time_t ctime = (time_t)get64(h + 48);
+    char zTime[64] = "?";
+    struct tm tm;
+    if( gmtime_r(&ctime, &tm) ) strftime(zTime, sizeof zTime, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    fprintf(p->out, "%-16s %u\n", "format:", version);
+    fprintf(p->out, "%-16s ", "uuid:");
+    for(int i = 0; i < 16; i++) fprintf(p->out, "%02x", h[32 + i]);
+    fprintf(p->out, "\n%-16s %s\n", "created:", zTime);
+    fprintf(p->out, "%-16s %llu\n", "data offset:", (unsigned long long)get64(h + 56));
+  }else{
+    fprintf(p->out, "%-16s unreadable (%s)\n", "header:", n < 0 ? strerror(err) : "short file");
+  }
+  fprintf(p->out, "%-16s %zu\n", "page size:", pagedb_page_size(db));
+  int nField = pagedb_field_count(db);
+  fprintf(p->out, "%-16s %d", "fields:", nField);
+  for(int i = 0; i < nField; i++){
+    fprintf(p->out, "%s%s %s", i ? ", " : " (", pagedb_field_name(db, i),
+            shellTypeName(pagedb_field_type(db, i)));
+  }
+  fprintf(p->out, "%s\n", nField ? ")" : "");
+  fprintf(p->out, "%-16s %lld\n", "samples:", (long long)pagedb_count(db));
+  fprintf(p->out, "%-16s %lld\n", "pages:", (long long)pagedb_page_count(db));
+  fprintf(p->out, "%-16s %s\n", "vfs:", p->zDbVfs ? p->zDbVfs : "?");
+  fprintf(p->out, "%-16s %s\n", "open:", p->dbReadonly ? "read-only" : "read-write");
+  fprintf(p->out, "%-16s %s\n", "library:", pagedb_libversion());
+  return 0;
+}
+
+/* USAGE: .fields
+** The fields, in the current mode: field (number), name, type, codec. */
+int dotFields(ShellState *p, int nArg, char **azArg){
+  if( tooMany(p, nArg, azArg, 1) || shellNeedDb(p, ".fields") ) return 1;
+  char *azName[] = { "field", "name", "type", "codec" };
+  ShellResult r;
+  resultInit(&r, 4, azName);
+  resultSetNum(&r, 0, 1);
+  for(int i = 1; i < 4; i++) resultSetNum(&r, i, 0);
+  for(int i = 0; i < pagedb_field_count(p->db); i++){
+    char zCodec[32];
+    shellCodecName(pagedb_field_codec(p->db, i), zCodec, sizeof zCodec);
+    resultAddf(&r, "%d\t%s\t%s\t%s", i, pagedb_field_name(p->db, i),
+               shellTypeName(pagedb_field_type(p->db, i)), zCodec);
+  }
+  resultPrint(p, &r, p->headers);
+  resultFree(&r);
+  return 0;
+}
+
+typedef struct SchemaCtx { ShellState *p; const char *zPattern; int n; } SchemaCtx;
+
+static int schemaRow(void *pCtx, int nCol, char **azVal, char **azName){
+  SchemaCtx *c = pCtx;
+  (void)azName;
+  if( nCol < 2 || azVal[1] == 0 ) return 0;
+  if( c->zPattern && fnmatch(c->zPattern, azVal[0] ? azVal[0] : "", 0) != 0 ) return 0;
+  fprintf(c->p->out, "%s;\n", azVal[1]);
+  c->n++;
+  return 0;
+}
+
+/* USAGE: .schema [PATTERN]
+** The CREATE statements of the catalog's tables, views and indexes (those
+** whose names match the glob PATTERN). */
+int dotSchema(ShellState *p, int nArg, char **azArg){
+  if( tooMany(p, nArg, azArg, 2) || shellNeedDb(p, ".schema") ) return 1;
+  SchemaCtx c = { p, nArg == 2 ? azArg[1] : 0, 0 };
+  int rc = pagedb_sql(p->db, "SELECT name, sql FROM sqlite_schema WHERE sql IS NOT NULL"
+                             " ORDER BY rowid", schemaRow, &c);
+  if( rc ){
+    shellError(p, ".schema: %s: %s", pagedb_errname(rc), pagedb_errmsg(p->db));
+    return 1;
+  }
+  if( c.zPattern && c.n == 0 ){
+    shellError(p, ".schema %s: no table, view or index matches", c.zPattern);
+    return 1;
+  }
+  return 0;
+}
+
+/* USAGE: .count
+** Print the number of committed samples. */
+int dotCount(ShellState *p, int nArg, char **azArg){
+  if( tooMany(p, nArg, azArg, 1) || shellNeedDb(p, ".count") ) return 1;
+  fprintf(p->out, "%lld\n", (long long)pagedb_count(p->db));
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* .stats .pages                                                       */
+/* ------------------------------------------------------------------ */
+
+static double pct(int64_t a, int64_t b){ return b > 0 ? 100.0 * (double)a / (double)b : 0.0; }
+
+/* USAGE: .stats
+** Where the bytes of the committed pages go (stored, dead, run headers,
+** unused), the compression ratio of each field, the fill histogram of the
+** runs, and this handle's I/O since it opened. */
+int dotStats(ShellState *p, int nArg, char **azArg){
+  if( tooMany(p, nArg, azArg, 1) || shellNeedDb(p, ".stats") ) return 1;
+  pagedb_stat s;
+  int rc = pagedb_stats(p->db, &s);
+  if( rc ){
+    shellError(p, ".stats: pagedb_stats: %s (%s)", pagedb_errname(rc), pagedb_errmsg(p->db));
+    return 1;
+  }
+  FILE *out = p->out;
+  int64_t total = s.pages * (int64_t)pagedb_page_size(p->db);
+  fprintf(out, "%-16s %lld\n", "samples:", (long long)s.samples);
+  fprintf(out, "%-16s %lld (%lld bytes)\n", "pages:", (long long)s.pages, (long long)total);
+  fprintf(out, "%-16s %lld (%lld of several pages)\n", "runs:", (long long)s.runs,
+          (long long)s.multipage_runs);
+  fprintf(out, "%-16s %lld (%.1f%%)\n", "stored:", (long long)s.bytes_stored, pct(s.bytes_stored, total));
+  fprintf(out, "%-16s %lld (%.1f%%)\n", "dead:", (long long)s.bytes_dead, pct(s.bytes_dead, total));
+  fprintf(out, "%-16s %lld (%.1f%%)\n", "run headers:", (long long)s.bytes_header, pct(s.bytes_header, total));
+  fprintf(out, "%-16s %lld (%.1f%%)\n", "unused:", (long long)s.bytes_waste, pct(s.bytes_waste, total));
+  fprintf(out, "%-16s %lld stored for %lld raw (ratio %.2f)\n", "values:", (long long)s.bytes_stored,
+          (long long)s.bytes_raw, s.bytes_stored ? (double)s.bytes_raw / (double)s.bytes_stored : 1.0);
+  fprintf(out, "%-16s %lld\n", "moved samples:", (long long)s.moved);
+  fprintf(out, "%-16s %lld reads (%lld bytes), %lld writes (%lld bytes), %lld syncs\n", "I/O since open:",
+          (long long)s.io_reads, (long long)s.io_read_bytes, (long long)s.io_writes,
+          (long long)s.io_write_bytes, (long long)s.io_syncs);
+
+  char *azName[] = { "field", "type", "codec", "values", "compressed", "stored", "raw", "ratio" };
+  ShellResult r;
+  resultInit(&r, 8, azName);
+  for(int i = 0; i < 8; i++) resultSetNum(&r, i, i >= 3);
+  for(int f = 0; f < pagedb_field_count(p->db); f++){
+    pagedb_field_stat fs;
+    rc = pagedb_field_stats(p->db, f, &fs);
+    if( rc ){
+      resultFree(&r);
+      shellError(p, ".stats: pagedb_field_stats %s: %s (%s)", pagedb_field_name(p->db, f),
+                 pagedb_errname(rc), pagedb_errmsg(p->db));
+      return 1;
+    }
+    char zCodec[32];
+    int type = pagedb_field_type(p->db, f);
+    shellCodecName(pagedb_field_codec(p->db, f), zCodec, sizeof zCodec);
+    if( type == PAGEDB_BYTES || type == PAGEDB_TEXT ){
+      resultAddf(&r, "%s\t%s\t%s\t%lld\t%lld\t%lld\t%lld\t%.2f", pagedb_field_name(p->db, f),
+                 shellTypeName(type), zCodec, (long long)fs.values, (long long)fs.compressed,
+                 (long long)fs.bytes_stored, (long long)fs.bytes_raw,
+                 fs.bytes_stored ? (double)fs.bytes_raw / (double)fs.bytes_stored : 1.0);
+    }else{
+      char *az[8] = { (char *)pagedb_field_name(p->db, f), (char *)shellTypeName(type), zCodec, 0,
+                      0, 0, 0, 0 };
+      char zN[32];
+      snprintf(zN, sizeof zN, "%lld", (long long)fs.values);
+      az[3] = zN;
+      resultAddRow(&r, az);
+    }
+  }
+  fputc('\n', out);
+  resultPrint(p, &r, 1);
+  resultFree(&r);
+
+  int64_t max = 0;
+  for(int i = 0; i < 10; i++) if( s.fill_hist[i] > max ) max = s.fill_hist[i];
+  fprintf(out, "\nruns by fill (used / run size):\n");
+  for(int i = 0; i < 10; i++){
+    int w = max ? (int)((s.fill_hist[i] * 40 + max - 1) / max) : 0;
+    fprintf(out, "  %3d-%3d%%  %8lld  ", i * 10, i == 9 ? 100 : i * 10 + 10, (long long)s.fill_hist[i]);
+    for(int k = 0; k < w; k++) fputc('#', out);
+    fputc('\n', out);
+  }
+  return 0;
+}
+
+typedef struct PagesCtx { ShellResult *r; int64_t pageSize; } PagesCtx;
+
+static int pagesRow(void *pCtx, int nCol, char **azVal, char **azName){
+  PagesCtx *c = pCtx;
+  (void)azName;
+  if( nCol != 4 ) return 1;
+  int64_t npages = azVal[1] ? atoll(azVal[1]) : 0, used = azVal[3] ? atoll(azVal[3]) : 0;
+  return resultAddf(c->r, "%s\t%s\t%s\t%s\t%.1f%%", azVal[0] ? azVal[0] : "", azVal[1] ? azVal[1] : "",
+                    azVal[2] ? azVal[2] : "", azVal[3] ? azVal[3] : "", pct(used, npages * c->pageSize));
+}
+
+/* USAGE: .pages [N]
+** The committed runs from the page table (the first N): first page,
+** pages, samples starting in it, bytes used, and fill (used / run size). */
+int dotPages(ShellState *p, int nArg, char **azArg){
+  if( tooMany(p, nArg, azArg, 2) || shellNeedDb(p, ".pages") ) return 1;
+  int64_t limit = -1;
+  if( nArg == 2 && (shellInt(azArg[1], &limit) || limit < 0) ){
+    shellError(p, ".pages %s: not a count (an integer >= 0)", azArg[1]);
+    return 1;
+  }
+  char zSql[160];
+  snprintf(zSql, sizeof zSql, "SELECT pgno, npages, nsamples, used FROM page ORDER BY pgno LIMIT %lld",
+           (long long)limit);
+  char *azName[] = { "page", "npages", "samples", "used", "fill" };
+  ShellResult r;
+  resultInit(&r, 5, azName);
+  for(int i = 0; i < 5; i++) resultSetNum(&r, i, i < 4);
+  PagesCtx c = { &r, (int64_t)pagedb_page_size(p->db) };
+  int rc = pagedb_sql(p->db, zSql, pagesRow, &c);
+  if( rc ){
+    resultFree(&r);
+    shellError(p, ".pages: %s: %s", pagedb_errname(rc), pagedb_errmsg(p->db));
+    return 1;
+  }
+  resultPrint(p, &r, p->headers);
+  resultFree(&r);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* .get                                                                */
+/* ------------------------------------------------------------------ */
+
+/* Parse a sample id for command ZCMD; 0 ok, 1 after an error message. */
+static int parseId(ShellState *p, const char *zCmd, const char *z, int64_t *pId){
+  if( shellInt(z, pId) || *pId < 0 ){
+    shellError(p, "%s %s: not a sample id (an integer >= 0)", zCmd, z);
+    return 1;
+  }
+  return 0;
+}
+
+/* Print value N bytes at DATA of a field of TYPE for .get. */
+static void printValue(ShellState *p, int type, const uint8_t *data, size_t n){
+  if( type == PAGEDB_TEXT ){
+    fwrite(data, 1, n, p->out);
+    fputc('\n', p->out);
+    return;
+  }
+  fprintf(p->out, "%zu bytes", n);
+  if( n ) fputc(':', p->out);
+  for(size_t k = 0; k < n && k < HEX_PREVIEW; k++) fprintf(p->out, " %02x", data[k]);
+  if( n > HEX_PREVIEW ) fprintf(p->out, " ...");
+  fputc('\n', p->out);
+}
+
+/* Write N bytes of DATA to ZFILE ("-": standard output). */
+static int writeFile(ShellState *p, const char *zFile, const void *data, size_t n){
+  FILE *f = strcmp(zFile, "-") == 0 ? p->out : fopen(zFile, "wb");
+  if( f == 0 ){
+    shellError(p, ".get: cannot write \"%s\": %s", zFile, strerror(errno));
+    return 1;
+  }
+  int bad = n && fwrite(data, 1, n, f) != n;
+  if( f != p->out ) bad |= fclose(f) != 0;
+  else fflush(f);
+  if( bad ){
+    shellError(p, ".get: writing \"%s\": %s", zFile, strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+/* USAGE: .get ID [FIELD] [FILE]
+** Print sample ID's fields, one `name = value` line each (or only FIELD's
+** value): text and numbers as they are, bytes as a size and a hex preview.
+** With FILE, write FIELD's raw bytes (a number: its decimal text) to FILE
+** ("-" for standard output). */
+int dotGet(ShellState *p, int nArg, char **azArg){
+  if( nArg < 2 ){ shellError(p, ".get: missing ID (usage: .get ID [FIELD] [FILE])"); return 1; }
+  if( tooMany(p, nArg, azArg, 4) || shellNeedDb(p, ".get") ) return 1;
+  int64_t id;
+  if( parseId(p, ".get", azArg[1], &id) ) return 1;
+  int f0 = 0, f1 = pagedb_field_count(p->db);
+  if( nArg >= 3 ){
+    f0 = pagedb_field_index(p->db, azArg[2]);
+    if( f0 < 0 ){
+      shellError(p, ".get %s %s: no field \"%s\" (see .fields)", azArg[1], azArg[2], azArg[2]);
+      return 1;
+    }
+    f1 = f0 + 1;
+  }
+  if( p->rd == 0 ){
+    int rc = pagedb_reader_open(p->db, PAGEDB_READ_COPY, &p->rd);
+    if( rc ){
+      shellError(p, ".get %s: pagedb_reader_open: %s (%s)", azArg[1], pagedb_errname(rc),
+                 pagedb_errmsg(p->db));
+      return 1;
+    }
+  }
+  int nFound = 0;
+  size_t w = 0;
+  for(int f = f0; f < f1; f++){
+    size_t k = strlen(pagedb_field_name(p->db, f));
+    if( k > w ) w = k;
+  }
+  for(int f = f0; f < f1; f++){
+    int type = pagedb_field_type(p->db, f);
+    const char *zName = pagedb_field_name(p->db, f);
+    const void *data = 0;
+    size_t n = 0;
+    int64_t iv = 0;
+    double rv = 0;
+    int rc;
+    if( type == PAGEDB_INT ) rc = pagedb_read_int(p->rd, id, f, &iv);
+    else if( type == PAGEDB_REAL ) rc = pagedb_read_real(p->rd, id, f, &rv);
+    else rc = pagedb_read(p->rd, id, f, &data, &n);
+    if( rc == PAGEDB_NOTFOUND ) continue;
+    if( rc ){
+      shellError(p, ".get %s %s: %s (%s)", azArg[1], zName, pagedb_errname(rc),
+                 pagedb_reader_errmsg(p->rd));
+      return 1;
+    }
+    nFound++;
+    char zNum[64];
+    if( type == PAGEDB_INT ) snprintf(zNum, sizeof zNum, "%lld", (long long)iv);
+    else if( type == PAGEDB_REAL ) snprintf(zNum, sizeof zNum, "%.17g", rv);
+    if( nArg == 4 ){
+      if( type == PAGEDB_INT || type == PAGEDB_REAL ) return writeFile(p, azArg[3], zNum, strlen(zNum));
+      return writeFile(p, azArg[3], data, n);
+    }
+    if( nArg == 2 ) fprintf(p->out, "%-*s = ", (int)w, zName);
+    if( type == PAGEDB_INT || type == PAGEDB_REAL ) fprintf(p->out, "%s\n", zNum);
+    else printValue(p, type, data, n);
+  }
+  if( nFound == 0 ){
+    if( nArg >= 3 ){
+      shellError(p, ".get %s %s: sample %s has no %s (or there is no sample %s)", azArg[1],
+                 azArg[2], azArg[1], azArg[2], azArg[1]);
+    }else{
+      shellError(p, ".get %s: no sample %s", azArg[1], azArg[1]);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* .put                                                                */
+/* ------------------------------------------------------------------ */
+
+/* Read all of ZFILE into a malloc'd buffer. */
+static int readFile(ShellState *p, const char *zArg, const char *zFile, char **pBuf, size_t *pN){
+  FILE *f = fopen(zFile, "rb");
+  char *buf = 0;
+  size_t n = 0, cap = 0;
+  if( f == 0 ){
+    shellError(p, ".put %s: cannot read \"%s\": %s", zArg, zFile, strerror(errno));
+    return 1;
+  }
+  for(;;){
+    if( n == cap ){
+      cap = cap ? cap * 2 : 65536;
+      char *b = realloc(buf, cap);
+      if( b == 0 ){ free(buf); fclose(f); shellError(p, ".put %s: out of memory", zArg); return 1; }
+      buf = b;
+    }
+    size_t k = fread(buf + n, 1, cap - n, f);
+    n += k;
+    if( k == 0 ) break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if( bad ){
+    free(buf);
+    shellError(p, ".put %s: reading \"%s\" failed", zArg, zFile);
+    return 1;
+  }
+  *pBuf = buf;
+  *pN = n;
+  return 0;
+}
+
+/* USAGE: .put ID|auto FIELD=VALUE|FIELD=@FILE ...
+** Write one sample with id ID (or the next free one, printed, for "auto")
+** and commit.  A VALUE is taken as text for BYTES and TEXT fields, as a
+** number for INT and REAL; @FILE gives the bytes of FILE (@@... is a VALUE
+** starting with '@').  Fields not given are missing in the sample. */
+int dotPut(ShellState *p, int nArg, char **azArg){
+  if( nArg < 3 ){
+    shellError(p, ".put: %s (usage: .put ID|auto FIELD=VALUE|FIELD=@FILE ...)",
+               nArg < 2 ? "missing ID" : "missing FIELD=VALUE");
+    return 1;
+  }
+  if( shellNeedWritable(p, ".put") ) return 1;
+  int64_t id = PAGEDB_AUTO_ID;
+  if( strcmp(azArg[1], "auto") != 0 && parseId(p, ".put", azArg[1], &id) ) return 1;
+  pagedb_writer *w = 0;
+  int rc = pagedb_writer_open(p->db, &w);
+  if( rc ){
+    shellError(p, ".put %s: pagedb_writer_open: %s (%s)", azArg[1], pagedb_errname(rc),
+               pagedb_errmsg(p->db));
+    return 1;
+  }
+  rc = pagedb_sample_begin(w, id);
+  if( rc ){
+    shellError(p, ".put %s: %s (%s)", azArg[1], pagedb_errname(rc), pagedb_writer_errmsg(w));
+    pagedb_writer_close(w);
+    return 1;
+  }
+  int bad = 0;
+  for(int i = 2; i < nArg && !bad; i++){
+    char *zEq = strchr(azArg[i], '=');
+    if( zEq == 0 || zEq == azArg[i] ){
+      shellError(p, ".put %s: expected FIELD=VALUE or FIELD=@FILE", azArg[i]);
+      bad = 1;
+      break;
+    }
+    *zEq = 0;
+    const char *zField = azArg[i], *zVal = zEq + 1;
+    int f = pagedb_field_index(p->db, zField);
+    if( f < 0 ){
+      shellError(p, ".put %s=%s: no field \"%s\" (see .fields)", zField, zVal, zField);
+      *zEq = '=';
+      bad = 1;
+      break;
+    }
+    int type = pagedb_field_type(p->db, f);
+    char *buf = 0;
+    size_t n = 0;
+    if( zVal[0] == '@' && zVal[1] != '@' ){
+      if( readFile(p, azArg[i], zVal + 1, &buf, &n) ){ *zEq = '='; bad = 1; break; }
+    }else{
+      if( zVal[0] == '@' ) zVal++;
+      n = strlen(zVal);
+    }
+    const char *zNum = buf ? buf : zVal;
+    if( type == PAGEDB_INT ){
+      char zTmp[64];
+      int64_t v;
+      snprintf(zTmp, sizeof zTmp, "%.*s", (int)(n < 63 ? n : 63), zNum);
+      if( n > 63 || shellInt(zTmp, &v) ){
+        shellError(p, ".put %s=%s: \"%s\" is not an integer (field %s is INT)", zField, zEq + 1,
+                   zTmp, zField);
+        bad = 1;
+      }else{
+        rc = pagedb_put_int(w, f, v);
+      }
+    }else if( type == PAGEDB_REAL ){
+      char zTmp[64], *end;
+      snprintf(zTmp, sizeof zTmp, "%.*s", (int)(n < 63 ? n : 63), zNum);
+      errno = 0;
+      double v = strtod(zTmp, &end);
+      if( n > 63 || end == zTmp || *end || errno ){
+        shellError(p, ".put %s=%s: \"%s\" is not a number (field %s is REAL)", zField, zEq + 1,
+                   zTmp, zField);
+        bad = 1;
+      }else{
+        rc = pagedb_put_real(w, f, v);
+      }
+    }else{
+      rc = pagedb_put(w, f, buf ? buf : zVal, n);
+    }
+    free(buf);
+    if( !bad && rc ){
+      shellError(p, ".put %s=%s: %s (%s)", zField, zEq + 1, pagedb_errname(rc), pagedb_writer_errmsg(w));
+      bad = 1;
+    }
+    *zEq = '=';
+  }
+  int64_t got = id;
+  if( !bad ){
+    rc = pagedb_sample_end(w, &got);
+    if( rc ){
+      shellError(p, ".put %s: pagedb_sample_end: %s (%s)", azArg[1], pagedb_errname(rc),
+                 pagedb_writer_errmsg(w));
+      bad = 1;
+    }
+  }else{
+    pagedb_sample_cancel(w);
+  }
+  rc = pagedb_writer_close(w);
+  if( !bad && rc ){
+    shellError(p, ".put %s: pagedb_writer_close: %s (%s)", azArg[1], pagedb_errname(rc),
+               pagedb_errmsg(p->db));
+    bad = 1;
+  }
+  if( !bad ){
+    rc = pagedb_commit(p->db);
+    if( rc ){
+      shellError(p, ".put %s: pagedb_commit: %s (%s)", azArg[1], pagedb_errname(rc), pagedb_errmsg(p->db));
+      bad = 1;
+    }
+  }
+  if( !bad && id == PAGEDB_AUTO_ID ) fprintf(p->out, "%lld\n", (long long)got);
+  return bad;
+}
+
+/* ------------------------------------------------------------------ */
+/* .delete                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct IdList { int64_t *a; int64_t n, cap; int bad; } IdList;
+
+static int idRow(void *pCtx, int nCol, char **azVal, char **azName){
+  IdList *l = pCtx;
+  (void)azName;
+  int64_t v;
+  if( nCol != 1 || azVal[0] == 0 || shellInt(azVal[0], &v) ){ l->bad = 1; return 1; }
+  if( l->n == l->cap ){
+    int64_t cap = l->cap ? l->cap * 2 : 256;
+    int64_t *a = realloc(l->a, (size_t)cap * sizeof(int64_t));
+    if( a == 0 ){ l->bad = 2; return 1; }
+    l->a = a;
+    l->cap = cap;
+  }
+  l->a[l->n++] = v;
+  return 0;
+}
+
+/* USAGE: .delete ID|LO-HI|WHERE-SQL
+** Delete sample ID, the samples with ids from LO to HI, or those of table
+** sample that the SQL condition selects (".delete label = 3"), then commit.
+** Prints how many were deleted; the space is reclaimed by .vacuum. */
+int dotDelete(ShellState *p, int nArg, char **azArg){
+  if( nArg < 2 ){ shellError(p, ".delete: missing ID, LO-HI or WHERE-SQL"); return 1; }
+  if( shellNeedWritable(p, ".delete") ) return 1;
+  /* The condition is the rest of the line, arguments joined by blanks. */
+  size_t len = 0;
+  for(int i = 1; i < nArg; i++) len += strlen(azArg[i]) + 1;
+  char *zArg = malloc(len + 1);
+  if( zArg == 0 ){ shellError(p, ".delete: out of memory"); return 1; }
+  zArg[0] = 0;
+  for(int i = 1; i < nArg; i++){
+    if( i > 1 ) strcat(zArg, " ");
+    strcat(zArg, azArg[i]);
+  }
+  IdList l = { 0, 0, 0, 0 };
+  int64_t lo, hi;
+  char *zDash = strchr(zArg + 1, '-');
+  int ret = 1, single = 0;
+  if( shellInt(zArg, &lo) == 0 ){
+    if( lo < 0 ){ shellError(p, ".delete %s: not a sample id (an integer >= 0)", zArg); goto done; }
+    single = 1;
+    l.a = malloc(sizeof(int64_t));
+    if( l.a == 0 ){ shellError(p, ".delete: out of memory"); goto done; }
+    l.a[0] = lo;
+    l.n = l.cap = 1;
+  }else{
+    char zSql[200];
+    char *zSel;
+    if( zDash && nArg == 2 && (*zDash = 0, shellInt(zArg, &lo) == 0 && shellInt(zDash + 1, &hi) == 0) ){
+      if( lo < 0 || hi < lo ){
+        *zDash = '-';
+        shellError(p, ".delete %s: not a range LO-HI with 0 <= LO <= HI", zArg);
+        goto done;
+      }
+      snprintf(zSql, sizeof zSql, "SELECT id FROM sample WHERE id BETWEEN %lld AND %lld ORDER BY id",
+               (long long)lo, (long long)hi);
+      zSel = zSql;
+    }else{
+      if( zDash ) *zDash = '-';
+      int complete;
+      size_t n = shellSqlStatement(zArg, &complete);
+      if( complete || n != strlen(zArg) ){
+        shellError(p, ".delete %s: the condition must be one SQL expression (no ';')", zArg);
+        goto done;
+      }
+      zSel = malloc(strlen(zArg) + 64);
+      if( zSel == 0 ){ shellError(p, ".delete: out of memory"); goto done; }
+      sprintf(zSel, "SELECT id FROM sample WHERE (%s\n) ORDER BY id", zArg);
+    }
+    int rc = pagedb_sql(p->db, zSel, idRow, &l);
+    if( zSel != zSql ) free(zSel);
+    if( rc ){
+      if( l.bad == 2 ) shellError(p, ".delete %s: out of memory", zArg);
+      else shellError(p, ".delete %s: %s: %s", zArg, pagedb_errname(rc), pagedb_errmsg(p->db));
+      goto done;
+    }
+  }
+  int64_t nDel = 0;
+  for(int64_t k = 0; k < l.n; k++){
+    int rc = pagedb_delete(p->db, l.a[k]);
+    if( rc == PAGEDB_NOTFOUND && !single ) continue;   /* deleted meanwhile */
+    if( rc ){
+      shellError(p, ".delete %s: sample %lld: %s (%s)", zArg, (long long)l.a[k], pagedb_errname(rc),
+                 pagedb_errmsg(p->db));
+      if( nDel ) pagedb_commit(p->db);
+      goto done;
+    }
+    nDel++;
+  }
+  if( nDel ){
+    int rc = pagedb_commit(p->db);
+    if( rc ){
+      shellError(p, ".delete %s: pagedb_commit: %s (%s)", zArg, pagedb_errname(rc), pagedb_errmsg(p->db));
+      goto done;
+    }
+  }
+  fprintf(p->out, "deleted %lld sample%s\n", (long long)nDel, nDel == 1 ? "" : "s");
+  ret = 0;
+done:
+  free(l.a);
+  free(zArg);
+  return ret;
+}
