@@ -52,6 +52,11 @@ struct pagedb {
   PageRecs *inserted;       /* inserted in the open transaction */
   PageRecs **inserted_tail;
   uint64_t nsample;         /* committed samples, as the catalog records */
+  /* pagedb_delete: committed ids to delete at the next commit, in call
+  ** order, perhaps repeated (commit_mu).  They stay until a commit applies
+  ** them; a failed commit keeps them for the next. */
+  int64_t *del;
+  size_t ndel, del_cap;
   /* Samples writers carried to a fresh page because they did not fit
   ** (make_room): the count loaded from meta.moved_samples plus the moves of
   ** this handle's writers since.  moved_committed is the value the last
@@ -164,6 +169,34 @@ void api_land_writers(pagedb *db);
 ** The caller has checked that DB is usable and writable.
 */
 int api_commit_runs(pagedb *db, PageRecs *runs);
+
+/*
+** The copy of a stored value (vacuum.c): as pagedb_put, but DATA holds the
+** STORED bytes as a writer stored them, compressed (Z) or not, RAW bytes
+** once read, with checksum SUM, and they are copied as they are.
+** PAGEDB_CORRUPT if the bytes do not hash to SUM; PAGEDB_MISUSE if no
+** writer of the field could have stored them so.
+*/
+int writer_put_stored(pagedb_writer *w, int field, const void *data, size_t stored, uint64_t raw, int z,
+                      uint64_t sum);
+
+/*
+** Close the data file, catalog and index of DB and open them again from
+** db->path, as pagedb_open does (after an in-place vacuum replaced the
+** files).  The caller holds commit_mu and cat_mu, and no writer or reader
+** is open.  On failure the handle is left failed: only close works.
+*/
+int api_reopen(pagedb *db);
+
+/*
+** Open db->pager on the data file of DB, as pagedb_open needs it (vacuum.c),
+** finishing or undoing an in-place vacuum that a crash interrupted.  A
+** read-write open takes the write lock, then either completes the swap (a
+** new data file NAME.vacuum whose uuid is the catalog's replaces NAME) or
+** deletes the leftovers.  A read-only open reads NAME.vacuum in place of
+** NAME in the first case and ignores the leftovers otherwise.
+*/
+int vacuum_open_pager(pagedb *db);
 
 /* Start the catalog thread if it is not running. */
 void api_start_thread(pagedb *db);

@@ -197,6 +197,7 @@ int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size)
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "page_size", page_size);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "committed_pages", 0);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "samples", 0);
+  if (rc == PAGEDB_OK) rc = set_meta(c, m, "deleted_bytes", 0);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "moved_samples", 0);
   if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "creating the catalog");
   if (rc != PAGEDB_OK) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
@@ -600,14 +601,28 @@ int cat_scan_skip(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, ui
   return scan(c, m, fields, nfield, page_size, xrow, ctx, 1);
 }
 
+/*
+** Begin the long write transaction unless it is open.  A transaction left
+** open by a ROLLBACK that failed (out of memory) is rolled back first: none
+** of it may be committed, and BEGIN would refuse to start.  A BEGIN that
+** fails may leave one open too.
+*/
+static int begin_write(Catalog *c, pdb_msg *m) {
+  if (c->in_txn) return PAGEDB_OK;
+  if (!sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  int rc = exec(c, m, "BEGIN IMMEDIATE", "starting a transaction");
+  if (rc != PAGEDB_OK) {
+    if (!sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+  }
+  c->in_txn = 1;
+  return PAGEDB_OK;
+}
+
 int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *slots,
                    const CatField *fields, int nfield, uint32_t page_size) {
-  int rc = PAGEDB_OK;
-  if (!c->in_txn) {
-    rc = exec(c, m, "BEGIN IMMEDIATE", "starting a transaction");
-    if (rc != PAGEDB_OK) return rc;
-    c->in_txn = 1;
-  }
+  int rc = begin_write(c, m);
+  if (rc != PAGEDB_OK) return rc;
   if (!c->ins_page)
     rc = prepare(c, m, c->w, "INSERT INTO page(pgno, npages, used, nsamples) VALUES(?1, ?2, ?3, ?4)", &c->ins_page);
   if (rc == PAGEDB_OK && !c->ins_sample) {
@@ -666,12 +681,8 @@ int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *sl
 }
 
 int cat_commit(Catalog *c, pdb_msg *m, uint64_t committed, uint64_t nsample) {
-  int rc = PAGEDB_OK;
-  if (!c->in_txn) {
-    rc = exec(c, m, "BEGIN IMMEDIATE", "starting a transaction");
-    if (rc != PAGEDB_OK) return rc;
-    c->in_txn = 1;
-  }
+  int rc = begin_write(c, m);
+  if (rc != PAGEDB_OK) return rc;
   rc = set_meta(c, m, "committed_pages", (int64_t)committed);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "samples", (int64_t)nsample);
   if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "committing");
@@ -681,16 +692,93 @@ int cat_commit(Catalog *c, pdb_msg *m, uint64_t committed, uint64_t nsample) {
 }
 
 int cat_stage_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v) {
-  if (!c->in_txn) {
-    int rc = exec(c, m, "BEGIN IMMEDIATE", "starting a transaction");
-    if (rc != PAGEDB_OK) return rc;
-    c->in_txn = 1;
+  int rc = begin_write(c, m);
+  return rc == PAGEDB_OK ? set_meta(c, m, key, v) : rc;
+}
+
+int cat_delete(Catalog *c, pdb_msg *m, const CatDel *dels, size_t n) {
+  int rc = begin_write(c, m);
+  if (rc != PAGEDB_OK) return rc;
+  sqlite3_stmt *del = NULL, *dec = NULL;
+  rc = prepare(c, m, c->w, "DELETE FROM sample WHERE id = ?1", &del);
+  if (rc == PAGEDB_OK)
+    rc = prepare(c, m, c->w, "UPDATE page SET nsamples = nsamples - 1 WHERE pgno = ?1 AND nsamples > 0", &dec);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < n && rc == PAGEDB_OK; i++) {
+    char what[96];
+    snprintf(what, sizeof what, "deleting sample %lld", (long long)dels[i].id);
+    sqlite3_bind_int64(del, 1, dels[i].id);
+    int src = sqlite3_step(del);
+    sqlite3_reset(del);
+    if (src != SQLITE_DONE) {
+      rc = sq_fail(c, m, c->w, src, what);
+      break;
+    }
+    if (sqlite3_changes(c->w) != 1) {
+      rc = corrupt(c, m, "%s: it has no row in table sample", what);
+      break;
+    }
+    sqlite3_bind_int64(dec, 1, (int64_t)dels[i].pgno);
+    src = sqlite3_step(dec);
+    sqlite3_reset(dec);
+    if (src != SQLITE_DONE) {
+      rc = sq_fail(c, m, c->w, src, what);
+    } else if (sqlite3_changes(c->w) != 1) {
+      snprintf(what + strlen(what), sizeof what - strlen(what), " (page %llu)", (unsigned long long)dels[i].pgno);
+      rc = corrupt(c, m, "%s: the page table counts no sample starting there", what);
+    }
+    bytes += dels[i].len;
   }
-  return set_meta(c, m, key, v);
+  sqlite3_finalize(del);
+  sqlite3_finalize(dec);
+  /* A catalog made before deleted_bytes existed has no row: it starts at 0. */
+  if (rc == PAGEDB_OK)
+    rc = run(c, m, "INSERT INTO meta(key, value) VALUES('deleted_bytes', ?1)"
+             " ON CONFLICT(key) DO UPDATE SET value = value + ?1", "updating meta", 1, "i", (int64_t)bytes);
+  return rc;
+}
+
+int cat_peek_uuid(pagedb *db, pdb_msg *m, const char *path, uint8_t uuid[16]) {
+  Catalog *c;
+  int rc = cat_open(db, m, path, CAT_READONLY, &c);
+  if (rc != PAGEDB_OK) return rc;
+  CatMeta meta;
+  rc = load_meta(c, m, &meta);
+  if (rc == PAGEDB_OK) memcpy(uuid, meta.uuid, 16);
+  cat_close(c);
+  return rc;
+}
+
+int cat_checkpoint(pagedb *db, pdb_msg *m, const char *path) {
+  Catalog c = { .db = db, .path = (char *)path };
+  int rc = connect(&c, m, SQLITE_OPEN_READWRITE, &c.w);
+  if (rc != PAGEDB_OK) return rc;
+  /* FULL: the checkpoint syncs the catalog before it empties the WAL.
+  ** TRUNCATE waits for readers (the busy timeout) and leaves an empty WAL,
+  ** which the close below deletes, with the -shm, when it is the last
+  ** connection: the journal mode stays WAL, so no rollback journal is ever
+  ** written, which a read-only open could not replay. */
+  rc = exec(&c, m, "PRAGMA synchronous=FULL", "checkpointing");
+  sqlite3_stmt *st = NULL;
+  if (rc == PAGEDB_OK) rc = prepare(&c, m, c.w, "PRAGMA wal_checkpoint(TRUNCATE)", &st);
+  if (rc == PAGEDB_OK) {
+    int src = sqlite3_step(st);
+    if (src != SQLITE_ROW)
+      rc = sq_fail(&c, m, c.w, src, "checkpointing");
+    else if (sqlite3_column_int(st, 0) != 0)
+      rc = pdb_err(db, m, PAGEDB_BUSY, "catalog %s: cannot checkpoint it: another connection is reading it", path);
+  }
+  sqlite3_finalize(st);
+  if (sqlite3_close(c.w) != SQLITE_OK && rc == PAGEDB_OK)
+    rc = pdb_err(db, m, PAGEDB_IOERR_CATALOG, "catalog %s: closing it after a checkpoint failed", path);
+  return rc;
 }
 
 void cat_rollback(Catalog *c) {
-  if (c->in_txn && !sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  /* Whether or not in_txn says so: a BEGIN that ran out of memory can fail
+  ** and still leave the connection in a transaction, which every later
+  ** BEGIN would then refuse. */
+  if (!sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
   c->in_txn = 0;
 }
 

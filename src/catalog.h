@@ -91,6 +91,36 @@ int cat_commit(Catalog *c, pdb_msg *m, uint64_t committed, uint64_t nsample);
 ** needed: durable with it at cat_commit, gone if it rolls back. */
 int cat_stage_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v);
 
+/* A committed sample to delete: its id, the first page of the run its
+** record starts in, and the record's stored length. */
+typedef struct CatDel {
+  int64_t id;
+  uint64_t pgno;
+  uint64_t len;
+} CatDel;
+
+/*
+** In the open write transaction (begun if needed): delete the N samples
+** DELS, decrement the page table's nsamples of each one's run, and add
+** their lengths to meta.deleted_bytes.  PAGEDB_CORRUPT_CATALOG if a row is
+** missing.  Nothing is durable until cat_commit; on failure the caller
+** rolls back.
+*/
+int cat_delete(Catalog *c, pdb_msg *m, const CatDel *dels, size_t n);
+
+/* The uuid of the catalog at PATH (a read-only connection of its own). */
+int cat_peek_uuid(pagedb *db, pdb_msg *m, const char *path, uint8_t uuid[16]);
+
+/*
+** Checkpoint the catalog at PATH completely (its WAL copied into it and
+** synced, then emptied) on a connection of its own, and close it.  If no
+** other connection has the catalog open, that close deletes PATH-wal and
+** PATH-shm: the caller checks that they are gone.  The journal mode stays
+** WAL.  PAGEDB_BUSY if another connection's read keeps the checkpoint from
+** finishing (after the busy timeout).
+*/
+int cat_checkpoint(pagedb *db, pdb_msg *m, const char *path);
+
 /* Roll back the open write transaction, if any. */
 void cat_rollback(Catalog *c);
 

@@ -19,6 +19,11 @@
 **                 empty -> key -> tombstone, so a probe that meets an empty
 **                 entry knows the key is absent.
 **
+** A delete (idx_remove) turns a dense slot back to free, or a hash entry to
+** a tombstone, and frees nothing: a reader that found the slot just before
+** still reads valid memory.  A sparse slot so orphaned stays in its arena
+** until idx_free; a dense one is reused if its id is written again.
+**
 ** D only grows, and only under the exclusive side of the rwlock, when an id
 ** arrives just past it ([D, 2D)): it doubles, and the hash entries that now
 ** fall below it are copied into the dense arena before the new D is
@@ -308,6 +313,37 @@ int idx_publish(Index *x, const uint64_t *slot) {
     /* Release: a reader that sees val sees the slot's words. */
     atomic_store_explicit(&e->val, n + 1, memory_order_release);
     atomic_fetch_add_explicit(&x->count, 1, memory_order_relaxed);
+  }
+  pthread_rwlock_unlock(&x->lock);
+  return rc;
+}
+
+int idx_remove(Index *x, int64_t id) {
+  if (id < 0) return PAGEDB_NOTFOUND;
+  if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
+    uint64_t *s = arena_slot(x, x->darena, (uint64_t)id, 0);
+    uint64_t visible = D_VISIBLE;
+    /* Release: a writer that reserves the id next (its CAS acquires) and
+    ** publishes over the slot comes after this store. */
+    if (!s || !atomic_compare_exchange_strong_explicit(state(s), &visible, D_FREE, memory_order_acq_rel,
+                                                       memory_order_acquire))
+      return PAGEDB_NOTFOUND;
+    atomic_fetch_sub_explicit(&x->count, 1, memory_order_relaxed);
+    return PAGEDB_OK;
+  }
+  pthread_rwlock_rdlock(&x->lock);
+  if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_relaxed)) {
+    pthread_rwlock_unlock(&x->lock);
+    return idx_remove(x, id);   /* moved to the dense arena meanwhile */
+  }
+  int rc = PAGEDB_NOTFOUND;
+  Entry *e = probe(atomic_load_explicit(&x->tab, memory_order_relaxed), key_of(id));
+  if (e && atomic_load_explicit(&e->val, memory_order_relaxed) != 0) {
+    /* The sparse slot stays where it is, unreachable by id; a reuse of the
+    ** id claims an empty entry and a new slot. */
+    atomic_store_explicit(&e->key, TOMB, memory_order_release);
+    atomic_fetch_sub_explicit(&x->count, 1, memory_order_relaxed);
+    rc = PAGEDB_OK;
   }
   pthread_rwlock_unlock(&x->lock);
   return rc;

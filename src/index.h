@@ -54,8 +54,19 @@ void idx_release(Index *x, int64_t id);
 */
 int idx_publish(Index *x, const uint64_t *slot);
 
-/* The slot of committed sample ID, or NULL.  Lock-free; the slot stays valid
-** until idx_free. */
+/*
+** Forget committed sample ID (a delete has committed): idx_find() no longer
+** finds it, idx_count() drops by one, and the id may be reserved again for
+** a new sample.  The slot's memory is never freed or moved before idx_free,
+** so a lock-free reader that found it a moment earlier reads valid memory;
+** only if the id is reused and the new sample published meanwhile may that
+** reader see the new sample's words.  PAGEDB_NOTFOUND if ID is not visible.
+** One thread at a time (the committer), as idx_publish.
+*/
+int idx_remove(Index *x, int64_t id);
+
+/* The slot of committed sample ID, or NULL.  Lock-free; the slot's memory
+** stays valid until idx_free (see idx_remove for a deleted id). */
 const uint64_t *idx_find(Index *x, int64_t id);
 
 /* Call XCB with the id and slot of every visible sample (dense ids in

@@ -119,20 +119,57 @@ static int check_usable(pagedb *db, pdb_msg *m) {
   return PAGEDB_OK;
 }
 
+static int cmp_id(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/*
+** Delete the pending ids from the catalog's open transaction; *NDEL
+** receives how many (each once: the list is left sorted and without
+** repeats).  commit_mu and cat_mu held.  Every id is still visible: only a
+** commit removes ids, and it empties the list when it does.
+*/
+static int stage_deletes(pagedb *db, pdb_msg *m, uint64_t *ndel) {
+  qsort(db->del, db->ndel, sizeof *db->del, cmp_id);
+  size_t n = 0;
+  for (size_t i = 0; i < db->ndel; i++)
+    if (n == 0 || db->del[i] != db->del[n - 1]) db->del[n++] = db->del[i];
+  db->ndel = n;
+  CatDel *d = pdb_malloc(n * sizeof *d);
+  if (!d) return pdb_err(db, m, PAGEDB_NOMEM, "%s: out of memory deleting %zu samples", db->path, n);
+  uint32_t ps = pager_page_size(db->pager);
+  int rc = PAGEDB_OK;
+  for (size_t i = 0; i < n && rc == PAGEDB_OK; i++) {
+    const uint64_t *s = idx_find(db->idx, db->del[i]);
+    if (NEVER(!s))
+      rc = pdb_err(db, m, PAGEDB_MISUSE, "%s: sample %lld, pending deletion, is no longer committed", db->path,
+                   (long long)db->del[i]);
+    else
+      d[i] = (CatDel){ db->del[i], s[1] / ps, api_record_len(db, s) };
+  }
+  if (rc == PAGEDB_OK) rc = cat_delete(db->cat, m, d, n);
+  pdb_free(d);
+  if (rc == PAGEDB_OK) *ndel = n;
+  return rc;
+}
+
 static int commit_locked(pagedb *db) {
   pdb_msg *m = &db->err;
   api_land_writers(db);
   int rc = insert_todo(db, m);
   if (rc != PAGEDB_OK) return rc;
-  if (!db->inserted) return PAGEDB_OK;   /* nothing new is written */
-  uint64_t end = 0, n = db->nsample;
+  if (!db->inserted && !db->ndel) return PAGEDB_OK;   /* nothing new is written or deleted */
+  uint64_t end = atomic_load(&db->committed), n = db->nsample, ndel = 0;
   for (PageRecs *r = db->inserted; r; r = (PageRecs *)r->d.next) {
     end = r->d.pgno + r->d.npages;
     n += r->d.nsamples;
   }
   /* Invariant 4 of pager.c: data durable before the catalog says so. */
-  rc = pager_sync(db->pager, m);
+  rc = db->inserted ? pager_sync(db->pager, m) : PAGEDB_OK;
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
+  if (rc == PAGEDB_OK && db->ndel) rc = stage_deletes(db, m, &ndel);
+  n -= ndel;
   uint64_t moved = atomic_load_explicit(&db->moved, memory_order_relaxed);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "moved_samples", (int64_t)moved);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, end, n);
@@ -157,6 +194,9 @@ static int commit_locked(pagedb *db) {
     rc = pdb_err(db, m, rc, "%s: committed, but the samples could not be made visible in this handle (%s); reopen",
                  db->path, pagedb_errstr(rc));
   }
+  /* Deleted ids vanish only now, when the catalog no longer has them. */
+  for (size_t i = 0; i < ndel; i++) idx_remove(db->idx, db->del[i]);
+  if (ndel) db->ndel = 0;
   free_runs(db->inserted);
   db->inserted = NULL;
   db->inserted_tail = &db->inserted;
@@ -172,6 +212,28 @@ int pagedb_commit(pagedb *db) {
   pthread_mutex_lock(&db->cat_mu);
   rc = commit_locked(db);
   pthread_mutex_unlock(&db->cat_mu);
+  pthread_mutex_unlock(&db->commit_mu);
+  return rc;
+}
+
+int pagedb_delete(pagedb *db, int64_t id) {
+  if (!db) return PAGEDB_MISUSE;
+  int rc = check_usable(db, &db->err);
+  if (rc != PAGEDB_OK) return rc;
+  if (db->readonly)
+    return pdb_err(db, &db->err, PAGEDB_READONLY, "%s is open read-only: cannot delete sample %lld", db->path,
+                   (long long)id);
+  pthread_mutex_lock(&db->commit_mu);
+  if (!idx_find(db->idx, id)) {
+    rc = pdb_err(db, &db->err, PAGEDB_NOTFOUND, "%s: cannot delete sample %lld: no committed sample has that id",
+                 db->path, (long long)id);
+  } else if (db->ndel == db->del_cap) {
+    size_t cap = db->del_cap ? db->del_cap * 2 : 64;
+    int64_t *v = pdb_realloc(db->del, cap * sizeof *v);
+    if (!v) rc = pdb_err(db, &db->err, PAGEDB_NOMEM, "%s: out of memory deleting sample %lld", db->path, (long long)id);
+    else db->del = v, db->del_cap = cap;
+  }
+  if (rc == PAGEDB_OK) db->del[db->ndel++] = id;
   pthread_mutex_unlock(&db->commit_mu);
   return rc;
 }
@@ -493,8 +555,7 @@ static int open_dataset(pagedb *db, int flags) {
     if (rc == PAGEDB_OK) rc = create(db);
     else rc = pdb_err(db, m, PAGEDB_CANTOPEN, "cannot replace the empty file %s: %s", db->path, strerror(errno));
   } else {
-    rc = pager_open(db, m, db->vfs, db->path, db->readonly, &db->pager);
-    if (rc == PAGEDB_OK && !db->readonly) rc = pager_lock(db->pager, m);
+    rc = vacuum_open_pager(db);
   }
   if (rc == PAGEDB_OK) rc = open_catalog(db, flags);
   CatMeta meta;
@@ -526,6 +587,19 @@ static int open_dataset(pagedb *db, int flags) {
   db->nw = slot_words(db->nfield);
   rc = load(db, &meta);
   if (rc == PAGEDB_OK) rc = cat_snapshot(db->cat, m, 0);
+  return rc;
+}
+
+int api_reopen(pagedb *db) {
+  assert(!db->writers && !db->readers && !db->todo && !db->inserted && !db->ndel);
+  pager_close(db->pager);
+  cat_close(db->cat);
+  idx_free(db->idx);
+  db->pager = NULL;
+  db->cat = NULL;
+  db->idx = NULL;
+  int rc = open_dataset(db, 0);
+  if (rc != PAGEDB_OK) db->failed = 1;
   return rc;
 }
 
@@ -592,6 +666,7 @@ int pagedb_close(pagedb *db) {
   }
   free_runs(db->todo);
   free_runs(db->inserted);
+  pdb_free(db->del);
   pager_close(db->pager);
   cat_close(db->cat);
   idx_free(db->idx);

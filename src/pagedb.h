@@ -371,6 +371,76 @@ PAGEDB_API const char *pagedb_writer_errmsg(pagedb_writer *w);
 PAGEDB_API int pagedb_commit(pagedb *db);
 
 /* ------------------------------------------------------------------ */
+/* Deleting and vacuuming                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+** Delete committed sample ID at the next pagedb_commit; until then it reads
+** as before.  That commit removes it in the same catalog transaction as the
+** pages it records: its row goes, the page table's count of live samples
+** starting in its run drops by one, meta.samples drops by one and
+** meta.deleted_bytes grows by the bytes its record takes.  The id is then
+** free for a new sample; the bytes stay in the data file, unused, until
+** pagedb_vacuum.  Deleting an id again before that commit changes nothing.
+** A commit that fails keeps the deletions pending for the next one, and
+** pagedb_close commits them as it commits everything.
+**
+** May be called from any thread, concurrently with writers and readers.  A
+** read of ID racing with the commit of its deletion returns the sample or
+** PAGEDB_NOTFOUND; do not write a new sample under a deleted id while a read
+** of the old one may still be running.
+**
+** Results: PAGEDB_OK; PAGEDB_NOTFOUND (no committed sample ID: never
+** written, not committed yet, or deleted by a commit already: the message
+** names the id); PAGEDB_READONLY; PAGEDB_MISUSE (NULL handle, the handle's
+** open failed); PAGEDB_NOMEM; the code of an earlier failure that made the
+** handle unusable (see pagedb_commit).
+*/
+PAGEDB_API int pagedb_delete(pagedb *db, int64_t id);
+
+/*
+** Write the live committed samples again without the space that deleted
+** samples and unfilled page ends take.  Every sample keeps its id and every
+** field: scalars, missing fields, and the stored bytes of BYTES and TEXT
+** values copied as they are, compressed or not, with their checksums
+** (nothing is recompressed; a value whose bytes no longer match its
+** checksum stops the vacuum with PAGEDB_CORRUPT, naming it).  The pages
+** are packed from page 0 by two threads, each copying half of the samples
+** in file order.  PAGE_SIZE 0 keeps the page size; otherwise it is the new
+** dataset's, as pagedb_set_page_size takes it.  The new dataset has a new
+** uuid, and meta.deleted_bytes 0.  Deletions not yet committed are not
+** applied: those samples are copied.
+**
+** DEST not NULL (VACUUM INTO): the copy is a new dataset at DEST and
+** DEST-catalog, which must not exist, opened with DB's VFS; DB itself is
+** only read, and may be read-only.  Its commits wait until the copy ends.
+** If the vacuum fails, DEST is removed.
+**
+** DEST NULL: the dataset is replaced in place, atomically: a crash at any
+** moment leaves either the old dataset or the new one, whole (the next
+** pagedb_open finishes or undoes the swap; src/vacuum.c tells how).  The
+** new dataset is built beside the old one, as NAME.vacuum and
+** NAME.vacuum-catalog, so the disk needs room for both meanwhile.  DB must
+** be read-write, with no writer or reader open and everything written or
+** deleted committed (PAGEDB_MISUSE otherwise); no other call on DB may run
+** meanwhile, and no other handle, of this process or another, may have the
+** dataset open: its catalog connection makes the vacuum fail with
+** PAGEDB_BUSY before the swap (after up to the catalog's busy timeout, 10 s,
+** if it is reading).  The write lock is held throughout.  Afterwards DB
+** works on the new files: counts, pages and reads are the new dataset's.
+**
+** Results: PAGEDB_OK; PAGEDB_MISUSE; PAGEDB_READONLY (in place, on a
+** read-only handle); PAGEDB_RANGE (a page size that is not a power of two in
+** range); PAGEDB_CANTOPEN (DEST or its catalog exists, or cannot be
+** created); PAGEDB_BUSY; PAGEDB_CORRUPT; PAGEDB_IOERR*; PAGEDB_FULL;
+** PAGEDB_NOMEM.  After a failed in-place vacuum DB works on the old dataset
+** as before, unless the message says that the new one is in place but DB
+** could not reopen it: then only pagedb_close works, and the next
+** pagedb_open opens the new dataset.
+*/
+PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
+
+/* ------------------------------------------------------------------ */
 /* Reading                                                             */
 /* ------------------------------------------------------------------ */
 

@@ -149,7 +149,9 @@ int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const voi
   uint8_t *out = r->zbuf;
   for (int i = 0; i < n; i++) {
     const uint64_t *s = idx_find(db->idx, ids[i]);
-    assert(s && slot_has(s, field));
+    if (!s || !slot_has(s, field))   /* a delete committed since it was located */
+      return pdb_err(db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld was deleted while it was read", db->path,
+                     (long long)ids[i]);
     const uint8_t *src = data[i];
     int rc = r->verify ? verify(r, ids[i], field, s, src) : PAGEDB_OK;
     if (rc == PAGEDB_OK && (slot_cext(s, db->nfield, field)[0] & SLOT_Z)) {
@@ -171,6 +173,9 @@ int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t 
   int rc = bytes_field(r, id, field, &off, &len);
   if (rc != PAGEDB_OK) return rc;
   const uint64_t *s = idx_find(r->db->idx, id);
+  if (!s || !slot_has(s, field))   /* a delete committed since bytes_field */
+    return pdb_err(r->db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld was deleted while it was read", r->db->path,
+                   (long long)id);
   uint64_t raw = slot_get(s, r->db->nfield, field);
   int z = (slot_cext(s, r->db->nfield, field)[0] & SLOT_Z) != 0;
   *n = raw;

@@ -37,6 +37,9 @@
 **      count | pages | page_size | set_page_size N | commit | errmsg |
 **      path | catalog_path | sql SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
 **      ingest ?OPTIONS? | verify ?OPTIONS? | stats | field_stats FIELD |
+**      delete ID | vacuum ?DEST? ?-page-size N? |
+**          pagedb_delete; pagedb_vacuum into DEST, or in place without it
+**          (-page-size 0 or absent: keep the page size)
 **      attach OTHER ?-keep|-offset N|-after|-policy N?
 **          pagedb_attach (default -keep): returns the number attached;
 **          -policy passes a raw policy number, for misuse tests
@@ -1534,6 +1537,31 @@ static Tcl_Obj *codecName(int codec){
 ** passed through).  -length returns only the length (IDS NULL); -cap N
 ** passes an array of N entries instead of the length the first call gave.
 */
+/* DB vacuum ?DEST? ?-page-size N?: pagedb_vacuum (DEST NULL when absent). */
+static int dbVacuum(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
+  const char *zDest = 0;
+  int64_t pageSize = 0;
+  int i, rc;
+  for(i = 2; i < objc; i++){
+    const char *z = Tcl_GetString(objv[i]);
+    if( strcmp(z, "-page-size") == 0 && i + 1 < objc ){
+      if( getInt64(interp, objv[++i], &pageSize) ) return TCL_ERROR;
+    }else if( z[0] != '-' && zDest == 0 ){
+      zDest = z;
+    }else{
+      Tcl_WrongNumArgs(interp, 2, objv, "?DEST? ?-page-size N?");
+      return TCL_ERROR;
+    }
+  }
+  if( pageSize < 0 ){
+    Tcl_SetObjResult(interp, Tcl_NewStringObj("-page-size must be >= 0", -1));
+    return TCL_ERROR;
+  }
+  rc = pagedb_vacuum(p->db, zDest, (size_t)pageSize);
+  if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(p->db));
+  return TCL_OK;
+}
+
 static int dbOrder(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
   static const char *azKind[] = {"sequential", "random", "quasi", 0};
   Tcl_WideInt seed = 0, epoch = 0, w;
@@ -1714,11 +1742,13 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
   static const char *azSub[] = {
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
-    "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check", 0
+    "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
+    "delete", "vacuum", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
-         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK };
+         D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
+         D_DELETE, D_VACUUM };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1873,14 +1903,26 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       return dbVerify(interp, p, objc, objv);
     case D_ORDER:
       return dbOrder(interp, p, objc, objv);
+    case D_DELETE: {
+      int64_t id;
+      if( objc != 3 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "ID");
+        return TCL_ERROR;
+      }
+      if( getInt64(interp, objv[2], &id) ) return TCL_ERROR;
+      rc = pagedb_delete(db, id);
+      break;
+    }
+    case D_VACUUM:
+      return dbVacuum(interp, p, objc, objv);
     case D_ATTACH:
       return dbAttach(interp, p, objc, objv);
+    case D_CHECK:
+      return dbCheck(interp, p, objc, objv);
     case D_STATS:
       return dbStats(interp, p, objc, objv, 0);
     case D_FIELD_STATS:
       return dbStats(interp, p, objc, objv, 1);
-    case D_CHECK:
-      return dbCheck(interp, p, objc, objv);
   }
   if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(db));
   return TCL_OK;
