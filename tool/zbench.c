@@ -11,6 +11,9 @@
 **      with each codec, against the uncompressed one, and liblz4's own time
 **      to decompress the same stored bytes held in memory: the target is
 **      T(codec) <= T(none) + 1.25 x T(liblz4).
+**   3. pagedb_check of each dataset, full and quick, in MB/s of data file,
+**      against reading the same file sequentially with pread (8 MiB at a
+**      time), page cache warm.
 **
 ** Every sample read is checked against the workload, so a wrong byte fails
 ** the run.  Figures are medians of --reps runs.
@@ -40,6 +43,7 @@ static wl_t gW;
 static const char *gVfs = "direct";
 static char gDir[4096];
 static int gReps = 3;
+static volatile uint64_t gSink;   /* what the raw read touched: not optimised away */
 
 static double now(void) {
   struct timespec t;
@@ -210,6 +214,49 @@ static double read_all(const char *path, int codec) {
   return t;
 }
 
+/* Read the data file of PATH front to back, 8 MiB at a time: seconds. */
+static double raw_read(const char *path, int64_t *size) {
+  int fd = open(path, O_RDONLY);
+  uint8_t *buf = malloc(RAW_PIECE);
+  if (fd < 0 || !buf) die("open for the raw read", PAGEDB_CANTOPEN, NULL);
+  uint64_t sum = 0;
+  int64_t total = 0;
+  double t0 = now();
+  for (;;) {
+    ssize_t got = read(fd, buf, RAW_PIECE);
+    if (got < 0) die("raw read", PAGEDB_IOERR, NULL);
+    if (got == 0) break;
+    for (ssize_t i = 0; i < got; i += 4096) sum += buf[i];   /* touch it, as the check must */
+    total += got;
+  }
+  double t = now() - t0;
+  close(fd);
+  free(buf);
+  gSink += sum;
+  *size = total;
+  return t;
+}
+
+static void no_problem(void *ctx, int64_t page, int64_t id, int field, const char *what) {
+  (void)ctx;
+  fprintf(stderr, "pagedb-zbench: pagedb_check: page %lld, sample %lld, field %d: %s\n", (long long)page,
+          (long long)id, field, what);
+}
+
+/* pagedb_check of PATH with FLAGS: seconds; any problem fails the run. */
+static double check_time(const char *path, int flags) {
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, "posix");
+  if (rc) die("pagedb_open", rc, db);
+  int64_t n = 0;
+  double t0 = now();
+  rc = pagedb_check(db, flags, no_problem, NULL, &n);
+  double t = now() - t0;
+  if (rc || n) die("pagedb_check", rc ? rc : PAGEDB_CORRUPT, db);
+  pagedb_close(db);
+  return t;
+}
+
 typedef struct Ext {
   int64_t id, off, len, raw, z;
 } Ext;
@@ -362,6 +409,20 @@ int main(int argc, char **argv) {
     printf("  %-34s %8.3f %8.2fx %14.3f   %.3f s: %s (%.1f%% of the allowance)\n", names[c], t, t / tnone, tz, lim,
            t <= lim ? "pass" : "short", 100.0 * t / lim);
     bad |= t > lim;
+  }
+  printf("\n  pagedb_check, warm          file MB   raw pread MB/s   full MB/s (vs raw)   quick MB/s\n");
+  for (int c = 0; c < nc; c++) {
+    char path[4200];
+    path_of(path, sizeof path, names[c]);
+    double rr[9], rf[9], rq[9];
+    int64_t size = 0;
+    for (int rep = 0; rep < gReps; rep++) {
+      rr[rep] = raw_read(path, &size);
+      rf[rep] = check_time(path, 0);
+      rq[rep] = check_time(path, PAGEDB_CHECK_QUICK);
+    }
+    double mb = size / 1e6, tr = median(rr, gReps), tf = median(rf, gReps), tq = median(rq, gReps);
+    printf("  %-24s %10.1f %16.0f %12.0f (%5.1f%%) %12.0f\n", names[c], mb, mb / tr, mb / tf, 100.0 * tr / tf, mb / tq);
   }
   for (int c = 0; c < nc; c++) {
     char path[4200];
