@@ -36,6 +36,7 @@
 #include <editline/readline.h>
 
 #include "workload.h"
+#include "xfer.h"
 
 #define MAX_ARGS  64          /* arguments of one dot-command */
 #define DEMO_SAMPLES 200      /* samples in the -demo dataset */
@@ -431,11 +432,15 @@ static const struct DotCmd {
   { "delete",   dotDelete,   ".delete ID|LO-HI|WHERE-SQL",
                              "Delete samples by id, id range or SQL condition on table sample, commit" },
   { "exit",     dotQuit,     ".exit",       "Exit (as .quit)" },
+  { "export",   dotExport,   ".export DEST [--where SQL]",
+                             "Write samples as files in directory DEST, or as WebDataset tar DEST.tar" },
   { "fields",   dotFields,   ".fields",     "List the fields: number, name, type, codec" },
   { "get",      dotGet,      ".get ID [FIELD] [FILE]",
                              "Print sample ID (bytes: size and hex), or write FIELD's raw bytes to FILE" },
   { "headers",  dotHeaders,  ".headers on|off",  "Print column names in list and csv modes" },
   { "help",     dotHelp,     ".help [COMMAND]",  "Show this help, or one command's" },
+  { "import",   dotImport,   ".import SOURCE [--threads N] [--codec lz4[:L]|lz4hc[:L]] [--page-size N]",
+                             "Import an ImageFolder directory, WebDataset .tar/.tar.gz shards (glob) or a CSV file" },
   { "info",     dotInfo,     ".info",       "Header (format, page size, data offset), counts, sizes, VFS" },
   { "mode",     dotMode,     ".mode [list|csv|json|line|table|box]",  "Set the output mode" },
   { "open",     dotOpen,     ".open [-readonly] [-vfs NAME] FILE",  "Close the dataset and open FILE" },

@@ -1,0 +1,400 @@
+/*
+** export.c -- .export: a dataset back to files.
+**
+** DEST ending in ".tar": one WebDataset tar file (never split into shards),
+** members KEY.FIELD in id order: KEY is the sample's __key__ value, or its
+** id in decimal when the dataset has no __key__ field; every other field
+** with a value becomes a member named after the field: BYTES and TEXT
+** values as stored (decompressed), INT and REAL values as decimal text.
+** A tar import of a WebDataset shard and an export of it give back every
+** member's bytes.
+**
+** Any other DEST: a directory (created if missing; its parent must exist)
+** into which each sample's data (BYTES) is written at its path (TEXT), as
+** an ImageFolder import recorded them.
+**
+** Nothing is written outside DEST: a path or key from the catalog that is
+** absolute, empty, or has an empty, "." or ".." component is refused with
+** a message naming the sample, and the directories below DEST are opened
+** one component at a time with O_NOFOLLOW, so a symbolic link placed in
+** DEST cannot redirect a write either.
+*/
+#include "xfer.h"
+#include "shell.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct Export {
+  pagedb *db;
+  const XferOpts *o;
+  pagedb_reader *rd;
+  int64_t *aId;
+  int64_t nId, nAlloc;
+  int oom;
+} Export;
+
+static void setMsg(char *msg, size_t nmsg, const char *fmt, ...){
+  va_list ap;
+  if( nmsg == 0 ) return;
+  va_start(ap, fmt);
+  vsnprintf(msg, nmsg, fmt, ap);
+  va_end(ap);
+}
+
+static int idRow(void *ctx, int nCol, char **azVal, char **azName){
+  Export *e = ctx;
+  if( nCol < 1 || azVal[0] == 0 ) return 0;
+  if( e->nId == e->nAlloc ){
+    int64_t n2 = e->nAlloc ? e->nAlloc * 2 : 1024;
+    int64_t *a = realloc(e->aId, (size_t)n2 * sizeof *a);
+    if( a == 0 ){ e->oom = 1; return 1; }
+    e->aId = a;
+    e->nAlloc = n2;
+  }
+  e->aId[e->nId++] = strtoll(azVal[0], 0, 10);
+  return 0;
+}
+
+/* Why relative path Z (N bytes) may not be written below DEST, or NULL. */
+static const char *pathProblem(const char *z, size_t n){
+  if( n == 0 ) return "is empty";
+  if( memchr(z, 0, n) ) return "has a NUL byte";
+  if( z[0] == '/' ) return "is absolute";
+  size_t i = 0;
+  while( i <= n ){
+    size_t j = i;
+    while( j < n && z[j] != '/' ) j++;
+    size_t k = j - i;
+    if( k == 0 ) return "has an empty component";
+    if( k == 1 && z[i] == '.' ) return "has a \".\" component";
+    if( k == 2 && z[i] == '.' && z[i + 1] == '.' ) return "has a \"..\" component";
+    i = j + 1;
+  }
+  return 0;
+}
+
+/* Write N bytes of DATA at relative path Z below directory ROOT, making
+** the directories it needs.  Returns 0, or -1 with errno. */
+static int writeBeneath(int root, const char *z, const void *data, size_t n){
+  int dfd = root;
+  for(;;){
+    const char *slash = strchr(z, '/');
+    if( slash == 0 ) break;
+    char comp[NAME_MAX + 1];
+    size_t k = (size_t)(slash - z);
+    if( k > NAME_MAX ){ errno = ENAMETOOLONG; goto fail; }
+    memcpy(comp, z, k);
+    comp[k] = 0;
+    if( mkdirat(dfd, comp, 0777) != 0 && errno != EEXIST ) goto fail;
+    int fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if( fd < 0 ){
+      /* Linux says ENOTDIR for a link opened with O_DIRECTORY|O_NOFOLLOW. */
+      struct stat st;
+      if( errno == ENOTDIR && fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0
+          && S_ISLNK(st.st_mode) ){
+        errno = ELOOP;
+      }
+      goto fail;
+    }
+    if( dfd != root ) close(dfd);
+    dfd = fd;
+    z = slash + 1;
+  }
+  int fd = openat(dfd, z, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if( fd < 0 ) goto fail;
+  size_t done = 0;
+  while( done < n ){
+    ssize_t k = write(fd, (const char *)data + done, n - done > (1u << 30) ? (1u << 30) : n - done);
+    if( k < 0 && errno == EINTR ) continue;
+    if( k <= 0 ){
+      int e = errno;
+      close(fd);
+      errno = k < 0 ? e : EIO;
+      goto fail;
+    }
+    done += (size_t)k;
+  }
+  if( close(fd) != 0 ) goto fail;
+  if( dfd != root ) close(dfd);
+  return 0;
+fail:
+  {
+    int e = errno;
+    if( dfd != root ) close(dfd);
+    errno = e;
+  }
+  return -1;
+}
+
+static void progress(Export *e, int64_t done, int64_t bytes){
+  if( e->o->progress ) e->o->progress(e->o->ctx, done, e->nId, bytes);
+}
+
+static int stopped(Export *e){
+  return e->o->stop && *e->o->stop;
+}
+
+/* The directory tree. */
+static int exportDir(Export *e, const char *dest, int64_t *pn, char *msg, size_t nmsg){
+  int fPath = pagedb_field_index(e->db, "path");
+  int fData = pagedb_field_index(e->db, "data");
+  if( fPath < 0 || fData < 0 || pagedb_field_type(e->db, fPath) != PAGEDB_TEXT
+      || pagedb_field_type(e->db, fData) != PAGEDB_BYTES ){
+    setMsg(msg, nmsg, "a directory export needs the fields path (TEXT) and data (BYTES) of an "
+           "ImageFolder import; export to a file ending in .tar instead");
+    return PAGEDB_MISMATCH;
+  }
+  if( mkdir(dest, 0777) != 0 && errno != EEXIST ){
+    setMsg(msg, nmsg, "cannot create the directory: %s", strerror(errno));
+    return PAGEDB_CANTOPEN;
+  }
+  int root = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if( root < 0 ){
+    setMsg(msg, nmsg, "cannot open the directory: %s", strerror(errno));
+    return PAGEDB_CANTOPEN;
+  }
+  int rc = PAGEDB_OK;
+  int64_t bytes = 0;
+  char *zPath = 0;
+  for(int64_t i = 0; i < e->nId && rc == PAGEDB_OK && !stopped(e); i++){
+    const void *p;
+    size_t n;
+    int64_t id = e->aId[i];
+    rc = pagedb_read(e->rd, id, fPath, &p, &n);
+    if( rc == PAGEDB_NOTFOUND ){
+      if( e->o->err ) fprintf(e->o->err, "sample %lld: no path: skipped\n", (long long)id);
+      rc = PAGEDB_OK;
+      continue;
+    }
+    if( rc ){
+      setMsg(msg, nmsg, "sample %lld: reading path: %s (%s)", (long long)id, pagedb_errname(rc),
+             pagedb_reader_errmsg(e->rd));
+      break;
+    }
+    const char *why = pathProblem(p, n);
+    if( why ){
+      setMsg(msg, nmsg, "sample %lld: path \"%.*s\" %s: refused (nothing is written outside "
+             "%s)", (long long)id, (int)(n > 200 ? 200 : n), (const char *)p, why, dest);
+      rc = PAGEDB_CORRUPT;
+      break;
+    }
+    free(zPath);
+    if( (zPath = strndup(p, n)) == 0 ){
+      setMsg(msg, nmsg, "out of memory");
+      rc = PAGEDB_NOMEM;
+      break;
+    }
+    rc = pagedb_read(e->rd, id, fData, &p, &n);
+    if( rc == PAGEDB_NOTFOUND ){
+      if( e->o->err ) fprintf(e->o->err, "sample %lld (%s): no data: skipped\n", (long long)id, zPath);
+      rc = PAGEDB_OK;
+      continue;
+    }
+    if( rc ){
+      setMsg(msg, nmsg, "sample %lld (%s): reading data: %s (%s)", (long long)id, zPath,
+             pagedb_errname(rc), pagedb_reader_errmsg(e->rd));
+      break;
+    }
+    if( writeBeneath(root, zPath, p, n) != 0 ){
+      setMsg(msg, nmsg, "sample %lld: writing %s/%s: %s", (long long)id, dest, zPath,
+             errno == ELOOP ? "a symbolic link is in the way (never followed)" : strerror(errno));
+      rc = PAGEDB_IOERR;
+      break;
+    }
+    bytes += (int64_t)n;
+    (*pn)++;
+    progress(e, *pn, bytes);
+  }
+  free(zPath);
+  close(root);
+  return rc;
+}
+
+/* The tar file. */
+static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t nmsg){
+  int fKey = pagedb_field_index(e->db, "__key__");
+  if( fKey >= 0 && pagedb_field_type(e->db, fKey) != PAGEDB_TEXT ) fKey = -1;
+  int nField = pagedb_field_count(e->db);
+  TarWriter *tw = 0;
+  int rc = tar_create(dest, &tw, msg, nmsg);
+  if( rc ) return rc;
+  int64_t bytes = 0;
+  char *zName = 0;
+  char *zKey = 0;
+  for(int64_t i = 0; i < e->nId && rc == PAGEDB_OK && !stopped(e); i++){
+    int64_t id = e->aId[i];
+    const void *p;
+    size_t n;
+    free(zKey);
+    zKey = 0;
+    if( fKey >= 0 ){
+      rc = pagedb_read(e->rd, id, fKey, &p, &n);
+      if( rc == PAGEDB_OK ){
+        const char *why = pathProblem(p, n);
+        if( why ){
+          setMsg(msg, nmsg, "sample %lld: __key__ \"%.*s\" %s: refused", (long long)id,
+                 (int)(n > 200 ? 200 : n), (const char *)p, why);
+          rc = PAGEDB_CORRUPT;
+          break;
+        }
+        zKey = strndup(p, n);
+      }else if( rc != PAGEDB_NOTFOUND ){
+        setMsg(msg, nmsg, "sample %lld: reading __key__: %s (%s)", (long long)id,
+               pagedb_errname(rc), pagedb_reader_errmsg(e->rd));
+        break;
+      }
+      rc = PAGEDB_OK;
+    }
+    if( zKey == 0 ){
+      char z[32];
+      snprintf(z, sizeof z, "%lld", (long long)id);
+      zKey = strdup(z);
+    }
+    if( zKey == 0 ){ setMsg(msg, nmsg, "out of memory"); rc = PAGEDB_NOMEM; break; }
+    for(int f = 0; f < nField && rc == PAGEDB_OK; f++){
+      if( f == fKey ) continue;
+      int type = pagedb_field_type(e->db, f);
+      char zNum[40];
+      if( type == PAGEDB_INT ){
+        int64_t v;
+        rc = pagedb_read_int(e->rd, id, f, &v);
+        snprintf(zNum, sizeof zNum, "%lld", (long long)v);
+        p = zNum;
+        n = strlen(zNum);
+      }else if( type == PAGEDB_REAL ){
+        double v;
+        rc = pagedb_read_real(e->rd, id, f, &v);
+        snprintf(zNum, sizeof zNum, "%.17g", v);
+        p = zNum;
+        n = strlen(zNum);
+      }else{
+        rc = pagedb_read(e->rd, id, f, &p, &n);
+      }
+      if( rc == PAGEDB_NOTFOUND ){ rc = PAGEDB_OK; continue; }
+      if( rc ){
+        setMsg(msg, nmsg, "sample %lld: reading %s: %s (%s)", (long long)id,
+               pagedb_field_name(e->db, f), pagedb_errname(rc), pagedb_reader_errmsg(e->rd));
+        break;
+      }
+      const char *zField = pagedb_field_name(e->db, f);
+      size_t k = strlen(zKey) + strlen(zField) + 2;
+      free(zName);
+      if( (zName = malloc(k)) == 0 ){ setMsg(msg, nmsg, "out of memory"); rc = PAGEDB_NOMEM; break; }
+      snprintf(zName, k, "%s.%s", zKey, zField);
+      rc = tar_add(tw, zName, p, n, msg, nmsg);
+      bytes += (int64_t)n;
+    }
+    if( rc ) break;
+    (*pn)++;
+    progress(e, *pn, bytes);
+  }
+  free(zName);
+  free(zKey);
+  if( rc || stopped(e) ){
+    tar_abort(tw);
+    return rc;
+  }
+  return tar_finish(tw, msg, nmsg);
+}
+
+int xfer_export(pagedb *db, const char *dest, const XferOpts *o, int64_t *n, char *msg,
+                size_t nmsg){
+  Export e;
+  char emsg[1024];
+  memset(&e, 0, sizeof e);
+  e.db = db;
+  e.o = o;
+  *n = 0;
+  emsg[0] = 0;
+  /* The condition is the user's SQL, run read-only on the catalog. */
+  size_t k = 64 + (o->where ? strlen(o->where) : 0);
+  char *zSql = malloc(k);
+  int rc = PAGEDB_NOMEM;
+  if( zSql ){
+    if( o->where ) snprintf(zSql, k, "SELECT id FROM sample WHERE (%s) ORDER BY id", o->where);
+    else snprintf(zSql, k, "SELECT id FROM sample ORDER BY id");
+    rc = pagedb_sql(db, zSql, idRow, &e);
+    free(zSql);
+  }
+  if( rc ){
+    if( e.oom || rc == PAGEDB_NOMEM ) setMsg(emsg, sizeof emsg, "out of memory");
+    else setMsg(emsg, sizeof emsg, "selecting the samples%s: %s (%s)",
+                o->where ? " (--where)" : "", pagedb_errname(rc), pagedb_errmsg(db));
+  }else{
+    rc = pagedb_reader_open(db, PAGEDB_READ_COPY, &e.rd);
+    if( rc ){
+      setMsg(emsg, sizeof emsg, "pagedb_reader_open: %s (%s)", pagedb_errname(rc),
+             pagedb_errmsg(db));
+    }else{
+      size_t len = strlen(dest);
+      if( len >= 4 && strcmp(dest + len - 4, ".tar") == 0 ) rc = exportTar(&e, dest, n, emsg, sizeof emsg);
+      else rc = exportDir(&e, dest, n, emsg, sizeof emsg);
+      if( rc == PAGEDB_OK && stopped(&e) ){
+        rc = PAGEDB_ERROR;
+        setMsg(emsg, sizeof emsg, "interrupted after %lld samples%s", (long long)*n,
+               len >= 4 && strcmp(dest + len - 4, ".tar") == 0 ? " (the partial file is removed)" : "");
+      }
+    }
+  }
+  pagedb_reader_close(e.rd);
+  free(e.aId);
+  if( rc && msg ) setMsg(msg, nmsg, "%s", emsg);
+  return rc;
+}
+
+/* USAGE: .export DEST [--where SQL]
+** Write the samples (those of table sample matching the SQL condition)
+** as a WebDataset tar file (DEST ends in .tar) or an ImageFolder tree in
+** directory DEST. */
+int dotExport(ShellState *p, int nArg, char **azArg){
+  const char *zDest = 0;
+  XferOpts o;
+  memset(&o, 0, sizeof o);
+  o.threads = 1;
+  o.bail = p->bail;
+  o.err = stderr;
+  for(int i = 1; i < nArg; i++){
+    const char *z = azArg[i];
+    if( z[0] == '-' && z[1] == '-' ) z++;
+    if( strcmp(z, "-where") == 0 ){
+      if( i + 1 >= nArg ){
+        shellError(p, ".export --where: missing its SQL condition");
+        return 1;
+      }
+      o.where = azArg[++i];
+    }else if( z[0] == '-' ){
+      shellError(p, ".export %s: unknown option (usage: .export DEST [--where SQL])", azArg[i]);
+      return 1;
+    }else if( zDest ){
+      shellError(p, ".export %s: only one DEST (already %s)", azArg[i], zDest);
+      return 1;
+    }else{
+      zDest = azArg[i];
+    }
+  }
+  if( zDest == 0 ){
+    shellError(p, ".export: missing DEST (usage: .export DEST [--where SQL])");
+    return 1;
+  }
+  if( shellNeedDb(p, ".export") ) return 1;
+  o.stop = &p->interrupted;
+  o.progress = shellProgress;
+  o.ctx = p;
+  int64_t n = 0;
+  char emsg[1024];
+  int rc = xfer_export(p->db, zDest, &o, &n, emsg, sizeof emsg);
+  shellProgressEnd(p);
+  if( rc ){
+    shellError(p, ".export %s: %s", zDest, emsg);
+    return 1;
+  }
+  if( p->interactive ) fprintf(stderr, "exported %lld samples\n", (long long)n);
+  return 0;
+}
