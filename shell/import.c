@@ -96,6 +96,9 @@ struct Import {
   char **azClass;
   int64_t nClass, nClassAlloc;
   int fData, fLabel, fPath;
+  int nOwn;                   /* the dataset's own files (never imported) */
+  dev_t aOwnDev[5];
+  ino_t aOwnIno[5];
   /* Tar */
   char **azShard;
   int nShard, iShard;
@@ -466,8 +469,16 @@ static int ifScan(Import *imp, int dfd, const char *zRel, int depth, char *emsg,
         setMsg(emsg, nemsg, "out of memory");
       }
     }else if( S_ISREG(st.st_mode) ){
-      rc = appendStr(&imp->azFile, &imp->nFile, &imp->nFileAlloc, zPath);
-      if( rc ) setMsg(emsg, nemsg, "out of memory");
+      int own = 0;
+      for(int k = 0; k < imp->nOwn; k++){
+        own |= st.st_dev == imp->aOwnDev[k] && st.st_ino == imp->aOwnIno[k];
+      }
+      if( own ){
+        rc = impIgnore(imp, "%s/%s: a file of the dataset being written", imp->zSource, zPath);
+      }else{
+        rc = appendStr(&imp->azFile, &imp->nFile, &imp->nFileAlloc, zPath);
+        if( rc ) setMsg(emsg, nemsg, "out of memory");
+      }
     }else{
       rc = impIgnore(imp, "%s/%s: not a regular file", imp->zSource, zPath);
     }
@@ -588,6 +599,21 @@ static int importFolder(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   if( imp->rootFd < 0 ){
     setMsg(emsg, nemsg, "cannot open the directory: %s", strerror(errno));
     return PAGEDB_CANTOPEN;
+  }
+  /* A dataset inside SOURCE must not import itself as it grows. */
+  static const char *azSuffix[] = { "", "-journal", "-wal", "-shm" };
+  struct stat st;
+  if( stat(pagedb_path(imp->db), &st) == 0 ){
+    imp->aOwnDev[imp->nOwn] = st.st_dev;
+    imp->aOwnIno[imp->nOwn++] = st.st_ino;
+  }
+  for(int k = 0; k < 4; k++){
+    char zName[4200];
+    snprintf(zName, sizeof zName, "%s%s", pagedb_catalog_path(imp->db), azSuffix[k]);
+    if( stat(zName, &st) == 0 ){
+      imp->aOwnDev[imp->nOwn] = st.st_dev;
+      imp->aOwnIno[imp->nOwn++] = st.st_ino;
+    }
   }
   int dfd = dup(imp->rootFd);
   int rc = dfd < 0 ? PAGEDB_IOERR : ifScan(imp, dfd, "", 0, emsg, nemsg);

@@ -60,7 +60,15 @@ static int readFull(TarReader *r, void *buf, size_t n){
   size_t got = 0;
   while( got < n ){
     unsigned chunk = (unsigned)(n - got > (1u << 30) ? (1u << 30) : n - got);
+    errno = 0;
     int k = gzread(r->gz, (char *)buf + got, chunk);
+    int zerr = Z_OK;
+    if( k < 0 ) gzerror(r->gz, &zerr);
+    if( k < 0 && zerr == Z_ERRNO && errno == EINTR ){
+      /* A signal (Ctrl-C) interrupted read(): zlib consumed nothing. */
+      gzclearerr(r->gz);
+      continue;
+    }
     if( k < 0 ) return -2;
     if( k == 0 ) return -1;
     got += (size_t)k;
