@@ -77,6 +77,7 @@ struct Import {
   size_t nmsg;
   int64_t base;               /* the id of job 0 */
   int64_t nextJob;            /* jobs handed out */
+  int exhausted;              /* the source has no more jobs */
   int64_t total;              /* jobs in the source, for progress */
   _Atomic int64_t done;       /* samples written */
   _Atomic int64_t bytes;      /* their bytes */
@@ -313,7 +314,8 @@ static void *impWorker(void *arg){
     }
     rc = imp->xNext(imp, &j, emsg, sizeof emsg);
     if( rc == PAGEDB_OK ) j.id = imp->base + imp->nextJob++;
-    else if( rc != PAGEDB_NOTFOUND ) impFailLocked(imp, rc, emsg);
+    else if( rc == PAGEDB_NOTFOUND ) imp->exhausted = 1;
+    else impFailLocked(imp, rc, emsg);
     impProgressLocked(imp);
     pthread_mutex_unlock(&imp->mu);
     if( rc ){
@@ -391,7 +393,7 @@ static int impRun(Import *imp, int64_t *n){
   pthread_mutex_lock(&imp->mu);
   impProgressLocked(imp);
   pthread_mutex_unlock(&imp->mu);
-  if( imp->rc == PAGEDB_OK && stopped(imp) ){
+  if( imp->rc == PAGEDB_OK && stopped(imp) && !imp->exhausted ){
     imp->rc = PAGEDB_ERROR;
     setMsg(imp->msg, imp->nmsg, "interrupted: %lld samples imported and committed",
            (long long)*n);
