@@ -614,7 +614,10 @@ int dotPut(ShellState *p, int nArg, char **azArg){
     char *buf = 0;
     size_t n = 0;
     if( zVal[0] == '@' && zVal[1] != '@' ){
-      if( readFile(p, azArg[i], zVal + 1, &buf, &n) ){ *zEq = '='; bad = 1; break; }
+      *zEq = '=';
+      int e = readFile(p, azArg[i], zVal + 1, &buf, &n);
+      *zEq = 0;
+      if( e ){ *zEq = '='; bad = 1; break; }
     }else{
       if( zVal[0] == '@' ) zVal++;
       n = strlen(zVal);

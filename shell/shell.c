@@ -594,9 +594,15 @@ static int sqlComplete(const char *z){
 /* ------------------------------------------------------------------ */
 
 /* The next line of input without its newline (malloc'd), or NULL at EOF. */
-static char *readLine(ShellState *p, int more){
+static char *readLine(ShellState *p, int more, int *pDropped){
   if( p->interactive ){
-    char *z = readline(more ? "   ...> " : "pagedb> ");
+    char *z;
+    /* Ctrl-C makes libedit's readline return NULL, as at EOF: the shell
+    ** stays, and the line typed so far is dropped (as sqlite3 does). */
+    while( (z = readline(more && !*pDropped ? "   ...> " : "pagedb> ")) == 0 && p->interrupted ){
+      p->interrupted = 0;
+      *pDropped = 1;
+    }
     if( z && *z ) add_history(z);
     return z;
   }
@@ -624,14 +630,20 @@ static int processInput(ShellState *p){
   size_t nSql = 0;
   int lineno = 0, rc = 0;
   char *zLine;
-  while( (zLine = readLine(p, nSql > 0)) != 0 ){
+  int dropped = 0;
+  while( (zLine = readLine(p, nSql > 0, &dropped)) != 0 ){
     lineno++;
     const char *z = zLine;
     while( isspace((unsigned char)*z) ) z++;
-    if( p->interactive && p->interrupted ){
+    if( dropped ){
       /* Ctrl-C at the prompt: the shell stays; a pending statement goes. */
-      p->interrupted = 0;
+      dropped = 0;
       nSql = 0;
+    }
+    if( !p->interactive && p->interrupted ){
+      shellError(p, "interrupted");
+      free(zLine);
+      break;
     }
     if( nSql == 0 && *z == '.' ){
       rc = runCommand(p, z);
