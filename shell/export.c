@@ -237,10 +237,8 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
     if( fKey >= 0 ){
       rc = pagedb_read(e->rd, id, fKey, &p, &n);
       if( rc == PAGEDB_OK ){
-        const char *why = pathProblem(p, n);
-        if( why ){
-          setMsg(msg, nmsg, "sample %lld: __key__ \"%.*s\" %s: refused", (long long)id,
-                 (int)(n > 200 ? 200 : n), (const char *)p, why);
+        if( memchr(p, 0, n) ){
+          setMsg(msg, nmsg, "sample %lld: __key__ has a NUL byte: refused", (long long)id);
           rc = PAGEDB_CORRUPT;
           break;
         }
@@ -288,6 +286,15 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
       free(zName);
       if( (zName = malloc(k)) == 0 ){ setMsg(msg, nmsg, "out of memory"); rc = PAGEDB_NOMEM; break; }
       snprintf(zName, k, "%s.%s", zKey, zField);
+      /* The member name, not the key alone: a key "dir/" (member
+      ** "dir/.hidden") is fine, "../up" is not. */
+      const char *why = pathProblem(zName, strlen(zName));
+      if( why ){
+        setMsg(msg, nmsg, "sample %lld: member \"%.200s\" (from __key__) %s: refused "
+               "(nothing is written outside the archive's root)", (long long)id, zName, why);
+        rc = PAGEDB_CORRUPT;
+        break;
+      }
       rc = tar_add(tw, zName, p, n, msg, nmsg);
       bytes += (int64_t)n;
     }
