@@ -177,6 +177,7 @@ static int runLong(LongOp *op){
   ShellState *p = op->p;
   pthread_t th;
   int warned = 0;
+  int64_t maxDone = 0;
   if( pthread_create(&th, 0, longMain, op) != 0 ){
     /* No thread: run it here, without a bar. */
     longMain(op);
@@ -199,6 +200,10 @@ static int runLong(LongOp *op){
     }
     if( p->progress ){
       int64_t done = op->xDone ? op->xDone(op) : -1;
+      /* Never backwards: an in-place vacuum's new file is renamed away at
+      ** the end, and the bar should not fall to 0 meanwhile. */
+      if( done >= 0 && done < maxDone ) done = maxDone;
+      maxDone = done;
       pthread_mutex_lock(&barMutex);
       drawBar(p, done > 0 ? done : 0, done >= 0 ? op->total : 0, done);
       pthread_mutex_unlock(&barMutex);

@@ -670,7 +670,12 @@ static int processInput(ShellState *p){
     }
     if( rc == 2 || (rc == 1 && p->bail && !p->interactive) ) break;
   }
-  if( nSql > 0 && rc != 2 && !(rc == 1 && p->bail) && !shellSqlIsBlank(zSql) ){
+  if( zLine == 0 && !p->interactive && p->interrupted ){
+    /* Ctrl-C interrupted the read of a script: not its end. */
+    shellError(p, "interrupted");
+    rc = 1;
+  }
+  if( nSql > 0 && rc != 2 && !(rc == 1 && p->bail) && !shellSqlIsBlank(zSql) && !p->interrupted ){
     rc = runCommand(p, zSql);
   }
   free(zSql);
