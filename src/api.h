@@ -156,6 +156,10 @@ struct pagedb_reader {
 ** zero-copy batch or read-ahead of R is about to touch. */
 int api_hint_batch(pagedb_reader *r, int n, const uint64_t *off, const uint64_t *len);
 
+/* PAGEDB_OK if DB can take another call: its open succeeded and no earlier
+** failure made it unusable (db->broken); otherwise the reason, in M. */
+int api_usable(pagedb *db, pdb_msg *m);
+
 /* Land every writer's write in flight, so that commit sees its pages
 ** (db->mu not held). */
 void api_land_writers(pagedb *db);

@@ -410,11 +410,8 @@ int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int
   if (nattached) *nattached = 0;
   if (!db) return PAGEDB_MISUSE;
   pdb_msg *m = &db->err;
-  if (db->failed) return pdb_err(db, m, PAGEDB_MISUSE, "the handle's open failed; only close it");
-  int broken = atomic_load(&db->broken);
-  if (broken)
-    return pdb_err(db, m, broken, "%s: an earlier failure made the handle unusable (%s); close and reopen it",
-                   db->path, pagedb_errstr(broken));
+  int rc = api_usable(db, m);
+  if (rc != PAGEDB_OK) return rc;
   if (db->readonly)
     return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: nothing can be attached to it", db->path);
   if (!other || !other[0]) return pdb_err(db, m, PAGEDB_MISUSE, "pagedb_attach: no dataset to attach given");
@@ -424,7 +421,7 @@ int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int
   if (same_file(other, db->path))
     return pdb_err(db, m, PAGEDB_MISUSE, "cannot attach %s to itself", db->path);
   Attach a = { .db = db, .other = other, .after = -1 };
-  int rc = pagedb_open(other, &a.o, PAGEDB_OPEN_READONLY, db->vfs->zName);
+  rc = pagedb_open(other, &a.o, PAGEDB_OPEN_READONLY, db->vfs->zName);
   if (rc != PAGEDB_OK) {
     char why[PDB_MSG_MAX];
     snprintf(why, sizeof why, "%s", pagedb_errmsg(a.o));

@@ -110,7 +110,7 @@ static void free_runs(PageRecs *r) {
   }
 }
 
-static int check_usable(pagedb *db, pdb_msg *m) {
+int api_usable(pagedb *db, pdb_msg *m) {
   if (db->failed) return pdb_err(db, m, PAGEDB_MISUSE, "the handle's open failed; only close it");
   int broken = atomic_load(&db->broken);
   if (broken)
@@ -205,7 +205,7 @@ static int commit_locked(pagedb *db) {
 
 int pagedb_commit(pagedb *db) {
   if (!db) return PAGEDB_MISUSE;
-  int rc = check_usable(db, &db->err);
+  int rc = api_usable(db, &db->err);
   if (rc != PAGEDB_OK) return rc;
   if (db->readonly) return pdb_err(db, &db->err, PAGEDB_READONLY, "%s is open read-only: nothing to commit", db->path);
   pthread_mutex_lock(&db->commit_mu);
@@ -218,7 +218,7 @@ int pagedb_commit(pagedb *db) {
 
 int pagedb_delete(pagedb *db, int64_t id) {
   if (!db) return PAGEDB_MISUSE;
-  int rc = check_usable(db, &db->err);
+  int rc = api_usable(db, &db->err);
   if (rc != PAGEDB_OK) return rc;
   if (db->readonly)
     return pdb_err(db, &db->err, PAGEDB_READONLY, "%s is open read-only: cannot delete sample %lld", db->path,
@@ -687,7 +687,7 @@ int pagedb_close(pagedb *db) {
 
 /* A dataset's schema is open until its first page is claimed. */
 static int schema_open(pagedb *db, const char *what) {
-  int rc = check_usable(db, &db->err);
+  int rc = api_usable(db, &db->err);
   if (rc != PAGEDB_OK) return rc;
   if (db->readonly) return pdb_err(db, &db->err, PAGEDB_READONLY, "%s: %s: the dataset is open read-only", db->path, what);
   pthread_mutex_lock(&db->mu);
@@ -706,7 +706,7 @@ static int schema_open(pagedb *db, const char *what) {
 ** transaction, have the old width).  Committed samples are re-laid out.
 */
 static int field_add_open(pagedb *db) {
-  int rc = check_usable(db, &db->err);
+  int rc = api_usable(db, &db->err);
   if (rc != PAGEDB_OK) return rc;
   if (db->readonly)
     return pdb_err(db, &db->err, PAGEDB_READONLY, "%s: cannot add a field: the dataset is open read-only", db->path);

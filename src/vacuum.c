@@ -432,11 +432,8 @@ static int vacuum_in_place(pagedb *db, uint32_t ps, const char *vdata, const cha
 int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size) {
   if (!db) return PAGEDB_MISUSE;
   pdb_msg *m = &db->err;
-  if (db->failed) return pdb_err(db, m, PAGEDB_MISUSE, "the handle's open failed; only close it");
-  int broken = atomic_load(&db->broken);
-  if (broken)
-    return pdb_err(db, m, broken, "%s: an earlier failure made the handle unusable (%s); close and reopen it",
-                   db->path, pagedb_errstr(broken));
+  int rc = api_usable(db, m);
+  if (rc != PAGEDB_OK) return rc;
   if (!dest && db->readonly)
     return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: it cannot be vacuumed in place (vacuum into a"
                    " new path instead)", db->path);
@@ -446,7 +443,7 @@ int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size) {
                    db->path, page_size, PAGEDB_MIN_PAGE_SIZE, PAGEDB_MAX_PAGE_SIZE);
   if (dest) {
     pthread_mutex_lock(&db->commit_mu);
-    int rc = copy_into(db, dest, (uint32_t)page_size);
+    rc = copy_into(db, dest, (uint32_t)page_size);
     pthread_mutex_unlock(&db->commit_mu);
     return rc;
   }
@@ -455,7 +452,7 @@ int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size) {
   pthread_mutex_unlock(&db->mu);
   if (busy) return pdb_err(db, m, PAGEDB_MISUSE, "cannot vacuum %s in place: %s (close it first)", db->path, busy);
   char *vdata = path_with(db->path, ".vacuum"), *vcat = path_with(db->path, ".vacuum-catalog");
-  int rc = vdata && vcat ? PAGEDB_OK : pdb_err(db, m, PAGEDB_NOMEM, "cannot vacuum %s: out of memory", db->path);
+  rc = vdata && vcat ? PAGEDB_OK : pdb_err(db, m, PAGEDB_NOMEM, "cannot vacuum %s: out of memory", db->path);
   pthread_mutex_lock(&db->commit_mu);
   pthread_mutex_lock(&db->cat_mu);
   if (rc == PAGEDB_OK && (pager_claimed(db->pager) != atomic_load(&db->committed) || db->todo || db->inserted))
