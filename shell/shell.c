@@ -776,5 +776,7 @@ int main(int argc, char **argv){
     processInput(p);
   }
   shellCloseDb(p);
+  /* Give the pool's cached buffers back, so that leak checkers see none. */
+  pagedb_shutdown();
   return p->nErr ? 1 : 0;
 }
