@@ -1,26 +1,77 @@
 /*
 ** xfer.h -- .import and .export: datasets to and from real layouts.
 **
-** xfer_import reads one of three layouts into an open, writable dataset:
-**   - an ImageFolder directory (SOURCE is a directory): each first-level
-**     subdirectory is a class; every regular file below it becomes a sample
-**     with fields data (BYTES), label (INT, the class's index in strcmp order
-**     of the class names; -1 for files directly in SOURCE) and path (TEXT,
-**     relative to SOURCE).  Symbolic links are never followed: they are
-**     reported on o->err and skipped.
-**   - WebDataset tar shards (SOURCE ends in .tar, .tar.gz or .tgz, or is a
-**     glob(3) pattern matching such files): members grouped by key (the member
-**     path up to the first dot of its basename), one BYTES field per extension
-**     plus __key__ (TEXT).  Absolute names and ".." components are refused;
-**     link and device members are reported and skipped.
-**   - a CSV file with a header row (SOURCE ends in .csv): one field per column,
-**     INT if every value is an integer, REAL if every value is a number, else
-**     TEXT; empty cells are missing values.
+** xfer_import reads one of three layouts into an open, writable dataset.
+** The dataset's fields are created from SOURCE when it has none (BYTES
+** fields with o->codec, after any page size the caller set); otherwise
+** every field SOURCE needs must exist under its name with its type (the
+** message names the first that does not), and the dataset may have others.
 **
-** xfer_export writes the dataset back: if DEST ends in .tar, as one WebDataset
-** tar file with members KEY.EXT (from __key__ and the BYTES/TEXT fields whose
-** names are extensions); otherwise as a directory tree under DEST from the
-** fields path and data.  Nothing is ever written outside DEST.
+**   - An ImageFolder directory (SOURCE is a directory), torchvision's
+**     layout: each first-level subdirectory is a class; every regular file
+**     at any depth below it is a sample with the fields data (BYTES: the
+**     file's bytes), label (INT: the class's index among all first-level
+**     subdirectories, empty ones included, in strcmp order) and path (TEXT:
+**     the path relative to SOURCE, '/'-separated).  Files directly in SOURCE
+**     get label -1.  A symbolic link is never followed (the walk uses
+**     O_NOFOLLOW at every level, and a file is opened one directory at a time
+**     the same way): it is reported on o->err and skipped, as are fifos,
+**     sockets, devices and the dataset's own files.  A file that cannot be
+**     read is reported and skipped, or with o->bail stops the import.
+**
+**   - WebDataset tar shards: SOURCE ends in .tar, .tar.gz or .tgz, or is a
+**     glob(3) pattern (shards in glob's sorted order; matches with other
+**     names are reported and skipped).  gzip is read with zlib.  A first
+**     pass reads the headers only (seeking past the data of a plain tar) to
+**     collect the extensions and check every member; then the members are
+**     read again and grouped into samples.  A member's key is its name up to
+**     the first dot of its basename (the directories kept: "a/b/x.seg.png"
+**     has key "a/b/x" and extension "seg.png"); each extension becomes a
+**     BYTES field, plus __key__ (TEXT).  A sample's members must be adjacent
+**     and its key unique across the shards (tar --sort=name makes them so).
+**     Refused, naming the shard and the member, before anything is written:
+**     an absolute name, a ".." component, an extension that cannot name a
+**     field (pagedb names: letters, digits, '_', '.', '-', not a digit
+**     first, not id/page/off/__key__, case-insensitively unique), a declared
+**     size past the end of the file, a damaged header.  Reported and
+**     skipped: symbolic and hard links, devices, fifos and other special
+**     members, members without an extension.  Directories are ignored.
+**     Readers: ustar, GNU long names, pax path and size records.
+**
+**   - A CSV file with a header row (SOURCE ends in .csv), RFC 4180: ','
+**     separates cells, CRLF or LF ends records, "..." quotes cells that hold
+**     commas, quotes ("") or line breaks; a UTF-8 BOM is ignored, blank lines
+**     skipped.  One field per column, named after the header with any other
+**     character than those of a pagedb name made '_' ("id", "page", "off"
+**     get a '_' appended; each renaming is reported on o->err): INT if every
+**     value is a 64-bit decimal integer, REAL if every value is a decimal
+**     number, else TEXT.  Empty cells are missing values.
+**
+** Sample ids follow the dataset's largest committed id: id = max + 1 + the
+** sample's rank in SOURCE (files in strcmp order of their paths, tar
+** samples and CSV records in file order), so any number of threads gives
+** the same dataset.  A skipped file leaves its id unused.
+**
+** Commits: every 10,000 samples or 1 GiB (the pages written so far), and at
+** the end.  When *o->stop becomes non-zero the import stops after the
+** samples in progress, commits them, and returns PAGEDB_ERROR with a
+** message saying how many samples were imported and committed; after a
+** fatal error too, the samples written before it are committed.
+**
+** xfer_export writes the samples (those matching o->where, in id order):
+**   - DEST ends in .tar: one tar file (never split into numbered shards),
+**     its members KEY.FIELD for each field with a value, KEY the __key__
+**     value (the decimal id when there is no __key__ field): BYTES and TEXT
+**     values as read (decompressed), INT and REAL values as decimal text.
+**     A member name that would leave the archive's root is refused.  An
+**     interrupted or failed export removes the file.
+**   - otherwise DEST is a directory (created if missing, files in it
+**     overwritten) into which each sample's data is written at its path:
+**     the fields path (TEXT) and data (BYTES) of an ImageFolder import.  A
+**     path that is absolute, empty, or has an empty, "." or ".." component
+**     is refused naming the sample; directories below DEST are created and
+**     opened with O_NOFOLLOW, so a symbolic link in DEST is not followed.
+** So an import followed by an export gives back every file, byte for byte.
 */
 #ifndef PAGEDB_XFER_H
 #define PAGEDB_XFER_H
