@@ -765,6 +765,10 @@ int main(int argc, char **argv){
     for(; i < argc; i++){
       int rc = runCommand(p, argv[i]);
       if( rc == 2 || (rc == 1 && p->bail) ) break;
+      if( p->interrupted ){
+        shellError(p, "interrupted: the commands after \"%s\" were not run", argv[i]);
+        break;
+      }
     }
   }else{
     p->interactive = !batch && isatty(0);
