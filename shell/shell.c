@@ -691,7 +691,8 @@ static const char zUsage[] =
   "usage: pagedb [OPTIONS] [FILE] [COMMAND ...]\n"
   "Open the pagedb dataset FILE (data file FILE, catalog FILE-catalog) and run\n"
   "each COMMAND (a dot-command or SQL on the catalog), or read commands from\n"
-  "standard input.  Options:\n"
+  "standard input.  Without FILE, the first COMMAND may be a dot-command\n"
+  "(\".create FILE ...\", \".open FILE\").  Options:\n"
   "  -bail         stop after the first error\n"
   "  -batch        read standard input as a script even on a terminal\n"
   "  -box          box output mode (also -csv, -json, -line, -list, -table)\n"
@@ -754,7 +755,12 @@ int main(int argc, char **argv){
   }
   p->progress = isatty(1) && isatty(2);
   shellSignals(p);
-  if( i < argc ) zFile = argv[i++];
+  /* The first argument is FILE, unless it is a dot-command and no such
+  ** file exists ("pagedb .help", "pagedb '.create x.pagedb --field a:int'"). */
+  if( i < argc && !(argv[i][0] == '.' && isalpha((unsigned char)argv[i][1])
+                    && access(argv[i], F_OK) != 0) ){
+    zFile = argv[i++];
+  }
   if( zFile ){
     if( shellOpenDb(p, "pagedb", zFile) && (i < argc || p->bail) ) return 1;
   }else if( p->demo ){
