@@ -17,7 +17,8 @@
 **     O_NOFOLLOW at every level, and a file is opened one directory at a time
 **     the same way): it is reported on o->err and skipped, as are fifos,
 **     sockets, devices and the dataset's own files.  A file that cannot be
-**     read is reported and skipped, or with o->bail stops the import.
+**     read is reported and skipped, or with o->bail stops the import (with
+**     several threads, files other threads took before it are imported).
 **
 **   - WebDataset tar shards: SOURCE ends in .tar, .tar.gz or .tgz, or is a
 **     glob(3) pattern (shards in glob's sorted order; matches with other
