@@ -133,6 +133,16 @@ fail:
   return -1;
 }
 
+/* Report on o->err that sample ID was skipped, and why. */
+static void skipped(Export *e, int64_t id, const char *zPath, const char *zWhy){
+  FILE *f = e->o->err;
+  if( f == 0 ) return;
+  /* Erase a progress bar being drawn on the same terminal first. */
+  if( isatty(fileno(f)) ) fputs("\r\033[K", f);
+  if( zPath ) fprintf(f, "sample %lld (%s): %s: skipped\n", (long long)id, zPath, zWhy);
+  else fprintf(f, "sample %lld: %s: skipped\n", (long long)id, zWhy);
+}
+
 static void progress(Export *e, int64_t done, int64_t bytes){
   if( e->o->progress ) e->o->progress(e->o->ctx, done, e->nId, bytes);
 }
@@ -169,7 +179,7 @@ static int exportDir(Export *e, const char *dest, int64_t *pn, char *msg, size_t
     int64_t id = e->aId[i];
     rc = pagedb_read(e->rd, id, fPath, &p, &n);
     if( rc == PAGEDB_NOTFOUND ){
-      if( e->o->err ) fprintf(e->o->err, "sample %lld: no path: skipped\n", (long long)id);
+      skipped(e, id, 0, "no path");
       rc = PAGEDB_OK;
       continue;
     }
@@ -193,7 +203,7 @@ static int exportDir(Export *e, const char *dest, int64_t *pn, char *msg, size_t
     }
     rc = pagedb_read(e->rd, id, fData, &p, &n);
     if( rc == PAGEDB_NOTFOUND ){
-      if( e->o->err ) fprintf(e->o->err, "sample %lld (%s): no data: skipped\n", (long long)id, zPath);
+      skipped(e, id, zPath, "no data");
       rc = PAGEDB_OK;
       continue;
     }

@@ -149,6 +149,8 @@ static void impFail(Import *imp, int rc, const char *zMsg){
 static int impReport(Import *imp, const char *z){
   pthread_mutex_lock(&imp->mu);
   if( imp->o->err ){
+    /* Erase a progress bar being drawn on the same terminal first. */
+    if( isatty(fileno(imp->o->err)) ) fputs("\r\033[K", imp->o->err);
     fprintf(imp->o->err, "%s: skipped\n", z);
     fflush(imp->o->err);
   }
