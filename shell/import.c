@@ -1378,6 +1378,14 @@ int xfer_import(pagedb *db, const char *source, const XferOpts *o, int64_t *n, c
   memset(&imp, 0, sizeof imp);
   imp.db = db;
   imp.o = o;
+  /* "dir/" names files "dir/a/b", not "dir//a/b". */
+  char *zSrc = strdup(source);
+  if( zSrc == 0 ){
+    if( msg ) setMsg(msg, nmsg, "out of memory");
+    return PAGEDB_NOMEM;
+  }
+  for(size_t k = strlen(zSrc); k > 1 && zSrc[k - 1] == '/'; k--) zSrc[k - 1] = 0;
+  source = zSrc;
   imp.zSource = source;
   imp.rootFd = -1;
   imp.msg = emsg;
@@ -1411,6 +1419,7 @@ int xfer_import(pagedb *db, const char *source, const XferOpts *o, int64_t *n, c
   }
   if( rc && msg ) setMsg(msg, nmsg, "%s", emsg);
   impFree(&imp);
+  free(zSrc);
   return rc;
 }
 
