@@ -1,7 +1,8 @@
 /*
 ** export.c -- .export: a dataset back to files.
 **
-** DEST ending in ".tar": one WebDataset tar file (never split into shards),
+** DEST ending in ".tar" (or ".tar.gz", ".tgz": compressed with zlib): one
+** WebDataset tar file (never split into shards),
 ** members KEY.FIELD in id order: KEY is the sample's __key__ value, or its
 ** id in decimal when the dataset has no __key__ field; every other field
 ** with a value becomes a member named after the field: BYTES and TEXT
@@ -46,6 +47,11 @@ static void setMsg(char *msg, size_t nmsg, const char *fmt, ...){
   va_start(ap, fmt);
   vsnprintf(msg, nmsg, fmt, ap);
   va_end(ap);
+}
+
+static int endsWith(const char *z, const char *suffix){
+  size_t n = strlen(z), k = strlen(suffix);
+  return n >= k && strcmp(z + n - k, suffix) == 0;
 }
 
 static int idRow(void *ctx, int nCol, char **azVal, char **azName){
@@ -350,13 +356,13 @@ int xfer_export(pagedb *db, const char *dest, const XferOpts *o, int64_t *n, cha
       setMsg(emsg, sizeof emsg, "pagedb_reader_open: %s (%s)", pagedb_errname(rc),
              pagedb_errmsg(db));
     }else{
-      size_t len = strlen(dest);
-      if( len >= 4 && strcmp(dest + len - 4, ".tar") == 0 ) rc = exportTar(&e, dest, n, emsg, sizeof emsg);
+      int isTar = endsWith(dest, ".tar") || endsWith(dest, ".tar.gz") || endsWith(dest, ".tgz");
+      if( isTar ) rc = exportTar(&e, dest, n, emsg, sizeof emsg);
       else rc = exportDir(&e, dest, n, emsg, sizeof emsg);
       if( rc == PAGEDB_OK && stopped(&e) ){
         rc = PAGEDB_ERROR;
         setMsg(emsg, sizeof emsg, "interrupted after %lld samples%s", (long long)*n,
-               len >= 4 && strcmp(dest + len - 4, ".tar") == 0 ? " (the partial file is removed)" : "");
+               isTar ? " (the partial file is removed)" : "");
       }
     }
   }

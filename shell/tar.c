@@ -16,11 +16,13 @@
 **
 ** Writing: ustar headers, the name split into prefix and name when it
 ** fits, otherwise a pax 'x' header with a "path" record (and a "size"
-** record for members of 8 GiB or more), which GNU tar and bsdtar read.
+** record for members of 8 GiB or more), which GNU tar and bsdtar read;
+** gzip-compressed (zlib) when the name ends in .tar.gz or .tgz.
 */
 #include "xfer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,10 +416,34 @@ int tar_read(TarReader *r, void **data, size_t *pn, char *msg, size_t nmsg){
 /* ------------------------------------------------------------------ */
 
 struct TarWriter {
-  FILE *f;
+  FILE *f;              /* a plain tar, or */
+  gzFile gz;            /* a gzip-compressed one (.tar.gz, .tgz) */
+  int fd;               /* gz: the file, kept open to fsync it after gzclose */
   char *zPath;
   time_t mtime;
 };
+
+/* Write N bytes.  0, or -1 with errno. */
+static int twWrite(TarWriter *w, const void *p, size_t n){
+  if( w->f ) return fwrite(p, 1, n, w->f) == n ? 0 : -1;
+  while( n > 0 ){
+    unsigned k = (unsigned)(n > (1u << 30) ? (1u << 30) : n);
+    if( gzwrite(w->gz, p, k) != (int)k ){
+      int e;
+      gzerror(w->gz, &e);
+      if( e != Z_ERRNO ) errno = EIO;
+      return -1;
+    }
+    p = (const char *)p + k;
+    n -= k;
+  }
+  return 0;
+}
+
+static int hasSuffix(const char *z, const char *suffix){
+  size_t n = strlen(z), k = strlen(suffix);
+  return n >= k && strcmp(z + n - k, suffix) == 0;
+}
 
 int tar_create(const char *path, TarWriter **pw, char *msg, size_t nmsg){
   TarWriter *w = calloc(1, sizeof *w);
@@ -427,12 +453,29 @@ int tar_create(const char *path, TarWriter **pw, char *msg, size_t nmsg){
     setMsg(msg, nmsg, "%s: out of memory", path);
     return PAGEDB_NOMEM;
   }
-  w->f = fopen(path, "wb");
-  if( w->f == 0 ){
-    setMsg(msg, nmsg, "%s: cannot create: %s", path, strerror(errno));
-    free(w->zPath);
-    free(w);
-    return PAGEDB_CANTOPEN;
+  w->fd = -1;
+  if( hasSuffix(path, ".tar.gz") || hasSuffix(path, ".tgz") ){
+    int fd2 = -1;
+    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if( w->fd >= 0 ) fd2 = dup(w->fd);
+    if( fd2 >= 0 ) w->gz = gzdopen(fd2, "wb");
+    if( w->gz == 0 ){
+      setMsg(msg, nmsg, "%s: cannot create: %s", path, strerror(errno ? errno : ENOMEM));
+      if( fd2 >= 0 ) close(fd2);
+      if( w->fd >= 0 ){ close(w->fd); unlink(path); }
+      free(w->zPath);
+      free(w);
+      return PAGEDB_CANTOPEN;
+    }
+    gzbuffer(w->gz, 1 << 17);
+  }else{
+    w->f = fopen(path, "wb");
+    if( w->f == 0 ){
+      setMsg(msg, nmsg, "%s: cannot create: %s", path, strerror(errno));
+      free(w->zPath);
+      free(w);
+      return PAGEDB_CANTOPEN;
+    }
   }
   w->mtime = time(0);
   *pw = w;
@@ -459,15 +502,15 @@ static int tarHeader(TarWriter *w, const char *prefix, size_t np, const char *na
   for(int i = 0; i < TAR_BLOCK; i++) sum += h[i];
   snprintf((char *)h + 148, 8, "%06o", sum);
   h[155] = ' ';
-  return fwrite(h, 1, TAR_BLOCK, w->f) == TAR_BLOCK ? 0 : -1;
+  return twWrite(w, h, TAR_BLOCK);
 }
 
 /* Write N bytes of DATA and the padding to a block boundary. */
 static int tarData(TarWriter *w, const void *data, size_t n){
   static const char zeros[TAR_BLOCK];
-  if( n && fwrite(data, 1, n, w->f) != n ) return -1;
+  if( n && twWrite(w, data, n) ) return -1;
   size_t pad = (TAR_BLOCK - n % TAR_BLOCK) % TAR_BLOCK;
-  return pad && fwrite(zeros, 1, pad, w->f) != pad ? -1 : 0;
+  return pad ? twWrite(w, zeros, pad) : 0;
 }
 
 /* Append the pax record "LEN KEY=VALUE\n" to *PZ. */
@@ -544,15 +587,32 @@ write_error:
 int tar_finish(TarWriter *w, char *msg, size_t nmsg){
   static const char zeros[2 * TAR_BLOCK];
   int rc = PAGEDB_OK;
-  if( fwrite(zeros, 1, sizeof zeros, w->f) != sizeof zeros || fflush(w->f) != 0
-      || fsync(fileno(w->f)) != 0 ){
+  if( twWrite(w, zeros, sizeof zeros) ){
     setMsg(msg, nmsg, "%s: writing the end of the archive: %s", w->zPath, strerror(errno));
     rc = PAGEDB_IOERR;
   }
-  if( fclose(w->f) != 0 && rc == PAGEDB_OK ){
-    setMsg(msg, nmsg, "%s: closing: %s", w->zPath, strerror(errno));
-    rc = PAGEDB_IOERR;
+  if( w->f ){
+    if( rc == PAGEDB_OK && (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0) ){
+      setMsg(msg, nmsg, "%s: writing: %s", w->zPath, strerror(errno));
+      rc = PAGEDB_IOERR;
+    }
+    if( fclose(w->f) != 0 && rc == PAGEDB_OK ){
+      setMsg(msg, nmsg, "%s: closing: %s", w->zPath, strerror(errno));
+      rc = PAGEDB_IOERR;
+    }
+  }else{
+    /* gzclose writes the end of the gzip stream; then the file is synced. */
+    if( gzclose(w->gz) != Z_OK && rc == PAGEDB_OK ){
+      setMsg(msg, nmsg, "%s: finishing the gzip stream: %s", w->zPath, strerror(errno));
+      rc = PAGEDB_IOERR;
+    }
+    if( rc == PAGEDB_OK && fsync(w->fd) != 0 ){
+      setMsg(msg, nmsg, "%s: fsync: %s", w->zPath, strerror(errno));
+      rc = PAGEDB_IOERR;
+    }
+    close(w->fd);
   }
+  if( rc ) unlink(w->zPath);
   free(w->zPath);
   free(w);
   return rc;
@@ -560,7 +620,9 @@ int tar_finish(TarWriter *w, char *msg, size_t nmsg){
 
 void tar_abort(TarWriter *w){
   if( w == 0 ) return;
-  fclose(w->f);
+  if( w->f ) fclose(w->f);
+  if( w->gz ) gzclose(w->gz);
+  if( w->fd >= 0 ) close(w->fd);
   unlink(w->zPath);
   free(w->zPath);
   free(w);

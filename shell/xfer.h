@@ -60,7 +60,8 @@
 ** fatal error too, the samples written before it are committed.
 **
 ** xfer_export writes the samples (those matching o->where, in id order):
-**   - DEST ends in .tar: one tar file (never split into numbered shards),
+**   - DEST ends in .tar, .tar.gz or .tgz (gzip): one tar file (never split
+**     into numbered shards),
 **     its members KEY.FIELD for each field with a value, KEY the __key__
 **     value (the decimal id when there is no __key__ field): BYTES and TEXT
 **     values as read (decompressed), INT and REAL values as decimal text.
