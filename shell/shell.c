@@ -433,7 +433,7 @@ static const struct DotCmd {
                              "Delete samples by id, id range or SQL condition on table sample, commit" },
   { "exit",     dotQuit,     ".exit",       "Exit (as .quit)" },
   { "export",   dotExport,   ".export DEST [--where SQL]",
-                             "Write samples as files in directory DEST, or as WebDataset tar DEST.tar" },
+                             "Write samples as files in directory DEST, or as WebDataset tar DEST.tar[.gz]" },
   { "fields",   dotFields,   ".fields",     "List the fields: number, name, type, codec" },
   { "get",      dotGet,      ".get ID [FIELD] [FILE]",
                              "Print sample ID (bytes: size and hex), or write FIELD's raw bytes to FILE" },
