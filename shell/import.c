@@ -702,26 +702,34 @@ static void setFree(StrSet *s){
 }
 
 /*
-** Check member name Z: "./" prefixes are dropped (*PZ moves past them);
-** an absolute name or a ".." component is refused.  Returns NULL if fine,
-** else why not.
+** Member name Z made relative and clean into *POUT (malloc'd): empty and
+** "." components dropped, so "./a//b.jpg" is "a/b.jpg" and "./" is "".
+** Returns NULL, or why Z is refused: an absolute name, a ".." component.
+** Out of memory: NULL with *POUT NULL.
 */
-static const char *tarNameProblem(const char **pz){
-  const char *z = *pz;
+static const char *tarCleanName(const char *z, char **pOut){
+  *pOut = 0;
   if( z[0] == '/' ) return "an absolute name";
-  while( z[0] == '.' && z[1] == '/' ){
-    z += 2;
-    while( *z == '/' ) z++;
-  }
-  *pz = z;
-  if( z[0] == 0 ) return "an empty name";
+  char *o = malloc(strlen(z) + 1);
+  if( o == 0 ) return 0;
+  size_t k = 0;
   for(const char *c = z; *c; ){
     const char *e = strchr(c, '/');
-    size_t k = e ? (size_t)(e - c) : strlen(c);
-    if( k == 2 && c[0] == '.' && c[1] == '.' ) return "a \"..\" component";
+    size_t len = e ? (size_t)(e - c) : strlen(c);
+    if( len == 2 && c[0] == '.' && c[1] == '.' ){
+      free(o);
+      return "a \"..\" component";
+    }
+    if( len > 0 && !(len == 1 && c[0] == '.') ){
+      if( k ) o[k++] = '/';
+      memcpy(o + k, c, len);
+      k += len;
+    }
     if( e == 0 ) break;
     c = e + 1;
   }
+  o[k] = 0;
+  *pOut = o;
   return 0;
 }
 
@@ -773,37 +781,53 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
       rc = tar_next(tr, &m, emsg, nemsg);
       if( rc == PAGEDB_NOTFOUND ){ rc = PAGEDB_OK; break; }
       if( rc ) break;
-      const char *zName = m.name;
-      const char *why = tarNameProblem(&zName);
+      char *zName;
+      const char *why = tarCleanName(m.name, &zName);
+      if( why == 0 && zName == 0 ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+      if( why == 0 && zName[0] == 0 && m.kind != TAR_DIR ) why = "an empty name";
       if( why ){
         setMsg(emsg, nemsg, "%s: member \"%s\": %s: refused", zShard, m.name, why);
+        free(zName);
         rc = PAGEDB_CORRUPT;
         break;
       }
-      if( m.kind == TAR_DIR ) continue;
+      if( m.kind == TAR_DIR ){ free(zName); continue; }
       if( m.kind != TAR_FILE ){
         const char *zKind = m.typeflag == '2' ? "a symbolic link" : m.typeflag == '1'
           ? "a hard link" : m.typeflag == '3' || m.typeflag == '4' ? "a device"
           : m.typeflag == '6' ? "a fifo" : "not a regular file";
         if( imp->o->err ) fprintf(imp->o->err, "%s: member \"%s\": %s: skipped\n", zShard, m.name, zKind);
+        free(zName);
         continue;
       }
       char *zKey;
       const char *zExt;
-      if( tarKey(zName, &zKey, &zExt) ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+      if( tarKey(zName, &zKey, &zExt) ){
+        free(zName);
+        rc = PAGEDB_NOMEM;
+        setMsg(emsg, nemsg, "out of memory");
+        break;
+      }
       if( *zExt == 0 ){
         if( imp->o->err ) fprintf(imp->o->err, "%s: member \"%s\": no extension: skipped\n", zShard, m.name);
         free(zKey);
+        free(zName);
         continue;
       }
+      /* The extension is copied before the name it points into goes. */
+      char zExtBuf[PAGEDB_MAX_NAME + 2];
       why = extProblem(zExt);
       if( why ){
-        setMsg(emsg, nemsg, "%s: member \"%s\": %s (\"%s\") cannot name a field", zShard, m.name,
-               why, zExt);
+        setMsg(emsg, nemsg, "%s: member \"%s\": %s (\"%.80s\") cannot name a field", zShard,
+               m.name, why, zExt);
         free(zKey);
+        free(zName);
         rc = PAGEDB_MISMATCH;
         break;
       }
+      snprintf(zExtBuf, sizeof zExtBuf, "%s", zExt);
+      zExt = zExtBuf;
+      free(zName);
       if( zCur == 0 || strcmp(zCur, zKey) ){
         if( zCur ){
           setFree(&exts);
@@ -912,13 +936,17 @@ static int tarNext(Import *imp, Job *j, char *emsg, size_t nemsg){
       }
       if( rc ) break;
       if( m.kind != TAR_FILE ) continue;   /* reported by pass 1 */
-      const char *zName = m.name;
-      if( tarNameProblem(&zName) ){
-        setMsg(emsg, nemsg, "%s: member \"%s\": changed since the first pass", imp->azShard[imp->iShard], m.name);
+      char *zName;
+      const char *why = tarCleanName(m.name, &zName);
+      if( why == 0 && zName == 0 ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+      if( why || zName[0] == 0 ){
+        free(zName);
+        setMsg(emsg, nemsg, "%s: member \"%s\": changed since the first pass",
+               imp->azShard[imp->iShard], m.name);
         rc = PAGEDB_CORRUPT;
         break;
       }
-      if( (imp->zPend = strdup(zName)) == 0 ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+      imp->zPend = zName;
     }
     char *zMKey;
     const char *zExt;
