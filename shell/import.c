@@ -66,6 +66,27 @@ typedef struct Job {
   int64_t bytes;
 } Job;
 
+/*
+** A plain tar shard whose members of one key are not all adjacent is read
+** by seeking: its members, recorded by the first pass, are grouped by key
+** (the groups in the order of their first member) and read group by group.
+*/
+typedef struct TarRec {
+  char *zName;          /* the member's name, for messages */
+  char *zKey;
+  char *zExt;
+  int64_t off, size;    /* its data */
+  int64_t pos;          /* its rank in the shard */
+} TarRec;
+typedef struct TarPlan {
+  TarRec *a;            /* members, then sorted into groups of one key */
+  int64_t n, nAlloc;
+  int64_t *aStart;      /* group i is a[aStart[i] .. aStart[i+1]) ... */
+  int64_t *aOrder;      /* ...and groups are read in this order */
+  int64_t nGroup, iGroup;
+  int unsorted;         /* a key's members are apart: read by this plan */
+} TarPlan;
+
 typedef struct Import Import;
 struct Import {
   pagedb *db;
@@ -111,6 +132,7 @@ struct Import {
   int *aExtField;
   int nExt, nExtAlloc;
   int fKey;
+  TarPlan *aPlan;             /* per shard (nShard) */
   /* CSV */
   FILE *csv;
   int64_t csvLine;
@@ -696,6 +718,17 @@ static int setAdd(StrSet *s, const char *z){
   return 0;
 }
 
+/* 1 if Z is in S. */
+static int setHas(const StrSet *s, const char *z){
+  if( s->cap == 0 ) return 0;
+  size_t h = strHash(z) & (s->cap - 1);
+  while( s->a[h] ){
+    if( strcmp(s->a[h], z) == 0 ) return 1;
+    h = (h + 1) & (s->cap - 1);
+  }
+  return 0;
+}
+
 static void setFree(StrSet *s){
   for(size_t i = 0; i < s->cap; i++) free(s->a[i]);
   free(s->a);
@@ -765,16 +798,111 @@ static const char *extProblem(const char *e){
   return 0;
 }
 
+static void planFree(TarPlan *p){
+  for(int64_t i = 0; i < p->n; i++){
+    free(p->a[i].zName);
+    free(p->a[i].zKey);
+    free(p->a[i].zExt);
+  }
+  free(p->a);
+  free(p->aStart);
+  free(p->aOrder);
+  memset(p, 0, sizeof *p);
+}
+
+static int recCmp(const void *a, const void *b){
+  const TarRec *x = a, *y = b;
+  int c = strcmp(x->zKey, y->zKey);
+  return c ? c : x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static const TarRec *gPlanRecs;       /* for groupCmp; set under qsort only */
+static const int64_t *gPlanStart;
+static int groupCmp(const void *a, const void *b){
+  /* A group's first member has the lowest rank (recCmp sorted by it). */
+  int64_t x = gPlanRecs[gPlanStart[*(const int64_t *)a]].pos;
+  int64_t y = gPlanRecs[gPlanStart[*(const int64_t *)b]].pos;
+  return x < y ? -1 : x > y;
+}
+
+/* Record a member of shard plan P. */
+static int planAdd(TarPlan *p, const char *zName, const char *zKey, const char *zExt,
+                   int64_t off, int64_t size){
+  if( p->n == p->nAlloc ){
+    int64_t n2 = p->nAlloc ? p->nAlloc * 2 : 64;
+    TarRec *a = realloc(p->a, (size_t)n2 * sizeof *a);
+    if( a == 0 ) return PAGEDB_NOMEM;
+    p->a = a;
+    p->nAlloc = n2;
+  }
+  TarRec *r = &p->a[p->n];
+  r->zName = strdup(zName);
+  r->zKey = strdup(zKey);
+  r->zExt = strdup(zExt);
+  r->off = off;
+  r->size = size;
+  r->pos = p->n;
+  if( r->zName == 0 || r->zKey == 0 || r->zExt == 0 ){
+    free(r->zName);
+    free(r->zKey);
+    free(r->zExt);
+    return PAGEDB_NOMEM;
+  }
+  p->n++;
+  return PAGEDB_OK;
+}
+
+/* Group plan P's members by key; a key with two members of one extension
+** is refused.  Returns a code with EMSG. */
+static int planGroup(TarPlan *p, const char *zShard, char *emsg, size_t nemsg){
+  qsort(p->a, (size_t)p->n, sizeof *p->a, recCmp);
+  p->aStart = malloc((size_t)(p->n + 1) * sizeof(int64_t));
+  p->aOrder = malloc((size_t)(p->n + 1) * sizeof(int64_t));
+  if( p->aStart == 0 || p->aOrder == 0 ){
+    setMsg(emsg, nemsg, "out of memory");
+    return PAGEDB_NOMEM;
+  }
+  p->nGroup = 0;
+  for(int64_t i = 0; i < p->n; i++){
+    if( i == 0 || strcmp(p->a[i].zKey, p->a[i - 1].zKey) ){
+      p->aStart[p->nGroup] = i;
+      p->aOrder[p->nGroup] = p->nGroup;
+      p->nGroup++;
+    }else{
+      for(int64_t k = p->aStart[p->nGroup - 1]; k < i; k++){
+        if( strcmp(p->a[k].zExt, p->a[i].zExt) == 0 ){
+          setMsg(emsg, nemsg, "%s: member \"%s\": key \"%s\" has two members with extension "
+                 "\"%s\"", zShard, p->a[i].zName, p->a[i].zKey, p->a[i].zExt);
+          return PAGEDB_CONSTRAINT;
+        }
+      }
+    }
+  }
+  p->aStart[p->nGroup] = p->n;
+  gPlanRecs = p->a;
+  gPlanStart = p->aStart;
+  qsort(p->aOrder, (size_t)p->nGroup, sizeof(int64_t), groupCmp);
+  return PAGEDB_OK;
+}
+
 /* Pass 1: read every shard's headers; collect the extensions, count the
 ** samples, check names and that each key's members are adjacent. */
 static int tarScan(Import *imp, char *emsg, size_t nemsg){
-  StrSet keys = {0};
+  StrSet keys = {0};         /* the keys of the shards before this one */
   int rc = PAGEDB_OK;
+  imp->aPlan = calloc((size_t)imp->nShard, sizeof(TarPlan));
+  if( imp->aPlan == 0 ){
+    setMsg(emsg, nemsg, "out of memory");
+    return PAGEDB_NOMEM;
+  }
   for(int s = 0; rc == PAGEDB_OK && s < imp->nShard; s++){
     const char *zShard = imp->azShard[s];
     TarReader *tr = 0;
+    TarPlan *plan = &imp->aPlan[s];
     char *zCur = 0;          /* the current key */
     StrSet exts = {0};       /* its extensions */
+    StrSet shardKeys = {0};  /* the keys of this shard */
+    int64_t nRun = 0;        /* runs of members of one key */
     rc = tar_open(zShard, &tr, emsg, nemsg);
     while( rc == PAGEDB_OK ){
       TarMember m;
@@ -827,26 +955,42 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
       }
       snprintf(zExtBuf, sizeof zExtBuf, "%s", zExt);
       zExt = zExtBuf;
+      if( tar_direct(tr) && planAdd(plan, m.name, zKey, zExt, tar_offset(tr), m.size) ){
+        free(zKey);
+        free(zName);
+        rc = PAGEDB_NOMEM;
+        setMsg(emsg, nemsg, "out of memory");
+        break;
+      }
       free(zName);
       if( zCur == 0 || strcmp(zCur, zKey) ){
         if( zCur ){
           setFree(&exts);
           memset(&exts, 0, sizeof exts);
         }
-        int r = setAdd(&keys, zKey);
-        if( r == 1 ){
-          setMsg(emsg, nemsg, "%s: member \"%s\": key \"%s\" appeared before, apart from this "
-                 "member (a WebDataset sample's members are adjacent and its key unique: "
-                 "make shards with tar --sort=name)", zShard,
-                 m.name, zKey);
+        int r;
+        if( setHas(&keys, zKey) ){
+          setMsg(emsg, nemsg, "%s: member \"%s\": key \"%s\" is also in an earlier shard "
+                 "(keys are unique)", zShard, m.name, zKey);
           rc = PAGEDB_CONSTRAINT;
-        }else if( r < 0 ){
-          rc = PAGEDB_NOMEM;
-          setMsg(emsg, nemsg, "out of memory");
+        }
+        if( rc == PAGEDB_OK ){
+          r = setAdd(&shardKeys, zKey);
+          if( r == 1 && tar_direct(tr) ){
+            plan->unsorted = 1;               /* read by seeking, grouped */
+          }else if( r == 1 ){
+            setMsg(emsg, nemsg, "%s: member \"%s\": key \"%s\" appeared before, apart from "
+                   "this member: in a compressed shard a sample's members must be adjacent "
+                   "(make shards with tar --sort=name)", zShard, m.name, zKey);
+            rc = PAGEDB_CONSTRAINT;
+          }else if( r < 0 ){
+            rc = PAGEDB_NOMEM;
+            setMsg(emsg, nemsg, "out of memory");
+          }
         }
         free(zCur);
         zCur = zKey;
-        imp->total++;
+        nRun++;
       }else{
         free(zKey);
       }
@@ -896,6 +1040,21 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
     free(zCur);
     setFree(&exts);
     tar_close(tr);
+    if( rc == PAGEDB_OK && plan->unsorted ){
+      rc = planGroup(plan, zShard, emsg, nemsg);
+      imp->total += plan->nGroup;
+    }else{
+      imp->total += nRun;
+      planFree(plan);
+    }
+    /* This shard's keys join those the next shards must not repeat. */
+    for(size_t i = 0; rc == PAGEDB_OK && i < shardKeys.cap; i++){
+      if( shardKeys.a[i] && setAdd(&keys, shardKeys.a[i]) < 0 ){
+        rc = PAGEDB_NOMEM;
+        setMsg(emsg, nemsg, "out of memory");
+      }
+    }
+    setFree(&shardKeys);
   }
   setFree(&keys);
   return rc;
@@ -914,6 +1073,41 @@ static int extField(Import *imp, const char *e){
 }
 
 /* Pass 2: the next sample's members, read under the lock. */
+/* The next group of a shard read by its plan: a sample, or PAGEDB_NOTFOUND
+** when the shard has no more. */
+static int planNext(Import *imp, TarPlan *p, Job *j, char *emsg, size_t nemsg){
+  if( p->iGroup >= p->nGroup ) return PAGEDB_NOTFOUND;
+  int64_t g = p->aOrder[p->iGroup++];
+  for(int64_t i = p->aStart[g]; i < p->aStart[g + 1]; i++){
+    TarRec *r = &p->a[i];
+    int f = extField(imp, r->zExt);
+    void *data;
+    size_t n;
+    if( f < 0 ){
+      setMsg(emsg, nemsg, "%s: member \"%s\": an extension the first pass did not see",
+             imp->azShard[imp->iShard], r->zName);
+      return PAGEDB_CORRUPT;
+    }
+    int rc = tar_read_at(imp->tr, r->zName, r->off, r->size, &data, &n, emsg, nemsg);
+    if( rc ) return rc;
+    Put *q = jobPut(j, f, PAGEDB_BYTES);
+    if( q == 0 ){ free(data); setMsg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
+    q->data = data;
+    q->n = n;
+    q->owned = 1;
+    j->bytes += (int64_t)n;
+  }
+  const char *zKey = p->a[p->aStart[g]].zKey;
+  Put *q = jobPut(j, imp->fKey, PAGEDB_TEXT);
+  if( q == 0 || (q->data = strdup(zKey)) == 0 ){
+    setMsg(emsg, nemsg, "out of memory");
+    return PAGEDB_NOMEM;
+  }
+  q->n = strlen(zKey);
+  q->owned = 1;
+  return PAGEDB_OK;
+}
+
 static int tarNext(Import *imp, Job *j, char *emsg, size_t nemsg){
   char *zKey = 0;
   int rc = PAGEDB_OK;
@@ -922,6 +1116,16 @@ static int tarNext(Import *imp, Job *j, char *emsg, size_t nemsg){
       if( imp->iShard >= imp->nShard ) break;
       rc = tar_open(imp->azShard[imp->iShard], &imp->tr, emsg, nemsg);
       if( rc ) break;
+    }
+    TarPlan *plan = &imp->aPlan[imp->iShard];
+    if( plan->unsorted ){
+      rc = planNext(imp, plan, j, emsg, nemsg);
+      if( rc != PAGEDB_NOTFOUND ) return rc;
+      rc = PAGEDB_OK;
+      tar_close(imp->tr);
+      imp->tr = 0;
+      imp->iShard++;
+      continue;
     }
     if( imp->zPend == 0 ){
       TarMember m;
@@ -1380,6 +1584,8 @@ static void impFree(Import *imp){
   free(imp->azClass);
   free(imp->aLabel);
   if( imp->rootFd >= 0 ) close(imp->rootFd);
+  for(int i = 0; imp->aPlan && i < imp->nShard; i++) planFree(&imp->aPlan[i]);
+  free(imp->aPlan);
   for(int i = 0; i < imp->nShard; i++) free(imp->azShard[i]);
   free(imp->azShard);
   tar_close(imp->tr);

@@ -147,6 +147,32 @@ void tar_close(TarReader *r){
 
 int64_t tar_offset(TarReader *r){ return r->pos; }
 
+int tar_direct(TarReader *r){ return r->direct; }
+
+int tar_read_at(TarReader *r, const char *zName, int64_t off, int64_t size, void **data,
+                size_t *n, char *msg, size_t nmsg){
+  *data = 0;
+  if( !r->direct || off < 0 || size < 0 || size > r->fileSize || off > r->fileSize - size ){
+    setMsg(msg, nmsg, "%s: member \"%s\": not where the first pass found it", r->zPath, zName);
+    return PAGEDB_CORRUPT;
+  }
+  char *z = strdup(zName);
+  if( z == 0 ){
+    setMsg(msg, nmsg, "%s: out of memory", r->zPath);
+    return PAGEDB_NOMEM;
+  }
+  free(r->zName);
+  r->zName = z;
+  if( gzseek(r->gz, (z_off_t)off, SEEK_SET) < 0 ){
+    setMsg(msg, nmsg, "%s: member \"%s\": seek: %s", r->zPath, zName, gzMsg(r));
+    return PAGEDB_IOERR;
+  }
+  r->pos = off;
+  r->left = size;
+  r->pad = 0;
+  return tar_read(r, data, n, msg, nmsg);
+}
+
 /* An octal or base-256 number field.  -1 if malformed or negative. */
 static int64_t tarNumber(const unsigned char *f, int n){
   if( f[0] & 0x80 ){

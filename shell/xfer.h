@@ -28,8 +28,12 @@
 **     read again and grouped into samples.  A member's key is its name up to
 **     the first dot of its basename (the directories kept: "a/b/x.seg.png"
 **     has key "a/b/x" and extension "seg.png"); each extension becomes a
-**     BYTES field, plus __key__ (TEXT).  A sample's members must be adjacent
-**     and its key unique across the shards (tar --sort=name makes them so).
+**     BYTES field, plus __key__ (TEXT).  A key is unique across the shards.
+**     A sample's members are normally adjacent (tar --sort=name); in a plain
+**     tar they need not be: the first pass records where each member's data
+**     lies, and the second reads them by seeking, key by key, the samples in
+**     the order of their first members.  A compressed shard cannot seek, so
+**     there the members of a key must be adjacent.
 **     Refused, naming the shard and the member, before anything is written:
 **     an absolute name, a ".." component, an extension that cannot name a
 **     field (pagedb names: letters, digits, '_', '.', '-', not a digit
@@ -140,8 +144,15 @@ int tar_next(TarReader *r, TarMember *m, char *msg, size_t nmsg);
 /* Read the current member's data into *DATA (malloc'd, the caller frees;
 ** at least 1 byte allocated) and its length into *N.  Errors as tar_next. */
 int tar_read(TarReader *r, void **data, size_t *n, char *msg, size_t nmsg);
-/* The uncompressed bytes consumed so far. */
+/* The uncompressed bytes consumed so far: after tar_next, where the
+** member's data begins. */
 int64_t tar_offset(TarReader *r);
+/* 1 if the file is not compressed (seeks are cheap). */
+int tar_direct(TarReader *r);
+/* Read SIZE bytes of data at OFF (from tar_offset) of member ZNAME of an
+** uncompressed file, as tar_read; tar_next may not be called afterwards. */
+int tar_read_at(TarReader *r, const char *zName, int64_t off, int64_t size, void **data,
+                size_t *n, char *msg, size_t nmsg);
 void tar_close(TarReader *r);
 
 /* A tar writer (ustar headers, pax 'x' headers for long names and sizes). */
