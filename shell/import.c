@@ -816,12 +816,10 @@ static int recCmp(const void *a, const void *b){
   return c ? c : x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static const TarRec *gPlanRecs;       /* for groupCmp; set under qsort only */
-static const int64_t *gPlanStart;
+/* A group and the rank of its first member, to order the groups. */
+typedef struct GroupPos { int64_t pos, g; } GroupPos;
 static int groupCmp(const void *a, const void *b){
-  /* A group's first member has the lowest rank (recCmp sorted by it). */
-  int64_t x = gPlanRecs[gPlanStart[*(const int64_t *)a]].pos;
-  int64_t y = gPlanRecs[gPlanStart[*(const int64_t *)b]].pos;
+  int64_t x = ((const GroupPos *)a)->pos, y = ((const GroupPos *)b)->pos;
   return x < y ? -1 : x > y;
 }
 
@@ -879,9 +877,19 @@ static int planGroup(TarPlan *p, const char *zShard, char *emsg, size_t nemsg){
     }
   }
   p->aStart[p->nGroup] = p->n;
-  gPlanRecs = p->a;
-  gPlanStart = p->aStart;
-  qsort(p->aOrder, (size_t)p->nGroup, sizeof(int64_t), groupCmp);
+  /* A group's first member has its lowest rank: recCmp sorted by rank. */
+  GroupPos *a = malloc((size_t)(p->nGroup + 1) * sizeof *a);
+  if( a == 0 ){
+    setMsg(emsg, nemsg, "out of memory");
+    return PAGEDB_NOMEM;
+  }
+  for(int64_t g = 0; g < p->nGroup; g++){
+    a[g].pos = p->a[p->aStart[g]].pos;
+    a[g].g = g;
+  }
+  qsort(a, (size_t)p->nGroup, sizeof *a, groupCmp);
+  for(int64_t g = 0; g < p->nGroup; g++) p->aOrder[g] = a[g].g;
+  free(a);
   return PAGEDB_OK;
 }
 
