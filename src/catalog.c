@@ -805,16 +805,21 @@ int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
       sqlite3_finalize(st);
       break;
     }
-    int ncol = sqlite3_column_count(st);
-    char **vals = pdb_calloc((size_t)ncol * 2 + 1, sizeof(char *));
-    if (!vals) {
-      sqlite3_finalize(st);
-      rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running SQL");
-      break;
-    }
-    char **names = vals + ncol;
-    for (int i = 0; i < ncol; i++) names[i] = (char *)sqlite3_column_name(st, i);
+    /* The columns are read after the first step: a statement prepared
+    ** before this handle changed the schema (a field added) is prepared
+    ** again by that step, with the new columns of "SELECT *". */
+    int ncol = 0;
+    char **vals = NULL, **names = NULL;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+      if (!vals) {
+        ncol = sqlite3_column_count(st);
+        if (!(vals = pdb_calloc((size_t)ncol * 2 + 1, sizeof(char *)))) {
+          rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running SQL");
+          break;
+        }
+        names = vals + ncol;
+        for (int i = 0; i < ncol; i++) names[i] = (char *)sqlite3_column_name(st, i);
+      }
       for (int i = 0; i < ncol; i++) vals[i] = (char *)sqlite3_column_text(st, i);
       if (xrow && xrow(ctx, ncol, vals, names) != 0) {
         rc = pdb_err(c->db, m, PAGEDB_ERROR, "SQL query aborted by its callback");
