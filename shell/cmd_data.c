@@ -92,10 +92,11 @@ done:
   return rc;
 }
 
-/* USAGE: .create FILE --field NAME:TYPE[:CODEC[:LEVEL]] ... [--page-size N]
+/* USAGE: .create FILE [--field NAME:TYPE[:CODEC[:LEVEL]] ...] [--page-size N]
 ** Create the dataset FILE (which must not exist) with these fields, in
-** this order, and open it in place of the current one.  N may end in K, M
-** or G.  If anything fails, nothing is left behind. */
+** this order, and open it in place of the current one.  Without fields it
+** is an empty dataset for .import, which adds the fields of what it reads.
+** N may end in K, M or G.  If anything fails, nothing is left behind. */
 int dotCreate(ShellState *p, int nArg, char **azArg){
   const char *zFile = 0;
   const char *azName[PAGEDB_MAX_FIELDS];
@@ -131,7 +132,6 @@ int dotCreate(ShellState *p, int nArg, char **azArg){
     }
   }
   if( zFile == 0 ){ shellError(p, ".create: missing FILE"); return 1; }
-  if( nField == 0 ){ shellError(p, ".create %s: no --field NAME:TYPE given", zFile); return 1; }
   char zCat[4200];
   snprintf(zCat, sizeof zCat, "%s-catalog", zFile);
   if( access(zFile, F_OK) == 0 || access(zCat, F_OK) == 0 ){

@@ -427,7 +427,7 @@ static const struct DotCmd {
   { "bench",    dotBench,    ".bench [N]",  "Read N samples (all) and write them to a scratch copy: MB/s" },
   { "check",    dotCheck,    ".check [--quick]",  "Check integrity; print each problem and the total" },
   { "count",    dotCount,    ".count",      "Print the number of committed samples" },
-  { "create",   dotCreate,   ".create FILE --field NAME:TYPE[:CODEC[:LEVEL]] ... [--page-size N]",
+  { "create",   dotCreate,   ".create FILE [--field NAME:TYPE[:CODEC[:LEVEL]] ...] [--page-size N]",
                              "Create and open a dataset (TYPE bytes|text|int|real, CODEC none|lz4|lz4hc)" },
   { "delete",   dotDelete,   ".delete ID|LO-HI|WHERE-SQL",
                              "Delete samples by id, id range or SQL condition on table sample, commit" },
