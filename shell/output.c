@@ -376,6 +376,12 @@ int shellRunSql(ShellState *p, const char *zSql){
     ShellResult r;
     memset(&r, 0, sizeof r);
     int rc = pagedb_sql(p->db, zCopy, collectRow, &r);
+    if( rc == PAGEDB_READONLY && p->writable && !p->dbReadonly ){
+      /* A statement that writes: the engine's update, which allows field
+      ** values only.  It needs the dataset without readers. */
+      shellCloseReader(p);
+      rc = pagedb_sql_update(p->db, zCopy, 0);
+    }
     if( rc == PAGEDB_OK || r.nRow > 0 ) resultPrint(p, &r, p->headers);
     resultFree(&r);
     if( rc ){

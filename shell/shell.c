@@ -301,19 +301,18 @@ static int dotTimer(ShellState *p, int nArg, char **azArg){
 }
 
 /* USAGE: .writable on|off
-** Catalog SQL stays read-only: the engine owns the catalog (its rows
-** mirror the data file and the in-memory index), so writing it behind the
-** engine's back would corrupt the dataset.  "on" is refused with the
-** commands that write properly; "off" is what always holds. */
+** With "on", SQL that writes goes to pagedb_sql_update: it may change the
+** values of INT and REAL fields (relabel samples) and nothing else, since
+** every other column mirrors the data file.  Other changes are made with
+** .put, .delete, .attach, .vacuum and .import. */
 static int dotWritable(ShellState *p, int nArg, char **azArg){
   int v;
   if( onOff(p, nArg, azArg, &v) ) return 1;
-  if( v ){
-    shellError(p, ".writable on: refused: the catalog belongs to the engine, and SQL that "
-               "writes it would leave it disagreeing with the data file and the index; "
-               "change the dataset with .put, .delete, .attach, .vacuum or .import");
+  if( v && p->db && p->dbReadonly ){
+    shellError(p, ".writable on: the dataset %s is open read-only", pagedb_path(p->db));
     return 1;
   }
+  p->writable = v;
   return 0;
 }
 
@@ -455,7 +454,7 @@ static const struct DotCmd {
                              "Rewrite without deleted samples and unused page ends" },
   { "vfs",      dotVfs,      ".vfs [NAME]", "List the VFSes and whether each works; use NAME from the next open" },
   { "writable", dotWritable, ".writable on|off",
-                             "Refused: catalog SQL stays read-only (the engine owns the catalog)" },
+                             "Let SQL change INT/REAL field values (UPDATE sample SET ...)" },
 };
 #define N_DOTCMD ((int)(sizeof(aDotCmd) / sizeof(aDotCmd[0])))
 

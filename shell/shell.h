@@ -46,6 +46,7 @@ typedef struct ShellState {
   int mode;                 /* MODE_* */
   int headers;              /* .headers on: column names before rows (list, csv) */
   int timer;                /* .timer on: print the time each command took */
+  int writable;             /* .writable on: SQL may update INT/REAL field values */
   int interactive;          /* reading a terminal */
   int progress;             /* draw progress bars: stdout and stderr are terminals */
   int nErr;                 /* errors so far: the exit status is 1 if any */

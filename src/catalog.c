@@ -782,6 +782,162 @@ void cat_rollback(Catalog *c) {
   c->in_txn = 0;
 }
 
+/* --- pagedb_sql_update: SQL that may change scalar field values only ----- */
+
+typedef struct Update {
+  const CatField *fields;
+  int nfield;
+  int64_t *ids;             /* rows the statements changed (with repeats) */
+  size_t nids, capids;
+  int nomem;
+} Update;
+
+/* The authorizer: an UPDATE of an INT or REAL field column of table sample,
+** and reads, and nothing else.  Whatever else the SQL tries is refused
+** when it is prepared, before anything runs. */
+static int authorize(void *ctx, int action, const char *a1, const char *a2, const char *db, const char *trig) {
+  (void)db;
+  (void)trig;
+  Update *u = ctx;
+  switch (action) {
+    case SQLITE_SELECT: case SQLITE_READ: case SQLITE_FUNCTION: case SQLITE_RECURSIVE:
+      return SQLITE_OK;
+    case SQLITE_UPDATE:
+      if (a1 && sqlite3_stricmp(a1, "sample") == 0 && a2)
+        for (int f = 0; f < u->nfield; f++)
+          if (!is_bytes(u->fields[f].type) && sqlite3_stricmp(a2, u->fields[f].name) == 0) return SQLITE_OK;
+      return SQLITE_DENY;
+    default:
+      return SQLITE_DENY;
+  }
+}
+
+static void updated(void *ctx, int op, const char *db, const char *table, sqlite3_int64 rowid) {
+  (void)db;
+  Update *u = ctx;
+  if (op != SQLITE_UPDATE || sqlite3_stricmp(table, "sample") != 0 || u->nomem) return;
+  if (u->nids == u->capids) {
+    size_t cap = u->capids ? u->capids * 2 : 256;
+    int64_t *v = pdb_realloc(u->ids, cap * sizeof *v);
+    if (!v) {
+      u->nomem = 1;
+      return;
+    }
+    u->ids = v;
+    u->capids = cap;
+  }
+  u->ids[u->nids++] = rowid;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Run the statements of SQL under the authorizer, collecting the changed
+** rows in U.  Caller holds the write transaction. */
+static int run_updates(Catalog *c, pdb_msg *m, const char *sql, Update *u) {
+  sqlite3_set_authorizer(c->w, authorize, u);
+  sqlite3_update_hook(c->w, updated, u);
+  int rc = PAGEDB_OK;
+  const char *tail = sql;
+  while (rc == PAGEDB_OK && tail && *tail) {
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(c->w, tail, -1, &st, &tail);
+    if (src == SQLITE_AUTH)
+      rc = pdb_err(c->db, m, PAGEDB_READONLY, "SQL refused: only UPDATEs of the INT and REAL field columns of table"
+                   " sample may change the catalog (%s)", sqlite3_errmsg(c->w));
+    else if (src != SQLITE_OK)
+      rc = pdb_err(c->db, m, src == SQLITE_NOMEM ? PAGEDB_NOMEM : PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(c->w));
+    if (rc != PAGEDB_OK || !st) continue;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    }
+    if (src != SQLITE_DONE)
+      rc = src == SQLITE_AUTH ? pdb_err(c->db, m, PAGEDB_READONLY, "SQL refused: %s", sqlite3_errmsg(c->w))
+                              : sq_fail(c, m, c->w, src, "running an update");
+    sqlite3_finalize(st);
+  }
+  sqlite3_update_hook(c->w, NULL, NULL);
+  sqlite3_set_authorizer(c->w, NULL, NULL);
+  if (rc == PAGEDB_OK && u->nomem) rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running an update");
+  return rc;
+}
+
+/* The new scalar values of the changed rows, checked: the caller's slots. */
+static int read_updated(Catalog *c, pdb_msg *m, Update *u, uint64_t *slots, int nw) {
+  sqlite3_str *q = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(q, "SELECT id");
+  for (int f = 0; f < u->nfield; f++) sqlite3_str_appendf(q, ", \"%w\"", u->fields[f].name);
+  sqlite3_str_appendall(q, " FROM sample WHERE id = ?1");
+  char *text = sqlite3_str_finish(q);
+  sqlite3_stmt *st = NULL;
+  int rc = text ? prepare(c, m, c->w, text, &st) : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running an update");
+  sqlite3_free(text);
+  for (size_t i = 0; rc == PAGEDB_OK && i < u->nids; i++) {
+    uint64_t *s = slots + i * (size_t)nw;
+    memset(s, 0, (size_t)nw * sizeof *s);
+    s[0] = (uint64_t)u->ids[i];
+    sqlite3_bind_int64(st, 1, u->ids[i]);
+    int src = sqlite3_step(st);
+    if (src != SQLITE_ROW) {
+      rc = src == SQLITE_DONE ? pdb_err(c->db, m, PAGEDB_ERROR, "an update moved sample %lld", (long long)u->ids[i])
+                              : sq_fail(c, m, c->w, src, "reading updated values");
+    }
+    for (int f = 0; rc == PAGEDB_OK && f < u->nfield; f++) {
+      if (is_bytes(u->fields[f].type)) continue;
+      int t = sqlite3_column_type(st, 1 + f);
+      if (t == SQLITE_NULL) continue;
+      if (u->fields[f].type == PAGEDB_INT && t == SQLITE_INTEGER) {
+        *slot_val(s, u->nfield, f) = (uint64_t)sqlite3_column_int64(st, 1 + f);
+      } else if (u->fields[f].type == PAGEDB_REAL && (t == SQLITE_FLOAT || t == SQLITE_INTEGER)) {
+        double d = sqlite3_column_double(st, 1 + f);
+        memcpy(slot_val(s, u->nfield, f), &d, sizeof d);
+      } else {
+        rc = pdb_err(c->db, m, PAGEDB_MISMATCH, "sample %lld: field '%s' is %s, and the update gives it a %s value;"
+                     " nothing was changed", (long long)u->ids[i], u->fields[f].name,
+                     u->fields[f].type == PAGEDB_INT ? "an INT" : "a REAL",
+                     t == SQLITE_TEXT ? "TEXT" : t == SQLITE_BLOB ? "BLOB" : "REAL");
+        break;
+      }
+      slot_set(s, f);
+    }
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cat_update(Catalog *c, pdb_msg *m, const char *sql, const CatField *fields, int nfield, uint64_t **slots,
+               size_t *nslots) {
+  *slots = NULL;
+  *nslots = 0;
+  Update u = { .fields = fields, .nfield = nfield };
+  int nw = slot_words(nfield);
+  int rc = begin_write(c, m);
+  if (rc == PAGEDB_OK) rc = run_updates(c, m, sql, &u);
+  size_t n = 0;
+  if (rc == PAGEDB_OK && u.nids > 0) {
+    qsort(u.ids, u.nids, sizeof *u.ids, cmp_i64);
+    for (size_t i = 0; i < u.nids; i++)
+      if (n == 0 || u.ids[n - 1] != u.ids[i]) u.ids[n++] = u.ids[i];
+    u.nids = n;
+    if (!(*slots = pdb_malloc(n * (size_t)nw * sizeof(uint64_t))))
+      rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running an update");
+  }
+  if (rc == PAGEDB_OK && u.nids > 0) rc = read_updated(c, m, &u, *slots, nw);
+  if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "committing an update");
+  if (rc != PAGEDB_OK) {
+    if (!sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+    pdb_free(*slots);
+    *slots = NULL;
+    u.nids = 0;
+  }
+  c->in_txn = 0;
+  *nslots = u.nids;
+  pdb_free(u.ids);
+  return rc;
+}
+
 int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
             int (*xrow)(void *, int, char **, char **), void *ctx) {
   pthread_mutex_lock(&c->rmu);

@@ -124,6 +124,16 @@ int cat_checkpoint(pagedb *db, pdb_msg *m, const char *path);
 /* Roll back the open write transaction, if any. */
 void cat_rollback(Catalog *c);
 
+/*
+** Run SQL that may change only the INT and REAL field columns of table
+** sample (an authorizer refuses anything else when it is prepared), in one
+** committed transaction.  *SLOTS (caller frees) receives the new values of
+** every changed sample, *NSLOTS of them: word 0 the id, values and presence
+** bits as in index.h.  A value of the wrong type rolls everything back.
+*/
+int cat_update(Catalog *c, pdb_msg *m, const char *sql, const CatField *fields, int nfield, uint64_t **slots,
+               size_t *nslots);
+
 /* Run read-only SQL on a separate connection (see pagedb_sql). */
 int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
             int (*xrow)(void *, int, char **, char **), void *ctx);

@@ -25,6 +25,7 @@ typedef struct Index Index;
 static inline int slot_words(int nfield) { return 2 + (nfield + 63) / 64 + 3 * nfield; }
 static inline int slot_has(const uint64_t *s, int f) { return (s[2 + f / 64] >> (f % 64)) & 1; }
 static inline void slot_set(uint64_t *s, int f) { s[2 + f / 64] |= (uint64_t)1 << (f % 64); }
+static inline void slot_clear(uint64_t *s, int f) { s[2 + f / 64] &= ~((uint64_t)1 << (f % 64)); }
 static inline uint64_t *slot_val(uint64_t *s, int nfield, int f) { return &s[2 + (nfield + 63) / 64 + f]; }
 static inline uint64_t slot_get(const uint64_t *s, int nfield, int f) { return s[2 + (nfield + 63) / 64 + f]; }
 

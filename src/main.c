@@ -871,6 +871,43 @@ int64_t pagedb_page_count(pagedb *db) {
 const char *pagedb_path(pagedb *db) { return db ? db->path : NULL; }
 const char *pagedb_catalog_path(pagedb *db) { return db ? db->catpath : NULL; }
 
+int pagedb_sql_update(pagedb *db, const char *sql, int64_t *nchanged) {
+  if (nchanged) *nchanged = 0;
+  if (!db || !sql) return PAGEDB_MISUSE;
+  pdb_msg *m = &db->err;
+  int rc = api_usable(db, m);
+  if (rc != PAGEDB_OK) return rc;
+  if (db->readonly) return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: no update", db->path);
+  pthread_mutex_lock(&db->mu);
+  const char *busy = db->writers ? "a writer is open" : db->readers ? "a reader is open" : NULL;
+  pthread_mutex_unlock(&db->mu);
+  if (busy) return pdb_err(db, m, PAGEDB_MISUSE, "cannot update %s: %s (close it first)", db->path, busy);
+  uint64_t *slots = NULL;
+  size_t n = 0;
+  pthread_mutex_lock(&db->commit_mu);
+  pthread_mutex_lock(&db->cat_mu);
+  rc = commit_locked(db);
+  if (rc == PAGEDB_OK) rc = cat_update(db->cat, m, sql, db->fields, db->nfield, &slots, &n);
+  /* Committed: the index takes the new values.  No reader is open, so no
+  ** read sees a slot change under it. */
+  for (size_t i = 0; rc == PAGEDB_OK && i < n; i++) {
+    const uint64_t *src = slots + i * (size_t)db->nw;
+    uint64_t *s = (uint64_t *)idx_find(db->idx, (int64_t)src[0]);
+    if (NEVER(!s)) continue;
+    for (int f = 0; f < db->nfield; f++) {
+      if (api_is_bytes(db, f)) continue;
+      *slot_val(s, db->nfield, f) = slot_get(src, db->nfield, f);
+      if (slot_has(src, f)) slot_set(s, f);
+      else slot_clear(s, f);
+    }
+  }
+  pthread_mutex_unlock(&db->cat_mu);
+  pthread_mutex_unlock(&db->commit_mu);
+  pdb_free(slots);
+  if (rc == PAGEDB_OK && nchanged) *nchanged = (int64_t)n;
+  return rc;
+}
+
 int pagedb_sql(pagedb *db, const char *sql, int (*xrow)(void *, int, char **, char **), void *ctx) {
   if (!db || !sql) return PAGEDB_MISUSE;
   if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");

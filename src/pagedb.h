@@ -671,6 +671,26 @@ PAGEDB_API int pagedb_sql(pagedb *db, const char *sql,
                           int (*xrow)(void *ctx, int ncol, char **vals, char **names),
                           void *ctx);
 
+/*
+** Run SQL that changes values of INT and REAL fields of committed samples
+** ("UPDATE sample SET label = 3 WHERE label = 7"): the one change to the
+** catalog that cannot make it disagree with the data file.  An authorizer
+** refuses anything else -- another table or column, INSERT, DELETE, schema
+** or transaction statements -- when it is prepared, before anything runs.
+** Whatever this handle's writers have written is committed first; then the
+** statements run in one transaction, durable on return, and DB's reads see
+** the new values at once.  No writer or reader may be open on DB, since the
+** values would change under them.  *NCHANGED (if not NULL) receives the
+** number of samples changed.
+**
+** Results: PAGEDB_OK; PAGEDB_READONLY (a read-only handle, or SQL that
+** would change anything else: nothing changed); PAGEDB_MISMATCH (a value of
+** the wrong type, e.g. TEXT for an INT field: nothing changed); PAGEDB_ERROR
+** (an SQL error, with SQLite's message); PAGEDB_MISUSE (NULL arguments, a
+** writer or reader open); PAGEDB_NOMEM; PAGEDB_IOERR*.
+*/
+PAGEDB_API int pagedb_sql_update(pagedb *db, const char *sql, int64_t *nchanged);
+
 /* Paths of the data file and of the catalog; owned by DB. */
 PAGEDB_API const char *pagedb_path(pagedb *db);
 PAGEDB_API const char *pagedb_catalog_path(pagedb *db);
