@@ -41,14 +41,6 @@ typedef struct Export {
   int oom;
 } Export;
 
-static void setMsg(char *msg, size_t nmsg, const char *fmt, ...){
-  va_list ap;
-  if( nmsg == 0 ) return;
-  va_start(ap, fmt);
-  vsnprintf(msg, nmsg, fmt, ap);
-  va_end(ap);
-}
-
 static int endsWith(const char *z, const char *suffix){
   size_t n = strlen(z), k = strlen(suffix);
   return n >= k && strcmp(z + n - k, suffix) == 0;
@@ -163,17 +155,17 @@ static int exportDir(Export *e, const char *dest, int64_t *pn, char *msg, size_t
   int fData = pagedb_field_index(e->db, "data");
   if( fPath < 0 || fData < 0 || pagedb_field_type(e->db, fPath) != PAGEDB_TEXT
       || pagedb_field_type(e->db, fData) != PAGEDB_BYTES ){
-    setMsg(msg, nmsg, "a directory export needs the fields path (TEXT) and data (BYTES) of an "
+    xfer_msg(msg, nmsg, "a directory export needs the fields path (TEXT) and data (BYTES) of an "
            "ImageFolder import; export to a file ending in .tar instead");
     return PAGEDB_MISMATCH;
   }
   if( mkdir(dest, 0777) != 0 && errno != EEXIST ){
-    setMsg(msg, nmsg, "cannot create the directory: %s", strerror(errno));
+    xfer_msg(msg, nmsg, "cannot create the directory: %s", strerror(errno));
     return PAGEDB_CANTOPEN;
   }
   int root = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if( root < 0 ){
-    setMsg(msg, nmsg, "cannot open the directory: %s", strerror(errno));
+    xfer_msg(msg, nmsg, "cannot open the directory: %s", strerror(errno));
     return PAGEDB_CANTOPEN;
   }
   int rc = PAGEDB_OK;
@@ -190,20 +182,20 @@ static int exportDir(Export *e, const char *dest, int64_t *pn, char *msg, size_t
       continue;
     }
     if( rc ){
-      setMsg(msg, nmsg, "sample %lld: reading path: %s (%s)", (long long)id, pagedb_errname(rc),
+      xfer_msg(msg, nmsg, "sample %lld: reading path: %s (%s)", (long long)id, pagedb_errname(rc),
              pagedb_reader_errmsg(e->rd));
       break;
     }
     const char *why = pathProblem(p, n);
     if( why ){
-      setMsg(msg, nmsg, "sample %lld: path \"%.*s\" %s: refused (nothing is written outside "
+      xfer_msg(msg, nmsg, "sample %lld: path \"%.*s\" %s: refused (nothing is written outside "
              "%s)", (long long)id, (int)(n > 200 ? 200 : n), (const char *)p, why, dest);
       rc = PAGEDB_CORRUPT;
       break;
     }
     free(zPath);
     if( (zPath = strndup(p, n)) == 0 ){
-      setMsg(msg, nmsg, "out of memory");
+      xfer_msg(msg, nmsg, "out of memory");
       rc = PAGEDB_NOMEM;
       break;
     }
@@ -214,12 +206,12 @@ static int exportDir(Export *e, const char *dest, int64_t *pn, char *msg, size_t
       continue;
     }
     if( rc ){
-      setMsg(msg, nmsg, "sample %lld (%s): reading data: %s (%s)", (long long)id, zPath,
+      xfer_msg(msg, nmsg, "sample %lld (%s): reading data: %s (%s)", (long long)id, zPath,
              pagedb_errname(rc), pagedb_reader_errmsg(e->rd));
       break;
     }
     if( writeBeneath(root, zPath, p, n) != 0 ){
-      setMsg(msg, nmsg, "sample %lld: writing %s/%s: %s", (long long)id, dest, zPath,
+      xfer_msg(msg, nmsg, "sample %lld: writing %s/%s: %s", (long long)id, dest, zPath,
              errno == ELOOP ? "a symbolic link is in the way (never followed)" : strerror(errno));
       rc = PAGEDB_IOERR;
       break;
@@ -254,13 +246,13 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
       rc = pagedb_read(e->rd, id, fKey, &p, &n);
       if( rc == PAGEDB_OK ){
         if( memchr(p, 0, n) ){
-          setMsg(msg, nmsg, "sample %lld: __key__ has a NUL byte: refused", (long long)id);
+          xfer_msg(msg, nmsg, "sample %lld: __key__ has a NUL byte: refused", (long long)id);
           rc = PAGEDB_CORRUPT;
           break;
         }
         zKey = strndup(p, n);
       }else if( rc != PAGEDB_NOTFOUND ){
-        setMsg(msg, nmsg, "sample %lld: reading __key__: %s (%s)", (long long)id,
+        xfer_msg(msg, nmsg, "sample %lld: reading __key__: %s (%s)", (long long)id,
                pagedb_errname(rc), pagedb_reader_errmsg(e->rd));
         break;
       }
@@ -271,7 +263,7 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
       snprintf(z, sizeof z, "%lld", (long long)id);
       zKey = strdup(z);
     }
-    if( zKey == 0 ){ setMsg(msg, nmsg, "out of memory"); rc = PAGEDB_NOMEM; break; }
+    if( zKey == 0 ){ xfer_msg(msg, nmsg, "out of memory"); rc = PAGEDB_NOMEM; break; }
     for(int f = 0; f < nField && rc == PAGEDB_OK; f++){
       if( f == fKey ) continue;
       int type = pagedb_field_type(e->db, f);
@@ -293,20 +285,20 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
       }
       if( rc == PAGEDB_NOTFOUND ){ rc = PAGEDB_OK; continue; }
       if( rc ){
-        setMsg(msg, nmsg, "sample %lld: reading %s: %s (%s)", (long long)id,
+        xfer_msg(msg, nmsg, "sample %lld: reading %s: %s (%s)", (long long)id,
                pagedb_field_name(e->db, f), pagedb_errname(rc), pagedb_reader_errmsg(e->rd));
         break;
       }
       const char *zField = pagedb_field_name(e->db, f);
       size_t k = strlen(zKey) + strlen(zField) + 2;
       free(zName);
-      if( (zName = malloc(k)) == 0 ){ setMsg(msg, nmsg, "out of memory"); rc = PAGEDB_NOMEM; break; }
+      if( (zName = malloc(k)) == 0 ){ xfer_msg(msg, nmsg, "out of memory"); rc = PAGEDB_NOMEM; break; }
       snprintf(zName, k, "%s.%s", zKey, zField);
       /* The member name, not the key alone: a key "dir/" (member
       ** "dir/.hidden") is fine, "../up" is not. */
       const char *why = pathProblem(zName, strlen(zName));
       if( why ){
-        setMsg(msg, nmsg, "sample %lld: member \"%.200s\" (from __key__) %s: refused "
+        xfer_msg(msg, nmsg, "sample %lld: member \"%.200s\" (from __key__) %s: refused "
                "(nothing is written outside the archive's root)", (long long)id, zName, why);
         rc = PAGEDB_CORRUPT;
         break;
@@ -347,13 +339,13 @@ int xfer_export(pagedb *db, const char *dest, const XferOpts *o, int64_t *n, cha
     free(zSql);
   }
   if( rc ){
-    if( e.oom || rc == PAGEDB_NOMEM ) setMsg(emsg, sizeof emsg, "out of memory");
-    else setMsg(emsg, sizeof emsg, "selecting the samples%s: %s (%s)",
+    if( e.oom || rc == PAGEDB_NOMEM ) xfer_msg(emsg, sizeof emsg, "out of memory");
+    else xfer_msg(emsg, sizeof emsg, "selecting the samples%s: %s (%s)",
                 o->where ? " (--where)" : "", pagedb_errname(rc), pagedb_errmsg(db));
   }else{
     rc = pagedb_reader_open(db, PAGEDB_READ_COPY, &e.rd);
     if( rc ){
-      setMsg(emsg, sizeof emsg, "pagedb_reader_open: %s (%s)", pagedb_errname(rc),
+      xfer_msg(emsg, sizeof emsg, "pagedb_reader_open: %s (%s)", pagedb_errname(rc),
              pagedb_errmsg(db));
     }else{
       int isTar = endsWith(dest, ".tar") || endsWith(dest, ".tar.gz") || endsWith(dest, ".tgz");
@@ -361,14 +353,14 @@ int xfer_export(pagedb *db, const char *dest, const XferOpts *o, int64_t *n, cha
       else rc = exportDir(&e, dest, n, emsg, sizeof emsg);
       if( rc == PAGEDB_OK && stopped(&e) ){
         rc = PAGEDB_ERROR;
-        setMsg(emsg, sizeof emsg, "interrupted after %lld samples%s", (long long)*n,
+        xfer_msg(emsg, sizeof emsg, "interrupted after %lld samples%s", (long long)*n,
                isTar ? " (the partial file is removed)" : "");
       }
     }
   }
   pagedb_reader_close(e.rd);
   free(e.aId);
-  if( rc && msg ) setMsg(msg, nmsg, "%s", emsg);
+  if( rc && msg ) xfer_msg(msg, nmsg, "%s", emsg);
   return rc;
 }
 

@@ -146,19 +146,11 @@ struct Import {
   int nCell, nCellAlloc;
 };
 
-static void setMsg(char *msg, size_t nmsg, const char *fmt, ...){
-  va_list ap;
-  if( nmsg == 0 ) return;
-  va_start(ap, fmt);
-  vsnprintf(msg, nmsg, fmt, ap);
-  va_end(ap);
-}
-
 /* Record a fatal error (the first one wins).  Caller holds imp->mu. */
 static void impFailLocked(Import *imp, int rc, const char *zMsg){
   if( imp->rc ) return;
   imp->rc = rc;
-  setMsg(imp->msg, imp->nmsg, "%s", zMsg);
+  xfer_msg(imp->msg, imp->nmsg, "%s", zMsg);
 }
 
 static void impFail(Import *imp, int rc, const char *zMsg){
@@ -200,7 +192,7 @@ static int impSkip(Import *imp, char *emsg, size_t nemsg, const char *fmt, ...){
   vsnprintf(z, sizeof z, fmt, ap);
   va_end(ap);
   if( imp->o->bail ){
-    setMsg(emsg, nemsg, "%s (stopped: -bail)", z);
+    xfer_msg(emsg, nemsg, "%s (stopped: -bail)", z);
     return PAGEDB_IOERR;
   }
   return impReport(imp, z);
@@ -251,7 +243,7 @@ static int impFields(Import *imp, int n, char **azName, const int *aType, int *a
       int codec = aType[i] == PAGEDB_BYTES ? imp->o->codec : PAGEDB_CODEC_NONE;
       int rc = pagedb_field_add(db, azName[i], aType[i], codec);
       if( rc ){
-        setMsg(emsg, nemsg, "creating field \"%s\" %s: %s (%s)", azName[i], typeName(aType[i]),
+        xfer_msg(emsg, nemsg, "creating field \"%s\" %s: %s (%s)", azName[i], typeName(aType[i]),
                pagedb_errname(rc), pagedb_errmsg(db));
         return rc;
       }
@@ -264,7 +256,7 @@ static int impFields(Import *imp, int n, char **azName, const int *aType, int *a
     if( f < 0 || pagedb_field_type(db, f) != aType[i] ){
       char zHave[64] = "none";
       if( f >= 0 ) snprintf(zHave, sizeof zHave, "%s", typeName(pagedb_field_type(db, f)));
-      setMsg(emsg, nemsg, "the dataset has fields already, and its field \"%s\" is %s where "
+      xfer_msg(emsg, nemsg, "the dataset has fields already, and its field \"%s\" is %s where "
              "this source needs %s (import into an empty dataset, or one of the same fields)",
              azName[i], f < 0 ? "missing" : zHave, typeName(aType[i]));
       return PAGEDB_MISMATCH;
@@ -310,7 +302,7 @@ static int impWrite(Import *imp, pagedb_writer *w, Job *j, char *emsg, size_t ne
     rc = pagedb_sample_end(w, 0);
   }
   if( rc ){
-    setMsg(emsg, nemsg, "sample %lld (%s): %s: %s", (long long)j->id, zWhat, pagedb_errname(rc),
+    xfer_msg(emsg, nemsg, "sample %lld (%s): %s: %s", (long long)j->id, zWhat, pagedb_errname(rc),
            pagedb_writer_errmsg(w));
     pagedb_sample_cancel(w);
   }
@@ -323,7 +315,7 @@ static void *impWorker(void *arg){
   char emsg[1024];
   int rc = pagedb_writer_open(imp->db, &w);
   if( rc ){
-    setMsg(emsg, sizeof emsg, "pagedb_writer_open: %s (%s)", pagedb_errname(rc),
+    xfer_msg(emsg, sizeof emsg, "pagedb_writer_open: %s (%s)", pagedb_errname(rc),
            pagedb_errmsg(imp->db));
     impFail(imp, rc, emsg);
     return 0;
@@ -375,7 +367,7 @@ static void *impWorker(void *arg){
         atomic_store(&imp->sinceB, 0);
         rc = pagedb_commit(imp->db);
         if( rc ){
-          setMsg(emsg, sizeof emsg, "pagedb_commit: %s (%s)", pagedb_errname(rc),
+          xfer_msg(emsg, sizeof emsg, "pagedb_commit: %s (%s)", pagedb_errname(rc),
                  pagedb_errmsg(imp->db));
           impFail(imp, rc, emsg);
           break;
@@ -385,7 +377,7 @@ static void *impWorker(void *arg){
   }
   rc = pagedb_writer_close(w);
   if( rc ){
-    setMsg(emsg, sizeof emsg, "pagedb_writer_close: %s (%s)", pagedb_errname(rc),
+    xfer_msg(emsg, sizeof emsg, "pagedb_writer_close: %s (%s)", pagedb_errname(rc),
            pagedb_errmsg(imp->db));
     impFail(imp, rc, emsg);
   }
@@ -409,7 +401,7 @@ static int impRun(Import *imp, int64_t *n){
   int rc = pagedb_commit(imp->db);
   if( rc ){
     char emsg[512];
-    setMsg(emsg, sizeof emsg, "pagedb_commit: %s (%s)", pagedb_errname(rc),
+    xfer_msg(emsg, sizeof emsg, "pagedb_commit: %s (%s)", pagedb_errname(rc),
            pagedb_errmsg(imp->db));
     impFail(imp, rc, emsg);
   }
@@ -419,7 +411,7 @@ static int impRun(Import *imp, int64_t *n){
   pthread_mutex_unlock(&imp->mu);
   if( imp->rc == PAGEDB_OK && stopped(imp) && !imp->exhausted ){
     imp->rc = PAGEDB_ERROR;
-    setMsg(imp->msg, imp->nmsg, "interrupted: %lld samples imported and committed",
+    xfer_msg(imp->msg, imp->nmsg, "interrupted: %lld samples imported and committed",
            (long long)*n);
   }
   return imp->rc;
@@ -453,7 +445,7 @@ static int ifScan(Import *imp, int dfd, const char *zRel, int depth, char *emsg,
   int rc = PAGEDB_OK;
   if( d == 0 ){
     close(dfd);
-    setMsg(emsg, nemsg, "%s/%s: out of memory", imp->zSource, zRel);
+    xfer_msg(emsg, nemsg, "%s/%s: out of memory", imp->zSource, zRel);
     return PAGEDB_NOMEM;
   }
   struct dirent *e;
@@ -471,7 +463,7 @@ static int ifScan(Import *imp, int dfd, const char *zRel, int depth, char *emsg,
     if( strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ) continue;
     size_t nRel = strlen(zRel) + strlen(e->d_name) + 2;
     char *zPath = malloc(nRel);
-    if( zPath == 0 ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+    if( zPath == 0 ){ rc = PAGEDB_NOMEM; xfer_msg(emsg, nemsg, "out of memory"); break; }
     snprintf(zPath, nRel, "%s%s%s", zRel, *zRel ? "/" : "", e->d_name);
     struct stat st;
     if( fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ){
@@ -492,7 +484,7 @@ static int ifScan(Import *imp, int dfd, const char *zRel, int depth, char *emsg,
           rc = ifScan(imp, fd, zPath, depth + 1, emsg, nemsg);
         }
       }else if( rc == PAGEDB_NOMEM ){
-        setMsg(emsg, nemsg, "out of memory");
+        xfer_msg(emsg, nemsg, "out of memory");
       }
     }else if( S_ISREG(st.st_mode) ){
       int own = 0;
@@ -503,7 +495,7 @@ static int ifScan(Import *imp, int dfd, const char *zRel, int depth, char *emsg,
         rc = impIgnore(imp, "%s/%s: a file of the dataset being written", imp->zSource, zPath);
       }else{
         rc = appendStr(&imp->azFile, &imp->nFile, &imp->nFileAlloc, zPath);
-        if( rc ) setMsg(emsg, nemsg, "out of memory");
+        if( rc ) xfer_msg(emsg, nemsg, "out of memory");
       }
     }else{
       rc = impIgnore(imp, "%s/%s: not a regular file", imp->zSource, zPath);
@@ -553,7 +545,7 @@ static int ifNext(Import *imp, Job *j, char *emsg, size_t nemsg){
   Put *p = jobPut(j, imp->fLabel, PAGEDB_INT);
   Put *q = p ? jobPut(j, imp->fPath, PAGEDB_TEXT) : 0;
   if( q == 0 ){
-    setMsg(emsg, nemsg, "out of memory");
+    xfer_msg(emsg, nemsg, "out of memory");
     return PAGEDB_NOMEM;
   }
   j->aPut[0].iv = imp->aLabel[j->idx];
@@ -590,7 +582,7 @@ static int ifLoad(Import *imp, Job *j, char *emsg, size_t nemsg){
   char *buf = malloc(n ? n : 1);
   if( buf == 0 ){
     close(fd);
-    setMsg(emsg, nemsg, "%s/%s: out of memory for %zu bytes", imp->zSource, zRel, n);
+    xfer_msg(emsg, nemsg, "%s/%s: out of memory for %zu bytes", imp->zSource, zRel, n);
     return PAGEDB_NOMEM;
   }
   size_t got = 0;
@@ -610,7 +602,7 @@ static int ifLoad(Import *imp, Job *j, char *emsg, size_t nemsg){
   Put *p = jobPut(j, imp->fData, PAGEDB_BYTES);
   if( p == 0 ){
     free(buf);
-    setMsg(emsg, nemsg, "out of memory");
+    xfer_msg(emsg, nemsg, "out of memory");
     return PAGEDB_NOMEM;
   }
   p->data = buf;
@@ -623,7 +615,7 @@ static int ifLoad(Import *imp, Job *j, char *emsg, size_t nemsg){
 static int importFolder(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   imp->rootFd = open(imp->zSource, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if( imp->rootFd < 0 ){
-    setMsg(emsg, nemsg, "cannot open the directory: %s", strerror(errno));
+    xfer_msg(emsg, nemsg, "cannot open the directory: %s", strerror(errno));
     return PAGEDB_CANTOPEN;
   }
   /* A dataset inside SOURCE must not import itself as it grows. */
@@ -643,12 +635,12 @@ static int importFolder(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   }
   int dfd = dup(imp->rootFd);
   int rc = dfd < 0 ? PAGEDB_IOERR : ifScan(imp, dfd, "", 0, emsg, nemsg);
-  if( dfd < 0 ) setMsg(emsg, nemsg, "dup: %s", strerror(errno));
+  if( dfd < 0 ) xfer_msg(emsg, nemsg, "dup: %s", strerror(errno));
   if( rc ) return rc;
   qsort(imp->azClass, (size_t)imp->nClass, sizeof(char *), strPtrCmp);
   qsort(imp->azFile, (size_t)imp->nFile, sizeof(char *), strPtrCmp);
   imp->aLabel = malloc((size_t)(imp->nFile ? imp->nFile : 1) * sizeof(int64_t));
-  if( imp->aLabel == 0 ){ setMsg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
+  if( imp->aLabel == 0 ){ xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
   for(int64_t i = 0; i < imp->nFile; i++){
     const char *z = imp->azFile[i];
     const char *slash = strchr(z, '/');
@@ -857,7 +849,7 @@ static int planGroup(TarPlan *p, const char *zShard, char *emsg, size_t nemsg){
   p->aStart = malloc((size_t)(p->n + 1) * sizeof(int64_t));
   p->aOrder = malloc((size_t)(p->n + 1) * sizeof(int64_t));
   if( p->aStart == 0 || p->aOrder == 0 ){
-    setMsg(emsg, nemsg, "out of memory");
+    xfer_msg(emsg, nemsg, "out of memory");
     return PAGEDB_NOMEM;
   }
   p->nGroup = 0;
@@ -869,7 +861,7 @@ static int planGroup(TarPlan *p, const char *zShard, char *emsg, size_t nemsg){
     }else{
       for(int64_t k = p->aStart[p->nGroup - 1]; k < i; k++){
         if( strcmp(p->a[k].zExt, p->a[i].zExt) == 0 ){
-          setMsg(emsg, nemsg, "%s: member \"%s\": key \"%s\" has two members with extension "
+          xfer_msg(emsg, nemsg, "%s: member \"%s\": key \"%s\" has two members with extension "
                  "\"%s\"", zShard, p->a[i].zName, p->a[i].zKey, p->a[i].zExt);
           return PAGEDB_CONSTRAINT;
         }
@@ -880,7 +872,7 @@ static int planGroup(TarPlan *p, const char *zShard, char *emsg, size_t nemsg){
   /* A group's first member has its lowest rank: recCmp sorted by rank. */
   GroupPos *a = malloc((size_t)(p->nGroup + 1) * sizeof *a);
   if( a == 0 ){
-    setMsg(emsg, nemsg, "out of memory");
+    xfer_msg(emsg, nemsg, "out of memory");
     return PAGEDB_NOMEM;
   }
   for(int64_t g = 0; g < p->nGroup; g++){
@@ -900,7 +892,7 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
   int rc = PAGEDB_OK;
   imp->aPlan = calloc((size_t)imp->nShard, sizeof(TarPlan));
   if( imp->aPlan == 0 ){
-    setMsg(emsg, nemsg, "out of memory");
+    xfer_msg(emsg, nemsg, "out of memory");
     return PAGEDB_NOMEM;
   }
   for(int s = 0; rc == PAGEDB_OK && s < imp->nShard; s++){
@@ -919,10 +911,10 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
       if( rc ) break;
       char *zName;
       const char *why = tarCleanName(m.name, &zName);
-      if( why == 0 && zName == 0 ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+      if( why == 0 && zName == 0 ){ rc = PAGEDB_NOMEM; xfer_msg(emsg, nemsg, "out of memory"); break; }
       if( why == 0 && zName[0] == 0 && m.kind != TAR_DIR ) why = "an empty name";
       if( why ){
-        setMsg(emsg, nemsg, "%s: member \"%s\": %s: refused", zShard, m.name, why);
+        xfer_msg(emsg, nemsg, "%s: member \"%s\": %s: refused", zShard, m.name, why);
         free(zName);
         rc = PAGEDB_CORRUPT;
         break;
@@ -941,7 +933,7 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
       if( tarKey(zName, &zKey, &zExt) ){
         free(zName);
         rc = PAGEDB_NOMEM;
-        setMsg(emsg, nemsg, "out of memory");
+        xfer_msg(emsg, nemsg, "out of memory");
         break;
       }
       if( *zExt == 0 ){
@@ -954,7 +946,7 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
       char zExtBuf[PAGEDB_MAX_NAME + 2];
       why = extProblem(zExt);
       if( why ){
-        setMsg(emsg, nemsg, "%s: member \"%s\": %s (\"%.80s\") cannot name a field", zShard,
+        xfer_msg(emsg, nemsg, "%s: member \"%s\": %s (\"%.80s\") cannot name a field", zShard,
                m.name, why, zExt);
         free(zKey);
         free(zName);
@@ -967,7 +959,7 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
         free(zKey);
         free(zName);
         rc = PAGEDB_NOMEM;
-        setMsg(emsg, nemsg, "out of memory");
+        xfer_msg(emsg, nemsg, "out of memory");
         break;
       }
       free(zName);
@@ -978,7 +970,7 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
         }
         int r;
         if( setHas(&keys, zKey) ){
-          setMsg(emsg, nemsg, "%s: member \"%s\": key \"%s\" is also in an earlier shard "
+          xfer_msg(emsg, nemsg, "%s: member \"%s\": key \"%s\" is also in an earlier shard "
                  "(keys are unique)", zShard, m.name, zKey);
           rc = PAGEDB_CONSTRAINT;
         }
@@ -987,13 +979,13 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
           if( r == 1 && tar_direct(tr) ){
             plan->unsorted = 1;               /* read by seeking, grouped */
           }else if( r == 1 ){
-            setMsg(emsg, nemsg, "%s: member \"%s\": key \"%s\" appeared before, apart from "
+            xfer_msg(emsg, nemsg, "%s: member \"%s\": key \"%s\" appeared before, apart from "
                    "this member: in a compressed shard a sample's members must be adjacent "
                    "(make shards with tar --sort=name)", zShard, m.name, zKey);
             rc = PAGEDB_CONSTRAINT;
           }else if( r < 0 ){
             rc = PAGEDB_NOMEM;
-            setMsg(emsg, nemsg, "out of memory");
+            xfer_msg(emsg, nemsg, "out of memory");
           }
         }
         free(zCur);
@@ -1005,7 +997,7 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
       if( rc ) break;
       int r = setAdd(&exts, zExt);
       if( r == 1 ){
-        setMsg(emsg, nemsg, "%s: member \"%s\": key \"%s\" has two members with extension "
+        xfer_msg(emsg, nemsg, "%s: member \"%s\": key \"%s\" has two members with extension "
                "\"%s\"", zShard, m.name, zCur, zExt);
         rc = PAGEDB_CONSTRAINT;
         break;
@@ -1020,14 +1012,14 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
       if( lo < imp->nExt && strcmp(imp->azExt[lo], zExt) == 0 ) continue;
       for(int i = 0; i < imp->nExt; i++){
         if( strcasecmp(imp->azExt[i], zExt) == 0 ){
-          setMsg(emsg, nemsg, "%s: member \"%s\": extensions \"%s\" and \"%s\" differ only in "
+          xfer_msg(emsg, nemsg, "%s: member \"%s\": extensions \"%s\" and \"%s\" differ only in "
                  "case, and field names must not", zShard, m.name, imp->azExt[i], zExt);
           rc = PAGEDB_CONSTRAINT;
         }
       }
       if( rc ) break;
       if( imp->nExt >= PAGEDB_MAX_FIELDS - 1 ){
-        setMsg(emsg, nemsg, "%s: member \"%s\": more than %d extensions", zShard, m.name,
+        xfer_msg(emsg, nemsg, "%s: member \"%s\": more than %d extensions", zShard, m.name,
                PAGEDB_MAX_FIELDS - 1);
         rc = PAGEDB_TOOBIG;
         break;
@@ -1035,12 +1027,12 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
       if( imp->nExt == imp->nExtAlloc ){
         int n2 = imp->nExtAlloc ? imp->nExtAlloc * 2 : 8;
         char **a = realloc(imp->azExt, (size_t)n2 * sizeof *a);
-        if( a == 0 ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+        if( a == 0 ){ rc = PAGEDB_NOMEM; xfer_msg(emsg, nemsg, "out of memory"); break; }
         imp->azExt = a;
         imp->nExtAlloc = n2;
       }
       char *zCopy = strdup(zExt);
-      if( zCopy == 0 ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+      if( zCopy == 0 ){ rc = PAGEDB_NOMEM; xfer_msg(emsg, nemsg, "out of memory"); break; }
       memmove(&imp->azExt[lo + 1], &imp->azExt[lo], (size_t)(imp->nExt - lo) * sizeof(char *));
       imp->azExt[lo] = zCopy;
       imp->nExt++;
@@ -1059,7 +1051,7 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
     for(size_t i = 0; rc == PAGEDB_OK && i < shardKeys.cap; i++){
       if( shardKeys.a[i] && setAdd(&keys, shardKeys.a[i]) < 0 ){
         rc = PAGEDB_NOMEM;
-        setMsg(emsg, nemsg, "out of memory");
+        xfer_msg(emsg, nemsg, "out of memory");
       }
     }
     setFree(&shardKeys);
@@ -1092,14 +1084,14 @@ static int planNext(Import *imp, TarPlan *p, Job *j, char *emsg, size_t nemsg){
     void *data;
     size_t n;
     if( f < 0 ){
-      setMsg(emsg, nemsg, "%s: member \"%s\": an extension the first pass did not see",
+      xfer_msg(emsg, nemsg, "%s: member \"%s\": an extension the first pass did not see",
              imp->azShard[imp->iShard], r->zName);
       return PAGEDB_CORRUPT;
     }
     int rc = tar_read_at(imp->tr, r->zName, r->off, r->size, &data, &n, emsg, nemsg);
     if( rc ) return rc;
     Put *q = jobPut(j, f, PAGEDB_BYTES);
-    if( q == 0 ){ free(data); setMsg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
+    if( q == 0 ){ free(data); xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
     q->data = data;
     q->n = n;
     q->owned = 1;
@@ -1108,7 +1100,7 @@ static int planNext(Import *imp, TarPlan *p, Job *j, char *emsg, size_t nemsg){
   const char *zKey = p->a[p->aStart[g]].zKey;
   Put *q = jobPut(j, imp->fKey, PAGEDB_TEXT);
   if( q == 0 || (q->data = strdup(zKey)) == 0 ){
-    setMsg(emsg, nemsg, "out of memory");
+    xfer_msg(emsg, nemsg, "out of memory");
     return PAGEDB_NOMEM;
   }
   q->n = strlen(zKey);
@@ -1150,10 +1142,10 @@ static int tarNext(Import *imp, Job *j, char *emsg, size_t nemsg){
       if( m.kind != TAR_FILE ) continue;   /* reported by pass 1 */
       char *zName;
       const char *why = tarCleanName(m.name, &zName);
-      if( why == 0 && zName == 0 ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+      if( why == 0 && zName == 0 ){ rc = PAGEDB_NOMEM; xfer_msg(emsg, nemsg, "out of memory"); break; }
       if( why || zName[0] == 0 ){
         free(zName);
-        setMsg(emsg, nemsg, "%s: member \"%s\": changed since the first pass",
+        xfer_msg(emsg, nemsg, "%s: member \"%s\": changed since the first pass",
                imp->azShard[imp->iShard], m.name);
         rc = PAGEDB_CORRUPT;
         break;
@@ -1162,7 +1154,7 @@ static int tarNext(Import *imp, Job *j, char *emsg, size_t nemsg){
     }
     char *zMKey;
     const char *zExt;
-    if( tarKey(imp->zPend, &zMKey, &zExt) ){ rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+    if( tarKey(imp->zPend, &zMKey, &zExt) ){ rc = PAGEDB_NOMEM; xfer_msg(emsg, nemsg, "out of memory"); break; }
     if( *zExt == 0 ){
       free(zMKey);
       free(imp->zPend);
@@ -1176,7 +1168,7 @@ static int tarNext(Import *imp, Job *j, char *emsg, size_t nemsg){
     int f = extField(imp, zExt);
     if( f < 0 ){
       free(zMKey);
-      setMsg(emsg, nemsg, "%s: member \"%s\": an extension the first pass did not see",
+      xfer_msg(emsg, nemsg, "%s: member \"%s\": an extension the first pass did not see",
              imp->azShard[imp->iShard], imp->zPend);
       rc = PAGEDB_CORRUPT;
       break;
@@ -1187,7 +1179,7 @@ static int tarNext(Import *imp, Job *j, char *emsg, size_t nemsg){
     rc = tar_read(imp->tr, &data, &nData, emsg, nemsg);
     if( rc ) break;
     Put *p = jobPut(j, f, PAGEDB_BYTES);
-    if( p == 0 ){ free(data); rc = PAGEDB_NOMEM; setMsg(emsg, nemsg, "out of memory"); break; }
+    if( p == 0 ){ free(data); rc = PAGEDB_NOMEM; xfer_msg(emsg, nemsg, "out of memory"); break; }
     p->data = data;
     p->owned = 1;
     p->n = nData;
@@ -1198,7 +1190,7 @@ static int tarNext(Import *imp, Job *j, char *emsg, size_t nemsg){
   if( rc == PAGEDB_OK && zKey == 0 ) return PAGEDB_NOTFOUND;
   if( rc ){ free(zKey); return rc; }
   Put *p = jobPut(j, imp->fKey, PAGEDB_TEXT);
-  if( p == 0 ){ free(zKey); setMsg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
+  if( p == 0 ){ free(zKey); xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
   p->data = zKey;
   p->n = strlen(zKey);
   p->owned = 1;
@@ -1209,7 +1201,7 @@ static int importTar(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   int rc = tarScan(imp, emsg, nemsg);
   if( rc ) return rc;
   if( imp->nExt == 0 ){
-    setMsg(emsg, nemsg, "no member with an extension in %s%s", imp->azShard[0],
+    xfer_msg(emsg, nemsg, "no member with an extension in %s%s", imp->azShard[0],
            imp->nShard > 1 ? " and the other shards" : "");
     return PAGEDB_NOTFOUND;
   }
@@ -1218,7 +1210,7 @@ static int importTar(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   int *aIdx = malloc((size_t)(imp->nExt + 1) * sizeof(int));
   imp->aExtField = malloc((size_t)imp->nExt * sizeof(int));
   if( azName == 0 || aType == 0 || aIdx == 0 || imp->aExtField == 0 ){
-    setMsg(emsg, nemsg, "out of memory");
+    xfer_msg(emsg, nemsg, "out of memory");
     rc = PAGEDB_NOMEM;
   }else{
     azName[0] = "__key__";
@@ -1295,7 +1287,7 @@ static int csvRecord(Import *imp, char *emsg, size_t nemsg){
     c = getc(f);
     if( c == EOF ){
       if( ferror(f) ){
-        setMsg(emsg, nemsg, "%s: line %lld: %s", imp->zSource, (long long)line0, strerror(errno));
+        xfer_msg(emsg, nemsg, "%s: line %lld: %s", imp->zSource, (long long)line0, strerror(errno));
         return PAGEDB_IOERR;
       }
       return PAGEDB_NOTFOUND;
@@ -1312,7 +1304,7 @@ static int csvRecord(Import *imp, char *emsg, size_t nemsg){
         for(;;){
           c = getc(f);
           if( c == EOF ){
-            setMsg(emsg, nemsg, "%s: line %lld: a quoted cell is not closed", imp->zSource,
+            xfer_msg(emsg, nemsg, "%s: line %lld: a quoted cell is not closed", imp->zSource,
                    (long long)line0);
             return PAGEDB_CORRUPT;
           }
@@ -1326,14 +1318,14 @@ static int csvRecord(Import *imp, char *emsg, size_t nemsg){
         if( c == '\r' ){
           int d = getc(f);
           if( d != '\n' ){
-            setMsg(emsg, nemsg, "%s: line %lld: a character after the closing quote of cell %d",
+            xfer_msg(emsg, nemsg, "%s: line %lld: a character after the closing quote of cell %d",
                    imp->zSource, (long long)imp->csvLine, imp->nCell + 1);
             return PAGEDB_CORRUPT;
           }
           c = '\n';
         }
         if( c != ',' && c != '\n' && c != EOF ){
-          setMsg(emsg, nemsg, "%s: line %lld: a character after the closing quote of cell %d",
+          xfer_msg(emsg, nemsg, "%s: line %lld: a character after the closing quote of cell %d",
                  imp->zSource, (long long)imp->csvLine, imp->nCell + 1);
           return PAGEDB_CORRUPT;
         }
@@ -1355,7 +1347,7 @@ static int csvRecord(Import *imp, char *emsg, size_t nemsg){
     return PAGEDB_OK;
   }
 nomem:
-  setMsg(emsg, nemsg, "%s: line %lld: out of memory", imp->zSource, (long long)imp->csvLine);
+  xfer_msg(emsg, nemsg, "%s: line %lld: out of memory", imp->zSource, (long long)imp->csvLine);
   return PAGEDB_NOMEM;
 }
 
@@ -1411,7 +1403,7 @@ static int csvNext(Import *imp, Job *j, char *emsg, size_t nemsg){
   int rc = csvRecord(imp, emsg, nemsg);
   if( rc ) return rc;
   if( imp->nCell != imp->nCol ){
-    setMsg(emsg, nemsg, "%s: line %lld: %d cells where the header has %d", imp->zSource,
+    xfer_msg(emsg, nemsg, "%s: line %lld: %d cells where the header has %d", imp->zSource,
            (long long)imp->csvLine, imp->nCell, imp->nCol);
     return PAGEDB_CORRUPT;
   }
@@ -1420,13 +1412,13 @@ static int csvNext(Import *imp, Job *j, char *emsg, size_t nemsg){
     size_t n = imp->aCellLen[i];
     if( n == 0 ) continue;               /* a missing value */
     Put *p = jobPut(j, imp->aColField[i], imp->aColType[i]);
-    if( p == 0 ){ setMsg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
+    if( p == 0 ){ xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
     if( p->type == PAGEDB_INT ){
       p->iv = strtoll(z, 0, 10);
     }else if( p->type == PAGEDB_REAL ){
       p->rv = strtod(z, 0);
     }else{
-      if( (p->data = malloc(n)) == 0 ){ setMsg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
+      if( (p->data = malloc(n)) == 0 ){ xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
       memcpy(p->data, z, n);
       p->n = n;
       p->owned = 1;
@@ -1439,7 +1431,7 @@ static int csvNext(Import *imp, Job *j, char *emsg, size_t nemsg){
 static int importCsv(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   imp->csv = fopen(imp->zSource, "rb");
   if( imp->csv == 0 ){
-    setMsg(emsg, nemsg, "cannot open: %s", strerror(errno));
+    xfer_msg(emsg, nemsg, "cannot open: %s", strerror(errno));
     return PAGEDB_CANTOPEN;
   }
   /* A UTF-8 byte order mark is not part of the first column's name. */
@@ -1448,13 +1440,13 @@ static int importCsv(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   long start = ftell(imp->csv);
   int rc = csvRecord(imp, emsg, nemsg);
   if( rc == PAGEDB_NOTFOUND ){
-    setMsg(emsg, nemsg, "%s: empty (a header row is needed)", imp->zSource);
+    xfer_msg(emsg, nemsg, "%s: empty (a header row is needed)", imp->zSource);
     return PAGEDB_CORRUPT;
   }
   if( rc ) return rc;
   imp->nCol = imp->nCell;
   if( imp->nCol > PAGEDB_MAX_FIELDS ){
-    setMsg(emsg, nemsg, "%s: %d columns, more than the %d fields a dataset may have",
+    xfer_msg(emsg, nemsg, "%s: %d columns, more than the %d fields a dataset may have",
            imp->zSource, imp->nCol, PAGEDB_MAX_FIELDS);
     return PAGEDB_TOOBIG;
   }
@@ -1463,7 +1455,7 @@ static int importCsv(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   imp->aColField = calloc((size_t)imp->nCol, sizeof(int));
   if( azName == 0 || imp->aColType == 0 || imp->aColField == 0 ){
     free(azName);
-    setMsg(emsg, nemsg, "out of memory");
+    xfer_msg(emsg, nemsg, "out of memory");
     return PAGEDB_NOMEM;
   }
   for(int i = 0; rc == PAGEDB_OK && i < imp->nCol; i++){
@@ -1476,13 +1468,13 @@ static int importCsv(Import *imp, int64_t *n, char *emsg, size_t nemsg){
     }
     for(int k = 0; k < i; k++){
       if( strcasecmp(azName[k], zName) == 0 ){
-        setMsg(emsg, nemsg, "%s: columns %d and %d are both named \"%s\" (field names are "
+        xfer_msg(emsg, nemsg, "%s: columns %d and %d are both named \"%s\" (field names are "
                "unique regardless of case)", imp->zSource, k + 1, i + 1, zName);
         rc = PAGEDB_CONSTRAINT;
       }
     }
     if( rc == PAGEDB_OK && (azName[i] = strdup(zName)) == 0 ){
-      setMsg(emsg, nemsg, "out of memory");
+      xfer_msg(emsg, nemsg, "out of memory");
       rc = PAGEDB_NOMEM;
     }
   }
@@ -1491,7 +1483,7 @@ static int importCsv(Import *imp, int64_t *n, char *emsg, size_t nemsg){
     rc = csvRecord(imp, emsg, nemsg);
     if( rc ) break;
     if( imp->nCell != imp->nCol ){
-      setMsg(emsg, nemsg, "%s: line %lld: %d cells where the header has %d", imp->zSource,
+      xfer_msg(emsg, nemsg, "%s: line %lld: %d cells where the header has %d", imp->zSource,
              (long long)imp->csvLine, imp->nCell, imp->nCol);
       rc = PAGEDB_CORRUPT;
       break;
@@ -1519,7 +1511,7 @@ static int importCsv(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   if( rc ) return rc;
   /* Pass 2, from the first record after the header. */
   if( fseek(imp->csv, start, SEEK_SET) != 0 ){
-    setMsg(emsg, nemsg, "%s: seek: %s", imp->zSource, strerror(errno));
+    xfer_msg(emsg, nemsg, "%s: seek: %s", imp->zSource, strerror(errno));
     return PAGEDB_IOERR;
   }
   imp->csvLine = 0;
@@ -1550,11 +1542,11 @@ static int tarShards(Import *imp, char *emsg, size_t nemsg){
     glob_t g;
     int r = glob(z, 0, 0, &g);
     if( r == GLOB_NOMATCH ){
-      setMsg(emsg, nemsg, "no file matches the pattern");
+      xfer_msg(emsg, nemsg, "no file matches the pattern");
       return PAGEDB_CANTOPEN_NOENT;
     }
     if( r ){
-      setMsg(emsg, nemsg, "glob: %s", r == GLOB_NOSPACE ? "out of memory" : "read error");
+      xfer_msg(emsg, nemsg, "glob: %s", r == GLOB_NOSPACE ? "out of memory" : "read error");
       return r == GLOB_NOSPACE ? PAGEDB_NOMEM : PAGEDB_IOERR;
     }
     int rc = PAGEDB_OK;
@@ -1569,16 +1561,16 @@ static int tarShards(Import *imp, char *emsg, size_t nemsg){
       else imp->nShard++;
     }
     globfree(&g);
-    if( rc ){ setMsg(emsg, nemsg, "out of memory"); return rc; }
+    if( rc ){ xfer_msg(emsg, nemsg, "out of memory"); return rc; }
     if( imp->nShard == 0 ){
-      setMsg(emsg, nemsg, "no .tar, .tar.gz or .tgz file matches the pattern");
+      xfer_msg(emsg, nemsg, "no .tar, .tar.gz or .tgz file matches the pattern");
       return PAGEDB_CANTOPEN_NOENT;
     }
     return PAGEDB_OK;
   }
   imp->azShard = calloc(1, sizeof(char *));
   if( imp->azShard == 0 || (imp->azShard[0] = strdup(z)) == 0 ){
-    setMsg(emsg, nemsg, "out of memory");
+    xfer_msg(emsg, nemsg, "out of memory");
     return PAGEDB_NOMEM;
   }
   imp->nShard = 1;
@@ -1623,7 +1615,7 @@ int xfer_import(pagedb *db, const char *source, const XferOpts *o, int64_t *n, c
   /* "dir/" names files "dir/a/b", not "dir//a/b". */
   char *zSrc = strdup(source);
   if( zSrc == 0 ){
-    if( msg ) setMsg(msg, nmsg, "out of memory");
+    if( msg ) xfer_msg(msg, nmsg, "out of memory");
     return PAGEDB_NOMEM;
   }
   for(size_t k = strlen(zSrc); k > 1 && zSrc[k - 1] == '/'; k--) zSrc[k - 1] = 0;
@@ -1638,13 +1630,13 @@ int xfer_import(pagedb *db, const char *source, const XferOpts *o, int64_t *n, c
   int64_t maxId = -1;
   rc = pagedb_sql(db, "SELECT max(id) FROM sample", maxIdRow, &maxId);
   if( rc ){
-    setMsg(emsg, sizeof emsg, "reading the largest id: %s (%s)", pagedb_errname(rc),
+    xfer_msg(emsg, sizeof emsg, "reading the largest id: %s (%s)", pagedb_errname(rc),
            pagedb_errmsg(db));
   }else{
     imp.base = maxId + 1;
     int isGlob = strpbrk(source, "*?[") != 0 && stat(source, &st) != 0;
     if( !isGlob && stat(source, &st) != 0 ){
-      setMsg(emsg, sizeof emsg, "%s", strerror(errno));
+      xfer_msg(emsg, sizeof emsg, "%s", strerror(errno));
       rc = errno == ENOENT ? PAGEDB_CANTOPEN_NOENT : PAGEDB_CANTOPEN;
     }else if( !isGlob && S_ISDIR(st.st_mode) ){
       rc = importFolder(&imp, n, emsg, sizeof emsg);
@@ -1654,12 +1646,12 @@ int xfer_import(pagedb *db, const char *source, const XferOpts *o, int64_t *n, c
     }else if( endsWith(source, ".csv") ){
       rc = importCsv(&imp, n, emsg, sizeof emsg);
     }else{
-      setMsg(emsg, sizeof emsg, "not a directory (ImageFolder), .tar, .tar.gz, .tgz or glob of "
+      xfer_msg(emsg, sizeof emsg, "not a directory (ImageFolder), .tar, .tar.gz, .tgz or glob of "
              "them (WebDataset), or .csv file");
       rc = PAGEDB_MISUSE;
     }
   }
-  if( rc && msg ) setMsg(msg, nmsg, "%s", emsg);
+  if( rc && msg ) xfer_msg(msg, nmsg, "%s", emsg);
   impFree(&imp);
   free(zSrc);
   return rc;

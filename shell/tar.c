@@ -49,7 +49,7 @@ struct TarReader {
   int64_t paxSize;      /* a size from a pax header for the next member, or -1 */
 };
 
-static void setMsg(char *msg, size_t nmsg, const char *fmt, ...){
+void xfer_msg(char *msg, size_t nmsg, const char *fmt, ...){
   va_list ap;
   if( nmsg == 0 ) return;
   va_start(ap, fmt);
@@ -110,18 +110,18 @@ int tar_open(const char *path, TarReader **pr, char *msg, size_t nmsg){
   *pr = 0;
   if( r == 0 || (r->zPath = strdup(path)) == 0 ){
     free(r);
-    setMsg(msg, nmsg, "%s: out of memory", path);
+    xfer_msg(msg, nmsg, "%s: out of memory", path);
     return PAGEDB_NOMEM;
   }
   struct stat st;
   r->gz = gzopen(path, "rb");
   if( r->gz == 0 || stat(path, &st) != 0 ){
-    setMsg(msg, nmsg, "%s: cannot open: %s", path, strerror(errno ? errno : ENOMEM));
+    xfer_msg(msg, nmsg, "%s: cannot open: %s", path, strerror(errno ? errno : ENOMEM));
     tar_close(r);
     return PAGEDB_CANTOPEN;
   }
   if( !S_ISREG(st.st_mode) ){
-    setMsg(msg, nmsg, "%s: not a regular file", path);
+    xfer_msg(msg, nmsg, "%s: not a regular file", path);
     tar_close(r);
     return PAGEDB_CANTOPEN;
   }
@@ -153,18 +153,18 @@ int tar_read_at(TarReader *r, const char *zName, int64_t off, int64_t size, void
                 size_t *n, char *msg, size_t nmsg){
   *data = 0;
   if( !r->direct || off < 0 || size < 0 || size > r->fileSize || off > r->fileSize - size ){
-    setMsg(msg, nmsg, "%s: member \"%s\": not where the first pass found it", r->zPath, zName);
+    xfer_msg(msg, nmsg, "%s: member \"%s\": not where the first pass found it", r->zPath, zName);
     return PAGEDB_CORRUPT;
   }
   char *z = strdup(zName);
   if( z == 0 ){
-    setMsg(msg, nmsg, "%s: out of memory", r->zPath);
+    xfer_msg(msg, nmsg, "%s: out of memory", r->zPath);
     return PAGEDB_NOMEM;
   }
   free(r->zName);
   r->zName = z;
   if( gzseek(r->gz, (z_off_t)off, SEEK_SET) < 0 ){
-    setMsg(msg, nmsg, "%s: member \"%s\": seek: %s", r->zPath, zName, gzMsg(r));
+    xfer_msg(msg, nmsg, "%s: member \"%s\": seek: %s", r->zPath, zName, gzMsg(r));
     return PAGEDB_IOERR;
   }
   r->pos = off;
@@ -206,21 +206,21 @@ static size_t fieldLen(const unsigned char *f, size_t n){
 ** header.  Returns a NUL-terminated malloc'd copy or NULL with MSG. */
 static char *readMeta(TarReader *r, int64_t size, const char *zWhat, int *prc, char *msg, size_t nmsg){
   if( size > TAR_MAX_META ){
-    setMsg(msg, nmsg, "%s: %s header at offset %lld: %lld bytes, more than the %d accepted",
+    xfer_msg(msg, nmsg, "%s: %s header at offset %lld: %lld bytes, more than the %d accepted",
            r->zPath, zWhat, (long long)(r->pos - TAR_BLOCK), (long long)size, TAR_MAX_META);
     *prc = PAGEDB_TOOBIG;
     return 0;
   }
   char *z = malloc((size_t)size + 1);
   if( z == 0 ){
-    setMsg(msg, nmsg, "%s: out of memory", r->zPath);
+    xfer_msg(msg, nmsg, "%s: out of memory", r->zPath);
     *prc = PAGEDB_NOMEM;
     return 0;
   }
   int rc = readFull(r, z, (size_t)size);
   if( rc == 0 ) rc = skipBytes(r, (TAR_BLOCK - size % TAR_BLOCK) % TAR_BLOCK);
   if( rc ){
-    setMsg(msg, nmsg, "%s: %s header at offset %lld: %s", r->zPath, zWhat,
+    xfer_msg(msg, nmsg, "%s: %s header at offset %lld: %s", r->zPath, zWhat,
            (long long)(r->pos - TAR_BLOCK), rc == -1 ? "the file ends inside it" : gzMsg(r));
     *prc = rc == -1 ? PAGEDB_CORRUPT : PAGEDB_IOERR;
     free(z);
@@ -238,14 +238,14 @@ static int paxParse(TarReader *r, char *z, int64_t n, char *msg, size_t nmsg){
     errno = 0;
     long long len = strtoll(z + i, &end, 10);
     if( errno || end == z + i || *end != ' ' || len <= 0 || len > n - i || z[i + len - 1] != '\n' ){
-      setMsg(msg, nmsg, "%s: pax header at offset %lld: malformed record", r->zPath,
+      xfer_msg(msg, nmsg, "%s: pax header at offset %lld: malformed record", r->zPath,
              (long long)r->pos);
       return PAGEDB_CORRUPT;
     }
     char *key = end + 1;
     char *eq = memchr(key, '=', (size_t)(z + i + len - 1 - key));
     if( eq == 0 ){
-      setMsg(msg, nmsg, "%s: pax header at offset %lld: a record without '='", r->zPath,
+      xfer_msg(msg, nmsg, "%s: pax header at offset %lld: a record without '='", r->zPath,
              (long long)r->pos);
       return PAGEDB_CORRUPT;
     }
@@ -253,19 +253,19 @@ static int paxParse(TarReader *r, char *z, int64_t n, char *msg, size_t nmsg){
     size_t nval = (size_t)(z + i + len - 1 - val);
     if( eq - key == 4 && memcmp(key, "path", 4) == 0 ){
       if( memchr(val, 0, nval) ){
-        setMsg(msg, nmsg, "%s: pax header at offset %lld: a path with a NUL byte", r->zPath,
+        xfer_msg(msg, nmsg, "%s: pax header at offset %lld: a path with a NUL byte", r->zPath,
                (long long)r->pos);
         return PAGEDB_CORRUPT;
       }
       free(r->zLong);
       r->zLong = strndup(val, nval);
-      if( r->zLong == 0 ){ setMsg(msg, nmsg, "%s: out of memory", r->zPath); return PAGEDB_NOMEM; }
+      if( r->zLong == 0 ){ xfer_msg(msg, nmsg, "%s: out of memory", r->zPath); return PAGEDB_NOMEM; }
     }else if( eq - key == 4 && memcmp(key, "size", 4) == 0 ){
       char *e2;
       errno = 0;
       long long v = strtoll(val, &e2, 10);
       if( errno || e2 != val + nval || v < 0 ){
-        setMsg(msg, nmsg, "%s: pax header at offset %lld: bad size \"%.*s\"", r->zPath,
+        xfer_msg(msg, nmsg, "%s: pax header at offset %lld: bad size \"%.*s\"", r->zPath,
                (long long)r->pos, (int)(nval > 40 ? 40 : nval), val);
         return PAGEDB_CORRUPT;
       }
@@ -282,7 +282,7 @@ int tar_next(TarReader *r, TarMember *m, char *msg, size_t nmsg){
   if( r->left > 0 || r->pad > 0 ){
     rc = skipBytes(r, r->left + r->pad);
     if( rc ){
-      setMsg(msg, nmsg, "%s: member \"%s\": %s", r->zPath, r->zName ? r->zName : "?",
+      xfer_msg(msg, nmsg, "%s: member \"%s\": %s", r->zPath, r->zName ? r->zName : "?",
              rc == -1 ? "the file ends inside its data" : gzMsg(r));
       return rc == -1 ? PAGEDB_CORRUPT : PAGEDB_IOERR;
     }
@@ -295,7 +295,7 @@ int tar_next(TarReader *r, TarMember *m, char *msg, size_t nmsg){
       return PAGEDB_NOTFOUND;      /* the end, without end-of-archive blocks */
     }
     if( rc ){
-      setMsg(msg, nmsg, "%s: header at offset %lld: %s", r->zPath, (long long)off,
+      xfer_msg(msg, nmsg, "%s: header at offset %lld: %s", r->zPath, (long long)off,
              rc == -1 ? "the file ends inside it" : gzMsg(r));
       return rc == -1 ? PAGEDB_CORRUPT : PAGEDB_IOERR;
     }
@@ -311,14 +311,14 @@ int tar_next(TarReader *r, TarMember *m, char *msg, size_t nmsg){
       sumS += (signed char)c;
     }
     if( want < 0 || (want != sumU && want != sumS) ){
-      setMsg(msg, nmsg, "%s: header at offset %lld: bad checksum (not a tar file, or damaged)",
+      xfer_msg(msg, nmsg, "%s: header at offset %lld: bad checksum (not a tar file, or damaged)",
              r->zPath, (long long)off);
       return PAGEDB_CORRUPT;
     }
     char type = (char)h[156];
     int64_t size = tarNumber(h + 124, 12);
     if( size < 0 ){
-      setMsg(msg, nmsg, "%s: header at offset %lld: bad size field", r->zPath, (long long)off);
+      xfer_msg(msg, nmsg, "%s: header at offset %lld: bad size field", r->zPath, (long long)off);
       return PAGEDB_CORRUPT;
     }
     if( type == 'x' || type == 'g' || type == 'L' || type == 'K' ){
@@ -362,7 +362,7 @@ int tar_next(TarReader *r, TarMember *m, char *msg, size_t nmsg){
       }
     }
     if( r->zName == 0 ){
-      setMsg(msg, nmsg, "%s: out of memory", r->zPath);
+      xfer_msg(msg, nmsg, "%s: out of memory", r->zPath);
       return PAGEDB_NOMEM;
     }
     int kind;
@@ -376,7 +376,7 @@ int tar_next(TarReader *r, TarMember *m, char *msg, size_t nmsg){
     ** link's size field may repeat its target's: GNU tar writes 0). */
     if( kind == TAR_LINK || type == '3' || type == '4' || type == '6' || kind == TAR_DIR ) size = 0;
     if( r->direct && size > r->fileSize - r->pos ){
-      setMsg(msg, nmsg, "%s: member \"%s\": declared size %lld is larger than the %lld bytes "
+      xfer_msg(msg, nmsg, "%s: member \"%s\": declared size %lld is larger than the %lld bytes "
              "left in the file", r->zPath, r->zName, (long long)size,
              (long long)(r->fileSize - r->pos));
       return PAGEDB_CORRUPT;
@@ -395,7 +395,7 @@ int tar_read(TarReader *r, void **data, size_t *pn, char *msg, size_t nmsg){
   int64_t size = r->left;
   size_t cap = (size_t)(r->direct || size < TAR_CHUNK ? size : TAR_CHUNK);
   if( size > (int64_t)PAGEDB_MAX_SAMPLE ){
-    setMsg(msg, nmsg, "%s: member \"%s\": %lld bytes, more than a sample may hold", r->zPath,
+    xfer_msg(msg, nmsg, "%s: member \"%s\": %lld bytes, more than a sample may hold", r->zPath,
            r->zName, (long long)size);
     return PAGEDB_TOOBIG;
   }
@@ -403,7 +403,7 @@ int tar_read(TarReader *r, void **data, size_t *pn, char *msg, size_t nmsg){
   size_t have = 0;
   *data = 0;
   if( buf == 0 ){
-    setMsg(msg, nmsg, "%s: member \"%s\": out of memory for %lld bytes", r->zPath, r->zName,
+    xfer_msg(msg, nmsg, "%s: member \"%s\": out of memory for %lld bytes", r->zPath, r->zName,
            (long long)size);
     return PAGEDB_NOMEM;
   }
@@ -414,7 +414,7 @@ int tar_read(TarReader *r, void **data, size_t *pn, char *msg, size_t nmsg){
       char *b2 = realloc(buf, c2);
       if( b2 == 0 ){
         free(buf);
-        setMsg(msg, nmsg, "%s: member \"%s\": out of memory for %lld bytes", r->zPath, r->zName,
+        xfer_msg(msg, nmsg, "%s: member \"%s\": out of memory for %lld bytes", r->zPath, r->zName,
                (long long)size);
         return PAGEDB_NOMEM;
       }
@@ -424,7 +424,7 @@ int tar_read(TarReader *r, void **data, size_t *pn, char *msg, size_t nmsg){
     int rc = readFull(r, buf + have, cap - have);
     if( rc ){
       free(buf);
-      setMsg(msg, nmsg, "%s: member \"%s\": %s", r->zPath, r->zName,
+      xfer_msg(msg, nmsg, "%s: member \"%s\": %s", r->zPath, r->zName,
              rc == -1 ? "the file ends inside its data (declared size larger than the file)"
                       : gzMsg(r));
       return rc == -1 ? PAGEDB_CORRUPT : PAGEDB_IOERR;
@@ -476,7 +476,7 @@ int tar_create(const char *path, TarWriter **pw, char *msg, size_t nmsg){
   *pw = 0;
   if( w == 0 || (w->zPath = strdup(path)) == 0 ){
     free(w);
-    setMsg(msg, nmsg, "%s: out of memory", path);
+    xfer_msg(msg, nmsg, "%s: out of memory", path);
     return PAGEDB_NOMEM;
   }
   w->fd = -1;
@@ -486,7 +486,7 @@ int tar_create(const char *path, TarWriter **pw, char *msg, size_t nmsg){
     if( w->fd >= 0 ) fd2 = dup(w->fd);
     if( fd2 >= 0 ) w->gz = gzdopen(fd2, "wb");
     if( w->gz == 0 ){
-      setMsg(msg, nmsg, "%s: cannot create: %s", path, strerror(errno ? errno : ENOMEM));
+      xfer_msg(msg, nmsg, "%s: cannot create: %s", path, strerror(errno ? errno : ENOMEM));
       if( fd2 >= 0 ) close(fd2);
       if( w->fd >= 0 ){ close(w->fd); unlink(path); }
       free(w->zPath);
@@ -497,7 +497,7 @@ int tar_create(const char *path, TarWriter **pw, char *msg, size_t nmsg){
   }else{
     w->f = fopen(path, "wb");
     if( w->f == 0 ){
-      setMsg(msg, nmsg, "%s: cannot create: %s", path, strerror(errno));
+      xfer_msg(msg, nmsg, "%s: cannot create: %s", path, strerror(errno));
       free(w->zPath);
       free(w);
       return PAGEDB_CANTOPEN;
@@ -584,7 +584,7 @@ int tar_add(TarWriter *w, const char *name, const void *data, size_t n, char *ms
     snprintf(zSize, sizeof zSize, "%zu", n);
     if( (pax && paxRecord(&z, &nz, "path", name)) || (big && paxRecord(&z, &nz, "size", zSize)) ){
       free(z);
-      setMsg(msg, nmsg, "%s: out of memory", w->zPath);
+      xfer_msg(msg, nmsg, "%s: out of memory", w->zPath);
       return PAGEDB_NOMEM;
     }
     int bad = tarHeader(w, 0, 0, "././@PaxHeader", 'x', (int64_t)nz) || tarData(w, z, nz);
@@ -606,7 +606,7 @@ int tar_add(TarWriter *w, const char *name, const void *data, size_t n, char *ms
   }
   return PAGEDB_OK;
 write_error:
-  setMsg(msg, nmsg, "%s: writing member \"%s\": %s", w->zPath, name, strerror(errno));
+  xfer_msg(msg, nmsg, "%s: writing member \"%s\": %s", w->zPath, name, strerror(errno));
   return PAGEDB_IOERR;
 }
 
@@ -614,26 +614,26 @@ int tar_finish(TarWriter *w, char *msg, size_t nmsg){
   static const char zeros[2 * TAR_BLOCK];
   int rc = PAGEDB_OK;
   if( twWrite(w, zeros, sizeof zeros) ){
-    setMsg(msg, nmsg, "%s: writing the end of the archive: %s", w->zPath, strerror(errno));
+    xfer_msg(msg, nmsg, "%s: writing the end of the archive: %s", w->zPath, strerror(errno));
     rc = PAGEDB_IOERR;
   }
   if( w->f ){
     if( rc == PAGEDB_OK && (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0) ){
-      setMsg(msg, nmsg, "%s: writing: %s", w->zPath, strerror(errno));
+      xfer_msg(msg, nmsg, "%s: writing: %s", w->zPath, strerror(errno));
       rc = PAGEDB_IOERR;
     }
     if( fclose(w->f) != 0 && rc == PAGEDB_OK ){
-      setMsg(msg, nmsg, "%s: closing: %s", w->zPath, strerror(errno));
+      xfer_msg(msg, nmsg, "%s: closing: %s", w->zPath, strerror(errno));
       rc = PAGEDB_IOERR;
     }
   }else{
     /* gzclose writes the end of the gzip stream; then the file is synced. */
     if( gzclose(w->gz) != Z_OK && rc == PAGEDB_OK ){
-      setMsg(msg, nmsg, "%s: finishing the gzip stream: %s", w->zPath, strerror(errno));
+      xfer_msg(msg, nmsg, "%s: finishing the gzip stream: %s", w->zPath, strerror(errno));
       rc = PAGEDB_IOERR;
     }
     if( rc == PAGEDB_OK && fsync(w->fd) != 0 ){
-      setMsg(msg, nmsg, "%s: fsync: %s", w->zPath, strerror(errno));
+      xfer_msg(msg, nmsg, "%s: fsync: %s", w->zPath, strerror(errno));
       rc = PAGEDB_IOERR;
     }
     close(w->fd);

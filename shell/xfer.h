@@ -116,6 +116,9 @@ int dotExport(struct ShellState *p, int nArg, char **azArg);
 /* Internal to shell/import.c, export.c and tar.c                      */
 /* ------------------------------------------------------------------ */
 
+/* Format a message into MSG of NMSG bytes (nothing if NMSG is 0). */
+void xfer_msg(char *msg, size_t nmsg, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /*
 ** A tar reader: ustar, GNU long names ('L') and pax extended headers
 ** ('x' path and size), of a plain or gzip-compressed file (zlib).  Member
