@@ -113,7 +113,7 @@ int dotImport(struct ShellState *p, int nArg, char **azArg);
 int dotExport(struct ShellState *p, int nArg, char **azArg);
 
 /* ------------------------------------------------------------------ */
-/* Internal to shell/import.c, export.c and tar.c                      */
+/* Internal to shell/import*.c, export.c and tar.c                     */
 /* ------------------------------------------------------------------ */
 
 /* Format a message into MSG of NMSG bytes (nothing if NMSG is 0). */
