@@ -307,6 +307,7 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
     /* The io_uring VFS must work or fail here, at open, never at the first
     ** read; the direct VFS uses it for batches when the kernel allows. */
     int e = pdb_rings_open(&rings);
+    if (e == PDB_RINGS_NOMEM && !(kind & K_DIRECT)) return PAGEDB_NOMEM;
     if (e && !(kind & K_DIRECT)) {
       errno = e;
       return PAGEDB_CANTOPEN_URING;

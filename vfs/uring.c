@@ -32,6 +32,12 @@ struct PdbRings {
   Ring *idle;             /* rings not in use by a batch */
 };
 
+/* Set up the kernel side of ring R: 0, or an errno. */
+static int ring_init(Ring *r) {
+  int e = io_uring_queue_init(PDB_URING_DEPTH, &r->ring, 0);
+  return e < 0 ? -e : 0;
+}
+
 /* A new ring, or NULL with *ERR set. */
 static Ring *ring_new(int *err) {
   Ring *r = pdb_calloc(1, sizeof *r);
@@ -39,10 +45,8 @@ static Ring *ring_new(int *err) {
     *err = ENOMEM;
     return NULL;
   }
-  int e = io_uring_queue_init(PDB_URING_DEPTH, &r->ring, 0);
-  if (e < 0) {
+  if ((*err = ring_init(r)) != 0) {
     pdb_free(r);
-    *err = -e;
     return NULL;
   }
   return r;
@@ -50,14 +54,21 @@ static Ring *ring_new(int *err) {
 
 int pdb_rings_open(PdbRings **out) {
   *out = NULL;
+  /* Our own memory first: its failure is PDB_RINGS_NOMEM, not a refusal
+  ** of io_uring by the kernel. */
   PdbRings *p = pdb_calloc(1, sizeof *p);
-  if (!p) return ENOMEM;
-  int err = 0;
-  p->idle = ring_new(&err);     /* the probe: io_uring works, or we know why */
-  if (!p->idle) {
+  Ring *r = p ? pdb_calloc(1, sizeof *r) : NULL;
+  if (!r) {
+    pdb_free(p);
+    return PDB_RINGS_NOMEM;
+  }
+  int err = ring_init(r);       /* the probe: io_uring works, or we know why */
+  if (err) {
+    pdb_free(r);
     pdb_free(p);
     return err;
   }
+  p->idle = r;
   pthread_mutex_init(&p->mu, NULL);
   *out = p;
   return 0;

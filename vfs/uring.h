@@ -13,6 +13,9 @@
 /* A file's pool of rings. */
 typedef struct PdbRings PdbRings;
 
+/* pdb_rings_open's result when pagedb's own allocator failed. */
+#define PDB_RINGS_NOMEM (-1)
+
 #if !PAGEDB_HAVE_URING
 /* Built without liburing: no pool can be made, and the backends, which
 ** use the rest only through a pool, do plain I/O. */
@@ -24,8 +27,9 @@ static inline int pdb_rings_open(PdbRings **p) {
 static inline void pdb_rings_close(PdbRings *p) { (void)p; }
 #else
 
-/* Make a pool with one ring: 0, or an errno saying why io_uring does not
-** work here (ENOSYS, EPERM under seccomp, ...). */
+/* Make a pool with one ring: 0, PDB_RINGS_NOMEM when pagedb's allocator
+** fails, or an errno saying why io_uring does not work here (ENOSYS, EPERM
+** under seccomp, ...). */
 int pdb_rings_open(PdbRings **p);
 void pdb_rings_close(PdbRings *p);
 
