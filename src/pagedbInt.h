@@ -79,9 +79,9 @@ static inline uint64_t pdb_mix64(uint64_t z) {
 uint64_t pdb_checksum(const void *p, size_t n);
 
 /* The checksum of data: of every stored extent (in the catalog) and of
-** every run's bytes (in its header).  XXH3-64 from libxxhash: about 30 GB/s
-** on one core here, so hashing everything written costs little next to
-** writing it. */
+** every run's bytes (in its header).  XXH3-64 from libxxhash: in a perf
+** profile of `pagedb-bench --workload W-img:5000 --vfs posix` (writes and
+** reads) it took under 1% of the cycles, the kernel's page-cache copy 60%. */
 uint64_t pdb_sum(const void *p, size_t n);
 
 /* Fill N bytes with random data from the kernel (for uuids). */
