@@ -27,7 +27,9 @@ size_t codec_state_size(int codec);
 ** Compress the N bytes at SRC into DST, which has room for CAP bytes: the
 ** compressed size, or 0 when it would not fit (the value is then stored
 ** as given: pass CAP < N so that only a value that shrinks is compressed).
-** STATE has codec_state_size(CODEC) bytes, 8-byte aligned.
+** STATE has codec_state_size(CODEC) bytes, 16-byte aligned, and was zeroed
+** when it was allocated; one state may serve codecs of both kinds, in any
+** order, as long as it is large enough for each.
 */
 size_t codec_compress(int codec, void *state, const void *src, size_t n, void *dst, size_t cap);
 

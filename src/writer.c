@@ -298,7 +298,7 @@ int pagedb_sample_begin(pagedb_writer *w, int64_t id) {
 static int compress_value(pagedb_writer *w, int codec, const void *data, size_t n, size_t *stored) {
   size_t need = codec_state_size(codec);
   if (w->zstate_size < need) {
-    void *st = pdb_malloc(need);
+    void *st = pdb_calloc(1, need);
     if (!st) return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory compressing sample %lld", (long long)w->cur[0]);
     pdb_free(w->zstate);
     w->zstate = st;
