@@ -6,7 +6,11 @@
 **      bytes stored against the raw bytes (the compression ratio).  Beside
 **      it, the raw reference for the compressed bytes: as many bytes as the
 **      lz4 dataset stores, written with O_DIRECT in 8 MiB pieces and synced
-**      (the write limit that compression cannot beat).
+**      (the write limit that compression cannot beat), and the CPU each
+**      sample cost (all threads: writers, the catalog's SQLite inserts,
+**      the I/O), which bounds what a second writer can add: with C CPU
+**      seconds a sample and one writer taking T seconds a sample, 2
+**      writers on 2 cores reach at most 2T/C times one writer's rate.
 **   2. Sequential reads (copy mode, page cache warm) of the dataset stored
 **      with each codec, against the uncompressed one, and liblz4's own time
 **      to decompress the same stored bytes held in memory: the target is
@@ -32,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +49,13 @@ static const char *gVfs = "direct";
 static char gDir[4096];
 static int gReps = 3;
 static volatile uint64_t gSink;   /* what the raw read touched: not optimised away */
+
+/* CPU seconds used by every thread of the process so far. */
+static double cpu_now(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
 
 static double now(void) {
   struct timespec t;
@@ -115,10 +127,11 @@ static void *write_thread(void *arg) {
   return NULL;
 }
 
-/* Write the workload into PATH with CODEC and NT threads: seconds. */
-static double ingest(const char *path, int codec, int nt) {
+/* Write the workload into PATH with CODEC and NT threads: seconds; *CPU
+** receives the CPU seconds all threads used meanwhile. */
+static double ingest(const char *path, int codec, int nt, double *cpu) {
   remove_dataset(path);
-  double t0 = now();
+  double c0 = cpu_now(), t0 = now();
   pagedb *db;
   int rc = pagedb_open(path, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, gVfs);
   if (rc) die("pagedb_open", rc, db);
@@ -138,7 +151,9 @@ static double ingest(const char *path, int codec, int nt) {
   if ((rc = pagedb_commit(db))) die("pagedb_commit", rc, db);
   if (pagedb_count(db) != gW.count) die("pagedb_count after commit", PAGEDB_ERROR, db);
   if ((rc = pagedb_close(db))) die("pagedb_close", rc, NULL);
-  return now() - t0;
+  double t = now() - t0;
+  *cpu = cpu_now() - c0;
+  return t;
 }
 
 static int sum_row(void *ctx, int ncol, char **vals, char **names) {
@@ -359,22 +374,27 @@ int main(int argc, char **argv) {
          (long long)gW.count, gVfs, gReps, gReps > 1 ? "s" : "");
   printf("command:");
   for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
-  printf("\n\n  ingest (durable)          1 thread samples/s  2 threads samples/s  2 vs 1   stored/raw\n");
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  printf("\n\n  ingest (durable)          1 thread samples/s  2 threads samples/s  2 vs 1   stored/raw"
+         "   CPU us/sample (1, 2)   CPU ceiling\n");
   double t2[MAX_CODECS];
   int64_t stored[MAX_CODECS], raw[MAX_CODECS];
   for (int c = 0; c < nc; c++) {
     char path[4200];
     path_of(path, sizeof path, names[c]);
-    double a[9], b[9];
+    double a[9], b[9], ca[9], cb[9];
     for (int rep = 0; rep < gReps; rep++) {
-      a[rep] = ingest(path, codec[c], 1);
-      b[rep] = ingest(path, codec[c], 2);
+      a[rep] = ingest(path, codec[c], 1, &ca[rep]);
+      b[rep] = ingest(path, codec[c], 2, &cb[rep]);
     }
-    double t1 = median(a, gReps);
+    double t1 = median(a, gReps), cpu1 = median(ca, gReps), cpu2 = median(cb, gReps);
     t2[c] = median(b, gReps);
     sizes_of(path, &stored[c], &raw[c]);
-    printf("  %-22s %16.0f %20.0f %8.2fx %11.3f\n", names[c], gW.count / t1, gW.count / t2[c], t1 / t2[c],
-           (double)stored[c] / (double)raw[c]);
+    /* The most that 2 writers could give if every core were busy with no
+    ** more CPU per sample than one writer's run spent, catalog included. */
+    double ceiling = (ncpu < 2 ? ncpu : 2) * t1 / cpu1;
+    printf("  %-22s %16.0f %20.0f %8.2fx %11.3f %10.2f %6.2f %12.2fx\n", names[c], gW.count / t1, gW.count / t2[c],
+           t1 / t2[c], (double)stored[c] / (double)raw[c], cpu1 / gW.count * 1e6, cpu2 / gW.count * 1e6, ceiling);
     fflush(stdout);
   }
   printf("\n  raw O_DIRECT write of each dataset's stored bytes (8 MiB pieces, fsync): the limit\n");
