@@ -54,14 +54,14 @@ static int locate(pagedb_reader *r, int64_t id, int field, const uint64_t **slot
   return PAGEDB_OK;
 }
 
-static int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len) {
+/* The extent of BYTES/TEXT field FIELD of sample ID, and its slot. */
+static int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len, const uint64_t **slot) {
   pagedb *db = r->db;
   if (field >= 0 && field < db->nfield && !api_is_bytes(db, field))
     return pdb_err(r->db, &r->err, PAGEDB_MISMATCH, "%s: field '%s' is a scalar: use pagedb_read_%s", db->path,
                        db->fields[field].name, db->fields[field].type == PAGEDB_INT ? "int" : "real");
-  const uint64_t *s;
-  int rc = locate(r, id, field, &s);
-  if (rc == PAGEDB_OK) api_extent(db, s, field, off, len);
+  int rc = locate(r, id, field, slot);
+  if (rc == PAGEDB_OK) api_extent(db, *slot, field, off, len);
   return rc;
 }
 
@@ -75,24 +75,27 @@ static int stored_bytes(pagedb_reader *r, uint64_t off, uint64_t len, const uint
   return len > 0 ? pager_fetch(r->db->pager, &r->err, off, len, &r->buf, &r->cap, src) : PAGEDB_OK;
 }
 
+static int finish_one(pagedb_reader *r, int64_t id, int field, const uint64_t *s, const void **data, size_t *n);
+
 int pagedb_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
   if (!r || !data || !n) return PAGEDB_MISUSE;
   *data = NULL;
   *n = 0;
   const uint8_t *src;
+  const uint64_t *s = NULL;
   uint64_t off, len;
   int rc = PAGEDB_OK;
   if (r->pf.ids && pf_read(r, id, field, data, n)) {
     src = *data;
     len = *n;
   } else {
-    rc = bytes_field(r, id, field, &off, &len);
+    rc = bytes_field(r, id, field, &off, &len, &s);
     if (rc == PAGEDB_OK) rc = stored_bytes(r, off, len, &src);
     if (rc != PAGEDB_OK) return rc;
   }
   const void *d = src;
   size_t dn = (size_t)len;
-  if (api_must_finish(r, field) && (rc = api_finish(r, &id, 1, field, &d, &dn)) != PAGEDB_OK) {
+  if (api_must_finish(r, field) && (rc = finish_one(r, id, field, s, &d, &dn)) != PAGEDB_OK) {
     *data = NULL;
     *n = 0;
     return rc;
@@ -129,6 +132,56 @@ static int inflate(pagedb_reader *r, int64_t id, int f, const uint64_t *s, const
                  r->db->path, (long long)id, r->db->fields[f].name, (unsigned long long)len, (unsigned long long)raw);
 }
 
+/* Room for NEED decompressed bytes in R's buffer.  Whatever it held is
+** dropped: every value of one call is decompressed after this. */
+static int zroom(pagedb_reader *r, uint64_t need) {
+  if (need <= r->zcap) return PAGEDB_OK;
+  size_t cap;
+  uint8_t *b = pdb_buf_alloc((size_t)need, &cap);
+  if (!b) return pdb_err(r->db, &r->err, PAGEDB_NOMEM, "out of memory decompressing %llu bytes", (unsigned long long)need);
+  pdb_buf_free(r->zbuf);
+  r->zbuf = b;
+  r->zcap = cap;
+  return PAGEDB_OK;
+}
+
+/* The slot of sample ID again, after its bytes were read: NULL, with the
+** error set, if a delete committed since it was located. */
+static const uint64_t *still_there(pagedb_reader *r, int64_t id, int field) {
+  const uint64_t *s = idx_find(r->db->idx, id);
+  if (s && slot_has(s, field)) return s;
+  pdb_err(r->db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld was deleted while it was read", r->db->path, (long long)id);
+  return NULL;
+}
+
+/* The raw length of field F of slot S if its value is stored compressed,
+** else 0. */
+static uint64_t zraw(const pagedb *db, const uint64_t *s, int f) {
+  return (slot_cext(s, db->nfield, f)[0] & SLOT_Z) ? slot_get(s, db->nfield, f) : 0;
+}
+
+/* Verify and decompress one value, the stored bytes *DATA of field F of
+** sample ID (slot S): a compressed one is inflated at OUT, which has room
+** for it, and *DATA / *SIZE then describe OUT. */
+static int finish_value(pagedb_reader *r, int64_t id, int f, const uint64_t *s, uint8_t *out, const void **data,
+                        size_t *size) {
+  int rc = r->verify ? verify(r, id, f, s, *data) : PAGEDB_OK;
+  uint64_t raw = zraw(r->db, s, f);
+  if (rc == PAGEDB_OK && raw && (rc = inflate(r, id, f, s, *data, out)) == PAGEDB_OK) {
+    *data = out;
+    *size = (size_t)raw;
+  }
+  return rc;
+}
+
+/* api_finish for one value, whose slot S the caller may already have (NULL:
+** look it up): no pass to size the buffer, no second lookup. */
+static int finish_one(pagedb_reader *r, int64_t id, int field, const uint64_t *s, const void **data, size_t *n) {
+  if (!s && !(s = still_there(r, id, field))) return PAGEDB_NOTFOUND;
+  int rc = zroom(r, zraw(r->db, s, field));
+  return rc == PAGEDB_OK ? finish_value(r, id, field, s, r->zbuf, data, n) : rc;
+}
+
 int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes) {
   pagedb *db = r->db;
   /* One buffer for every value the call decompresses: all the pointers a
@@ -136,46 +189,26 @@ int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const voi
   uint64_t need = 0;
   for (int i = 0; i < n; i++) {
     const uint64_t *s = idx_find(db->idx, ids[i]);
-    if (s && (slot_cext(s, db->nfield, field)[0] & SLOT_Z)) need += slot_get(s, db->nfield, field);
+    if (s) need += zraw(db, s, field);
   }
-  if (need > r->zcap) {
-    size_t cap;
-    uint8_t *b = pdb_buf_alloc((size_t)need, &cap);
-    if (!b) return pdb_err(db, &r->err, PAGEDB_NOMEM, "out of memory decompressing %llu bytes", (unsigned long long)need);
-    pdb_buf_free(r->zbuf);
-    r->zbuf = b;
-    r->zcap = cap;
-  }
+  int rc = zroom(r, need);
   uint8_t *out = r->zbuf;
-  for (int i = 0; i < n; i++) {
-    const uint64_t *s = idx_find(db->idx, ids[i]);
-    if (!s || !slot_has(s, field))   /* a delete committed since it was located */
-      return pdb_err(db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld was deleted while it was read", db->path,
-                     (long long)ids[i]);
-    const uint8_t *src = data[i];
-    int rc = r->verify ? verify(r, ids[i], field, s, src) : PAGEDB_OK;
-    if (rc == PAGEDB_OK && (slot_cext(s, db->nfield, field)[0] & SLOT_Z)) {
-      size_t raw = (size_t)slot_get(s, db->nfield, field);
-      rc = inflate(r, ids[i], field, s, src, out);
-      data[i] = out;
-      sizes[i] = raw;
-      out += raw;
-    }
-    if (rc != PAGEDB_OK) return rc;
+  for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
+    const uint64_t *s = still_there(r, ids[i], field);
+    if (!s) return PAGEDB_NOTFOUND;
+    rc = finish_value(r, ids[i], field, s, out, &data[i], &sizes[i]);
+    out += zraw(db, s, field);
   }
-  return PAGEDB_OK;
+  return rc;
 }
 
 int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t cap, size_t *n) {
   if (!r || !n || (!buf && cap)) return PAGEDB_MISUSE;
   *n = 0;
   uint64_t off, len;
-  int rc = bytes_field(r, id, field, &off, &len);
+  const uint64_t *s;
+  int rc = bytes_field(r, id, field, &off, &len, &s);
   if (rc != PAGEDB_OK) return rc;
-  const uint64_t *s = idx_find(r->db->idx, id);
-  if (!s || !slot_has(s, field))   /* a delete committed since bytes_field */
-    return pdb_err(r->db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld was deleted while it was read", r->db->path,
-                   (long long)id);
   uint64_t raw = slot_get(s, r->db->nfield, field);
   int z = (slot_cext(s, r->db->nfield, field)[0] & SLOT_Z) != 0;
   *n = raw;
@@ -256,7 +289,8 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
   uint64_t *ext = r->scratch;
   uint64_t *off = ext, *len = ext + n;
   int rc = PAGEDB_OK, i;
-  for (i = 0; i < n && rc == PAGEDB_OK; i++) rc = bytes_field(r, ids[i], field, &off[i], &len[i]);
+  const uint64_t *s;
+  for (i = 0; i < n && rc == PAGEDB_OK; i++) rc = bytes_field(r, ids[i], field, &off[i], &len[i], &s);
   int good = rc == PAGEDB_OK ? n : i - 1;     /* extents found before a failure */
   if (r->mode == PAGEDB_READ_MMAP) {
     const uint8_t *base = pager_map(r->db->pager);
