@@ -1,0 +1,144 @@
+/*
+** bench.h -- what the files of pagedb-bench share: the run's options (Bench),
+** the state of one workload (Run), the repetitions of one figure (Times),
+** and the functions each file offers the others.  tool/bench.c's header
+** comment says what the tool measures and the fairness rules it keeps.
+**
+**   bench.c         options, the machine, --pool-ratio, main
+**   bench_run.c     one workload: the repetitions, the table, the targets
+**   bench_util.c    clocks, medians, failures, checksums, whole-buffer I/O
+**   bench_raw.c     the raw-file reference (buffered, O_DIRECT, io_uring)
+**   bench_fio.c     the fio reference and the JSON reader for its report
+**   bench_pagedb.c  pagedb's rows
+*/
+#ifndef PAGEDB_BENCH_H
+#define PAGEDB_BENCH_H
+
+#include "config.h"
+#include "pagedb.h"
+#include "workload.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#define MAX_WL       8
+#define MAX_THREADS 16
+#define MAX_REPS    99
+#define RAW_BUF     (8u << 20)    /* the reference's write buffer */
+#define MAX_VFS      4
+#define RAW_DEPTH   32            /* the O_DIRECT io_uring reference's queue depth */
+#define DIO_ALIGN   4096u         /* O_DIRECT alignment of the raw references */
+#define DEFAULT_BATCH 32
+#define DEFAULT_WINDOW (8u << 20) /* read-ahead of the prefetch rows */
+#define FIO_BS      (64u << 10)   /* the block size of the fio reference */
+
+/* fio's options for the reference (bench_fio.c). */
+extern const char *const azFioOpt[];
+extern const int nFioOpt;
+
+/* Everything one run knows: options, then the state of the workload in hand. */
+typedef struct Bench {
+  int argc; char **argv;        /* the command line, printed at the top */
+  char zDir[PATH_MAX];          /* where the files go */
+  int dirOwned;                 /* 1: we created zDir and remove it at the end */
+  int keep;                     /* --keep: leave the files */
+  int nReps;                    /* --reps (0 until set: default by mode) */
+  int aThread[MAX_THREADS];     /* --threads */
+  int nThread;
+  int quick;                    /* --quick */
+  int cold;                     /* --cold: drop the page cache before phases */
+  int poolRatio;                /* --pool-ratio: print the lz4 ratios only */
+  size_t pageSize;              /* --page-size, 0 for the default */
+  uint64_t seed;                /* --seed */
+  const char *azSpec[MAX_WL];   /* --workload */
+  int nSpec;
+  const char *azVfs[MAX_VFS];   /* --vfs (none: the default VFS, unlabelled) */
+  int nVfs;
+  int vfsSkip[MAX_VFS];         /* 1: that VFS does not work here */
+  char azWhy[MAX_VFS][512];     /* why */
+  int nBatch;                   /* --batch: ids per pagedb_read_batch */
+  size_t window;                /* --window: read-ahead bytes of the prefetch rows */
+  char zFio[PATH_MAX];          /* fio found on PATH; "" if it is not installed */
+  int directRef;                /* read the raw file with O_DIRECT too */
+  int labelW;                   /* width of the row names */
+  int nFail;                    /* correctness failures so far */
+} Bench;
+
+/* The state of one workload's measurements. */
+typedef struct Run {
+  Bench *b;
+  wl_t w;
+  uint64_t *aSize;              /* size of each sample */
+  uint64_t *aOff;               /* offset of each sample in the raw file */
+  int64_t *aOrder;              /* the random read order, shared by all */
+  uint64_t nByte;               /* sum of aSize */
+  uint64_t rawSum;              /* checksum of the raw pread pass */
+  int haveRawSum;
+  char zRaw[PATH_MAX + 64];     /* the raw file */
+  char zPdb[MAX_VFS][MAX_THREADS][PATH_MAX + 64];  /* a dataset per VFS and thread count */
+  int iRead;                    /* which of zPdb[] the read phases use */
+  int iVfs;                     /* the VFS in hand: index into b->azVfs */
+  int opened[MAX_VFS];          /* a pagedb_open under that VFS has worked */
+  int verified[MAX_VFS][3];     /* read mode verified with wl_check */
+  int verifiedBatch[MAX_VFS][3];/* the same, through pagedb_read_batch */
+  int verifiedAhead[MAX_VFS][3];/* the same, through pagedb_reader_prefetch */
+  char zFioWhy[512];            /* why the fio reference failed; "" if it did not */
+  char zRawDio[PATH_MAX + 64];  /* the raw file written with O_DIRECT */
+  char zDioWhy[512];            /* why O_DIRECT writes were refused; "" if they were not */
+  int dioChecked;               /* zRawDio's bytes were checked against the workload */
+} Run;
+/* Medians are taken over these. */
+typedef struct Times {
+  double a[MAX_REPS];
+  int n;
+} Times;
+
+/* The parts of one pagedb write, in seconds. */
+typedef struct WriteTimes {
+  double total;                 /* pagedb_open ... pagedb_close */
+  double sync;                  /* our own fsync of the data file before the commit */
+  double commit;                /* the final pagedb_commit: ~ the catalog's part */
+  double close;                 /* pagedb_close */
+  double engineCpu;             /* CPU of threads that are neither ours nor the
+                                ** writers: the engine's own (its catalog thread) */
+  double writerCpu;             /* CPU of the writer threads */
+} WriteTimes;
+
+/* bench_util.c */
+double cpuTime(clockid_t clock);
+double now(void);
+void timesAdd(Times *t, double v);
+double median(const Times *t);
+void fail(Bench *b, const char *fmt, ...);
+void failRc(Bench *b, const char *zCall, int rc, const char *zMsg);
+uint64_t mixSum(uint64_t h, const void *p, size_t n);
+void dropCaches(Bench *b);
+int ioAll(int fd, const void *p, size_t n, uint64_t off, int isWrite);
+
+/* bench_raw.c: each returns the seconds taken, or -1 on failure */
+double rawWriteFile(Run *r, int direct);
+double rawPread(Run *r);
+double rawMmap(Run *r);
+double rawDirectPread(Run *r);
+double rawDirectUring(Run *r);
+
+/* bench_fio.c */
+int findOnPath(const char *zName, char *zOut, size_t n);
+double rawFio(Run *r);
+
+/* bench_pagedb.c */
+const char *vfsName(const Run *r);
+int vfsIsDirect(const Run *r);
+const char *pdbLabel(const Run *r, char *z, size_t n, const char *zRest);
+void removeDataset(const char *zPath);
+int pdbWrite(Run *r, int iT, int nT, WriteTimes *wt);
+double pdbRead(Run *r, int mode, size_t window);
+double pdbBatch(Run *r, int mode);
+double pdbOpen(Run *r);
+
+/* bench_run.c */
+int runWorkload(Bench *b, const char *zSpec);
+
+#endif /* PAGEDB_BENCH_H */

@@ -1,0 +1,109 @@
+/*
+** bench_util.c -- what every part of pagedb-bench uses: clocks, medians,
+** failures (which make the run exit 1), the checksum every timed read pass
+** takes of every byte, dropping the page cache, and whole-buffer I/O.
+*/
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* CPU seconds of CLOCK: CLOCK_THREAD_CPUTIME_ID or CLOCK_PROCESS_CPUTIME_ID. */
+double cpuTime(clockid_t clock){
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double now(void){
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void timesAdd(Times *t, double v){
+  if( t->n < MAX_REPS ) t->a[t->n++] = v;
+}
+
+static int cmpDouble(const void *a, const void *b){
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The median of T, or -1 if it holds nothing. */
+double median(const Times *t){
+  if( t->n == 0 ) return -1;
+  double a[MAX_REPS];
+  memcpy(a, t->a, sizeof(double) * (size_t)t->n);
+  qsort(a, (size_t)t->n, sizeof(double), cmpDouble);
+  return t->n % 2 ? a[t->n / 2] : (a[t->n / 2 - 1] + a[t->n / 2]) / 2;
+}
+
+/* Report a correctness failure: the run will exit 1. */
+void fail(Bench *b, const char *fmt, ...){
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "pagedb-bench: FAIL: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  fflush(stdout);
+  b->nFail++;
+}
+
+/* A pagedb failure: the call, its code and the handle's message. */
+void failRc(Bench *b, const char *zCall, int rc, const char *zMsg){
+  fail(b, "%s: %s (%s)", zCall, pagedb_errname(rc), zMsg ? zMsg : "no message");
+}
+
+/*
+** A checksum that reads every byte of P[0..N) once, fast enough not to hide
+** the cost of the read it follows: four 64-bit lanes summed, the tail mixed
+** byte by byte.  Every timed read pass combines it the same way (mixSum).
+*/
+static uint64_t sumBytes(const uint8_t *p, size_t n){
+  uint64_t a = 0, b = 0, c = 0, d = 0, t = 0;
+  size_t k = 0;
+  for(; k + 32 <= n; k += 32){
+    uint64_t x[4];
+    memcpy(x, p + k, 32);
+    a += x[0]; b += x[1]; c += x[2]; d += x[3];
+  }
+  for(; k < n; k++) t = t * 31 + p[k];
+  return a ^ (b << 1 | b >> 63) ^ (c << 2 | c >> 62) ^ (d << 3 | d >> 61) ^ t;
+}
+
+uint64_t mixSum(uint64_t h, const void *p, size_t n){
+  return (h ^ sumBytes(p, n)) * 0x100000001b3ull + n;
+}
+/* Drop the page cache if --cold.  Only as root (checked at start). */
+void dropCaches(Bench *b){
+  if( !b->cold ) return;
+  sync();
+  int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+  if( fd < 0 || write(fd, "3\n", 2) != 2 ){
+    fail(b, "--cold: cannot write /proc/sys/vm/drop_caches: %s", strerror(errno));
+  }
+  if( fd >= 0 ) close(fd);
+}
+
+/*
+** Write (ISWRITE) or read all N bytes of P at offset OFF of FD, going on
+** after short transfers and EINTR.  0 on success; -1 on an error or an end
+** of file (errno as pwrite/pread left it).
+*/
+int ioAll(int fd, const void *p, size_t n, uint64_t off, int isWrite){
+  uint8_t *q = (uint8_t *)p;
+  while( n > 0 ){
+    ssize_t k = isWrite ? pwrite(fd, q, n, (off_t)off) : pread(fd, q, n, (off_t)off);
+    if( k < 0 && errno == EINTR ) continue;
+    if( k <= 0 ) return -1;
+    q += k; n -= (size_t)k; off += (uint64_t)k;
+  }
+  return 0;
+}
