@@ -1,27 +1,41 @@
 /*
-** bench.c -- pagedb-bench: pagedb against the raw-file reference, in one run.
+** bench.c -- pagedb-bench: pagedb side by side with SQLite, LMDB and the
+** raw-file reference, in one run, on the same data.
 **
 ** For each workload of shared/WORKLOADS.md (tool/workload.c) it measures
 **
 **   1. the raw-file reference: the same sample bytes written back to back
 **      with 8 MiB buffered pwrite()s and one fsync; every sample read once
 **      in a seeded random order with pread() into a buffer, and in place
-**      through mmap() at the known offsets;
+**      through mmap() at the known offsets; in id order with pread(); and
+**      in the random order again with the file evicted from the page cache
+**      first (the cold row);
 **   2. pagedb: the samples written by 1, 2... threads (one pagedb_writer
 **      each, then one pagedb_commit and pagedb_close), read in the same
-**      random order in PAGEDB_READ_MMAP and PAGEDB_READ_COPY modes, and the
-**      time from pagedb_open (read-only) until the first read is done;
-**   3. the ratios to the reference and the project's targets, each marked
-**      pass or short.
+**      random order in PAGEDB_READ_MMAP and PAGEDB_READ_COPY modes, singly,
+**      in batches and behind read-ahead; in id order; cold (the data file
+**      evicted first: single and batched copies); and the time from
+**      pagedb_open (read-only) until the first read is done;
+**   3. SQLite (a BLOB table in WAL mode, synchronous=FULL) and LMDB
+**      (MDB_APPEND, zero-copy mdb_get), bench_kv.c: written by 1, 2...
+**      threads taking turns on their single write lock, read in the random
+**      order, in id order and cold, and opened to their first read;
+**   4. for every operation its peak RSS (bench_util.c says how), and every
+**      system's file size on disk;
+**   5. the ratios to the reference and the project's targets, each marked
+**      pass or short.  --csv writes every repetition of every figure for
+**      tool/bench-plot.sh, which draws the charts of doc/bench/.
 **
 ** Fairness.  Every timed read pass touches every byte of every sample the
-** same way (sumBytes below), and its checksum must equal the raw pread
+** same way (sumBytes, bench_util.c), and its checksum must equal the raw pread
 ** pass's, so a pass that returned wrong bytes, or nothing, cannot look fast.
 ** Every byte pagedb returns is also compared with the workload (wl_check)
 ** in an untimed pass per read mode, with the labels.  A mismatch or a failed
 ** call fails the run: exit status 1.  Targets that are short do not.
-** Raw and pagedb runs alternate within each repetition, so drift in the
-** machine's speed hits both; each figure is the median of --reps runs.
+** SQLite's and LMDB's bytes and labels are checked the same way (bench_kv.c).
+** Raw, pagedb and the other systems alternate within each repetition, so
+** drift in the machine's speed hits all; each figure is the median of
+** --reps runs, printed with the range of the repetitions.
 **
 ** Batched reads.  Each read mode also gets a row that reads every sample in
 ** the same order with pagedb_read_batch, --batch ids at a time, checksummed
@@ -108,20 +122,34 @@ static void printMachine(Bench *b){
   double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   char zType[1024], zDev[1024];
   fsOf(b->zDir, zType, zDev, sizeof zType);
+  char zCmd[4096], zMachine[1024];
+  size_t n = 0;
+  for(int i = 0; i < b->argc && n < sizeof zCmd; i++){
+    n += (size_t)snprintf(zCmd + n, sizeof zCmd - n, "%s%s", i ? " " : "", b->argv[i]);
+  }
+  snprintf(zMachine, sizeof zMachine, "%ld cores, %.1f GiB RAM, %s %s %s, %.100s on %.300s",
+           sysconf(_SC_NPROCESSORS_ONLN), mem / (1u << 30), u.sysname, u.release, u.machine,
+           zType, zDev);
   printf("pagedb-bench: pagedb %s (header %s)\n", pagedb_libversion(), PAGEDB_VERSION);
-  printf("command:");
-  for(int i = 0; i < b->argc; i++) printf(" %s", b->argv[i]);
-  printf("\n");
-  printf("machine: %ld cores, %.1f GiB RAM, %s %s %s\n",
-         sysconf(_SC_NPROCESSORS_ONLN), mem / (1u << 30), u.sysname, u.release, u.machine);
+  printf("command: %s\n", zCmd);
+  printf("machine: %s\n", zMachine);
   printf("dir: %s (%s on %s)\n", b->zDir, zType, zDev);
+  /* The CSV names them too, for the charts (tool/bench-plot.sh). */
+  if( b->pCsv ) fprintf(b->pCsv, "# command: %s\n# machine: %s\n", zCmd, zMachine);
   printf("page cache: %s\n", b->cold
          ? "dropped (sync; echo 3 > /proc/sys/vm/drop_caches) before every timed phase (--cold)"
          : "warm: not dropped (files just written are read from memory; --cold to drop)");
   printf("reps: %d (each figure the median); write threads:", b->nReps);
   for(int i = 0; i < b->nThread; i++) printf("%s%d", i ? "," : " ", b->aThread[i]);
-  printf("; seed %llu; read order: one seeded permutation for raw and pagedb\n",
+  printf("; seed %llu; read order: one seeded permutation for every system\n",
          (unsigned long long)b->seed);
+  printf("peak RSS: per operation, the process's VmHWM after a reset through"
+         " /proc/self/clear_refs (\"5\")\n  at its start; file pages mapped (mmap reads, LMDB)"
+         " count, as in any process\n");
+  for(int k = 0; k < MAX_KV; k++){
+    const KvSys *p = kvSys(k);
+    if( b->kvOn[k] ) printf("%s: %s%s\n", p->zName, p->xOpen ? "" : "skipped: ", p->zHow);
+  }
   if( b->nVfs ){
     printf("vfs:");
     for(int v = 0; v < b->nVfs; v++){
@@ -241,6 +269,8 @@ static const char zUsage[] =
   "  --batch B         ids per pagedb_read_batch in the batched-read rows (32)\n"
   "  --window BYTES    read-ahead of the prefetch rows (pagedb_reader_prefetch;\n"
   "                    default 8M)\n"
+  "  --compare LIST    the other systems to run: sqlite,lmdb (the default) or none\n"
+  "  --csv FILE        write every measurement to FILE (tool/bench-plot.sh charts it)\n"
   "  --pool-ratio      print how much lz4 shrinks the workloads' pools, and exit\n"
   "  --help\n"
   "Exit status: 0, or 1 if any call failed or any byte read back was wrong.\n";
@@ -268,6 +298,21 @@ static size_t parseSize(const char *z){
   return *end || end == z ? 0 : (size_t)v;
 }
 
+/* --compare: "none", or names of the other systems separated by commas. */
+static int parseCompare(Bench *b, const char *zList){
+  for(int k = 0; k < MAX_KV; k++) b->kvOn[k] = 0;
+  if( strcmp(zList, "none") == 0 ) return 0;
+  while( *zList ){
+    size_t n = strcspn(zList, ",");
+    int k = 0;
+    while( k < MAX_KV && (strlen(kvSys(k)->zName) != n || strncmp(kvSys(k)->zName, zList, n)) ) k++;
+    if( k == MAX_KV ) return -1;
+    b->kvOn[k] = 1;
+    zList += n + (zList[n] == ',');
+  }
+  return 0;
+}
+
 static int removeTree(const char *zDir){
   return rmdir(zDir);
 }
@@ -275,10 +320,11 @@ static int removeTree(const char *zDir){
 int main(int argc, char **argv){
   static Bench bench;
   Bench *b = &bench;
-  const char *zDirOpt = 0;
+  const char *zDirOpt = 0, *zCsv = 0;
   b->argc = argc; b->argv = argv;
   b->seed = WL_DEFAULT_SEED;
   b->aThread[0] = 1; b->aThread[1] = 2; b->nThread = 2;
+  for(int k = 0; k < MAX_KV; k++) b->kvOn[k] = 1;
   for(int i = 1; i < argc; i++){
     const char *z = argv[i];
     const char *zArg = i + 1 < argc ? argv[i + 1] : 0;
@@ -298,7 +344,8 @@ int main(int argc, char **argv){
               || strcmp(z, "-reps") == 0 || strcmp(z, "-threads") == 0
               || strcmp(z, "-seed") == 0 || strcmp(z, "-page-size") == 0
               || strcmp(z, "-vfs") == 0 || strcmp(z, "-batch") == 0
-              || strcmp(z, "-window") == 0) ){
+              || strcmp(z, "-window") == 0 || strcmp(z, "-compare") == 0
+              || strcmp(z, "-csv") == 0) ){
       fprintf(stderr, "pagedb-bench: %s needs an argument\n%s", argv[i], zUsage);
       return 2;
     }else if( strcmp(z, "-workload") == 0 ){
@@ -315,6 +362,13 @@ int main(int argc, char **argv){
       b->azSpec[b->nSpec++] = argv[++i];
     }else if( strcmp(z, "-dir") == 0 ){
       zDirOpt = argv[++i];
+    }else if( strcmp(z, "-csv") == 0 ){
+      zCsv = argv[++i];
+    }else if( strcmp(z, "-compare") == 0 ){
+      if( parseCompare(b, argv[++i]) ){
+        fprintf(stderr, "pagedb-bench: --compare %s: not a list of sqlite, lmdb, or none\n", zArg);
+        return 2;
+      }
     }else if( strcmp(z, "-vfs") == 0 ){
       /* A comma-separated list. */
       char *zList = strdup(argv[++i]);    /* kept for the run: the names point into it */
@@ -443,11 +497,20 @@ int main(int argc, char **argv){
   if( b->directRef ) findOnPath("fio", b->zFio, sizeof b->zFio);
   b->labelW = b->nVfs || b->directRef ? 50 : 40;
 
+  if( zCsv && (b->pCsv = fopen(zCsv, "w")) == 0 ){
+    fprintf(stderr, "pagedb-bench: --csv %s: %s\n", zCsv, strerror(errno));
+    return 2;
+  }
   printMachine(b);
+  csvHeader(b);
   int bad = 0;
   for(int k = 0; k < b->nSpec; k++) bad |= runWorkload(b, b->azSpec[k]);
   if( b->dirOwned && !b->keep && removeTree(b->zDir) ){
     fprintf(stderr, "pagedb-bench: could not remove %s: %s\n", b->zDir, strerror(errno));
+  }
+  if( b->pCsv && fclose(b->pCsv) ){
+    fprintf(stderr, "pagedb-bench: --csv %s: %s\n", zCsv, strerror(errno));
+    bad = 1;
   }
   printf("\n%s\n", b->nFail || bad ? "pagedb-bench: FAILED (correctness; see stderr)"
                                    : "pagedb-bench: all bytes checked, no errors");

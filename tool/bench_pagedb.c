@@ -44,13 +44,16 @@ const char *pdbLabel(const Run *r, char *z, size_t n, const char *zRest){
 /* pagedb                                                              */
 /* ------------------------------------------------------------------ */
 
+/* The files of a dataset: its path + each. */
+static const char *const azPdbSuffix[] = {
+  "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal"
+};
+#define N_PDB_SUFFIX (sizeof(azPdbSuffix) / sizeof(azPdbSuffix[0]))
+
 void removeDataset(const char *zPath){
-  static const char *azSuffix[] = {
-    "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal"
-  };
   char z[PATH_MAX + 32];
-  for(size_t k = 0; k < sizeof(azSuffix) / sizeof(azSuffix[0]); k++){
-    snprintf(z, sizeof z, "%s%s", zPath, azSuffix[k]);
+  for(size_t k = 0; k < N_PDB_SUFFIX; k++){
+    snprintf(z, sizeof z, "%s%s", zPath, azPdbSuffix[k]);
     unlink(z);
   }
 }
@@ -306,14 +309,18 @@ static void pdbVerify(Run *r, pagedb *db, int mode, size_t window){
 */
 static void beforeRead(Run *r){
   dropCaches(r->b);
-  if( !r->b->cold && vfsIsDirect(r) ){
-    int fd = open(r->zPdb[r->iVfs][r->iRead], O_RDONLY);
-    if( fd >= 0 ){
-      fdatasync(fd);
-      posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-      close(fd);
-    }
+  if( r->evict || (!r->b->cold && vfsIsDirect(r)) ) evictFile(r->zPdb[r->iVfs][r->iRead]);
+}
+
+/* The space the dataset the read phases use takes on disk, catalog and all. */
+uint64_t pdbDiskBytes(const Run *r){
+  char z[PATH_MAX + 96];
+  uint64_t n = 0;
+  for(size_t k = 0; k < N_PDB_SUFFIX; k++){
+    snprintf(z, sizeof z, "%s%s", r->zPdb[r->iVfs][r->iRead], azPdbSuffix[k]);
+    n += diskBytes(z);
   }
+  return n;
 }
 
 /* Open the dataset the read phases use, read-only; NULL on failure. */
@@ -367,7 +374,7 @@ double pdbRead(Run *r, int mode, size_t window){
   }
   pagedb_reader_close(rd);
   double t = now() - t0;
-  if( r->haveRawSum && h != r->rawSum ){
+  if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ){
     fail(b, "%s read: the bytes differ from the raw file's (checksum)", zMode);
   }
   int *pVerified = window ? &r->verifiedAhead[r->iVfs][mode] : &r->verified[r->iVfs][mode];
@@ -446,7 +453,7 @@ double pdbBatch(Run *r, int mode){
   }
   pagedb_reader_close(rd);
   double t = now() - t0;
-  if( r->haveRawSum && h != r->rawSum ){
+  if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ){
     fail(b, "batch %s read: the bytes differ from the raw file's (checksum)", modeName(mode));
   }
   if( !r->verifiedBatch[r->iVfs][mode] ){

@@ -148,10 +148,14 @@ double rawWriteFile(Run *r, int direct){
   return ok ? t : -1;
 }
 
-/* Read every sample in the random order with pread(); -1 on failure. */
+/*
+** Read every sample in the order in hand with pread(); -1 on failure.  With
+** r->evict, the file is evicted from the page cache first (the cold row).
+*/
 double rawPread(Run *r){
   Bench *b = r->b;
   dropCaches(b);
+  if( r->evict ) evictFile(r->zRaw);
   uint8_t *buf = malloc((size_t)wl_max_size(&r->w));
   if( buf == 0 ){ fail(b, "out of memory"); return -1; }
   double t0 = now();
@@ -168,12 +172,12 @@ double rawPread(Run *r){
     h = mixSum(h, buf, (size_t)r->aSize[i]);
   }
   double t = now() - t0;
-  if( !r->haveRawSum ){
+  if( !r->haveRawSum[r->iOrd] ){
     /* The reference itself is checked once against the workload, untimed. */
     rawCheck(r, fd, r->zRaw, buf);
-    r->rawSum = h;
-    r->haveRawSum = 1;
-  }else if( h != r->rawSum ){
+    r->rawSum[r->iOrd] = h;
+    r->haveRawSum[r->iOrd] = 1;
+  }else if( h != r->rawSum[r->iOrd] ){
     fail(b, "raw pread pass: checksum differs between repetitions");
   }
   close(fd);
@@ -201,7 +205,7 @@ double rawMmap(Run *r){
   munmap(p, (size_t)st.st_size);
   close(fd);
   double t = now() - t0;
-  if( r->haveRawSum && h != r->rawSum ) fail(b, "raw mmap pass: checksum differs from pread's");
+  if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ) fail(b, "raw mmap pass: checksum differs from pread's");
   return t;
 }
 
@@ -287,7 +291,7 @@ double rawDirectPread(Run *r){
   double t = now() - t0;
   free(buf);
   if( bad ) return -1;
-  if( r->haveRawSum && h != r->rawSum ) fail(b, "raw O_DIRECT pread pass: checksum differs from pread's");
+  if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ) fail(b, "raw O_DIRECT pread pass: checksum differs from pread's");
   return t;
 }
 
@@ -382,7 +386,7 @@ double rawDirectUring(Run *r){
   double t = now() - t0;
   free(mem);
   if( bad ) return -1;
-  if( r->haveRawSum && h != r->rawSum ) fail(b, "raw O_DIRECT io_uring pass: checksum differs from pread's");
+  if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ) fail(b, "raw O_DIRECT io_uring pass: checksum differs from pread's");
   return t;
 }
 #else

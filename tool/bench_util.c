@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* CPU seconds of CLOCK: CLOCK_THREAD_CPUTIME_ID or CLOCK_PROCESS_CPUTIME_ID. */
@@ -26,8 +27,28 @@ double now(void){
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Add V seconds to T, with the peak RSS since the last rssReset(). */
 void timesAdd(Times *t, double v){
-  if( t->n < MAX_REPS ) t->a[t->n++] = v;
+  if( t->n < MAX_REPS ){
+    t->rss[t->n] = rssPeak();
+    t->a[t->n++] = v;
+  }
+}
+
+/* The smallest (SIGN 1) or largest (SIGN -1) of T, or -1 if it is empty. */
+double timesEnd(const Times *t, int sign){
+  double v = -1;
+  for(int k = 0; k < t->n; k++){
+    if( v < 0 || (t->a[k] - v) * sign < 0 ) v = t->a[k];
+  }
+  return v;
+}
+
+/* The largest peak RSS of T's repetitions, in bytes; -1 if none is known. */
+double timesRss(const Times *t){
+  double v = -1;
+  for(int k = 0; k < t->n; k++) if( t->rss[k] > v ) v = t->rss[k];
+  return v;
 }
 
 static int cmpDouble(const void *a, const void *b){
@@ -90,6 +111,62 @@ void dropCaches(Bench *b){
     fail(b, "--cold: cannot write /proc/sys/vm/drop_caches: %s", strerror(errno));
   }
   if( fd >= 0 ) close(fd);
+}
+
+/*
+** Peak resident memory of one operation.  Writing "5" to /proc/self/clear_refs
+** (Linux 4.0 and later) resets the process's high-water mark VmHWM to what
+** is resident now; /proc/self/status then gives the peak since.  It is the
+** whole process's: the workload's pool and arrays (the same for every
+** system) and file pages mapped in (mmap reads, LMDB) count, as they would
+** for an application.  Where the reset is refused, the figure is -1 (n/a).
+*/
+static int rssOk = 1;
+
+void rssReset(void){
+  int fd = open("/proc/self/clear_refs", O_WRONLY);
+  if( fd < 0 || write(fd, "5", 1) != 1 ) rssOk = 0;
+  if( fd >= 0 ) close(fd);
+}
+
+/* VmHWM (or VmRSS, when zKey says so) of this process in bytes, or -1. */
+static double procStatus(const char *zKey){
+  FILE *f = fopen("/proc/self/status", "r");
+  char zLine[256];
+  double v = -1;
+  size_t n = strlen(zKey);
+  while( f && fgets(zLine, sizeof zLine, f) ){
+    if( strncmp(zLine, zKey, n) == 0 && zLine[n] == ':' ) v = atof(zLine + n + 1) * 1024;
+  }
+  if( f ) fclose(f);
+  return v;
+}
+
+double rssPeak(void){
+  return rssOk ? procStatus("VmHWM") : -1;
+}
+
+double rssNow(void){
+  return procStatus("VmRSS");
+}
+
+/*
+** Push file zPath's pages out of the page cache: written back first
+** (fdatasync), then dropped (POSIX_FADV_DONTNEED).  It needs no root and
+** touches no other file; pages still mapped by a process stay.
+*/
+void evictFile(const char *zPath){
+  int fd = open(zPath, O_RDONLY);
+  if( fd < 0 ) return;
+  fdatasync(fd);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+}
+
+/* The space file zPath takes on disk (its allocated blocks); 0 if none. */
+uint64_t diskBytes(const char *zPath){
+  struct stat st;
+  return stat(zPath, &st) ? 0 : (uint64_t)st.st_blocks * 512;
 }
 
 /*

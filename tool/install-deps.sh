@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkgconf \
   libsqlite3-dev sqlite3 liblz4-dev libxxhash-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
-  libedit-dev zlib1g-dev expect valgrind fio"
+  libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
