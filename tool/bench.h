@@ -196,6 +196,8 @@ uint64_t pdbDiskBytes(const Run *r);
 typedef struct KvSys {
   const char *zName;            /* "sqlite", "lmdb" */
   const char *zHow;             /* how it stores, writes and reads: one line */
+  const char *zGet;             /* the call that reads a sample, for the table */
+  int zeroCopy;                 /* 1: reads point into the store (compare with raw mmap) */
   const char *const *azSuffix;  /* the files of a store: zPath + each, 0-terminated */
   /* Open the store at zPath; create it (empty, sized for R's workload) if CREATE. */
   int (*xOpen)(Run *r, const char *zPath, int create, void **ppStore, char *zErr);
@@ -211,6 +213,8 @@ typedef struct KvSys {
   void (*xReaderClose)(void *pR);
 } KvSys;
 extern const KvSys kvSqlite, kvLmdb;
+#define KV_SQLITE 0             /* their places in bench_kv.c's list */
+#define KV_LMDB   1
 
 /* bench_kv.c: seconds, or -1 on failure */
 double kvWrite(Run *r, int iKv, int nT);

@@ -35,7 +35,7 @@
 
 #define KV_BATCH  (32u << 20)   /* bytes of samples per write transaction */
 
-static const KvSys *const aKv[MAX_KV] = { &kvSqlite, &kvLmdb };
+static const KvSys *const aKv[MAX_KV] = { [KV_SQLITE] = &kvSqlite, [KV_LMDB] = &kvLmdb };
 
 const KvSys *kvSys(int iKv){
   return aKv[iKv];

@@ -166,6 +166,7 @@ const KvSys kvLmdb = {
   MDB_VERSION_STRING ": key the id (MDB_INTEGERKEY), value label + sample; mdb_put with"
   " MDB_APPEND|MDB_RESERVE, a durable write\n  transaction per batch; reads: zero-copy mdb_get in"
   " one read transaction",
+  "mdb_get", 1,
   azSuffix,
   lmOpen, lmClose,
   lmWriterOpen, lmWriteBatch, lmWriterClose,
@@ -175,6 +176,7 @@ const KvSys kvLmdb = {
 const KvSys kvLmdb = {
   "lmdb",
   "built without LMDB (install liblmdb-dev and run configure again)",
+  "mdb_get", 1,
   azSuffix,
   0, 0, 0, 0, 0, 0, 0, 0, 0
 };

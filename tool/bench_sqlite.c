@@ -211,6 +211,7 @@ const KvSys kvSqlite = {
   "SQLite " SQLITE_VERSION ": table t(id INTEGER PRIMARY KEY, label INTEGER, data BLOB), WAL,"
   " synchronous=FULL, a prepared INSERT per sample, a transaction per batch;\n"
   "  reads by rowid: sqlite3_blob_reopen + sqlite3_blob_read into a buffer, mmap_size = the file",
+  "sqlite3_blob_read", 0,
   azSuffix,
   sqlOpen, sqlClose,
   sqlWriterOpen, sqlWriteBatch, sqlWriterClose,

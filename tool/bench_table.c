@@ -287,9 +287,9 @@ static void reportReads(Run *r, WlTimes *wt){
   for(int s = 0; s < MAX_KV; s++){
     const KvSys *p = kvSys(s);
     if( !b->kvOn[s] || p->xOpen == 0 ) continue;
-    snprintf(z, sizeof z, "%s read, %s", p->zName, s == 0 ? "sqlite3_blob_read" : "mdb_get");
-    printRow(r, z, p->zName, "random read", 0, &wt->aKv[s].tRand, s == 0 ? rp : rm,
-             s == 0 ? "raw pread" : "raw mmap");
+    snprintf(z, sizeof z, "%s read, %s", p->zName, p->zGet);
+    printRow(r, z, p->zName, "random read", 0, &wt->aKv[s].tRand, p->zeroCopy ? rm : rp,
+             p->zeroCopy ? "raw mmap" : "raw pread");
   }
 
   printf("  sequential reads (ids in order):\n");
@@ -369,9 +369,9 @@ static void reportTargets(Run *r, WlTimes *wt, const VfsTimes *vt){
   double rdp = median(&wt->tRawDio), rdu = median(&wt->tRawUring), rf = median(&wt->tFio);
   double pm = median(&vt->tMmap), pc = median(&vt->tCopy);
   double bc = median(&vt->tBCopy), po = median(&vt->tOpen);
-  double sqlW = bestWrite(b, wt->aKv[0].tW), lmW = bestWrite(b, wt->aKv[1].tW);
-  double sqlR = median(&wt->aKv[0].tRand), lmR = median(&wt->aKv[1].tRand);
-  double sqlC = median(&wt->aKv[0].tCold);
+  const KvTimes *sql = &wt->aKv[KV_SQLITE], *lm = &wt->aKv[KV_LMDB];
+  double sqlW = bestWrite(b, sql->tW), lmW = bestWrite(b, lm->tW);
+  double sqlR = median(&sql->tRand), lmR = median(&lm->tRand), sqlC = median(&sql->tCold);
   double coldBest = median(&vt->tColdBatch);
   if( median(&vt->tColdCopy) > 0 && (coldBest <= 0 || median(&vt->tColdCopy) < coldBest) ){
     coldBest = median(&vt->tColdCopy);
