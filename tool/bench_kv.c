@@ -188,6 +188,8 @@ double kvWrite(Run *r, int iKv, int nT){
   }
   if( s->xClose(pStore, zErr) && !bad ){ kvFail(r, iKv, "close after writing", zErr); bad = 1; }
   double t = now() - t0;
+  pthread_cond_destroy(&turn.cv);
+  pthread_mutex_destroy(&turn.mu);
   free(aStart);
   return bad ? -1 : t;
 }

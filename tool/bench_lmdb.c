@@ -163,7 +163,7 @@ static int lmLabel(void *pR, int64_t id, int64_t *pLabel, char *zErr){
 
 const KvSys kvLmdb = {
   "lmdb",
-  MDB_VERSION_STRING ": key the id (MDB_INTEGERKEY), value label + sample; mdb_put with"
+  MDB_VERSION_STRING ", key the id (MDB_INTEGERKEY), value label + sample; mdb_put with"
   " MDB_APPEND|MDB_RESERVE, a durable write\n  transaction per batch; reads: zero-copy mdb_get in"
   " one read transaction",
   "mdb_get", 1,
