@@ -25,7 +25,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Text for a gnuplot string in double quotes: backslashes and quotes escaped.
 gq() { printf "%s" "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'; }
-cmd=$(gq "$(sed -n 's/^# command: //p' "$csv" | head -1)")
+# The command line, folded to the charts' width.
+cmd=$(gq "$(sed -n 's/^# command: //p' "$csv" | head -1)" |
+      fold -s -w 130 | awk '{ printf "%s%s", (NR > 1 ? "\\n" : ""), $0 }')
 machine=$(gq "$(sed -n 's/^# machine: //p' "$csv" | head -1)")
 
 # The CSV's fields, with the quotes around the names taken off.
