@@ -320,31 +320,80 @@ static int field_columns(const CatField *fields, int nfield, ColName *out) {
   return n;
 }
 
-/* The sample table must have exactly id, page, off and the field columns. */
-static int check_columns(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
-  ColName *want_cols = pdb_malloc(MAX_COLS * sizeof *want_cols);
-  if (!want_cols) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
-  int ncol = field_columns(fields, nfield, want_cols);
+/* A column as pragma_table_info reports it: its declared type, NOT NULL,
+** and its place in the primary key. */
+typedef struct Col {
+  const char *name;
+  const char *type;
+  int notnull, pk;
+} Col;
+
+static const Col kMetaCols[] = { { "key", "TEXT", 1, 1 }, { "value", "", 1, 0 } };
+static const Col kFieldCols[] = { { "idx", "INTEGER", 0, 1 }, { "name", "TEXT", 1, 0 },
+                                  { "type", "TEXT", 1, 0 }, { "codec", "TEXT", 1, 0 } };
+static const Col kPageCols[] = { { "pgno", "INTEGER", 0, 1 }, { "npages", "INTEGER", 1, 0 },
+                                 { "used", "INTEGER", 1, 0 }, { "nsamples", "INTEGER", 1, 0 } };
+static const Col kSampleCols[] = { { "id", "INTEGER", 0, 1 }, { "page", "INTEGER", 1, 0 },
+                                   { "off", "INTEGER", 1, 0 } };
+
+/*
+** Table TABLE must have exactly the N columns WANT, in order, as kSchema
+** and cat_field_add declare them.  Names alone are not enough: a column
+** declared with another type keeps values of any type as given, and an id
+** that is not "INTEGER PRIMARY KEY" is not the rowid, so it could repeat.
+*/
+static int check_table(Catalog *c, pdb_msg *m, const char *table, const Col *want, int n) {
   sqlite3_stmt *st;
-  int rc = prepare(c, m, c->w, "SELECT name FROM pragma_table_info('sample') ORDER BY cid", &st);
-  if (rc != PAGEDB_OK) {
-    pdb_free(want_cols);
-    return rc;
-  }
-  static const char *fixed[] = { "id", "page", "off" };
+  int rc = prepare(c, m, c->w, "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?1) ORDER BY cid", &st);
+  if (rc != PAGEDB_OK) return rc;
+  sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+  char what[200];
   int i = 0, src;
   while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
     const char *name = (const char *)sqlite3_column_text(st, 0);
-    const char *want = i < 3 ? fixed[i] : i - 3 < ncol ? want_cols[i - 3] : NULL;
-    if (!name || !want || sqlite3_stricmp(name, want) != 0)
-      rc = corrupt(c, m, "table sample has an unexpected column '%s'", name ? name : "?");
+    const char *type = (const char *)sqlite3_column_text(st, 1);
+    const Col *w = i < n ? &want[i] : NULL;
+    if (!w || !name || sqlite3_stricmp(name, w->name) != 0) {
+      snprintf(what, sizeof what, "table %s has an unexpected column '%s'", table, name ? name : "?");
+      rc = corrupt(c, m, "%s", what);
+    } else if (!type || sqlite3_stricmp(type, w->type) != 0 || sqlite3_column_int(st, 2) != w->notnull
+               || sqlite3_column_int(st, 3) != w->pk) {
+      snprintf(what, sizeof what, "column %s.\"%s\" is declared '%s%s%s', not '%s%s%s'", table, name,
+               type ? type : "", sqlite3_column_int(st, 2) ? " NOT NULL" : "",
+               sqlite3_column_int(st, 3) ? " PRIMARY KEY" : "", w->type, w->notnull ? " NOT NULL" : "",
+               w->pk ? " PRIMARY KEY" : "");
+      rc = corrupt(c, m, "%s", what);
+    }
     i++;
   }
-  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the sample table");
-  if (rc == PAGEDB_OK && i != 3 + ncol)
-    rc = corrupt(c, m, "table sample lacks %s", i == 0 ? "every column (is it missing?)" : "columns for some fields");
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the schema");
+  if (rc == PAGEDB_OK && i != n) {
+    snprintf(what, sizeof what, i == 0 ? "table %s is missing" : "table %s lacks columns for some fields", table);
+    rc = corrupt(c, m, "%s", what);
+  }
   sqlite3_finalize(st);
-  pdb_free(want_cols);
+  return rc;
+}
+
+/* The sample table must have exactly id, page, off and the field columns. */
+static int check_columns(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  ColName *names = pdb_malloc(MAX_COLS * sizeof *names);
+  Col *want = pdb_malloc((3 + MAX_COLS) * sizeof *want);
+  int rc = PAGEDB_OK;
+  if (!names || !want) rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
+  int n = 3;
+  if (rc == PAGEDB_OK) {
+    field_columns(fields, nfield, names);
+    memcpy(want, kSampleCols, sizeof kSampleCols);
+    for (int i = 0; i < nfield; i++) {
+      want[n] = (Col){ names[n - 3], fields[i].type == PAGEDB_REAL ? "REAL" : "INTEGER", 0, 0 };
+      n++;
+      for (int k = 0; k < (is_bytes(fields[i].type) ? 2 : 0); k++, n++) want[n] = (Col){ names[n - 3], "INTEGER", 0, 0 };
+    }
+    rc = check_table(c, m, "sample", want, n);
+  }
+  pdb_free(names);
+  pdb_free(want);
   return rc;
 }
 
@@ -354,9 +403,12 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   ** arbitrary SQL inside our transactions. */
   sqlite3_stmt *st;
   int rc = prepare(c, m, c->w,
-                   "SELECT type, name FROM sqlite_schema WHERE type IN ('table','view','trigger')"
-                   " AND name NOT IN ('meta','field','page','sample','extent')"
-                   " AND name NOT LIKE 'sqlite_%'", &st);
+                   "SELECT type, name FROM sqlite_schema WHERE NOT ("
+                   " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample'))"
+                   " OR (type = 'view' AND name = 'extent')"
+                   " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
+                   /* ANALYZE, which a user may run in the sqlite3 shell, only guides the planner */
+                   " OR (type = 'table' AND name IN ('sqlite_stat1', 'sqlite_stat4')))", &st);
   if (rc != PAGEDB_OK) return rc;
   int src = sqlite3_step(st);
   if (src == SQLITE_ROW) {
@@ -367,17 +419,9 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
     rc = sq_fail(c, m, c->w, src, "reading the schema");
   }
   sqlite3_finalize(st);
-  static const char *need[] = { "meta", "field", "page", "sample" };
-  for (int i = 0; rc == PAGEDB_OK && i < 4; i++) {
-    char sql[120];
-    snprintf(sql, sizeof sql, "SELECT 1 FROM sqlite_schema WHERE type='table' AND name='%s'", need[i]);
-    rc = prepare(c, m, c->w, sql, &st);
-    if (rc != PAGEDB_OK) break;
-    src = sqlite3_step(st);
-    if (src == SQLITE_DONE) rc = corrupt(c, m, "table %s is missing", need[i]);
-    else if (src != SQLITE_ROW) rc = sq_fail(c, m, c->w, src, "reading the schema");
-    sqlite3_finalize(st);
-  }
+  if (rc == PAGEDB_OK) rc = check_table(c, m, "meta", kMetaCols, 2);
+  if (rc == PAGEDB_OK) rc = check_table(c, m, "field", kFieldCols, 4);
+  if (rc == PAGEDB_OK) rc = check_table(c, m, "page", kPageCols, 4);
   if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
   if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, nfield);
   if (rc == PAGEDB_OK) rc = check_columns(c, m, fields, *nfield);
@@ -526,8 +570,10 @@ static const char *extent_of(int codec, int64_t raw, sqlite3_stmt *st, int col, 
   }
   int64_t z = sqlite3_column_int64(st, col + 1);
   if (tz != SQLITE_INTEGER || PAGEDB_CODEC_KIND(codec) == PAGEDB_CODEC_NONE) return "has a compressed value in a field without a codec";
-  /* A writer keeps a compressed value only if it is smaller. */
+  /* A writer keeps a compressed value only if it is smaller, and lz4
+  ** cannot have made it from more than codec_max_raw. */
   if (z <= 0 || z >= raw) return "has an impossible compressed length";
+  if ((uint64_t)raw > codec_max_raw((uint64_t)z)) return "has a raw length its compressed bytes cannot expand to";
   x[0] = (uint64_t)z | SLOT_Z;
   return NULL;
 }

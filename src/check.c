@@ -263,10 +263,9 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
            PRIx64 ", the %" PRIu64 " stored bytes at offset %" PRIu64 " of the run at page %" PRId64 " hash to %016"
            PRIx64, e->id, field_name(k, e->field), e->sum, e->len, e->off, r->pgno, got);
   if (!e->z) return PAGEDB_OK;
-  /* An lz4 block expands at most 255 times: a larger recorded length
-  ** cannot be right, and is not worth a buffer. */
+  /* A larger recorded length cannot be right, and is not worth a buffer. */
   int ok = 0;
-  if (e->raw <= e->len * 255 + 16 && e->raw <= INT32_MAX) {
+  if (e->raw <= codec_max_raw(e->len)) {
     if (e->raw > k->zcap) {
       size_t cap;
       uint8_t *b = pdb_buf_alloc((size_t)e->raw, &cap);
