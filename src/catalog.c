@@ -595,9 +595,13 @@ static int scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint
     int64_t page = sqlite3_column_int64(st, 1), off = sqlite3_column_int64(st, 2);
     char where[64];
     snprintf(where, sizeof where, "%lld", (long long)id);
-    if (sqlite3_column_type(st, 1) != SQLITE_INTEGER || sqlite3_column_type(st, 2) != SQLITE_INTEGER
-        || page < 0 || off < 0 || off >= (int64_t)page_size || (uint64_t)page > PDB_MAX_DATA / page_size) {
-      rc = corrupt(c, m, "sample %s has an invalid page or offset", where);
+    /* Ids are 0..INT64_MAX (pagedb_sample_begin): the index relies on it. */
+    const char *badrow = id < 0 ? "sample %s has a negative id"
+      : sqlite3_column_type(st, 1) != SQLITE_INTEGER || sqlite3_column_type(st, 2) != SQLITE_INTEGER || page < 0
+        || off < 0 || off >= (int64_t)page_size || (uint64_t)page > PDB_MAX_DATA / page_size
+      ? "sample %s has an invalid page or offset" : NULL;
+    if (badrow) {
+      rc = corrupt(c, m, badrow, where);
       if (!skip) break;
       rc = PAGEDB_OK;
       continue;

@@ -438,6 +438,7 @@ static int sample_row(void *ctx, const CatVal *v, int n) {
   k->nrows++;
   int64_t id = v[0].i;      /* the rowid: always an integer */
   int64_t page = v[1].i, off = v[2].i;
+  if (id < 0) report(k, -1, id, -1, "sample %" PRId64 ": a negative id (ids are 0 to 2^63-1)", id);
   if (v[1].type != CAT_INTEGER || page < 0 || (uint64_t)page >= PDB_MAX_DATA / k->ps) {
     if (v[1].type != CAT_INTEGER)
       report(k, -1, id, -1, "sample %" PRId64 ": its page holds a %s value, not an integer", id, type_name(v[1].type));

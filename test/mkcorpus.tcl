@@ -347,6 +347,8 @@ foreach {name code what sql} {
   dup-ids PAGEDB_CORRUPT_CATALOG {sample.id not the rowid, and id 2 twice}
     {PRAGMA writable_schema=ON;
      UPDATE sqlite_schema SET sql = replace(sql, 'id INTEGER PRIMARY KEY', 'id INTEGER') WHERE name = 'sample'}
+  id-negative PAGEDB_CORRUPT_CATALOG {sample id -5} {UPDATE sample SET id = -5 WHERE id = 5}
+  id-min PAGEDB_CORRUPT_CATALOG {sample id -2^63} {UPDATE sample SET id = -9223372036854775808 WHERE id = 5}
   off-negative PAGEDB_CORRUPT_CATALOG {a negative offset} {UPDATE sample SET off = -5 WHERE id = 3}
   off-huge PAGEDB_CORRUPT_CATALOG {offset 2^63-1} {UPDATE sample SET off = 9223372036854775807 WHERE id = 3}
   off-page PAGEDB_CORRUPT_CATALOG {offset 65536, past its page} {UPDATE sample SET off = 65536 WHERE id = 3}
@@ -402,6 +404,9 @@ cdb eval {UPDATE sample SET id = rowid; INSERT INTO sample SELECT * FROM sample 
 cdb close
 finish_catalog [out cat-dup-ids-catalog]
 
+case cat-id-max PAGEDB_OK {open rw read verify check} base \
+  [cat_case cat-id-max base {UPDATE sample SET id = 9223372036854775807 WHERE id = 5}] - \
+  {sample 5 renumbered 2^63-1, the largest id}
 case cat-past-file PAGEDB_CORRUPT_TRUNCATED $steps base \
   [cat_case cat-past-file base {
     INSERT INTO page VALUES(2, 1, 1000, 0);
