@@ -78,11 +78,22 @@ static int prepare(Catalog *c, pdb_msg *m, sqlite3 *conn, const char *sql, sqlit
 }
 
 /* Defensive settings for a connection to a file we did not necessarily
-** write: no schema tricks, no extension loading, checked cells. */
+** write: no schema tricks (DEFENSIVE: no writable_schema, no shadow table
+** writes; functions in the schema must be innocuous), no extension
+** loading, no triggers (cat_load refuses any, and none may fire if one
+** appears after it looked), checked cells.  Each must take: an SQLite that
+** cannot is not one to open hostile files with. */
 static int harden(Catalog *c, pdb_msg *m, sqlite3 *conn) {
-  sqlite3_db_config(conn, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-  sqlite3_db_config(conn, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
-  sqlite3_db_config(conn, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+  static const int want[][2] = {
+    { SQLITE_DBCONFIG_DEFENSIVE, 1 }, { SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0 },
+    { SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0 }, { SQLITE_DBCONFIG_ENABLE_TRIGGER, 0 },
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    int got = -1;
+    if (sqlite3_db_config(conn, want[i][0], want[i][1], &got) != SQLITE_OK || got != want[i][1])
+      return pdb_err(c->db, m, PAGEDB_ERROR, "catalog %s: SQLite %s refuses defensive setting %d", c->path,
+                     sqlite3_libversion(), want[i][0]);
+  }
   sqlite3_busy_timeout(conn, 10000);
   int src = sqlite3_exec(conn, "PRAGMA cell_size_check=ON; PRAGMA foreign_keys=OFF;", NULL, NULL, NULL);
   return src == SQLITE_OK ? PAGEDB_OK : sq_fail(c, m, conn, src, "configuring the connection");
