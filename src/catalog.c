@@ -244,10 +244,10 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
       const unsigned char *hex = sqlite3_column_text(st, 1);
       if (!hex || sqlite3_column_bytes(st, 1) != 32) break;
       int ok = 1;
-      for (int i = 0; i < 16; i++) {
+      for (int i = 0; i < 16 && ok; i++) {
         int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0) ok = 0;
-        meta->uuid[i] = (uint8_t)(hi << 4 | lo);
+        ok = hi >= 0 && lo >= 0;   /* a negative digit must not be shifted */
+        meta->uuid[i] = (uint8_t)(ok ? hi << 4 | lo : 0);
       }
       if (!ok) break;
       seen |= 1;
