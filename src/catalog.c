@@ -62,6 +62,11 @@ static int sq_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *d
     default: rc = PAGEDB_ERROR; break;
   }
   const char *why = conn ? sqlite3_errmsg(conn) : sqlite3_errstr(src);
+  /* pagedb never leaves a rollback journal (its catalogs are WAL): one is
+  ** stray, and SQLite must replay it before anyone may read. */
+  if (conn && sqlite3_extended_errcode(conn) == SQLITE_READONLY_ROLLBACK)
+    return pdb_err(c->db, m, PAGEDB_CANTOPEN, "catalog %s has a hot rollback journal (%s-journal) that a read-only"
+                   " connection cannot replay: a read-write open replays it", c->path, c->path);
   if (rc == PAGEDB_NOTADB)
     return pdb_err(c->db, m, rc, "catalog %s is not a SQLite database (%s)", c->path, why);
   return pdb_err(c->db, m, rc, "catalog %s: %s while %s", c->path, why, doing);

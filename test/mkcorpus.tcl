@@ -17,9 +17,10 @@
 #
 # MANIFEST lines (Tcl lists; '#' starts a comment):
 #   params VERIFY-OPTIONS          what `DB verify` needs to check base's samples
-#   NAME CODE STEPS DATA CATALOG WAL WHAT
-# DATA, CATALOG and WAL name files of test/corpus/ ("-": no such file) that
-# the test copies to NAME, NAME-catalog and NAME-catalog-wal.  STEPS are
+#   NAME CODE STEPS DATA CATALOG SIDE WHAT
+# DATA, CATALOG and SIDE name files of test/corpus/ ("-": no such file) that
+# the test copies to NAME, NAME-catalog and, for SIDE X-wal, X-shm or
+# X-journal, NAME-catalog-wal, -shm or -journal.  STEPS are
 # those of corpus.test (open rw read verify good rwgood check quick).
 
 source [file join [file dirname [info script]] tester.tcl]
@@ -428,6 +429,44 @@ cdb close
 fix_wal_salts [out foreign-wal]
 case wal-foreign PAGEDB_NOTADB_MISMATCH {open rw} base base-catalog foreign-wal \
   {a committed WAL of another dataset's catalog beside this one}
+# A hot rollback journal of another dataset's catalog: the journal of a
+# transaction of "other", as a crash after it was synced would leave it
+# (magic and record count written; the nonce fixed and each record's
+# checksum made again).  SQLite replays it before anything is read, even
+# into a WAL database: a read-only connection cannot.
+file copy -force [out other-catalog] [testpath jsrc]
+sqlite3 cdb [testpath jsrc]
+cdb eval {PRAGMA journal_mode=DELETE}
+cdb eval {BEGIN; UPDATE meta SET value = value + 1 WHERE key = 'moved_samples'}
+set j [read_bytes [testpath jsrc]-journal 0 [file size [testpath jsrc]-journal]]
+cdb eval {COMMIT}
+cdb close
+binary scan $j @20IuIu sector psize
+set nrec [expr {([string length $j] - $sector) / ($psize + 8)}]
+set nonce 0x5a19
+set hot [binary format H16IIa[expr {$sector - 16}] d9d505f920a163d7 $nrec $nonce [string range $j 16 [expr {$sector - 1}]]]
+for {set k 0} {$k < $nrec} {incr k} {
+  set at [expr {$sector + $k * ($psize + 8)}]
+  set rec [string range $j $at [expr {$at + 4 + $psize - 1}]]
+  set sum $nonce
+  for {set i [expr {$psize - 200}]} {$i > 0} {incr i -200} {
+    binary scan $rec @[expr {4 + $i}]cu b
+    incr sum $b
+  }
+  append hot $rec [binary format I [expr {$sum & 0xffffffff}]]
+}
+set fd [open [out foreign-journal] wb]
+puts -nonewline $fd $hot
+close $fd
+case journal-foreign-ro PAGEDB_CANTOPEN {open read check} base base-catalog foreign-journal \
+  {a hot rollback journal of another dataset's catalog: a read-only open cannot replay it}
+case journal-foreign-rw PAGEDB_NOTADB_MISMATCH {rw} base base-catalog foreign-journal \
+  {the same journal, replayed by a read-write open: the catalog is now another dataset's}
+set fd [open [out garbage-shm] wb]
+puts -nonewline $fd [pagedb_testdata 6 32768 6]
+close $fd
+case shm-garbage PAGEDB_OK {good rwgood check} base base-catalog garbage-shm \
+  {32 KiB of garbage as the catalog's WAL index, with no WAL: rebuilt}
 set fd [open [out garbage-wal] wb]
 puts -nonewline $fd [pagedb_testdata 4 8192 4]
 close $fd
@@ -438,7 +477,7 @@ case wal-garbage PAGEDB_OK {good rwgood check} base base-catalog garbage-wal \
 
 set fd [open [out MANIFEST] w]
 puts $fd "# The bad-input corpus: made by test/mkcorpus.tcl, run by test/corpus.test."
-puts $fd "# NAME CODE STEPS DATA CATALOG WAL WHAT (every step of STEPS gives CODE)"
+puts $fd "# NAME CODE STEPS DATA CATALOG SIDE WHAT (every step of STEPS gives CODE)"
 puts $fd [list params $GEN]
 foreach c $MANIFEST { puts $fd $c }
 close $fd
