@@ -32,6 +32,10 @@ struct Catalog {
   sqlite3_stmt *ins_page;
 };
 
+/* The extent view of a dataset without fields; view_sql makes the others. */
+#define NO_FIELDS_VIEW \
+  "CREATE VIEW extent(id, field, name, page, off, len) AS SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0"
+
 static const char *kSchema =
   "CREATE TABLE meta(key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;"
   "CREATE TABLE field(idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
@@ -39,8 +43,7 @@ static const char *kSchema =
   "CREATE TABLE page(pgno INTEGER PRIMARY KEY, npages INTEGER NOT NULL,"
   " used INTEGER NOT NULL, nsamples INTEGER NOT NULL);"
   "CREATE TABLE sample(id INTEGER PRIMARY KEY, page INTEGER NOT NULL, off INTEGER NOT NULL);"
-  "CREATE VIEW extent(id, field, name, page, off, len) AS"
-  " SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0;";
+  NO_FIELDS_VIEW ";";
 
 static const char *kTypeNames[] = { [PAGEDB_BYTES] = "bytes", [PAGEDB_TEXT] = "text",
                                      [PAGEDB_INT] = "int", [PAGEDB_REAL] = "real" };
@@ -413,6 +416,61 @@ static int check_columns(Catalog *c, pdb_msg *m, const CatField *fields, int nfi
   return rc;
 }
 
+/* The extent view: one SELECT per BYTES/TEXT field, each offset the
+** record's plus the stored lengths of the fields before it.  The CREATE
+** statement (sqlite3_free it), or NULL without memory. */
+static char *view_sql(const CatField *fields, int nfield) {
+  if (nfield == 0) return sqlite3_mprintf("%s", NO_FIELDS_VIEW);
+  sqlite3_str *sql = sqlite3_str_new(NULL);
+  sqlite3_str *off = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(sql, "CREATE VIEW extent(id, field, name, page, off, len, raw, compressed, sum) AS ");
+  sqlite3_str_appendall(off, "off");
+  int any = 0;
+  for (int i = 0; i < nfield; i++) {
+    if (!is_bytes(fields[i].type)) continue;
+    const char *name = fields[i].name;
+    ColName z, sum;
+    column_name(z, name, ":z");
+    column_name(sum, name, ":sum");
+    sqlite3_str_appendf(sql, "%sSELECT id, %d, %Q, page, %s, coalesce(\"%w\", \"%w\"), \"%w\", \"%w\" IS NOT NULL,"
+                        " \"%w\" FROM sample WHERE \"%w\" IS NOT NULL",
+                        any ? " UNION ALL " : "", i, name, sqlite3_str_value(off), z, name, name, z, sum, name);
+    sqlite3_str_appendf(off, " + coalesce(\"%w\", \"%w\", 0)", z, name);
+    any = 1;
+  }
+  if (!any) sqlite3_str_appendall(sql, "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE 0");
+  sqlite3_free(sqlite3_str_finish(off));
+  return sqlite3_str_finish(sql);
+}
+
+static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  char *text = view_sql(fields, nfield);
+  int rc = text ? exec(c, m, "DROP VIEW IF EXISTS extent", "creating the extent view")
+                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
+  if (rc == PAGEDB_OK) rc = exec(c, m, text, "creating the extent view");
+  sqlite3_free(text);
+  return rc;
+}
+
+/* The extent view must be the one view_sql makes: users query it to find
+** the bytes of a value, and a view is SQL that runs when they do. */
+static int check_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  char *want = view_sql(fields, nfield);
+  sqlite3_stmt *st = NULL;
+  int rc = want ? prepare(c, m, c->w, "SELECT sql FROM sqlite_schema WHERE type = 'view' AND name = 'extent'", &st)
+                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
+  if (rc == PAGEDB_OK) {
+    int src = sqlite3_step(st);
+    const char *got = src == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (src != SQLITE_ROW && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the schema");
+    else if (!got || strcmp(got, want) != 0)
+      rc = corrupt(c, m, "%s", got ? "view extent is not the one pagedb makes for these fields" : "view extent is missing");
+  }
+  sqlite3_finalize(st);
+  sqlite3_free(want);
+  return rc;
+}
+
 int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield) {
   *nfield = 0;
   /* Every object must be one we made: a trigger or an extra view could run
@@ -441,36 +499,7 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
   if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, nfield);
   if (rc == PAGEDB_OK) rc = check_columns(c, m, fields, *nfield);
-  return rc;
-}
-
-/* The extent view: one SELECT per BYTES/TEXT field, each offset the
-** record's plus the stored lengths of the fields before it. */
-static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
-  sqlite3_str *sql = sqlite3_str_new(c->w);
-  sqlite3_str *off = sqlite3_str_new(c->w);
-  sqlite3_str_appendall(sql, "DROP VIEW IF EXISTS extent; CREATE VIEW extent(id, field, name, page, off, len, raw,"
-                             " compressed, sum) AS ");
-  sqlite3_str_appendall(off, "off");
-  int any = 0;
-  for (int i = 0; i < nfield; i++) {
-    if (!is_bytes(fields[i].type)) continue;
-    const char *name = fields[i].name;
-    ColName z, sum;
-    column_name(z, name, ":z");
-    column_name(sum, name, ":sum");
-    sqlite3_str_appendf(sql, "%sSELECT id, %d, %Q, page, %s, coalesce(\"%w\", \"%w\"), \"%w\", \"%w\" IS NOT NULL,"
-                        " \"%w\" FROM sample WHERE \"%w\" IS NOT NULL",
-                        any ? " UNION ALL " : "", i, name, sqlite3_str_value(off), z, name, name, z, sum, name);
-    sqlite3_str_appendf(off, " + coalesce(\"%w\", \"%w\", 0)", z, name);
-    any = 1;
-  }
-  if (!any) sqlite3_str_appendall(sql, "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE 0");
-  sqlite3_free(sqlite3_str_finish(off));
-  char *text = sqlite3_str_finish(sql);
-  int rc = text ? exec(c, m, text, "creating the extent view")
-                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
-  sqlite3_free(text);
+  if (rc == PAGEDB_OK) rc = check_view(c, m, fields, *nfield);
   return rc;
 }
 

@@ -336,6 +336,9 @@ foreach {name code what sql} {
   trigger PAGEDB_CORRUPT_CATALOG {a trigger on sample}
     {CREATE TRIGGER t AFTER INSERT ON sample BEGIN DELETE FROM page; END}
   view PAGEDB_CORRUPT_CATALOG {an extra view} {CREATE VIEW v AS SELECT 1}
+  view-extent PAGEDB_CORRUPT_CATALOG {view extent made again, running other SQL}
+    {DROP VIEW extent; CREATE VIEW extent AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r}
+  view-missing PAGEDB_CORRUPT_CATALOG {view extent dropped} {DROP VIEW extent}
   index PAGEDB_CORRUPT_CATALOG {an extra index} {CREATE INDEX i ON sample(page)}
   table PAGEDB_CORRUPT_CATALOG {an extra table} {CREATE TABLE extra(x)}
   column PAGEDB_CORRUPT_CATALOG {an extra column in sample} {ALTER TABLE sample ADD COLUMN junk}
