@@ -2,6 +2,9 @@
 #
 #     make corpus          (or: tclsh test/mkcorpus.tcl in a built tree)
 #
+# It needs the Tcl sqlite3 package (Debian libsqlite3-tcl, which
+# tool/install-deps.sh installs) to write the catalogs' faults.
+#
 # Four small datasets are made with the library (page size 64 KiB, the
 # smallest): "base" (four fields, lz4 text, 6 samples in two runs), "other"
 # (the same schema, other bytes), "empty" (a header and a catalog) and
