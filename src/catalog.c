@@ -32,6 +32,10 @@ struct Catalog {
   sqlite3_stmt *ins_page;
 };
 
+/* The extent view of a dataset without fields; view_sql makes the others. */
+#define NO_FIELDS_VIEW \
+  "CREATE VIEW extent(id, field, name, page, off, len) AS SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0"
+
 static const char *kSchema =
   "CREATE TABLE meta(key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;"
   "CREATE TABLE field(idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
@@ -39,8 +43,7 @@ static const char *kSchema =
   "CREATE TABLE page(pgno INTEGER PRIMARY KEY, npages INTEGER NOT NULL,"
   " used INTEGER NOT NULL, nsamples INTEGER NOT NULL);"
   "CREATE TABLE sample(id INTEGER PRIMARY KEY, page INTEGER NOT NULL, off INTEGER NOT NULL);"
-  "CREATE VIEW extent(id, field, name, page, off, len) AS"
-  " SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0;";
+  NO_FIELDS_VIEW ";";
 
 static const char *kTypeNames[] = { [PAGEDB_BYTES] = "bytes", [PAGEDB_TEXT] = "text",
                                      [PAGEDB_INT] = "int", [PAGEDB_REAL] = "real" };
@@ -62,6 +65,11 @@ static int sq_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *d
     default: rc = PAGEDB_ERROR; break;
   }
   const char *why = conn ? sqlite3_errmsg(conn) : sqlite3_errstr(src);
+  /* pagedb never leaves a rollback journal (its catalogs are WAL): one is
+  ** stray, and SQLite must replay it before anyone may read. */
+  if (conn && sqlite3_extended_errcode(conn) == SQLITE_READONLY_ROLLBACK)
+    return pdb_err(c->db, m, PAGEDB_CANTOPEN, "catalog %s has a hot rollback journal (%s-journal) that a read-only"
+                   " connection cannot replay: a read-write open replays it", c->path, c->path);
   if (rc == PAGEDB_NOTADB)
     return pdb_err(c->db, m, rc, "catalog %s is not a SQLite database (%s)", c->path, why);
   return pdb_err(c->db, m, rc, "catalog %s: %s while %s", c->path, why, doing);
@@ -78,11 +86,22 @@ static int prepare(Catalog *c, pdb_msg *m, sqlite3 *conn, const char *sql, sqlit
 }
 
 /* Defensive settings for a connection to a file we did not necessarily
-** write: no schema tricks, no extension loading, checked cells. */
+** write: no schema tricks (DEFENSIVE: no writable_schema, no shadow table
+** writes; functions in the schema must be innocuous), no extension
+** loading, no triggers (cat_load refuses any, and none may fire if one
+** appears after it looked), checked cells.  Each must take: an SQLite that
+** cannot is not one to open hostile files with. */
 static int harden(Catalog *c, pdb_msg *m, sqlite3 *conn) {
-  sqlite3_db_config(conn, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-  sqlite3_db_config(conn, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
-  sqlite3_db_config(conn, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+  static const int want[][2] = {
+    { SQLITE_DBCONFIG_DEFENSIVE, 1 }, { SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0 },
+    { SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0 }, { SQLITE_DBCONFIG_ENABLE_TRIGGER, 0 },
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    int got = -1;
+    if (sqlite3_db_config(conn, want[i][0], want[i][1], &got) != SQLITE_OK || got != want[i][1])
+      return pdb_err(c->db, m, PAGEDB_ERROR, "catalog %s: SQLite %s refuses defensive setting %d", c->path,
+                     sqlite3_libversion(), want[i][0]);
+  }
   sqlite3_busy_timeout(conn, 10000);
   int src = sqlite3_exec(conn, "PRAGMA cell_size_check=ON; PRAGMA foreign_keys=OFF;", NULL, NULL, NULL);
   return src == SQLITE_OK ? PAGEDB_OK : sq_fail(c, m, conn, src, "configuring the connection");
@@ -233,10 +252,10 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
       const unsigned char *hex = sqlite3_column_text(st, 1);
       if (!hex || sqlite3_column_bytes(st, 1) != 32) break;
       int ok = 1;
-      for (int i = 0; i < 16; i++) {
+      for (int i = 0; i < 16 && ok; i++) {
         int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0) ok = 0;
-        meta->uuid[i] = (uint8_t)(hi << 4 | lo);
+        ok = hi >= 0 && lo >= 0;   /* a negative digit must not be shifted */
+        meta->uuid[i] = (uint8_t)(ok ? hi << 4 | lo : 0);
       }
       if (!ok) break;
       seen |= 1;
@@ -320,77 +339,91 @@ static int field_columns(const CatField *fields, int nfield, ColName *out) {
   return n;
 }
 
-/* The sample table must have exactly id, page, off and the field columns. */
-static int check_columns(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
-  ColName *want_cols = pdb_malloc(MAX_COLS * sizeof *want_cols);
-  if (!want_cols) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
-  int ncol = field_columns(fields, nfield, want_cols);
+/* A column as pragma_table_info reports it: its declared type, NOT NULL,
+** and its place in the primary key. */
+typedef struct Col {
+  const char *name;
+  const char *type;
+  int notnull, pk;
+} Col;
+
+static const Col kMetaCols[] = { { "key", "TEXT", 1, 1 }, { "value", "", 1, 0 } };
+static const Col kFieldCols[] = { { "idx", "INTEGER", 0, 1 }, { "name", "TEXT", 1, 0 },
+                                  { "type", "TEXT", 1, 0 }, { "codec", "TEXT", 1, 0 } };
+static const Col kPageCols[] = { { "pgno", "INTEGER", 0, 1 }, { "npages", "INTEGER", 1, 0 },
+                                 { "used", "INTEGER", 1, 0 }, { "nsamples", "INTEGER", 1, 0 } };
+static const Col kSampleCols[] = { { "id", "INTEGER", 0, 1 }, { "page", "INTEGER", 1, 0 },
+                                   { "off", "INTEGER", 1, 0 } };
+
+/*
+** Table TABLE must have exactly the N columns WANT, in order, as kSchema
+** and cat_field_add declare them.  Names alone are not enough: a column
+** declared with another type keeps values of any type as given, and an id
+** that is not "INTEGER PRIMARY KEY" is not the rowid, so it could repeat.
+*/
+static int check_table(Catalog *c, pdb_msg *m, const char *table, const Col *want, int n) {
   sqlite3_stmt *st;
-  int rc = prepare(c, m, c->w, "SELECT name FROM pragma_table_info('sample') ORDER BY cid", &st);
-  if (rc != PAGEDB_OK) {
-    pdb_free(want_cols);
-    return rc;
-  }
-  static const char *fixed[] = { "id", "page", "off" };
+  int rc = prepare(c, m, c->w, "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?1) ORDER BY cid", &st);
+  if (rc != PAGEDB_OK) return rc;
+  sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+  char what[200];
   int i = 0, src;
   while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
     const char *name = (const char *)sqlite3_column_text(st, 0);
-    const char *want = i < 3 ? fixed[i] : i - 3 < ncol ? want_cols[i - 3] : NULL;
-    if (!name || !want || sqlite3_stricmp(name, want) != 0)
-      rc = corrupt(c, m, "table sample has an unexpected column '%s'", name ? name : "?");
+    const char *type = (const char *)sqlite3_column_text(st, 1);
+    const Col *w = i < n ? &want[i] : NULL;
+    if (!w || !name || sqlite3_stricmp(name, w->name) != 0) {
+      snprintf(what, sizeof what, "table %s has an unexpected column '%s'", table, name ? name : "?");
+      rc = corrupt(c, m, "%s", what);
+    } else if (!type || sqlite3_stricmp(type, w->type) != 0 || sqlite3_column_int(st, 2) != w->notnull
+               || sqlite3_column_int(st, 3) != w->pk) {
+      snprintf(what, sizeof what, "column %s.\"%s\" is declared '%s%s%s', not '%s%s%s'", table, name,
+               type ? type : "", sqlite3_column_int(st, 2) ? " NOT NULL" : "",
+               sqlite3_column_int(st, 3) ? " PRIMARY KEY" : "", w->type, w->notnull ? " NOT NULL" : "",
+               w->pk ? " PRIMARY KEY" : "");
+      rc = corrupt(c, m, "%s", what);
+    }
     i++;
   }
-  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the sample table");
-  if (rc == PAGEDB_OK && i != 3 + ncol)
-    rc = corrupt(c, m, "table sample lacks %s", i == 0 ? "every column (is it missing?)" : "columns for some fields");
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the schema");
+  if (rc == PAGEDB_OK && i != n) {
+    snprintf(what, sizeof what, i == 0 ? "table %s is missing" : "table %s lacks columns for some fields", table);
+    rc = corrupt(c, m, "%s", what);
+  }
   sqlite3_finalize(st);
-  pdb_free(want_cols);
   return rc;
 }
 
-int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield) {
-  *nfield = 0;
-  /* Every object must be one we made: a trigger or an extra view could run
-  ** arbitrary SQL inside our transactions. */
-  sqlite3_stmt *st;
-  int rc = prepare(c, m, c->w,
-                   "SELECT type, name FROM sqlite_schema WHERE type IN ('table','view','trigger')"
-                   " AND name NOT IN ('meta','field','page','sample','extent')"
-                   " AND name NOT LIKE 'sqlite_%'", &st);
-  if (rc != PAGEDB_OK) return rc;
-  int src = sqlite3_step(st);
-  if (src == SQLITE_ROW) {
-    char what[200];
-    snprintf(what, sizeof what, "%s '%s'", sqlite3_column_text(st, 0), sqlite3_column_text(st, 1));
-    rc = corrupt(c, m, "unexpected %s in the catalog", what);
-  } else if (src != SQLITE_DONE) {
-    rc = sq_fail(c, m, c->w, src, "reading the schema");
+/* The sample table must have exactly id, page, off and the field columns. */
+static int check_columns(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  ColName *names = pdb_malloc(MAX_COLS * sizeof *names);
+  Col *want = pdb_malloc((3 + MAX_COLS) * sizeof *want);
+  int rc = PAGEDB_OK;
+  if (!names || !want) rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
+  int n = 3;
+  if (rc == PAGEDB_OK) {
+    field_columns(fields, nfield, names);
+    memcpy(want, kSampleCols, sizeof kSampleCols);
+    for (int i = 0; i < nfield; i++) {
+      want[n] = (Col){ names[n - 3], fields[i].type == PAGEDB_REAL ? "REAL" : "INTEGER", 0, 0 };
+      n++;
+      for (int k = 0; k < (is_bytes(fields[i].type) ? 2 : 0); k++, n++) want[n] = (Col){ names[n - 3], "INTEGER", 0, 0 };
+    }
+    rc = check_table(c, m, "sample", want, n);
   }
-  sqlite3_finalize(st);
-  static const char *need[] = { "meta", "field", "page", "sample" };
-  for (int i = 0; rc == PAGEDB_OK && i < 4; i++) {
-    char sql[120];
-    snprintf(sql, sizeof sql, "SELECT 1 FROM sqlite_schema WHERE type='table' AND name='%s'", need[i]);
-    rc = prepare(c, m, c->w, sql, &st);
-    if (rc != PAGEDB_OK) break;
-    src = sqlite3_step(st);
-    if (src == SQLITE_DONE) rc = corrupt(c, m, "table %s is missing", need[i]);
-    else if (src != SQLITE_ROW) rc = sq_fail(c, m, c->w, src, "reading the schema");
-    sqlite3_finalize(st);
-  }
-  if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
-  if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, nfield);
-  if (rc == PAGEDB_OK) rc = check_columns(c, m, fields, *nfield);
+  pdb_free(names);
+  pdb_free(want);
   return rc;
 }
 
 /* The extent view: one SELECT per BYTES/TEXT field, each offset the
-** record's plus the stored lengths of the fields before it. */
-static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
-  sqlite3_str *sql = sqlite3_str_new(c->w);
-  sqlite3_str *off = sqlite3_str_new(c->w);
-  sqlite3_str_appendall(sql, "DROP VIEW IF EXISTS extent; CREATE VIEW extent(id, field, name, page, off, len, raw,"
-                             " compressed, sum) AS ");
+** record's plus the stored lengths of the fields before it.  The CREATE
+** statement (sqlite3_free it), or NULL without memory. */
+static char *view_sql(const CatField *fields, int nfield) {
+  if (nfield == 0) return sqlite3_mprintf("%s", NO_FIELDS_VIEW);
+  sqlite3_str *sql = sqlite3_str_new(NULL);
+  sqlite3_str *off = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(sql, "CREATE VIEW extent(id, field, name, page, off, len, raw, compressed, sum) AS ");
   sqlite3_str_appendall(off, "off");
   int any = 0;
   for (int i = 0; i < nfield; i++) {
@@ -407,10 +440,66 @@ static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield)
   }
   if (!any) sqlite3_str_appendall(sql, "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE 0");
   sqlite3_free(sqlite3_str_finish(off));
-  char *text = sqlite3_str_finish(sql);
-  int rc = text ? exec(c, m, text, "creating the extent view")
+  return sqlite3_str_finish(sql);
+}
+
+static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  char *text = view_sql(fields, nfield);
+  int rc = text ? exec(c, m, "DROP VIEW IF EXISTS extent", "creating the extent view")
                 : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
+  if (rc == PAGEDB_OK) rc = exec(c, m, text, "creating the extent view");
   sqlite3_free(text);
+  return rc;
+}
+
+/* The extent view must be the one view_sql makes: users query it to find
+** the bytes of a value, and a view is SQL that runs when they do. */
+static int check_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  char *want = view_sql(fields, nfield);
+  sqlite3_stmt *st = NULL;
+  int rc = want ? prepare(c, m, c->w, "SELECT sql FROM sqlite_schema WHERE type = 'view' AND name = 'extent'", &st)
+                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
+  if (rc == PAGEDB_OK) {
+    int src = sqlite3_step(st);
+    const char *got = src == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (src != SQLITE_ROW && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the schema");
+    else if (!got || strcmp(got, want) != 0)
+      rc = corrupt(c, m, "%s", got ? "view extent is not the one pagedb makes for these fields" : "view extent is missing");
+  }
+  sqlite3_finalize(st);
+  sqlite3_free(want);
+  return rc;
+}
+
+int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield) {
+  *nfield = 0;
+  /* Every object must be one we made: a trigger or an extra view could run
+  ** arbitrary SQL inside our transactions. */
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w,
+                   "SELECT type, name FROM sqlite_schema WHERE NOT ("
+                   " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample'))"
+                   " OR (type = 'view' AND name = 'extent')"
+                   " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
+                   /* ANALYZE, which a user may run in the sqlite3 shell, only guides the planner */
+                   " OR (type = 'table' AND name IN ('sqlite_stat1', 'sqlite_stat4')))", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) {
+    char what[200];
+    snprintf(what, sizeof what, "%s '%s'", sqlite3_column_text(st, 0), sqlite3_column_text(st, 1));
+    rc = corrupt(c, m, "unexpected %s in the catalog", what);
+  } else if (src != SQLITE_DONE) {
+    rc = sq_fail(c, m, c->w, src, "reading the schema");
+  }
+  sqlite3_finalize(st);
+  if (rc == PAGEDB_OK) rc = check_table(c, m, "meta", kMetaCols, 2);
+  if (rc == PAGEDB_OK) rc = check_table(c, m, "field", kFieldCols, 4);
+  if (rc == PAGEDB_OK) rc = check_table(c, m, "page", kPageCols, 4);
+  if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
+  if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, nfield);
+  if (rc == PAGEDB_OK) rc = check_columns(c, m, fields, *nfield);
+  if (rc == PAGEDB_OK) rc = check_view(c, m, fields, *nfield);
   return rc;
 }
 
@@ -526,8 +615,10 @@ static const char *extent_of(int codec, int64_t raw, sqlite3_stmt *st, int col, 
   }
   int64_t z = sqlite3_column_int64(st, col + 1);
   if (tz != SQLITE_INTEGER || PAGEDB_CODEC_KIND(codec) == PAGEDB_CODEC_NONE) return "has a compressed value in a field without a codec";
-  /* A writer keeps a compressed value only if it is smaller. */
+  /* A writer keeps a compressed value only if it is smaller, and lz4
+  ** cannot have made it from more than codec_max_raw. */
   if (z <= 0 || z >= raw) return "has an impossible compressed length";
+  if ((uint64_t)raw > codec_max_raw((uint64_t)z)) return "has a raw length its compressed bytes cannot expand to";
   x[0] = (uint64_t)z | SLOT_Z;
   return NULL;
 }
@@ -549,9 +640,13 @@ static int scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint
     int64_t page = sqlite3_column_int64(st, 1), off = sqlite3_column_int64(st, 2);
     char where[64];
     snprintf(where, sizeof where, "%lld", (long long)id);
-    if (sqlite3_column_type(st, 1) != SQLITE_INTEGER || sqlite3_column_type(st, 2) != SQLITE_INTEGER
-        || page < 0 || off < 0 || off >= (int64_t)page_size || (uint64_t)page > PDB_MAX_DATA / page_size) {
-      rc = corrupt(c, m, "sample %s has an invalid page or offset", where);
+    /* Ids are 0..INT64_MAX (pagedb_sample_begin): the index relies on it. */
+    const char *badrow = id < 0 ? "sample %s has a negative id"
+      : sqlite3_column_type(st, 1) != SQLITE_INTEGER || sqlite3_column_type(st, 2) != SQLITE_INTEGER || page < 0
+        || off < 0 || off >= (int64_t)page_size || (uint64_t)page > PDB_MAX_DATA / page_size
+      ? "sample %s has an invalid page or offset" : NULL;
+    if (badrow) {
+      rc = corrupt(c, m, badrow, where);
       if (!skip) break;
       rc = PAGEDB_OK;
       continue;

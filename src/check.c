@@ -263,10 +263,9 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
            PRIx64 ", the %" PRIu64 " stored bytes at offset %" PRIu64 " of the run at page %" PRId64 " hash to %016"
            PRIx64, e->id, field_name(k, e->field), e->sum, e->len, e->off, r->pgno, got);
   if (!e->z) return PAGEDB_OK;
-  /* An lz4 block expands at most 255 times: a larger recorded length
-  ** cannot be right, and is not worth a buffer. */
+  /* A larger recorded length cannot be right, and is not worth a buffer. */
   int ok = 0;
-  if (e->raw <= e->len * 255 + 16 && e->raw <= INT32_MAX) {
+  if (e->raw <= codec_max_raw(e->len)) {
     if (e->raw > k->zcap) {
       size_t cap;
       uint8_t *b = pdb_buf_alloc((size_t)e->raw, &cap);
@@ -439,6 +438,7 @@ static int sample_row(void *ctx, const CatVal *v, int n) {
   k->nrows++;
   int64_t id = v[0].i;      /* the rowid: always an integer */
   int64_t page = v[1].i, off = v[2].i;
+  if (id < 0) report(k, -1, id, -1, "sample %" PRId64 ": a negative id (ids are 0 to 2^63-1)", id);
   if (v[1].type != CAT_INTEGER || page < 0 || (uint64_t)page >= PDB_MAX_DATA / k->ps) {
     if (v[1].type != CAT_INTEGER)
       report(k, -1, id, -1, "sample %" PRId64 ": its page holds a %s value, not an integer", id, type_name(v[1].type));

@@ -64,6 +64,10 @@ int codec_parse(const char *name) {
 
 int codec_fits(size_t n) { return n <= LZ4_MAX_INPUT_SIZE; }
 
+uint64_t codec_max_raw(uint64_t stored) {
+  return stored < LZ4_MAX_INPUT_SIZE / 255 ? stored * 255 + 16 : LZ4_MAX_INPUT_SIZE;
+}
+
 /* The state: the kind it is set up for (0 when zeroed), then lz4's. */
 #define STATE_HDR 16
 

@@ -20,6 +20,12 @@ int codec_parse(const char *name);
 ** short of 2 GiB): larger ones are stored as given. */
 int codec_fits(size_t n);
 
+/* The largest raw length a compressed value of STORED bytes can have: an
+** lz4 block expands at most 255 times, and a writer compresses only values
+** codec_fits.  A catalog that records more is wrong, and its length must not
+** size a buffer (an "lz4 bomb" of 64 GiB in 16 KiB). */
+uint64_t codec_max_raw(uint64_t stored);
+
 /* Bytes of scratch state codec_compress needs for CODEC (0 for none). */
 size_t codec_state_size(int codec);
 

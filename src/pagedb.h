@@ -456,9 +456,18 @@ PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
 ** read copies the field into a buffer the reader owns, which grows to the
 ** largest field read: resident memory stays bounded).
 **
-** Zero-copy and truncation: if another program truncates the data file
-** while it is mapped, touching a returned pointer raises SIGBUS.  Use
-** PAGEDB_READ_COPY for files you do not control.
+** Files you do not control.  There is no default mode: the caller picks
+** one (the pagedb shell reads in PAGEDB_READ_COPY).  Every extent is
+** checked against the page table and the file's size when the dataset is
+** opened or committed, but a zero-copy pointer is into the kernel's pages
+** of the file as it is when touched: if another program truncates the data
+** file while it is mapped, touching a returned pointer past the new end
+** raises SIGBUS in the caller (pagedb cannot catch it), and bytes another
+** program rewrites change under the pointer.  In PAGEDB_READ_COPY mode the
+** same truncation makes the read fail with PAGEDB_IOERR_SHORT_READ, and
+** PAGEDB_READ_VERIFY catches rewritten bytes (PAGEDB_CORRUPT).  Use
+** PAGEDB_READ_COPY, with PAGEDB_READ_VERIFY if the bytes matter, for files
+** that may change or shrink under you; test/harden.test shows both.
 **
 ** Compressed values (a field with a codec) are decompressed into the
 ** reader's buffer in either mode: zero-copy covers values stored as given.

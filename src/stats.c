@@ -83,8 +83,10 @@ int pagedb_stats(pagedb *db, pagedb_stat *out) {
     out->multipage_runs += r->npages > 1;
     out->bytes_used += (int64_t)r->used;
     if (r->used > 0) out->bytes_header += PDB_PAGE_HDR;   /* a run given up (used 0) has none */
-    /* [0,10%), ..., [90%,100%]: a full run belongs to the last bucket. */
-    uint64_t b = r->used >= cap ? 9 : r->used * 10 / cap;
+    /* [0,10%), ..., [90%,100%]: a full run belongs to the last bucket.  The
+    ** rows are read again here, unchecked since the open: in 128 bits, so
+    ** that a USED above 2^64/10 cannot wrap into the wrong bucket. */
+    uint64_t b = r->used >= cap ? 9 : (uint64_t)((unsigned __int128)r->used * 10 / cap);
     out->fill_hist[b]++;
     pages += r->npages;
   }
