@@ -95,6 +95,12 @@ size_t codec_compress(int codec, void *state, const void *src, size_t n, void *d
   return got > 0 ? (size_t)got : 0;
 }
 
+int codec_raw_possible(uint64_t n, uint64_t raw) {
+  /* An lz4 sequence of one token byte and a few length bytes can copy at
+  ** most 255 bytes per byte it takes, and a block ends with literals. */
+  return raw <= n * 255 + 16 && raw <= INT32_MAX;
+}
+
 int codec_decompress(const void *src, size_t n, void *dst, size_t raw) {
   if (n > (size_t)INT32_MAX || raw > (size_t)INT32_MAX) return 0;
   return LZ4_decompress_safe(src, dst, (int)n, (int)raw) == (int)raw;

@@ -33,6 +33,11 @@ size_t codec_state_size(int codec);
 */
 size_t codec_compress(int codec, void *state, const void *src, size_t n, void *dst, size_t cap);
 
+/* Whether N stored bytes can be a compressed value of RAW bytes at all: an
+** lz4 block expands at most 255 times, so a larger recorded length is
+** damage, and not worth a buffer. */
+int codec_raw_possible(uint64_t n, uint64_t raw);
+
 /* Decompress the N bytes at SRC into exactly RAW bytes at DST: 1, or 0 if
 ** they are not a valid compressed value of that size. */
 int codec_decompress(const void *src, size_t n, void *dst, size_t raw);
