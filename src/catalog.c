@@ -235,8 +235,8 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
       int ok = 1;
       for (int i = 0; i < 16; i++) {
         int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0) ok = 0;
-        meta->uuid[i] = (uint8_t)(hi << 4 | lo);
+        if (hi < 0 || lo < 0) ok = 0;   /* not shifted: -1 << 4 is undefined */
+        else meta->uuid[i] = (uint8_t)(hi << 4 | lo);
       }
       if (!ok) break;
       seen |= 1;
