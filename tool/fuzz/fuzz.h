@@ -16,7 +16,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 
 /* A directory of this process's own, under /dev/shm (memory) or else /tmp,
-** made on first use and removed with what it holds at exit. */
+** made on first use and removed with what it holds at exit (or, after a
+** crash, by the next process that makes one). */
 const char *fz_dir(void);
 
 /* "DIR/NAME" into OUT (FZ_PATH bytes). */
