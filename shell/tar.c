@@ -236,8 +236,11 @@ static int paxParse(TarReader *r, char *z, int64_t n, char *msg, size_t nmsg){
   while( i < n ){
     char *end;
     errno = 0;
+    /* A record starts with its length's first digit: strtoll would skip
+    ** white space (newlines too) and find a length past the record, whose
+    ** key and value would then end before they begin. */
     long long len = strtoll(z + i, &end, 10);
-    if( errno || end == z + i || *end != ' ' || len <= 0 || len > n - i || z[i + len - 1] != '\n' ){
+    if( z[i] < '0' || z[i] > '9' || errno || *end != ' ' || len <= 0 || len > n - i || z[i + len - 1] != '\n' ){
       xfer_msg(msg, nmsg, "%s: pax header at offset %lld: malformed record", r->zPath,
              (long long)r->pos);
       return PAGEDB_CORRUPT;

@@ -39,8 +39,6 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-static const char kRunMagic[8] = "PDBRUN";   /* as pager.c writes it */
-
 /* A sample of OTHER. */
 typedef struct Sample {
   int64_t id;               /* in OTHER */
@@ -256,12 +254,14 @@ static int read_run(Attach *a, const Copy *c, uint8_t **buf, size_t *cap) {
   if (NEVER(b != *buf)) memmove(*buf, b, r->used);
   b = *buf;
   const char *bad = NULL;
-  if (memcmp(b, kRunMagic, sizeof kRunMagic) != 0) bad = "no run header";
-  else if (pdb_get64(b + 56) != pdb_checksum(b, 56)) bad = "a damaged run header";
-  else if (memcmp(b + 8, pager_uuid(o->pager), 16) != 0) bad = "the run header of another dataset";
-  else if (pdb_get64(b + 24) != r->pgno || pdb_get32(b + 32) != r->npages || pdb_get64(b + 40) != r->used)
+  RunHeader h;
+  pager_run_header(b, &h);
+  if (!h.magic_ok) bad = "no run header";
+  else if (!h.sum_ok) bad = "a damaged run header";
+  else if (memcmp(h.uuid, pager_uuid(o->pager), 16) != 0) bad = "the run header of another dataset";
+  else if (h.pgno != r->pgno || h.npages != r->npages || h.used != r->used)
     bad = "a run header that disagrees with the page table";
-  else if (pdb_get64(b + 48) != pdb_sum(b + PDB_PAGE_HDR, r->used - PDB_PAGE_HDR))
+  else if (h.datasum != pdb_sum(b + PDB_PAGE_HDR, r->used - PDB_PAGE_HDR))
     bad = "bytes that do not match their run's checksum";
   if (bad)
     return pdb_err(a->db, &a->em, PAGEDB_CORRUPT, "%s: page %llu has %s", o->path, (unsigned long long)r->pgno, bad);

@@ -29,9 +29,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-/* As pager.c writes them. */
+/* As pager.c writes it. */
 static const char kMagic[16] = "pagedb data";
-static const char kRunMagic[8] = "PDBRUN";
 
 static const char *kTypeName[] = { "?", "integer", "real", "text", "blob", "NULL" };
 
@@ -299,36 +298,37 @@ static int finish_run(Check *k, Run *r) {
   int rc = pager_fetch(k->pager, &k->m, (uint64_t)r->pgno * k->ps, (size_t)n, &k->buf, &k->cap, &p);
   if (rc != PAGEDB_OK) return rc;
   char want[33], got[33];
-  if (memcmp(p, kRunMagic, sizeof kRunMagic) != 0)
+  RunHeader h;
+  pager_run_header(p, &h);
+  if (!h.magic_ok)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header does not start with the magic PDBRUN", r->pgno);
-  if (memcmp(p + 8, pager_uuid(k->pager), 16) != 0) {
-    pdb_uuid_hex(p + 8, got);
+  if (memcmp(h.uuid, pager_uuid(k->pager), 16) != 0) {
+    pdb_uuid_hex(h.uuid, got);
     pdb_uuid_hex(pager_uuid(k->pager), want);
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header has uuid %s, not the dataset's %s", r->pgno,
            got, want);
   }
-  if (pdb_get64(p + 24) != (uint64_t)r->pgno)
-    report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header says page %" PRIu64, r->pgno, pdb_get64(p + 24));
-  if (pdb_get32(p + 32) != r->npages)
+  if (h.pgno != (uint64_t)r->pgno)
+    report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header says page %" PRIu64, r->pgno, h.pgno);
+  if (h.npages != r->npages)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header says %u pages, the page table %" PRIu64,
-           r->pgno, pdb_get32(p + 32), r->npages);
+           r->pgno, h.npages, r->npages);
   /* The header counts the samples written; the page table those still
   ** live (pagedb_delete lowers it), so only more live than written is wrong. */
-  if (pdb_get32(p + 36) < r->nsamples)
+  if (h.nsamples < r->nsamples)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header says %u samples were written, the page table"
-           " has %" PRIu64 " live", r->pgno, pdb_get32(p + 36), r->nsamples);
-  if (pdb_get64(p + 40) != r->used)
+           " has %" PRIu64 " live", r->pgno, h.nsamples, r->nsamples);
+  if (h.used != r->used)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header says %" PRIu64 " bytes used, the page table %"
-           PRIu64, r->pgno, pdb_get64(p + 40), r->used);
-  uint64_t sum = pdb_checksum(p, 56);
-  if (pdb_get64(p + 56) != sum)
+           PRIu64, r->pgno, h.used, r->used);
+  if (!h.sum_ok)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": header checksum mismatch: stored %016" PRIx64
-           ", bytes 0..55 hash to %016" PRIx64, r->pgno, pdb_get64(p + 56), sum);
+           ", bytes 0..55 hash to %016" PRIx64, r->pgno, pdb_get64(p + 56), pdb_checksum(p, 56));
   if (k->quick) return PAGEDB_OK;
-  sum = pdb_sum(p + PDB_PAGE_HDR, (size_t)(r->used - PDB_PAGE_HDR));
-  if (pdb_get64(p + 48) != sum)
+  uint64_t sum = pdb_sum(p + PDB_PAGE_HDR, (size_t)(r->used - PDB_PAGE_HDR));
+  if (h.datasum != sum)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": data checksum mismatch: its header records %016" PRIx64
-           ", bytes 64..%" PRIu64 " hash to %016" PRIx64, r->pgno, pdb_get64(p + 48), r->used - 1, sum);
+           ", bytes 64..%" PRIu64 " hash to %016" PRIx64, r->pgno, h.datasum, r->used - 1, sum);
   for (size_t i = 0; i < next_ext && rc == PAGEDB_OK; i++) rc = check_extent(k, r, &k->ext[i], p);
   return rc;
 }

@@ -399,6 +399,17 @@ static size_t fill_end(const Pager *p, size_t used) {
   return (used + p->align - 1) & ~(size_t)(p->align - 1);
 }
 
+void pager_run_header(const uint8_t p[PDB_PAGE_HDR], RunHeader *h) {
+  h->magic_ok = memcmp(p, kRunMagic, sizeof kRunMagic) == 0;
+  memcpy(h->uuid, p + 8, 16);
+  h->pgno = pdb_get64(p + 24);
+  h->npages = pdb_get32(p + 32);
+  h->nsamples = pdb_get32(p + 36);
+  h->used = pdb_get64(p + 40);
+  h->datasum = pdb_get64(p + 48);
+  h->sum_ok = pdb_get64(p + 56) == pdb_checksum(p, 56);
+}
+
 int pager_write_start(Pager *p, pdb_msg *m, uint64_t pgno, uint32_t npages, uint32_t nsamples,
                       uint8_t *buf, size_t used, pagedb_aio *a) {
   assert(used >= PDB_PAGE_HDR && used <= (uint64_t)npages * p->page_size);

@@ -72,6 +72,23 @@ int pager_claim(Pager *p, pdb_msg *m, uint32_t n, uint64_t *pgno);
 int pager_unclaim(Pager *p, uint64_t pgno, uint64_t n);
 
 /*
+** A run header as the file holds it (the layout at the top of pager.c),
+** decoded without trusting any of it: callers compare its fields with the
+** page table.  MAGIC_OK: it starts with "PDBRUN"; SUM_OK: bytes 0..55
+** match the checksum at byte 56.
+*/
+typedef struct RunHeader {
+  uint8_t uuid[16];
+  uint64_t pgno;            /* page number of the run's first page */
+  uint32_t npages;
+  uint32_t nsamples;        /* samples written to it */
+  uint64_t used;            /* bytes used, header included */
+  uint64_t datasum;         /* pdb_sum of bytes PDB_PAGE_HDR..used */
+  int magic_ok, sum_ok;
+} RunHeader;
+void pager_run_header(const uint8_t p[PDB_PAGE_HDR], RunHeader *h);
+
+/*
 ** Start writing the run at page PGNO: fills the run header in
 ** BUF[0..PDB_PAGE_HDR) and writes the first USED bytes of BUF with one
 ** write, described by A.  When the file needs aligned I/O, BUF (aligned) is

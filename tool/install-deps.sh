@@ -1,10 +1,15 @@
 #!/bin/sh
 # Install everything pagedb needs to build and test on a fresh Debian
 # machine.  Idempotent: packages already present are left alone.
+#
+#   sh tool/install-deps.sh --fuzz   also clang and its libFuzzer runtime
+#                                    (libclang-rt-dev), for ./configure
+#                                    --enable-fuzzing and make fuzz
 set -e
 PKGS="build-essential autoconf automake libtool pkgconf \
   libsqlite3-dev sqlite3 liblz4-dev libxxhash-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
   libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox"
+[ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

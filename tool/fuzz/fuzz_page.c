@@ -1,0 +1,107 @@
+/*
+** fuzz_page.c -- a run as the data file holds it, decoded as the engine
+** decodes it: the run header (pager_run_header, which pagedb_check and
+** pagedb_attach use), the run's data checksum, and its records' extents,
+** each compressed one decompressed to the raw length its catalog row
+** records (codec_decompress, as the reader and the check do).
+**
+** The input:
+**
+**   byte 0        the codec of the round trip below: bit 0 lz4hc (else
+**                 lz4), bits 1..7 its level
+**   byte 1        K: extents (K % 17 of them)
+**   K x 9 bytes   each extent's stored length and raw length (4 bytes
+**                 each, little-endian) and 1 if it is compressed
+**   the rest      the run: its 64-byte header, then the records
+**
+** The extents lie back to back from the end of the header, as a run's
+** records do, and stop at the first that would pass the bytes the run
+** uses (the open refuses such a row).  What must hold, whatever the bytes:
+**   - a compressed extent that decompresses to its raw length is one
+**     codec_max_raw allows (pagedb_check trusts that bound), and
+**     does not fit in one byte less;
+**   - an extent stored as given, compressed as a writer would (only if it
+**     shrinks), decompresses to itself.
+*/
+#include "fuzz.h"
+
+#include "codec.h"
+#include "pager.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_EXTENTS   16
+#define MAX_RAW       (1u << 20)   /* raw lengths tried: a bound on the time an input takes */
+#define MAX_ROUNDTRIP (64u << 10)
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) abort();
+  return p;
+}
+
+/* A compressed extent SRC[0..LEN) of RAW bytes. */
+static void inflate(const uint8_t *src, size_t len, uint32_t raw) {
+  if (raw > MAX_RAW) return;
+  uint8_t *out = xmalloc(raw);    /* exactly RAW bytes: ASan sees one more */
+  int ok = codec_decompress(src, len, out, raw);
+  if (ok && raw > codec_max_raw(len)) {
+    fprintf(stderr, "fuzz_page: %zu bytes decompress to %u, more than codec_max_raw allows\n", len, raw);
+    abort();
+  }
+  if (ok && raw > 0 && codec_decompress(src, len, out, raw - 1)) {
+    fprintf(stderr, "fuzz_page: %zu bytes decompress to both %u and %u bytes\n", len, raw, raw - 1);
+    abort();
+  }
+  free(out);
+}
+
+/* An extent stored as given: compress it as a writer would, and back. */
+static void round_trip(int codec, const uint8_t *src, size_t len) {
+  if (len < 2 || len > MAX_ROUNDTRIP) return;
+  size_t ssize = codec_state_size(codec);
+  void *state = aligned_alloc(16, (ssize + 15) & ~(size_t)15);
+  if (!state) abort();
+  memset(state, 0, ssize);
+  uint8_t *z = xmalloc(len - 1), *back = xmalloc(len);
+  size_t zn = codec_compress(codec, state, src, len, z, len - 1);
+  if (zn > 0 && (!codec_decompress(z, zn, back, len) || memcmp(back, src, len) != 0)) {
+    fprintf(stderr, "fuzz_page: %zu bytes compressed to %zu do not decompress to themselves\n", len, zn);
+    abort();
+  }
+  free(state);
+  free(z);
+  free(back);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
+  if (n < 2) return 0;
+  int codec = data[0] & 1 ? PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 1 + (data[0] >> 1) % 12)
+                          : PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4, 1 + (data[0] >> 1));
+  int k = data[1] % (MAX_EXTENTS + 1);
+  const uint8_t *ext = data + 2;
+  if (n < 2 + (size_t)k * 9 + PDB_PAGE_HDR) return 0;
+  const uint8_t *run = ext + k * 9;
+  size_t nrun = n - 2 - (size_t)k * 9;
+
+  RunHeader h;
+  pager_run_header(run, &h);
+  /* The bytes the run uses: as its header says, when the input holds them. */
+  uint64_t used = h.used >= PDB_PAGE_HDR && h.used <= nrun ? h.used : nrun;
+  volatile int data_ok = pdb_sum(run + PDB_PAGE_HDR, (size_t)(used - PDB_PAGE_HDR)) == h.datasum;
+  (void)data_ok;
+
+  uint64_t off = PDB_PAGE_HDR;
+  for (int i = 0; i < k; i++, ext += 9) {
+    uint32_t len = fz_get32(ext), raw = fz_get32(ext + 4);
+    if (len > used - off) break;
+    volatile uint64_t sum = pdb_sum(run + off, len);
+    (void)sum;
+    if (ext[8] & 1) inflate(run + off, len, raw);
+    else round_trip(codec, run + off, len);
+    off += len;
+  }
+  return 0;
+}
