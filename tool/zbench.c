@@ -88,7 +88,7 @@ static int parse_codec(const char *s, int *codec) {
 }
 
 static void path_of(char *out, size_t n, const char *codec) {
-  snprintf(out, n, "%s/zbench-%s.pagedb", gDir, codec);
+  snprintf(out, n, "%s/zbench-%.31s.pagedb", gDir, codec);   /* codec names are under 32 bytes */
 }
 
 static void remove_dataset(const char *path) {
