@@ -279,8 +279,9 @@ int importFolder(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   int rc = dfd < 0 ? PAGEDB_IOERR : ifScan(imp, dfd, "", 0, emsg, nemsg);
   if( dfd < 0 ) xfer_msg(emsg, nemsg, "dup: %s", strerror(errno));
   if( rc ) return rc;
-  qsort(imp->azClass, (size_t)imp->nClass, sizeof(char *), strPtrCmp);
-  qsort(imp->azFile, (size_t)imp->nFile, sizeof(char *), strPtrCmp);
+  /* A tree without classes or files leaves the arrays NULL: not for qsort. */
+  if( imp->nClass > 1 ) qsort(imp->azClass, (size_t)imp->nClass, sizeof(char *), strPtrCmp);
+  if( imp->nFile > 1 ) qsort(imp->azFile, (size_t)imp->nFile, sizeof(char *), strPtrCmp);
   imp->aLabel = malloc((size_t)(imp->nFile ? imp->nFile : 1) * sizeof(int64_t));
   if( imp->aLabel == 0 ){ xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
   for(int64_t i = 0; i < imp->nFile; i++){

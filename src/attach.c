@@ -362,10 +362,11 @@ static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
   int rc = idx_scan(a->o->idx, collect, a);
   if (rc != PAGEDB_OK)
     return pdb_err(db, &a->em, rc, "out of memory listing its %llu samples", (unsigned long long)idx_count(a->o->idx));
-  qsort(a->s, a->n, sizeof *a->s, by_id);
+  /* An empty OTHER leaves a->s NULL, which qsort must not be given. */
+  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_id);
   rc = plan_ids(a, policy, offset);
   if (rc != PAGEDB_OK) return rc;
-  qsort(a->s, a->n, sizeof *a->s, by_offset);
+  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_offset);
   rc = plan_runs(a);
   /* Given back at every failure from here on, never left behind. */
   PageRecs *dead = pdb_malloc(sizeof *dead);

@@ -80,7 +80,7 @@ proc on_readable {chan} {
 proc on_timeout {} {
   global state
   set state(timedout) 1
-  foreach pid $state(pids) { catch {exec /bin/sh -c "kill -9 $pid"} }
+  foreach pid $state(pids) { catch {exec env -u LD_PRELOAD /bin/sh -c "kill -9 $pid"} }
   set state(done) timeout
 }
 

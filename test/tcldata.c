@@ -21,6 +21,7 @@
 
 #include "pagedb.h"
 #include "tclpagedb.h"
+#include "tcldata.h"
 
 /* ------------------------------------------------------------------ */
 /* Deterministic data                                                  */
@@ -145,20 +146,6 @@ static int64_t testdataCheck(const unsigned char *buf, size_t len, uint64_t seed
 /* Ingest and verify                                                   */
 /* ------------------------------------------------------------------ */
 
-typedef struct Gen Gen;
-struct Gen {
-  uint64_t seed;
-  uint64_t minSz, maxSz;       /* uniform sizes in [minSz, maxSz] */
-  int64_t *aSize;              /* or a cyclic list of sizes (-1: omit field) */
-  int nSize;
-  int autoKey;                 /* keys are in the first INT field, not the id */
-  int keyField;                /* that field, or -1 */
-  int nField;
-  int aType[PAGEDB_MAX_FIELDS];
-  int nGiven;                  /* -fields N: only fields below N are given (0: all) */
-  int text;                    /* -text: compressible bytes (textNext) */
-};
-
 /* The size of bytes/text field F of the sample with key KEY; -1 means the
 ** field is left out. */
 static int64_t genSize(const Gen *g, int64_t key, int f){
@@ -184,7 +171,7 @@ static double genReal(const Gen *g, int64_t key, int f){
 
 /* Parse the options common to ingest and verify into G.  Returns TCL_OK;
 ** unknown options are left for the caller via *pUnknown. */
-static int genSetup(Tcl_Interp *interp, pagedb *db, Gen *g){
+int genSetup(Tcl_Interp *interp, pagedb *db, Gen *g){
   int i;
   g->nField = pagedb_field_count(db);
   g->keyField = -1;
@@ -204,42 +191,8 @@ static int genSetup(Tcl_Interp *interp, pagedb *db, Gen *g){
   return TCL_OK;
 }
 
-typedef struct Job Job;
-struct Job {
-  pagedb *db;
-  Gen g;
-  int nThread;
-  int64_t nCount;              /* samples to write (ingest) */
-  int64_t iStart;              /* first key */
-  int contend;                 /* every thread tries every key */
-  int64_t commitEvery;         /* commit after every N samples (0: only at end) */
-  int64_t flushEvery;          /* flush each writer after N of its samples */
-  int progressFd;              /* -1 or where "committed N" lines go */
-  int64_t *aId;                /* verify: ids to check */
-  int64_t nId;
-  int readMode;                /* verify: PAGEDB_READ_MMAP / _COPY */
-  int useInto;                 /* verify: pagedb_read_into */
-  int64_t dontneed;            /* verify: PAGEDB_ADVISE_DONTNEED every N samples */
-  atomic_llong nDone;          /* samples written or verified */
-  atomic_llong nDup;           /* contend: CONSTRAINT skips */
-  atomic_int stop;             /* set on the first error */
-  atomic_int writersDone;      /* ingest: every writer thread has ended */
-  int nReader;                 /* ingest: concurrent reader threads */
-  atomic_llong nSeen;          /* ingest: samples the readers found intact */
-  pthread_mutex_t mutex;       /* guards rc/zErr and progress output */
-  int rc;                      /* first error's code, or PAGEDB_OK */
-  char *zErr;                  /* first error's message (malloc) */
-};
-
-typedef struct JobThread JobThread;
-struct JobThread {
-  Job *job;
-  int t;                       /* thread number */
-  pthread_t tid;
-};
-
 /* Record the first error of a job (formatted like pdbError). */
-static void jobFail(Job *job, int rc, const char *zFmt, ...){
+void jobFail(Job *job, int rc, const char *zFmt, ...){
   va_list ap;
   char buf[1024];
   va_start(ap, zFmt);
@@ -294,8 +247,8 @@ static int jobCommit(Job *job, int t){
 /* Write one sample with key KEY through W.  Returns PAGEDB_OK, or
 ** PAGEDB_CONSTRAINT (left to the caller when CONTEND), or another error
 ** (already recorded with jobFail). */
-static int ingestOne(Job *job, int t, pagedb_writer *w, int64_t key,
-                     unsigned char **pBuf, size_t *pnBuf){
+int ingestOne(Job *job, int t, pagedb_writer *w, int64_t key,
+              unsigned char **pBuf, size_t *pnBuf){
   const Gen *g = &job->g;
   int64_t id;
   int f, rc;
@@ -438,8 +391,8 @@ static int verifyAbsent(Job *job, pagedb_reader *r, int64_t id, int f){
   return -1;
 }
 
-static int verifyOne(Job *job, pagedb_reader *r, int64_t id, int allowMissing,
-                     unsigned char **pBuf, size_t *pnBuf){
+int verifyOne(Job *job, pagedb_reader *r, int64_t id, int allowMissing,
+              unsigned char **pBuf, size_t *pnBuf){
   const Gen *g = &job->g;
   unsigned char *buf = *pBuf;
   size_t nBuf = *pnBuf;
@@ -629,8 +582,8 @@ static void *concurrentReaderThread(void *arg){
 /* Run NTHREAD threads of XFUNC over JOB, and beside them JOB->nReader
 ** threads of XREADER (if not NULL), which are told to stop when every XFUNC
 ** thread has ended.  Returns TCL_OK or an error in the interpreter. */
-static int jobRun(Tcl_Interp *interp, Job *job, void *(*xFunc)(void *),
-                  void *(*xReader)(void *)){
+int jobRun(Tcl_Interp *interp, Job *job, void *(*xFunc)(void *),
+           void *(*xReader)(void *)){
   JobThread *aT;
   int i, nStarted = 0, nR = xReader ? job->nReader : 0, nRStarted = 0;
   aT = calloc((size_t)(job->nThread + nR), sizeof(JobThread));
@@ -661,7 +614,7 @@ static int jobRun(Tcl_Interp *interp, Job *job, void *(*xFunc)(void *),
   return TCL_OK;
 }
 
-static void jobFree(Job *job){
+void jobFree(Job *job){
   free(job->zErr);
   free(job->g.aSize);
   free(job->aId);
@@ -670,7 +623,7 @@ static void jobFree(Job *job){
 
 /* Parse one option shared by ingest and verify.  Returns 1 if handled, 0
 ** if not known, -1 on error. */
-static int jobOption(Tcl_Interp *interp, Job *job, const char *z, Tcl_Obj *v){
+int jobOption(Tcl_Interp *interp, Job *job, const char *z, Tcl_Obj *v){
   Tcl_WideInt w;
   if( strcmp(z, "-threads") == 0 ){
     if( Tcl_GetWideIntFromObj(interp, v, &w) ) return -1;

@@ -1206,6 +1206,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tclfault_Init(interp);
   Tclmem_Init(interp);
   if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;
+  Tclstress_Init(interp);
   {
     static int once = 0;
     if( !once ){

@@ -290,9 +290,10 @@ proc do_catalog_test {name script expected} {
   uplevel 1 [list do_test $name $script $expected]
 }
 
-# SIGKILL the processes PIDS (the shell's kill builtin: no procps needed).
+# SIGKILL the processes PIDS (the shell's kill builtin: no procps needed;
+# without a sanitizer's LD_PRELOAD, with which dash crashes under TSan).
 proc kill9 {pids} {
-  foreach pid $pids { exec /bin/sh -c "kill -9 $pid" }
+  foreach pid $pids { exec env -u LD_PRELOAD /bin/sh -c "kill -9 $pid" }
 }
 
 # tclsh and environment for child processes.
