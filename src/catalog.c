@@ -54,10 +54,12 @@ static int sq_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *d
   switch (src & 0xff) {
     case SQLITE_NOMEM: rc = PAGEDB_NOMEM; break;
     case SQLITE_FULL: rc = PAGEDB_FULL; break;
-    case SQLITE_IOERR:
+    case SQLITE_IOERR: {
       /* A failed sync leaves the catalog in doubt (see catvfs.c). */
-      rc = src == SQLITE_IOERR_FSYNC || src == SQLITE_IOERR_DIR_FSYNC ? PAGEDB_IOERR_SYNC : PAGEDB_IOERR_CATALOG;
+      int ext = conn ? sqlite3_extended_errcode(conn) : src;
+      rc = ext == SQLITE_IOERR_FSYNC || ext == SQLITE_IOERR_DIR_FSYNC ? PAGEDB_IOERR_SYNC : PAGEDB_IOERR_CATALOG;
       break;
+    }
     case SQLITE_CORRUPT: rc = PAGEDB_CORRUPT_CATALOG; break;
     case SQLITE_NOTADB: rc = PAGEDB_NOTADB; break;
     case SQLITE_BUSY: case SQLITE_LOCKED: rc = PAGEDB_BUSY; break;
