@@ -21,8 +21,9 @@
 ** The methods are version 2: no xFetch, so SQLite never maps the file and
 ** every read goes through the pagedb VFS.  Temporary files and files
 ** without a name belong to SQLite's VFS entirely.  File controls that would
-** grow the file behind the pagedb file's back (SIZE_HINT, CHUNK_SIZE) are
-** refused with SQLITE_NOTFOUND, which SQLite takes as "not supported".
+** grow or map the file behind the pagedb file's back (SIZE_HINT,
+** CHUNK_SIZE, MMAP_SIZE) are refused with SQLITE_NOTFOUND, which SQLite
+** takes as "not supported".
 **
 ** Locks.  SQLite's unix VFS locks with POSIX record locks, which belong to
 ** the (process, inode) pair: closing ANY descriptor of the inode in the
@@ -243,8 +244,10 @@ static int cv_reserved(sqlite3_file *f, int *out) {
 
 static int cv_fcntl(sqlite3_file *f, int op, void *arg) {
   CvFile *p = cvf(f);
-  /* These would size the file through SQLite's descriptor. */
-  if (p->node && (op == SQLITE_FCNTL_SIZE_HINT || op == SQLITE_FCNTL_CHUNK_SIZE)) return SQLITE_NOTFOUND;
+  /* The first two would size the file through SQLite's descriptor, the
+  ** third map it (PRAGMA mmap_size asks whatever the methods' version). */
+  if (p->node && (op == SQLITE_FCNTL_SIZE_HINT || op == SQLITE_FCNTL_CHUNK_SIZE || op == SQLITE_FCNTL_MMAP_SIZE))
+    return SQLITE_NOTFOUND;
   return p->sq->pMethods->xFileControl(p->sq, op, arg);
 }
 
