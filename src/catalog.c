@@ -23,6 +23,7 @@
 
 struct Catalog {
   pagedb *db;
+  pagedb_vfs *vfs;          /* the dataset's: the catalog's I/O goes through it */
   char *path;
   sqlite3 *w;               /* the connection (read-write or read-only) */
   sqlite3 *r;               /* read-only connection for pagedb_sql */
@@ -56,7 +57,12 @@ static int sq_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *d
   switch (src & 0xff) {
     case SQLITE_NOMEM: rc = PAGEDB_NOMEM; break;
     case SQLITE_FULL: rc = PAGEDB_FULL; break;
-    case SQLITE_IOERR: rc = PAGEDB_IOERR_CATALOG; break;
+    case SQLITE_IOERR: {
+      /* A failed sync leaves the catalog in doubt (see catvfs.c). */
+      int ext = conn ? sqlite3_extended_errcode(conn) : src;
+      rc = ext == SQLITE_IOERR_FSYNC || ext == SQLITE_IOERR_DIR_FSYNC ? PAGEDB_IOERR_SYNC : PAGEDB_IOERR_CATALOG;
+      break;
+    }
     case SQLITE_CORRUPT: rc = PAGEDB_CORRUPT_CATALOG; break;
     case SQLITE_NOTADB: rc = PAGEDB_NOTADB; break;
     case SQLITE_BUSY: case SQLITE_LOCKED: rc = PAGEDB_BUSY; break;
@@ -109,7 +115,10 @@ static int harden(Catalog *c, pdb_msg *m, sqlite3 *conn) {
 
 static int connect(Catalog *c, pdb_msg *m, int flags, sqlite3 **out) {
   sqlite3 *conn = NULL;
-  int src = sqlite3_open_v2(c->path, &conn, flags | SQLITE_OPEN_NOMUTEX, NULL);
+  /* Through the dataset's VFS (catvfs.c); SQLite's own if that VFS could
+  ** not be registered. */
+  const char *vfs = catvfs_name(c->vfs);
+  int src = sqlite3_open_v2(c->path, &conn, flags | SQLITE_OPEN_NOMUTEX, vfs);
   if (src != SQLITE_OK) {
     int rc = conn ? sq_fail(c, m, conn, src, "opening")
                   : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory opening catalog %s", c->path);
@@ -125,7 +134,7 @@ static int connect(Catalog *c, pdb_msg *m, int flags, sqlite3 **out) {
   return PAGEDB_OK;
 }
 
-int cat_open(pagedb *db, pdb_msg *m, const char *path, int mode, Catalog **pc) {
+int cat_open(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, int mode, Catalog **pc) {
   *pc = NULL;
   Catalog *c = pdb_calloc(1, sizeof *c);
   if (!c || !(c->path = pdb_strdup(path))) {
@@ -133,6 +142,7 @@ int cat_open(pagedb *db, pdb_msg *m, const char *path, int mode, Catalog **pc) {
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening catalog %s", path);
   }
   c->db = db;
+  c->vfs = vfs;
   pthread_mutex_init(&c->rmu, NULL);
   int flags = mode == CAT_READONLY ? SQLITE_OPEN_READONLY
             : mode == CAT_CREATE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -220,6 +230,17 @@ int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size)
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "moved_samples", 0);
   if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "creating the catalog");
   if (rc != PAGEDB_OK) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
+
+int cat_is_empty(Catalog *c, pdb_msg *m, int *empty) {
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT count(*) FROM sqlite_schema", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) *empty = sqlite3_column_int(st, 0) == 0;
+  else rc = sq_fail(c, m, c->w, src, "reading its schema");
+  sqlite3_finalize(st);
   return rc;
 }
 
@@ -833,9 +854,9 @@ int cat_delete(Catalog *c, pdb_msg *m, const CatDel *dels, size_t n) {
   return rc;
 }
 
-int cat_peek_uuid(pagedb *db, pdb_msg *m, const char *path, uint8_t uuid[16]) {
+int cat_peek_uuid(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, uint8_t uuid[16]) {
   Catalog *c;
-  int rc = cat_open(db, m, path, CAT_READONLY, &c);
+  int rc = cat_open(db, vfs, m, path, CAT_READONLY, &c);
   if (rc != PAGEDB_OK) return rc;
   CatMeta meta;
   rc = load_meta(c, m, &meta);
@@ -844,8 +865,8 @@ int cat_peek_uuid(pagedb *db, pdb_msg *m, const char *path, uint8_t uuid[16]) {
   return rc;
 }
 
-int cat_checkpoint(pagedb *db, pdb_msg *m, const char *path) {
-  Catalog c = { .db = db, .path = (char *)path };
+int cat_checkpoint(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path) {
+  Catalog c = { .db = db, .vfs = vfs, .path = (char *)path };
   int rc = connect(&c, m, SQLITE_OPEN_READWRITE, &c.w);
   if (rc != PAGEDB_OK) return rc;
   /* FULL: the checkpoint syncs the catalog before it empties the WAL.

@@ -39,12 +39,15 @@ typedef struct CatRun {
 #define CAT_WRITE    1
 #define CAT_CREATE   2
 
-/* Open the catalog at PATH (CAT_CREATE: create it; it must not exist). */
-int cat_open(pagedb *db, pdb_msg *m, const char *path, int mode, Catalog **pc);
+/* Open the catalog at PATH (CAT_CREATE: create it; it must not exist);
+** its file I/O goes through VFS, the dataset's (see catvfs.c). */
+int cat_open(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, int mode, Catalog **pc);
 void cat_close(Catalog *c);
 
 /* Create the tables of a new dataset, in one transaction. */
 int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size);
+/* *EMPTY: the catalog has no tables (its creation was cut short). */
+int cat_is_empty(Catalog *c, pdb_msg *m, int *empty);
 int cat_set_page_size(Catalog *c, pdb_msg *m, uint32_t page_size);
 
 /* Begin (BEGIN) or end (0) a read transaction, so that several reads see
@@ -109,7 +112,7 @@ typedef struct CatDel {
 int cat_delete(Catalog *c, pdb_msg *m, const CatDel *dels, size_t n);
 
 /* The uuid of the catalog at PATH (a read-only connection of its own). */
-int cat_peek_uuid(pagedb *db, pdb_msg *m, const char *path, uint8_t uuid[16]);
+int cat_peek_uuid(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, uint8_t uuid[16]);
 
 /*
 ** Checkpoint the catalog at PATH completely (its WAL copied into it and
@@ -119,7 +122,7 @@ int cat_peek_uuid(pagedb *db, pdb_msg *m, const char *path, uint8_t uuid[16]);
 ** WAL.  PAGEDB_BUSY if another connection's read keeps the checkpoint from
 ** finishing (after the busy timeout).
 */
-int cat_checkpoint(pagedb *db, pdb_msg *m, const char *path);
+int cat_checkpoint(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path);
 
 /* Roll back the open write transaction, if any. */
 void cat_rollback(Catalog *c);
@@ -177,5 +180,12 @@ int cat_snap_pages(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatVal *
 ** BYTES or TEXT field, its "F:z" and "F:sum" (the columns of doc/format.md). */
 int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
                      int (*xrow)(void *ctx, const CatVal *v, int n), void *ctx);
+
+/*
+** catvfs.c: the name of the SQLite VFS that sends the catalog's file I/O
+** through the pagedb VFS V (registered on first use; thread-safe).  NULL
+** (SQLite's default VFS) for a NULL V or when no more can be registered.
+*/
+const char *catvfs_name(pagedb_vfs *v);
 
 #endif /* PAGEDB_CATALOG_H */

@@ -173,6 +173,9 @@ static int commit_locked(pagedb *db) {
   uint64_t moved = atomic_load_explicit(&db->moved, memory_order_relaxed);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "moved_samples", (int64_t)moved);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, end, n);
+  /* A failed catalog sync leaves this commit in doubt: it may be durable
+  ** or not, so its pages must never be reused (see catvfs.c). */
+  if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
   if (rc != PAGEDB_OK) {
     abandon(db);
     return rc;
@@ -498,17 +501,23 @@ static int create(pagedb *db) {
 }
 
 /* Open the catalog; a dataset whose creation was cut short between its
-** data file and its catalog (header only) gets its catalog now. */
+** data file and its catalog's tables (header only; no catalog, or one
+** without tables, as a power loss leaves it) gets its catalog now. */
 static int open_catalog(pagedb *db, int flags) {
-  int exists = 0;
+  int exists = 0, rc, empty = 1;
   db->vfs->xAccess(db->vfs, db->catpath, &exists);
-  if (exists)
-    return cat_open(db, &db->err, db->catpath, db->readonly ? CAT_READONLY : CAT_WRITE, &db->cat);
   uint64_t size = 0;
   pdb_os_size(pager_file(db->pager), &size);
-  if (!(flags & PAGEDB_OPEN_CREATE) || size != PDB_HEADER_SIZE)
+  int unborn = (flags & PAGEDB_OPEN_CREATE) && size == PDB_HEADER_SIZE;
+  if (exists) {
+    rc = cat_open(db, db->vfs, &db->err, db->catpath, db->readonly ? CAT_READONLY : CAT_WRITE, &db->cat);
+    if (rc == PAGEDB_OK && unborn && !db->readonly) rc = cat_is_empty(db->cat, &db->err, &empty);
+    if (rc != PAGEDB_OK || !unborn || !empty) return rc;
+  } else if (!unborn) {
     return pdb_err(db, &db->err, PAGEDB_CANTOPEN, "the catalog %s of data file %s is missing", db->catpath, db->path);
-  int rc = cat_open(db, &db->err, db->catpath, CAT_CREATE, &db->cat);
+  } else {
+    rc = cat_open(db, db->vfs, &db->err, db->catpath, CAT_CREATE, &db->cat);
+  }
   if (rc == PAGEDB_OK) rc = cat_init(db->cat, &db->err, pager_uuid(db->pager), pager_page_size(db->pager));
   if (rc == PAGEDB_OK && db->vfs->xSyncDir && db->vfs->xSyncDir(db->vfs, db->catpath) != PAGEDB_OK)
     rc = pdb_err(db, &db->err, PAGEDB_IOERR_SYNC, "cannot sync the directory of %s: %s", db->catpath, strerror(errno));
@@ -825,6 +834,7 @@ int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
     rc = pdb_err(db, &db->err, rc, "%s: the index of %llu samples is inconsistent; field '%s' not added", db->path,
                  (unsigned long long)n, name);
   if (rc == PAGEDB_OK) rc = cat_field_add(db->cat, &db->err, db->nfield, &f);
+  if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);   /* the field is in doubt */
   if (rc == PAGEDB_OK) {
     db->fields[db->nfield++] = f;
     db->nw = slot_words(db->nfield);

@@ -118,7 +118,10 @@ typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
 ** with PAGEDB_OPEN_CREATE, or PAGEDB_OPEN_READONLY | PAGEDB_OPEN_CHECK.
 ** VFS names a registered VFS (see pagedb_vfs_find);
 ** NULL means the default, which is "posix" unless the environment variable
-** PAGEDB_VFS names another.
+** PAGEDB_VFS names another.  The catalog's file I/O goes through the same
+** VFS (SQLite keeps its own locks and shared memory), except on a VFS that
+** bypasses the page cache (PAGEDB_IOCAP_DIRECT: "direct"), whose alignment
+** SQLite's writes cannot meet: the catalog then uses "posix".
 **
 ** A read-write open takes the dataset's write lock: a second read-write open
 ** of the same dataset, from this or another process, fails with
@@ -856,6 +859,12 @@ PAGEDB_API int pagedb_check(pagedb *db, int flags, pagedb_check_fn cb, void *ctx
 ** lengths and buffers given to a file opened with PAGEDB_VFS_DIRECT must be
 ** multiples of xSectorSize() (and buffers aligned to it).  Methods may be
 ** called from several threads at once on one file, except xClose.
+**
+** The catalog's SQLite files (the database, its WAL, a rollback journal)
+** are opened through the VFS too, read-write when possible, with no xLock,
+** xMap, batches or asynchronous writes: a VFS that serves the data file
+** serves them, unless its files report PAGEDB_IOCAP_DIRECT, in which case
+** the catalog uses "posix" (SQLite's writes are unaligned).
 */
 typedef struct pagedb_vfs pagedb_vfs;
 typedef struct pagedb_file pagedb_file;

@@ -352,7 +352,7 @@ static int copy_into(pagedb *db, const char *dest, uint32_t ps) {
 */
 static int single_file(pagedb *db, const char *cat) {
   pdb_msg *m = &db->err;
-  int rc = cat_checkpoint(db, m, cat);
+  int rc = cat_checkpoint(db, db->vfs, m, cat);
   for (int i = 0; i < 2 && rc == PAGEDB_OK; i++) {
     char *side = path_with(cat, i ? "-shm" : "-wal");
     int exists = 1;
@@ -401,7 +401,7 @@ static int vacuum_in_place(pagedb *db, uint32_t ps, const char *vdata, const cha
     pdb_msg keep = *m;
     pager_close(hold);
     remove_dataset(db, vdata);
-    if (!db->cat && cat_open(db, m, db->catpath, CAT_WRITE, &db->cat) != PAGEDB_OK) {
+    if (!db->cat && cat_open(db, db->vfs, m, db->catpath, CAT_WRITE, &db->cat) != PAGEDB_OK) {
       db->failed = 1;
       return pdb_err(db, m, rc, "%s; and reopening catalog %s failed: %s", pdb_msg_text(&keep), db->catpath,
                      pdb_msg_text(m));
@@ -496,7 +496,7 @@ static int vacuum_current(pagedb *db, const char *vdata, int *cur) {
   if (rc != PAGEDB_OK)
     return pdb_err(db, m, rc, "%s: cannot tell whether %s, left by a vacuum, is the dataset's: %s", db->path, vdata,
                    pdb_msg_text(&scratch));
-  rc = cat_peek_uuid(db, &scratch, db->catpath, b);
+  rc = cat_peek_uuid(db, db->vfs, &scratch, db->catpath, b);
   if (rc != PAGEDB_OK)
     return pdb_err(db, m, rc, "%s: cannot tell whether %s, left by a vacuum, is the dataset's: %s", db->path, vdata,
                    pdb_msg_text(&scratch));

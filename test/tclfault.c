@@ -33,11 +33,17 @@
 **     test6.c).  A committed sample whose page was not synced shows up as
 **     damaged or missing after the next open.
 **
-** Counted calls are those whose kind is in the -ops mask.  The catalog is
-** SQLite's and does not go through pagedb's VFS, so it is not affected.
+** Counted calls are those whose kind is in the -ops mask, on the files
+** -files selects: the data file ("data"), the catalog and its WAL and
+** journal ("catalog": the catalog's SQLite I/O goes through pagedb's VFS,
+** see src/catvfs.c), or both ("all").  A crash is triggered by a counted
+** call only, but the power loss undoes the unsynced writes of every file.
+** (Under the "direct" VFS the catalog falls back to "posix", which this
+** VFS does not wrap: then no catalog call is counted.)
 **
 **   pagedb_faultvfs register ?-default?
 **   pagedb_faultvfs config ?-ops {read write sync truncate size lock map open}?
+**                          ?-files data|catalog|all?
 **                          ?-ioerr N? ?-persist BOOL? ?-full BOOL? ?-crash N?
 **                          ?-crashmode mix|old|new|garbage?
 **   pagedb_faultvfs reset        (disarm, zero the counters)
@@ -52,6 +58,10 @@
 #define FOP_LOCK   0x20
 #define FOP_MAP    0x40
 #define FOP_OPEN   0x80
+
+/* -files */
+#define FFILE_DATA    1
+#define FFILE_CATALOG 2
 
 /* A write not yet synced: where, and the bytes it replaced (OLD, NOLD
 ** bytes: the part of the range that was inside the file before). */
@@ -69,6 +79,7 @@ struct FaultFile {
                                ** saving and restoring bytes at any alignment;
                                ** -1 if it could not be opened */
   int injected;                /* the last failure was injected: errno EIO */
+  int kind;                    /* FFILE_DATA or FFILE_CATALOG */
   pthread_mutex_t mu;          /* guards aRange */
   FaultRange *aRange;          /* written since the last successful sync */
   int nRange, nAlloc;
@@ -86,12 +97,30 @@ static struct {
   atomic_int persist;
   atomic_int full;
   atomic_int opsMask;
+  atomic_int filesMask;        /* FFILE_* counted */
   atomic_llong crashAt;        /* 0: off */
   int crashMode;               /* 0 mix, 1 old, 2 new, 3 garbage */
   atomic_llong hits;
   pthread_mutex_t mu;          /* guards pFiles and methods */
   FaultFile *pFiles;
-} fv = { .mu = PTHREAD_MUTEX_INITIALIZER, .opsMask = 0xff };
+} fv = { .mu = PTHREAD_MUTEX_INITIALIZER, .opsMask = 0xff, .filesMask = FFILE_DATA | FFILE_CATALOG };
+
+/* Whether PATH is the catalog (PATH-catalog, -catalog-wal, -catalog-journal). */
+static int faultFileKind(const char *path){
+  size_t n = strlen(path);
+  static const char *azSuffix[] = {"-catalog", "-catalog-wal", "-catalog-journal"};
+  int i;
+  for(i = 0; i < 3; i++){
+    size_t k = strlen(azSuffix[i]);
+    if( n >= k && strcmp(path + n - k, azSuffix[i]) == 0 ) return FFILE_CATALOG;
+  }
+  return FFILE_DATA;
+}
+
+/* Whether calls on files of KIND count. */
+static int faultCounts(int kind){
+  return (atomic_load(&fv.filesMask) & kind) != 0;
+}
 
 /*
 ** Power loss.  Every write not yet synced is undone sector by sector (512
@@ -147,6 +176,7 @@ static void faultCrash(void){
 static int faultHit(FaultFile *f, int op){
   long long n, at;
   if( !(atomic_load(&fv.opsMask) & op) ) return 0;
+  if( f && !faultCounts(f->kind) ) return 0;
   n = atomic_fetch_add(&fv.count, 1) + 1;
   at = atomic_load(&fv.crashAt);
   if( at > 0 && n >= at ) faultCrash();
@@ -411,7 +441,7 @@ static int fvOpen(pagedb_vfs *vfs, const char *path, pagedb_file *pf, int flags)
   FaultFile *f = (FaultFile *)pf;
   pagedb_file *real;
   int rc;
-  if( faultHit(0, FOP_OPEN) ) return PAGEDB_CANTOPEN;
+  if( faultCounts(faultFileKind(path)) && faultHit(0, FOP_OPEN) ) return PAGEDB_CANTOPEN;
   real = calloc(1, (size_t)fv.real->szFile);
   if( real == 0 ) return PAGEDB_NOMEM;
   rc = fv.real->xOpen(fv.real, path, real, flags);
@@ -421,6 +451,7 @@ static int fvOpen(pagedb_vfs *vfs, const char *path, pagedb_file *pf, int flags)
   }
   pthread_mutex_init(&f->mu, 0);
   f->real = real;
+  f->kind = faultFileKind(path);
   f->plainFd = open(path, ((flags & PAGEDB_VFS_READWRITE) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   pthread_mutex_lock(&fv.mu);
   fvInitMethods(real->pMethods);
@@ -440,7 +471,7 @@ static int fvAccess(pagedb_vfs *vfs, const char *path, int *exists){
 }
 
 static int fvSyncDir(pagedb_vfs *vfs, const char *path){
-  if( faultHit(0, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
+  if( faultCounts(faultFileKind(path)) && faultHit(0, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
   return fv.real->xSyncDir ? fv.real->xSyncDir(fv.real, path) : PAGEDB_OK;
 }
 
@@ -502,14 +533,21 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
           atomic_store(&fv.opsMask, mask);
           continue;
         }
+        if( strcmp(z, "-files") == 0 ){
+          static const char *azFiles[] = {"data", "catalog", "all", 0};
+          int iFiles;
+          if( Tcl_GetIndexFromObj(interp, objv[i+1], azFiles, "files", 0, &iFiles) ) return TCL_ERROR;
+          atomic_store(&fv.filesMask, iFiles + 1);
+          continue;
+        }
         if( Tcl_GetWideIntFromObj(interp, objv[i+1], &w) ) return TCL_ERROR;
         if( strcmp(z, "-ioerr") == 0 ) atomic_store(&fv.ioerrAt, (long long)w);
         else if( strcmp(z, "-persist") == 0 ) atomic_store(&fv.persist, w != 0);
         else if( strcmp(z, "-full") == 0 ) atomic_store(&fv.full, w != 0);
         else if( strcmp(z, "-crash") == 0 ) atomic_store(&fv.crashAt, (long long)w);
         else{
-          Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -ops, -ioerr, "
-                                                 "-persist, -full or -crash", z));
+          Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -ops, -files, "
+                                                 "-ioerr, -persist, -full or -crash", z));
           return TCL_ERROR;
         }
       }
@@ -527,6 +565,7 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
       atomic_store(&fv.count, 0);
       atomic_store(&fv.hits, 0);
       atomic_store(&fv.opsMask, 0xff);
+      atomic_store(&fv.filesMask, FFILE_DATA | FFILE_CATALOG);
       return TCL_OK;
     case F_COUNT:
       Tcl_SetObjResult(interp, Tcl_NewWideIntObj(atomic_load(&fv.count)));
