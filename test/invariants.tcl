@@ -10,6 +10,10 @@
 #
 #   acked_in_text TEXT           the largest "committed N" in TEXT (0: none)
 #   acked_in_file FILE           the same, from a file (0 if missing)
+#   read_commits CHAN WANT ACKED read "committed N" lines from a child (below)
+#   working_backends DIR         the backends of {posix io_uring direct} that
+#                                work in DIR
+#   kill_child CHAN ACKED        SIGKILL a child, read what it said (below)
 #   check_invariants PATH ?-acked N? ?-start START? ?-threads T?
 #                    ?-seed S? ?-min B? ?-max B? ?-base N? ?-append ID?
 #                    ?-vfs NAME?
@@ -122,4 +126,51 @@ proc check_invariants {path args} {
   catch {::invdb close}
   if {$bad eq ""} { return ok }
   return $bad
+}
+
+# Read lines from CHAN (non-blocking) until WANT "committed" lines were seen
+# or 30 s passed; return {acked seen eof}.
+proc read_commits {chan want acked} {
+  set seen 0
+  set deadline [expr {[clock milliseconds] + 30000}]
+  while {$seen < $want} {
+    set n [gets $chan line]
+    if {$n >= 0} {
+      if {[regexp {^committed (\d+)$} $line -> c]} {
+        incr seen
+        if {$c < $acked} { return [list $acked $seen "count went from $acked to $c"] }
+        if {$c > $acked} { set acked $c }
+      } elseif {![regexp {^opened \d+$} $line]} {
+        puts "  child: $line"
+      }
+      continue
+    }
+    if {[eof $chan]} { return [list $acked $seen 1] }
+    if {[clock milliseconds] > $deadline} { return [list $acked $seen timeout] }
+    after 2
+  }
+  return [list $acked $seen 0]
+}
+
+proc working_backends {dir} {
+  set res {}
+  foreach e [pagedb_vfs_list $dir] {
+    if {[lindex $e 0] in {posix io_uring direct} && [lindex $e 1] eq "PAGEDB_OK"} { lappend res [lindex $e 0] }
+  }
+  return $res
+}
+
+# SIGKILL the child at the end of pipe CHAN and read what it wrote before
+# it died; returns {acked output errorcode}: the largest "committed N"
+# (ACKED at least: lines read before count too), everything it wrote, and
+# the child's errorCode ({CHILDKILLED PID SIGKILL} if the kill took it).
+proc kill_child {chan acked} {
+  kill9 [pid $chan]
+  fconfigure $chan -blocking 1
+  set out [read $chan]
+  set a [acked_in_text $out]
+  if {$a > $acked} { set acked $a }
+  set ec {}
+  if {[catch {close $chan} msg opts]} { set ec [dict get $opts -errorcode] }
+  return [list $acked $out $ec]
 }
