@@ -234,12 +234,20 @@ static void faultCrashImage(FaultImage *im){
       uint64_t next = (pos / u + 1) * u;
       int f = fate == FATE_TORN ? faultUnitFate(pos) : fate;
       if( next > end ) next = end;
-      if( fv.device == FDEV_SAFEAPPEND && pos >= im->syncedSize ) f = FATE_NEW;
+      if( fv.device == FDEV_SAFEAPPEND ){
+        /* Past the synced size everything landed: a unit across it is
+        ** split there. */
+        if( pos >= im->syncedSize ) f = FATE_NEW;
+        else if( next > im->syncedSize ) next = im->syncedSize;
+      }
       if( f != FATE_NEW && pos < keep ) faultPatch(fd, r, pos, next - pos, f);
       pos = next;
     }
   }
-  if( keep < cur && ftruncate(fd, (off_t)keep) != 0 ) return;
+  if( keep < cur ){
+    int rc = ftruncate(fd, (off_t)keep);
+    (void)rc;
+  }
 }
 
 /* Lose power: every file, open or closed, meets its fate; then the
