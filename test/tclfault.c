@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -27,17 +28,18 @@
 **   - fail: the Nth counted call (and, with -persist, every later one)
 **     returns an I/O error (or PAGEDB_FULL for writes with -full), as
 **     SQLite's do_ioerr_test does with its test VFS;
-**   - crash: at the Nth counted call, undo (per 512-byte sector, see
-**     -crashmode) the writes made to each file since its last successful
-**     xSync and _exit(86) at once, as if the power failed (SQLite's
-**     test6.c).  A committed sample whose page was not synced shows up as
-**     damaged or missing after the next open.
+**   - crash: lose power (below) at the Nth counted call (-crash N), or
+**     just before the Nth sync call (xSync or xSyncDir of any file, counted
+**     whatever -ops says) would reach the file (-crashsync N): the state
+**     a sync leaves is that before the next one, and "before" is when the
+**     most writes are unsynced.
 **
 ** Counted calls are those whose kind is in the -ops mask, on the files
 ** -files selects: the data file ("data"), the catalog and its WAL and
 ** journal ("catalog": the catalog's SQLite I/O goes through pagedb's VFS,
-** see src/catvfs.c), or both ("all").  A crash is triggered by a counted
-** call only, but the power loss undoes the unsynced writes of every file.
+** see src/catvfs.c), or both ("all").  -crash N counts these calls only,
+** but the power loss undoes the unsynced writes of every file
+** opened through this VFS, whatever it holds.
 ** (Under the "direct" VFS the catalog falls back to "posix", which this
 ** VFS does not wrap: then no catalog call is counted.)
 **
@@ -45,10 +47,39 @@
 **   pagedb_faultvfs config ?-ops {read write sync truncate size lock map open}?
 **                          ?-files data|catalog|all?
 **                          ?-ioerr N? ?-persist BOOL? ?-full BOOL? ?-crash N?
-**                          ?-crashmode mix|old|new|garbage?
+**                          ?-crashsync N? ?-crashmode mix|old|new|garbage?
+**                          ?-seed S? ?-device plain|atomic4k|safeappend?
 **   pagedb_faultvfs reset        (disarm, zero the counters)
 **   pagedb_faultvfs count        (counted calls so far)
+**   pagedb_faultvfs syncs        (sync calls so far)
 **   pagedb_faultvfs hits         (faults injected so far)
+**
+** POWER LOSS (SQLite's test6.c, on a file that is written through at once
+** and undone afterwards, since readers map it): while a crash is armed,
+** every write keeps the bytes it replaced until its file is synced.  At
+** the crash each write not yet synced, in every file (closed ones too,
+** by path), newest first, meets its fate by -crashmode:
+**
+**   mix      chosen by a hash of -seed and the write: applied, dropped, or
+**            torn: each of its sectors (512 bytes, absolute) new, old or
+**            garbage;
+**   old      dropped; new: applied; garbage: every sector garbage.
+**
+** and the file's size is what it was at its last sync ("old"), what it is
+** now ("new", "garbage") or, for "mix", either or a sector in between, by
+** the seed.  A dropped write past the old end leaves zeros (a hole).
+** Garbage covers only the bytes the write covered (power-safe overwrite,
+** as SQLite assumes: a write never damages bytes it did not cover).
+** Truncation is taken as durable at once.  -device narrows the outcomes
+** as test6.c's device characteristics do:
+**
+**   atomic4k    4 KiB-aligned blocks instead of sectors, each all new or
+**               all old: never garbage;
+**   safeappend  bytes past the size at the last sync are never garbage
+**               or old: the size grows only over data that landed, so
+**               whatever size survives, what lies below it was written.
+**
+** Then the process ends at once with _exit(86).
 */
 #define FOP_READ   0x01
 #define FOP_WRITE  0x02
@@ -71,20 +102,37 @@ typedef struct FaultRange {
   uint64_t nOld;
 } FaultRange;
 
+/* A file's writes not yet synced, and where to undo them at a crash. */
+typedef struct FaultImage {
+  char *zPath;                 /* to reopen it once closed */
+  int plainFd;                 /* the same file opened without O_DIRECT, for
+                               ** saving and restoring bytes at any alignment;
+                               ** -1 if it could not be opened */
+  uint64_t syncedSize;         /* its size after the last successful sync */
+  FaultRange *aRange;          /* written since the last successful sync */
+  int nRange, nAlloc;
+} FaultImage;
+
+/* A closed file whose unsynced writes a crash must still undo. */
+typedef struct FaultGhost {
+  FaultImage img;
+  struct FaultGhost *pNext;
+} FaultGhost;
+
 typedef struct FaultFile FaultFile;
 struct FaultFile {
   pagedb_file base;            /* first: methods */
   pagedb_file *real;           /* the wrapped VFS's file */
-  int plainFd;                 /* the same file opened without O_DIRECT, for
-                               ** saving and restoring bytes at any alignment;
-                               ** -1 if it could not be opened */
   int injected;                /* the last failure was injected: errno EIO */
   int kind;                    /* FFILE_DATA or FFILE_CATALOG */
-  pthread_mutex_t mu;          /* guards aRange */
-  FaultRange *aRange;          /* written since the last successful sync */
-  int nRange, nAlloc;
+  pthread_mutex_t mu;          /* guards img */
+  FaultImage img;
   FaultFile *pNext;            /* fv.pFiles */
 };
+
+#define FDEV_PLAIN      0
+#define FDEV_ATOMIC4K   1
+#define FDEV_SAFEAPPEND 2
 
 static struct {
   pagedb_vfs vfs;              /* "fault" */
@@ -99,10 +147,16 @@ static struct {
   atomic_int opsMask;
   atomic_int filesMask;        /* FFILE_* counted */
   atomic_llong crashAt;        /* 0: off */
+  atomic_llong crashSyncAt;    /* 0: off */
+  atomic_llong syncs;          /* sync calls */
+  atomic_int crashing;         /* the power is failing: no more writes */
   int crashMode;               /* 0 mix, 1 old, 2 new, 3 garbage */
+  uint64_t seed;               /* -seed: the fates of "mix" */
+  int device;                  /* FDEV_* */
   atomic_llong hits;
-  pthread_mutex_t mu;          /* guards pFiles and methods */
+  pthread_mutex_t mu;          /* guards pFiles, pGhosts and methods */
   FaultFile *pFiles;
+  FaultGhost *pGhosts;
 } fv = { .mu = PTHREAD_MUTEX_INITIALIZER, .opsMask = 0xff, .filesMask = FFILE_DATA | FFILE_CATALOG };
 
 /* Whether PATH is the catalog (PATH-catalog, -catalog-wal, -catalog-journal). */
@@ -122,54 +176,170 @@ static int faultCounts(int kind){
   return (atomic_load(&fv.filesMask) & kind) != 0;
 }
 
-/*
-** Power loss.  Every write not yet synced is undone sector by sector (512
-** bytes), in reverse order, according to fv.crashMode: 0 ("mix") keeps or
-** undoes each sector as a hash of its offset says, 1 ("old") undoes all,
-** 2 ("new") keeps all, 3 ("garbage") overwrites with garbage.  Undoing a
-** sector beyond the old end of file writes zeros there (a hole).  Then the
-** process ends at once.
-*/
+/* What becomes of an unsynced write, or of one unit of it, at a crash. */
+#define FATE_NEW     0
+#define FATE_OLD     1
+#define FATE_GARBAGE 2
+#define FATE_TORN    3         /* a write's only: each unit its own fate */
+
+static int faultArmed(void){
+  return atomic_load(&fv.crashAt) > 0 || atomic_load(&fv.crashSyncAt) > 0;
+}
+
+/* What a crash treats as one: a sector, or a block of an atomic4k device. */
+static uint64_t faultUnit(void){
+  return fv.device == FDEV_ATOMIC4K ? 4096 : 512;
+}
+
+/* The fate of write R, the Ith unsynced one of its file. */
+static int faultWriteFate(const FaultRange *r, int i){
+  static const int aMix[3] = {FATE_NEW, FATE_OLD, FATE_TORN};
+  switch( fv.crashMode ){
+    case 1: return FATE_OLD;
+    case 2: return FATE_NEW;
+    case 3: return fv.device == FDEV_ATOMIC4K ? FATE_OLD : FATE_GARBAGE;
+  }
+  return aMix[mix3(fv.seed, r->off, r->n ^ ((uint64_t)i << 40)) % 3];
+}
+
+/* The fate of the unit at POS of a torn write: atomic blocks are never
+** garbage. */
+static int faultUnitFate(uint64_t pos){
+  return (int)(mix3(fv.seed ^ 0x7EA2, pos, 0) % (fv.device == FDEV_ATOMIC4K ? 2 : 3));
+}
+
+/* The size IM's file keeps, CUR bytes now. */
+static uint64_t faultSurvivingSize(const FaultImage *im, uint64_t cur){
+  uint64_t lo = im->syncedSize, h, mid;
+  if( cur <= lo ) return cur;
+  switch( fv.crashMode ){
+    case 1: return lo;
+    case 2: case 3: return cur;
+  }
+  h = mix3(fv.seed ^ 0x51CE, lo, cur);
+  if( h % 3 == 0 ) return lo;
+  if( h % 3 == 1 ) return cur;
+  mid = lo + (h >> 8) % (cur - lo);
+  mid -= mid % faultUnit();
+  return mid < lo ? lo : mid;
+}
+
+/* Overwrite N bytes at POS (inside write R, N <= 4096) with what FATE
+** leaves there: the old bytes (zeros past the old end) or garbage. */
+static void faultPatch(int fd, const FaultRange *r, uint64_t pos, uint64_t n, int fate){
+  unsigned char buf[4096];
+  uint64_t k = pos - r->off, j;
+  ssize_t wr;
+  if( fate == FATE_GARBAGE ){
+    for(j = 0; j < n; j += 8){
+      uint64_t g = mix3(fv.seed ^ 0x6A5B, pos + j, 0);
+      memcpy(buf + j, &g, n - j < 8 ? (size_t)(n - j) : 8);
+    }
+  }else{
+    memset(buf, 0, (size_t)n);
+    if( k < r->nOld ) memcpy(buf, r->old + k, (size_t)(r->nOld - k < n ? r->nOld - k : n));
+  }
+  wr = pwrite(fd, buf, (size_t)n, (off_t)pos);
+  (void)wr;
+}
+
+/* Give every unsynced write of IM its fate, newest first, then cut the
+** file to the size it keeps. */
+static void faultCrashImage(FaultImage *im){
+  uint64_t u = faultUnit(), cur, keep;
+  struct stat st;
+  int i, fd = im->plainFd;
+  if( im->nRange == 0 ) return;
+  /* Through a plain descriptor: a direct (O_DIRECT) file would need
+  ** aligned buffers.  A closed file is opened again. */
+  if( fd < 0 && im->zPath ) fd = open(im->zPath, O_RDWR | O_CLOEXEC);
+  if( fd < 0 || fstat(fd, &st) != 0 ) return;
+  cur = (uint64_t)st.st_size;
+  keep = faultSurvivingSize(im, cur);
+  for(i = im->nRange - 1; i >= 0; i--){
+    const FaultRange *r = &im->aRange[i];
+    int fate = faultWriteFate(r, i);
+    uint64_t pos = r->off, end = r->off + r->n;
+    while( pos < end ){
+      uint64_t next = (pos / u + 1) * u;
+      int f = fate == FATE_TORN ? faultUnitFate(pos) : fate;
+      if( next > end ) next = end;
+      if( fv.device == FDEV_SAFEAPPEND ){
+        /* Past the synced size everything landed: a unit across it is
+        ** split there. */
+        if( pos >= im->syncedSize ) f = FATE_NEW;
+        else if( next > im->syncedSize ) next = im->syncedSize;
+      }
+      if( f != FATE_NEW && pos < keep ) faultPatch(fd, r, pos, next - pos, f);
+      pos = next;
+    }
+  }
+  if( keep < cur ){
+    int rc = ftruncate(fd, (off_t)keep);
+    (void)rc;
+  }
+}
+
+/* Lose power: every file, open or closed, meets its fate; then the
+** process ends at once. */
 static void faultCrash(void){
   FaultFile *f;
+  FaultGhost *g;
+  atomic_store(&fv.crashing, 1);
   /* No unlock: the process ends here. */
   pthread_mutex_lock(&fv.mu);
   for(f = fv.pFiles; f; f = f->pNext){
-    int i;
     pthread_mutex_lock(&f->mu);
-    for(i = f->nRange - 1; i >= 0; i--){
-      FaultRange *r = &f->aRange[i];
-      uint64_t k;
-      for(k = 0; k < r->n; k += 512){
-        uint64_t m = r->n - k < 512 ? r->n - k : 512;
-        unsigned char buf[512];
-        int undo;
-        switch( fv.crashMode ){
-          case 1: undo = 1; break;
-          case 2: undo = 0; break;
-          case 3: undo = 2; break;
-          default: undo = (int)(mix3(0xC4A5, r->off + k, 0) & 1); break;
-        }
-        if( undo == 0 ) continue;
-        if( undo == 2 ){
-          memset(buf, (int)(0xA5 ^ ((r->off + k) >> 9)), (size_t)m);
-        }else{
-          memset(buf, 0, (size_t)m);
-          if( k < r->nOld ){
-            uint64_t mo = r->nOld - k < m ? r->nOld - k : m;
-            memcpy(buf, r->old + k, (size_t)mo);
-          }
-        }
-        /* Through a plain descriptor: a direct (O_DIRECT) file would need
-        ** aligned buffers. */
-        if( f->plainFd >= 0 ){
-          ssize_t wr = pwrite(f->plainFd, buf, (size_t)m, (off_t)(r->off + k));
-          (void)wr;
-        }
-      }
+    faultCrashImage(&f->img);
+  }
+  for(g = fv.pGhosts; g; g = g->pNext) faultCrashImage(&g->img);
+  _exit(86);
+}
+
+/* A write that comes while the power fails never happens. */
+static void faultHold(void){
+  while( atomic_load(&fv.crashing) ) pause();
+}
+
+/* Count a sync call; the one -crashsync names crashes before it acts. */
+static void faultSyncPoint(void){
+  long long n = atomic_fetch_add(&fv.syncs, 1) + 1;
+  long long at = atomic_load(&fv.crashSyncAt);
+  if( at > 0 && n == at ) faultCrash();
+}
+
+static void faultImageFree(FaultImage *im){
+  int i;
+  if( im->plainFd >= 0 ) close(im->plainFd);
+  im->plainFd = -1;
+  for(i = 0; i < im->nRange; i++) free(im->aRange[i].old);
+  free(im->aRange);
+  free(im->zPath);
+  memset(im, 0, sizeof *im);
+  im->plainFd = -1;
+}
+
+/* Forget the closed files (all, or those at PATH: deleted). */
+static void faultGhostsDrop(const char *zPath){
+  FaultGhost **pp = &fv.pGhosts;
+  pthread_mutex_lock(&fv.mu);
+  while( *pp ){
+    FaultGhost *g = *pp;
+    if( zPath == 0 || (g->img.zPath && strcmp(g->img.zPath, zPath) == 0) ){
+      *pp = g->pNext;
+      faultImageFree(&g->img);
+      free(g);
+    }else{
+      pp = &g->pNext;
     }
   }
-  _exit(86);
+  pthread_mutex_unlock(&fv.mu);
+}
+
+/* The size of IM's file now (0 if it cannot be had). */
+static uint64_t faultImageSize(const FaultImage *im){
+  struct stat st;
+  return im->plainFd >= 0 && fstat(im->plainFd, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
 /* Count a call of kind OP; returns 1 if it must fail. */
@@ -194,20 +364,26 @@ static int fvClose(pagedb_file *pf){
   FaultFile *f = (FaultFile *)pf;
   FaultFile **pp;
   int rc;
+  /* Closing makes nothing durable: an armed crash still undoes what the
+  ** file did not sync, as a ghost, found by its path. */
+  FaultGhost *g = f->img.nRange > 0 && faultArmed() ? malloc(sizeof *g) : 0;
   pthread_mutex_lock(&fv.mu);
   for(pp = &fv.pFiles; *pp; pp = &(*pp)->pNext){
     if( *pp == f ){ *pp = f->pNext; break; }
   }
+  if( g ){
+    g->img = f->img;
+    close(g->img.plainFd);
+    g->img.plainFd = -1;
+    memset(&f->img, 0, sizeof f->img);
+    f->img.plainFd = -1;
+    g->pNext = fv.pGhosts;
+    fv.pGhosts = g;
+  }
   pthread_mutex_unlock(&fv.mu);
   rc = f->real->pMethods->xClose(f->real);
   free(f->real);
-  if( f->plainFd >= 0 ) close(f->plainFd);
-  f->plainFd = -1;
-  {
-    int i;
-    for(i = 0; i < f->nRange; i++) free(f->aRange[i].old);
-  }
-  free(f->aRange);
+  faultImageFree(&f->img);
   pthread_mutex_destroy(&f->mu);
   f->base.pMethods = 0;
   return rc;
@@ -225,12 +401,12 @@ static void faultSaveOld(FaultFile *f, size_t n, uint64_t off, unsigned char **p
   uint64_t size = 0;
   *pOld = 0;
   *nOld = 0;
-  if( atomic_load(&fv.crashAt) <= 0 || n == 0 || f->plainFd < 0 ) return;
+  if( !faultArmed() || n == 0 || f->img.plainFd < 0 ) return;
   if( f->real->pMethods->xFileSize(f->real, &size) != PAGEDB_OK || size <= off ) return;
   *nOld = size - off < n ? size - off : n;
   *pOld = malloc((size_t)*nOld);
   if( *pOld ){
-    ssize_t got = pread(f->plainFd, *pOld, (size_t)*nOld, (off_t)off);
+    ssize_t got = pread(f->img.plainFd, *pOld, (size_t)*nOld, (off_t)off);
     if( got < 0 ) got = 0;
     if( (uint64_t)got < *nOld ) memset(*pOld + got, 0, (size_t)(*nOld - (uint64_t)got));
   }else{
@@ -241,18 +417,19 @@ static void faultSaveOld(FaultFile *f, size_t n, uint64_t off, unsigned char **p
 /* Remember a write that succeeded as not yet synced (takes POLD). */
 static void faultRecord(FaultFile *f, size_t n, uint64_t off, unsigned char *pOld, uint64_t nOld){
   if( n > 0 ){
+    FaultImage *im = &f->img;
     pthread_mutex_lock(&f->mu);
-    if( f->nRange >= f->nAlloc ){
-      int nNew = f->nAlloc ? f->nAlloc * 2 : 64;
-      FaultRange *a = realloc(f->aRange, (size_t)nNew * sizeof(FaultRange));
-      if( a ){ f->aRange = a; f->nAlloc = nNew; }
+    if( im->nRange >= im->nAlloc ){
+      int nNew = im->nAlloc ? im->nAlloc * 2 : 64;
+      FaultRange *a = realloc(im->aRange, (size_t)nNew * sizeof(FaultRange));
+      if( a ){ im->aRange = a; im->nAlloc = nNew; }
     }
-    if( f->nRange < f->nAlloc ){
-      f->aRange[f->nRange].off = off;
-      f->aRange[f->nRange].n = n;
-      f->aRange[f->nRange].old = pOld;
-      f->aRange[f->nRange].nOld = nOld;
-      f->nRange++;
+    if( im->nRange < im->nAlloc ){
+      im->aRange[im->nRange].off = off;
+      im->aRange[im->nRange].n = n;
+      im->aRange[im->nRange].old = pOld;
+      im->aRange[im->nRange].nOld = nOld;
+      im->nRange++;
       pOld = 0;
     }
     pthread_mutex_unlock(&f->mu);
@@ -269,6 +446,7 @@ static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
   unsigned char *pOld;
   uint64_t nOld;
   int rc;
+  faultHold();
   if( faultHit(f, FOP_WRITE) ) return faultWriteErr();
   faultSaveOld(f, n, off, &pOld, &nOld);
   rc = f->real->pMethods->xWrite(f->real, buf, n, off);
@@ -295,6 +473,7 @@ static int fvWriteStart(pagedb_file *pf, pagedb_aio *a){
   FaultAio *x = calloc(1, sizeof *x);
   a->pPriv = 0;
   if( x == 0 ) return a->rc = fvWrite(pf, a->buf, a->n, a->off);
+  faultHold();
   if( faultHit(f, FOP_WRITE) ){
     x->rc = faultWriteErr();
   }else{
@@ -332,27 +511,51 @@ static int fvWriteWait(pagedb_file *pf, pagedb_aio *a, int wait){
 
 static int fvTruncate(pagedb_file *pf, uint64_t size){
   FaultFile *f = (FaultFile *)pf;
+  int rc;
+  faultHold();
   if( faultHit(f, FOP_TRUNC) ) return PAGEDB_IOERR_TRUNCATE;
-  return f->real->pMethods->xTruncate(f->real, size);
+  rc = f->real->pMethods->xTruncate(f->real, size);
+  if( rc == PAGEDB_OK ){
+    /* Durable at once (see above): no write past SIZE is left to undo. */
+    FaultImage *im = &f->img;
+    int i, k = 0;
+    pthread_mutex_lock(&f->mu);
+    for(i = 0; i < im->nRange; i++){
+      FaultRange *r = &im->aRange[i];
+      if( r->off >= size ){ free(r->old); continue; }
+      if( r->off + r->n > size ) r->n = size - r->off;
+      if( r->nOld > r->n ) r->nOld = r->n;
+      im->aRange[k++] = *r;
+    }
+    im->nRange = k;
+    im->syncedSize = size;
+    pthread_mutex_unlock(&f->mu);
+  }
+  return rc;
 }
 
 static int fvSync(pagedb_file *pf, int flags){
   FaultFile *f = (FaultFile *)pf;
+  FaultImage *im = &f->img;
   int nBefore, rc;
+  faultSyncPoint();
   if( faultHit(f, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
   /* Only the writes made before the sync started are known to be synced. */
   pthread_mutex_lock(&f->mu);
-  nBefore = f->nRange;
+  nBefore = im->nRange;
   pthread_mutex_unlock(&f->mu);
   rc = f->real->pMethods->xSync(f->real, flags);
   if( rc == PAGEDB_OK ){
     int i;
     pthread_mutex_lock(&f->mu);
-    for(i = 0; i < nBefore; i++) free(f->aRange[i].old);
-    if( f->nRange > nBefore ){
-      memmove(f->aRange, f->aRange + nBefore, (size_t)(f->nRange - nBefore) * sizeof(FaultRange));
+    for(i = 0; i < nBefore; i++) free(im->aRange[i].old);
+    if( im->nRange > nBefore ){
+      memmove(im->aRange, im->aRange + nBefore, (size_t)(im->nRange - nBefore) * sizeof(FaultRange));
     }
-    f->nRange -= nBefore;
+    im->nRange -= nBefore;
+    /* At least this much is durable; a write since that grew the file is
+    ** still in the list, and a dropped one leaves a hole. */
+    im->syncedSize = faultImageSize(im);
     pthread_mutex_unlock(&f->mu);
   }
   return rc;
@@ -452,7 +655,10 @@ static int fvOpen(pagedb_vfs *vfs, const char *path, pagedb_file *pf, int flags)
   pthread_mutex_init(&f->mu, 0);
   f->real = real;
   f->kind = faultFileKind(path);
-  f->plainFd = open(path, ((flags & PAGEDB_VFS_READWRITE) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  memset(&f->img, 0, sizeof f->img);
+  f->img.zPath = strdup(path);
+  f->img.plainFd = open(path, ((flags & PAGEDB_VFS_READWRITE) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  f->img.syncedSize = faultImageSize(&f->img);
   pthread_mutex_lock(&fv.mu);
   fvInitMethods(real->pMethods);
   f->pNext = fv.pFiles;
@@ -463,6 +669,7 @@ static int fvOpen(pagedb_vfs *vfs, const char *path, pagedb_file *pf, int flags)
 }
 
 static int fvDelete(pagedb_vfs *vfs, const char *path, int syncDir){
+  faultGhostsDrop(path);   /* a deletion is durable at once, like truncation */
   return fv.real->xDelete(fv.real, path, syncDir);
 }
 
@@ -471,14 +678,15 @@ static int fvAccess(pagedb_vfs *vfs, const char *path, int *exists){
 }
 
 static int fvSyncDir(pagedb_vfs *vfs, const char *path){
+  faultSyncPoint();
   if( faultCounts(faultFileKind(path)) && faultHit(0, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
   return fv.real->xSyncDir ? fv.real->xSyncDir(fv.real, path) : PAGEDB_OK;
 }
 
 static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {"register", "config", "reset", "count", "hits",
-                                 "unregister", 0};
-  enum { F_REGISTER, F_CONFIG, F_RESET, F_COUNT, F_HITS, F_UNREGISTER };
+                                 "unregister", "syncs", 0};
+  enum { F_REGISTER, F_CONFIG, F_RESET, F_COUNT, F_HITS, F_UNREGISTER, F_SYNCS };
   int iSub, i;
   if( objc < 2 ){
     Tcl_WrongNumArgs(interp, 1, objv, "SUBCOMMAND ...");
@@ -520,6 +728,13 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
           }
           continue;
         }
+        if( strcmp(z, "-device") == 0 ){
+          static const char *azDev[] = {"plain", "atomic4k", "safeappend", 0};
+          if( Tcl_GetIndexFromObj(interp, objv[i+1], azDev, "device", 0, &fv.device) ){
+            return TCL_ERROR;
+          }
+          continue;
+        }
         if( strcmp(z, "-ops") == 0 ){
           static const char *azOp[] = {"read", "write", "sync", "truncate", "size", "lock",
                                        "map", "open", "all", 0};
@@ -545,9 +760,12 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
         else if( strcmp(z, "-persist") == 0 ) atomic_store(&fv.persist, w != 0);
         else if( strcmp(z, "-full") == 0 ) atomic_store(&fv.full, w != 0);
         else if( strcmp(z, "-crash") == 0 ) atomic_store(&fv.crashAt, (long long)w);
+        else if( strcmp(z, "-crashsync") == 0 ) atomic_store(&fv.crashSyncAt, (long long)w);
+        else if( strcmp(z, "-seed") == 0 ) fv.seed = (uint64_t)w;
         else{
-          Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -ops, -files, "
-                                                 "-ioerr, -persist, -full or -crash", z));
+          Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -ops, -files, -ioerr, "
+                                                 "-persist, -full, -crash, -crashsync, -crashmode, "
+                                                 "-seed or -device", z));
           return TCL_ERROR;
         }
       }
@@ -559,7 +777,12 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
     case F_RESET:
       atomic_store(&fv.ioerrAt, 0);
       atomic_store(&fv.crashAt, 0);
+      atomic_store(&fv.crashSyncAt, 0);
+      atomic_store(&fv.syncs, 0);
       fv.crashMode = 0;
+      fv.seed = 0;
+      fv.device = FDEV_PLAIN;
+      faultGhostsDrop(0);
       atomic_store(&fv.persist, 0);
       atomic_store(&fv.full, 0);
       atomic_store(&fv.count, 0);
@@ -569,6 +792,9 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
       return TCL_OK;
     case F_COUNT:
       Tcl_SetObjResult(interp, Tcl_NewWideIntObj(atomic_load(&fv.count)));
+      return TCL_OK;
+    case F_SYNCS:
+      Tcl_SetObjResult(interp, Tcl_NewWideIntObj(atomic_load(&fv.syncs)));
       return TCL_OK;
     case F_HITS:
       Tcl_SetObjResult(interp, Tcl_NewWideIntObj(atomic_load(&fv.hits)));

@@ -1,0 +1,176 @@
+# invariants.tcl -- what must hold after every crash, power loss or kill,
+# for any test that makes one (sourced after tester.tcl).
+#
+# The faulted process ingests with DB ingest (-threads T, keys START,
+# START+1, ... dealt out to the threads in turn: thread t writes START+t,
+# START+t+T, ...) and prints "committed N" after each successful commit
+# (-progressfd / -progress): those lines are its acknowledgements, read by
+# this process from a pipe or a file, so they outlive it whatever happens
+# to the dataset's files.
+#
+#   acked_in_text TEXT           the largest "committed N" in TEXT (0: none)
+#   acked_in_file FILE           the same, from a file (0 if missing)
+#   read_commits CHAN WANT ACKED read "committed N" lines from a child (below)
+#   working_backends DIR         the backends of {posix io_uring direct} that
+#                                work in DIR
+#   kill_child CHAN ACKED        SIGKILL a child, read what it said (below)
+#   check_invariants PATH ?-acked N? ?-start START? ?-threads T?
+#                    ?-seed S? ?-min B? ?-max B? ?-base N? ?-append ID?
+#                    ?-vfs NAME?
+#       reopen PATH read-write (recovery runs) and check everything below;
+#       "ok", or every violation found, one per list element.
+#
+# What is checked, and why it suffices:
+#
+#   1. the dataset opens read-write (recovering) and again read-only;
+#   2. count >= N acknowledged (and >= -base, what was there before): a
+#      commit is a page prefix recorded in one catalog transaction, so the
+#      committed states are nested; a recovered state with at least the
+#      acknowledged count that is a committed state (3-6) holds every
+#      acknowledged sample;
+#   3. every visible sample reads back intact, its checksum verified
+#      (DB verify -checksums): acknowledged or not, nothing visible is torn;
+#   4. per writer thread, the visible ids of the faulted ingest are a
+#      contiguous prefix of what it wrote: a thread's pages are claimed in
+#      the order it fills them, so a gap, or an id past one, is a sample
+#      visible from beyond the committed prefix;
+#   5. pagedb_check passes (DB check: every run header and extent checksum,
+#      every extent inside its committed run, the page table contiguous),
+#      the catalog passes PRAGMA quick_check, and check_catalog's counts
+#      agree (every sample on a committed page, the file long enough);
+#   6. the dataset goes on: ingest after the highest id, read back, commit,
+#      close, reopen read-only, the same count, everything verified.
+#
+# Leaks: the handles opened here are closed on every path; tester.tcl's
+# finish_test then checks handles, memory and fds for the whole file.
+
+proc acked_in_text {text} {
+  set acked 0
+  foreach line [split $text \n] {
+    if {[regexp {^committed (\d+)$} $line -> c] && $c > $acked} { set acked $c }
+  }
+  return $acked
+}
+
+proc acked_in_file {file} {
+  if {![file exists $file]} { return 0 }
+  set fd [open $file]
+  set text [read $fd]
+  close $fd
+  return [acked_in_text $text]
+}
+
+# The violations of rule 4 in open dataset DB ({} if none).
+proc inv_prefixes {db start threads} {
+  set bad {}
+  set rows [$db sql "SELECT (id - $start) % $threads, count(*), min(id), max(id)
+                     FROM sample WHERE id >= $start GROUP BY 1 ORDER BY 1"]
+  foreach {t n lo hi} $rows {
+    set want [expr {$start + $t + $threads * ($n - 1)}]
+    if {$lo != $start + $t || $hi != $want} {
+      lappend bad "thread $t: $n ids from $lo to $hi, not a prefix ($start+$t to $want)"
+    }
+  }
+  return $bad
+}
+
+proc check_invariants {path args} {
+  array set o {-acked 0 -start 0 -threads 1 -seed 0 -min 0 -max 1000 -base 0 -append {} -vfs {}}
+  array set o $args
+  set gen [list -seed $o(-seed) -min $o(-min) -max $o(-max)]
+  set vfs [expr {$o(-vfs) eq "" ? {} : [list -vfs $o(-vfs)]}]
+  set bad {}
+  # 1: recovery.
+  if {[catch {pagedb ::invdb $path {*}$vfs} msg]} { return [list "reopen: $msg"] }
+  if {[catch {
+    # 2
+    set n [::invdb count]
+    if {$n < $o(-acked) || $n < $o(-base)} {
+      lappend bad "count $n, acknowledged $o(-acked), $o(-base) before"
+    }
+    # 3
+    if {[catch {::invdb verify -threads 2 -checksums {*}$gen} v]} {
+      lappend bad "verify: $v"
+    } elseif {$v != $n} {
+      lappend bad "verified $v of $n"
+    }
+    # 4
+    lappend bad {*}[inv_prefixes ::invdb $o(-start) $o(-threads)]
+    # 5
+    lassign [::invdb check] nprob probs
+    if {$nprob != 0} { lappend bad "pagedb_check: $nprob problem(s): [lrange $probs 0 5]" }
+    set qc [::invdb sql {PRAGMA quick_check}]
+    if {$qc ne "ok"} { lappend bad "catalog quick_check: $qc" }
+    set cc [check_catalog ::invdb]
+    if {$cc ne "ok"} { lappend bad "catalog: $cc" }
+    # 6
+    if {$bad eq ""} {
+      set next $o(-append)
+      if {$next eq ""} { set next [expr {[::invdb sql {SELECT coalesce(max(id), -1) FROM sample}] + 1}] }
+      ::invdb ingest -start $next -count 3 {*}$gen
+      set v [::invdb verify -checksums {*}$gen -sql "SELECT id FROM sample WHERE id >= $next"]
+      if {$v != 3 || [::invdb count] != $n + 3} {
+        lappend bad "writing on: verified $v of 3 new, count [::invdb count] after $n"
+      }
+      ::invdb close
+      pagedb ::invdb $path -readonly {*}$vfs
+      if {[::invdb count] != $n + 3} {
+        lappend bad "reopened read-only: count [::invdb count], not [expr {$n + 3}]"
+      } elseif {[set v [::invdb verify -mode copy {*}$gen]] != $n + 3} {
+        lappend bad "reopened read-only: verified $v of [expr {$n + 3}]"
+      }
+    }
+  } msg]} {
+    lappend bad "checking: $msg"
+  }
+  catch {::invdb close}
+  if {$bad eq ""} { return ok }
+  return $bad
+}
+
+# Read lines from CHAN (non-blocking) until WANT "committed" lines were seen
+# or 30 s passed; return {acked seen eof}.
+proc read_commits {chan want acked} {
+  set seen 0
+  set deadline [expr {[clock milliseconds] + 30000}]
+  while {$seen < $want} {
+    set n [gets $chan line]
+    if {$n >= 0} {
+      if {[regexp {^committed (\d+)$} $line -> c]} {
+        incr seen
+        if {$c < $acked} { return [list $acked $seen "count went from $acked to $c"] }
+        if {$c > $acked} { set acked $c }
+      } elseif {![regexp {^opened \d+$} $line]} {
+        puts "  child: $line"
+      }
+      continue
+    }
+    if {[eof $chan]} { return [list $acked $seen 1] }
+    if {[clock milliseconds] > $deadline} { return [list $acked $seen timeout] }
+    after 2
+  }
+  return [list $acked $seen 0]
+}
+
+proc working_backends {dir} {
+  set res {}
+  foreach e [pagedb_vfs_list $dir] {
+    if {[lindex $e 0] in {posix io_uring direct} && [lindex $e 1] eq "PAGEDB_OK"} { lappend res [lindex $e 0] }
+  }
+  return $res
+}
+
+# SIGKILL the child at the end of pipe CHAN and read what it wrote before
+# it died; returns {acked output errorcode}: the largest "committed N"
+# (ACKED at least: lines read before count too), everything it wrote, and
+# the child's errorCode ({CHILDKILLED PID SIGKILL} if the kill took it).
+proc kill_child {chan acked} {
+  kill9 [pid $chan]
+  fconfigure $chan -blocking 1
+  set out [read $chan]
+  set a [acked_in_text $out]
+  if {$a > $acked} { set acked $a }
+  set ec {}
+  if {[catch {close $chan} msg opts]} { set ec [dict get $opts -errorcode] }
+  return [list $acked $out $ec]
+}
