@@ -290,6 +290,20 @@ proc do_catalog_test {name script expected} {
   uplevel 1 [list do_test $name $script $expected]
 }
 
+# The type of the file system mounted at DIR (per /proc/self/mounts; the
+# last mount there), or "" if none is.
+proc mount_type {dir} {
+  set fd [open /proc/self/mounts]
+  set mounts [read $fd]
+  close $fd
+  foreach line [split $mounts \n] {
+    lassign $line dev mnt type
+    if {$mnt eq $dir} { set found $type }
+  }
+  if {[info exists found]} { return $found }
+  return ""
+}
+
 # SIGKILL the processes PIDS (the shell's kill builtin: no procps needed).
 proc kill9 {pids} {
   foreach pid $pids { exec /bin/sh -c "kill -9 $pid" }
