@@ -19,6 +19,7 @@
 #   catchcode SCRIPT               {0 RESULT} or {1 PAGEDB_NAME} (errorCode)
 #   do_skip NAME REASON            a visible skip
 #   do_malloc_test NAME -body S .. an out-of-memory loop (below)
+#   mount_type DIR                 the type of the file system mounted at DIR
 #   testdir                        the file's scratch directory, new each run
 #   testpath NAME                  a path inside it
 #   test_seed                      the file's seed (PAGEDB_SEED overrides it)
