@@ -497,18 +497,39 @@ static int create(pagedb *db) {
   return rc;
 }
 
-/* Open the catalog; a dataset whose creation was cut short between its
-** data file and its catalog (header only) gets its catalog now. */
+static int count_row(void *ctx, int ncol, char **vals, char **names) {
+  (void)names;
+  *(int64_t *)ctx = ncol > 0 && vals[0] ? strtoll(vals[0], NULL, 10) : -1;
+  return 0;
+}
+
+/* Whether the open catalog holds no table at all: its creation (one
+** transaction, cat_init) never committed.  Any doubt answers no. */
+static int catalog_unborn(pagedb *db) {
+  pdb_msg scratch = { 0 };
+  int64_t n = -1;
+  int rc = cat_sql(db->cat, &scratch, "SELECT count(*) FROM sqlite_schema", count_row, &n);
+  pdb_err_forget(db);
+  return rc == PAGEDB_OK && n == 0;
+}
+
+/* Open the catalog.  A dataset whose creation was cut short between its
+** data file and its catalog (a crash, a full disk: the header only, and no
+** catalog or one without tables) gets its catalog now. */
 static int open_catalog(pagedb *db, int flags) {
-  int exists = 0;
+  int exists = 0, rc;
   db->vfs->xAccess(db->vfs, db->catpath, &exists);
-  if (exists)
-    return cat_open(db, &db->err, db->catpath, db->readonly ? CAT_READONLY : CAT_WRITE, &db->cat);
   uint64_t size = 0;
   pdb_os_size(pager_file(db->pager), &size);
-  if (!(flags & PAGEDB_OPEN_CREATE) || size != PDB_HEADER_SIZE)
+  int unborn = (flags & PAGEDB_OPEN_CREATE) && size == PDB_HEADER_SIZE;
+  if (exists) {
+    rc = cat_open(db, &db->err, db->catpath, db->readonly ? CAT_READONLY : CAT_WRITE, &db->cat);
+    if (rc != PAGEDB_OK || !unborn || !catalog_unborn(db)) return rc;
+  } else if (!unborn) {
     return pdb_err(db, &db->err, PAGEDB_CANTOPEN, "the catalog %s of data file %s is missing", db->catpath, db->path);
-  int rc = cat_open(db, &db->err, db->catpath, CAT_CREATE, &db->cat);
+  } else {
+    rc = cat_open(db, &db->err, db->catpath, CAT_CREATE, &db->cat);
+  }
   if (rc == PAGEDB_OK) rc = cat_init(db->cat, &db->err, pager_uuid(db->pager), pager_page_size(db->pager));
   if (rc == PAGEDB_OK && db->vfs->xSyncDir && db->vfs->xSyncDir(db->vfs, db->catpath) != PAGEDB_OK)
     rc = pdb_err(db, &db->err, PAGEDB_IOERR_SYNC, "cannot sync the directory of %s: %s", db->catpath, strerror(errno));
