@@ -373,7 +373,7 @@ PAGEDB_API const char *pagedb_writer_errmsg(pagedb_writer *w);
 ** which).
 **
 ** A full disk otherwise costs nothing committed and needs no reopen: a
-** page write that meets it fails its writer (pagedb_put), and a commit
+** page write that meets it fails its writer (see pagedb_put), and a commit
 ** whose catalog transaction meets it fails with PAGEDB_FULL and keeps
 ** everything written for the next commit.  Once space is freed, close the
 ** failed writers, open new ones and commit on the same handle: the samples
