@@ -16,6 +16,7 @@
 #include "codec.h"
 #include "index.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -78,6 +79,11 @@ static int sq_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *d
                    " connection cannot replay: a read-write open replays it", c->path, c->path);
   if (rc == PAGEDB_NOTADB)
     return pdb_err(c->db, m, rc, "catalog %s is not a SQLite database (%s)", c->path, why);
+  /* SQLite says "disk I/O error" for ENOSPC met growing its -shm or -wal
+  ** by other calls than write(): the errno tells a full disk. */
+  int e = rc == PAGEDB_IOERR_CATALOG && conn ? sqlite3_system_errno(conn) : 0;
+  if (e == ENOSPC || e == EDQUOT) rc = PAGEDB_FULL;
+  if (e) return pdb_err(c->db, m, rc, "catalog %s: %s (%s) while %s", c->path, why, strerror(e), doing);
   return pdb_err(c->db, m, rc, "catalog %s: %s while %s", c->path, why, doing);
 }
 

@@ -123,6 +123,11 @@ typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
 ** bypasses the page cache (PAGEDB_IOCAP_DIRECT: "direct"), whose alignment
 ** SQLite's writes cannot meet: the catalog then uses "posix".
 **
+** A CREATE open of a dataset whose creation never finished (a crash or a
+** full disk stopped it after the data file's header, before the catalog's
+** first transaction committed) finishes it: the dataset is then new and
+** empty, as if created now.
+**
 ** A read-write open takes the dataset's write lock: a second read-write open
 ** of the same dataset, from this or another process, fails with
 ** PAGEDB_BUSY_LOCKED until the first is closed.  Read-only opens take no lock
@@ -367,6 +372,16 @@ PAGEDB_API const char *pagedb_writer_errmsg(pagedb_writer *w);
 **
 ** A failed sync poisons the handle: every later write or commit fails with
 ** PAGEDB_IOERR_SYNC, since the kernel may have dropped the unsynced pages.
+** That holds whatever the sync's errno, ENOSPC included (the message says
+** which).
+**
+** A full disk otherwise costs nothing committed and needs no reopen: a
+** page write that meets it fails its writer (see pagedb_put), and a commit
+** whose catalog transaction meets it fails with PAGEDB_FULL and keeps
+** everything written for the next commit.  Once space is freed, close the
+** failed writers, open new ones and commit on the same handle: the samples
+** of the failed page writes are lost (their pages are recorded as dead),
+** every other sample ended is committed.
 **
 ** Results: PAGEDB_OK; PAGEDB_READONLY; PAGEDB_IOERR*; PAGEDB_FULL;
 ** PAGEDB_NOMEM.

@@ -491,8 +491,11 @@ int pager_sync(Pager *p, pdb_msg *m) {
   /* A grown file needs its new size durable too: fsync, not fdatasync. */
   rc = io_sync(p, size != p->synced_size ? PAGEDB_SYNC_FULL : PAGEDB_SYNC_DATA);
   if (rc != PAGEDB_OK) {
-    if (rc != PAGEDB_FULL) p->poisoned = 1;
-    return os_fail(p, m, rc == PAGEDB_FULL ? rc : PAGEDB_IOERR_SYNC, "cannot sync");
+    /* Invariant 6, ENOSPC included: writeback that failed for want of
+    ** space leaves the pages clean but unwritten just as EIO does, and the
+    ** next fsync would succeed without them.  The message keeps the cause. */
+    p->poisoned = 1;
+    return os_fail(p, m, PAGEDB_IOERR_SYNC, "cannot sync");
   }
   p->synced_size = size;
   return PAGEDB_OK;

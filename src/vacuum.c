@@ -337,7 +337,12 @@ static int copy_into(pagedb *db, const char *dest, uint32_t ps) {
   if (rc == PAGEDB_OK && crc != PAGEDB_OK)
     rc = pdb_err(db, m, crc, "cannot vacuum %s into %s: closing it failed (%s)", db->path, dest, pagedb_errstr(crc));
   pdb_free(c.s);
-  if (rc != PAGEDB_OK) remove_dataset(db, dest);   /* it did not exist before */
+  if (rc != PAGEDB_OK) {
+    remove_dataset(db, dest);   /* it did not exist before */
+    /* pagedb_errmsg tells a thread's last failure: closing DST under the
+    ** same fault fails too, and must not leave DB's message behind it. */
+    pdb_err_copy(db, m, m);
+  }
   return rc;
 }
 

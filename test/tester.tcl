@@ -19,6 +19,8 @@
 #   catchcode SCRIPT               {0 RESULT} or {1 PAGEDB_NAME} (errorCode)
 #   do_skip NAME REASON            a visible skip
 #   do_malloc_test NAME -body S .. an out-of-memory loop (below)
+#   mount_type DIR                 the type of the file system mounted at DIR
+#   vfs_works NAME                 whether VFS NAME works in the scratch directory
 #   testdir                        the file's scratch directory, new each run
 #   testpath NAME                  a path inside it
 #   test_seed                      the file's seed (PAGEDB_SEED overrides it)
@@ -288,6 +290,29 @@ proc do_catalog_test {name script expected} {
     return
   }
   uplevel 1 [list do_test $name $script $expected]
+}
+
+# Whether the VFS named NAME works for files in the scratch directory
+# (pagedb_vfs_list's verdict).
+proc vfs_works {name} {
+  foreach e [pagedb_vfs_list [testdir]] {
+    if {[lindex $e 0] eq $name && [lindex $e 1] eq "PAGEDB_OK"} { return 1 }
+  }
+  return 0
+}
+
+# The type of the file system mounted at DIR (per /proc/self/mounts; the
+# last mount there), or "" if none is.
+proc mount_type {dir} {
+  set fd [open /proc/self/mounts]
+  set mounts [read $fd]
+  close $fd
+  foreach line [split $mounts \n] {
+    lassign $line dev mnt type
+    if {$mnt eq $dir} { set found $type }
+  }
+  if {[info exists found]} { return $found }
+  return ""
 }
 
 # SIGKILL the processes PIDS (the shell's kill builtin: no procps needed;
