@@ -452,9 +452,11 @@ PAGEDB_API int pagedb_delete(pagedb *db, int64_t id);
 ** range); PAGEDB_CANTOPEN (DEST or its catalog exists, or cannot be
 ** created); PAGEDB_BUSY; PAGEDB_CORRUPT; PAGEDB_IOERR*; PAGEDB_FULL;
 ** PAGEDB_NOMEM.  After a failed in-place vacuum DB works on the old dataset
-** as before, unless the message says that the new one is in place but DB
-** could not reopen it: then only pagedb_close works, and the next
-** pagedb_open opens the new dataset.
+** as before, unless the message ends "close the handle": DB could not
+** reopen the dataset that stands (the new one in place, or the old one
+** whose catalog it had closed for the swap, while I/O kept failing).  Then
+** only pagedb_close works, and the next pagedb_open opens the dataset the
+** message names as standing.
 */
 PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
 

@@ -408,8 +408,8 @@ static int vacuum_in_place(pagedb *db, uint32_t ps, const char *vdata, const cha
     remove_dataset(db, vdata);
     if (!db->cat && cat_open(db, db->vfs, m, db->catpath, CAT_WRITE, &db->cat) != PAGEDB_OK) {
       db->failed = 1;
-      return pdb_err(db, m, rc, "%s; and reopening catalog %s failed: %s", pdb_msg_text(&keep), db->catpath,
-                     pdb_msg_text(m));
+      return pdb_err(db, m, rc, "%s; and reopening catalog %s failed: %s; the old dataset stands: close the handle",
+                     pdb_msg_text(&keep), db->catpath, pdb_msg_text(m));
     }
     return pdb_err_copy(db, m, &keep);
   }
