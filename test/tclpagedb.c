@@ -107,6 +107,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -1186,6 +1187,25 @@ static void exitHandler(ClientData cd){
   }
 }
 
+/*
+** pagedb_kill9 PID: SIGKILL, sent at once.  A shell's kill would fork this
+** process first, which takes longer than a recovering open under the
+** sanitizers' large mappings, so a kill meant to land inside it would not.
+*/
+static int kill9Cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  int pid;
+  if( objc != 2 ){
+    Tcl_WrongNumArgs(interp, 1, objv, "PID");
+    return TCL_ERROR;
+  }
+  if( Tcl_GetIntFromObj(interp, objv[1], &pid) ) return TCL_ERROR;
+  if( pid <= 0 || kill((pid_t)pid, SIGKILL) != 0 ){
+    Tcl_SetObjResult(interp, Tcl_ObjPrintf("kill %d: %s", pid, pid <= 0 ? "not a process" : strerror(errno)));
+    return TCL_ERROR;
+  }
+  return TCL_OK;
+}
+
 #ifdef __GNUC__
 __attribute__((visibility("default")))
 #endif
@@ -1203,6 +1223,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_version", versionCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_handles", handlesCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_check_null", checkNullCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_kill9", kill9Cmd, 0, 0);
   Tclfault_Init(interp);
   Tclmem_Init(interp);
   if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;

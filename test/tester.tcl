@@ -315,10 +315,9 @@ proc mount_type {dir} {
   return ""
 }
 
-# SIGKILL the processes PIDS (the shell's kill builtin: no procps needed;
-# without a sanitizer's LD_PRELOAD, with which dash crashes under TSan).
+# SIGKILL the processes PIDS, at once (pagedb_kill9: no fork, no shell).
 proc kill9 {pids} {
-  foreach pid $pids { exec env -u LD_PRELOAD /bin/sh -c "kill -9 $pid" }
+  foreach pid $pids { pagedb_kill9 $pid }
 }
 
 # tclsh and environment for child processes.
