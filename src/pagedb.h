@@ -370,6 +370,15 @@ PAGEDB_API const char *pagedb_writer_errmsg(pagedb_writer *w);
 ** recorded in the catalog in one SQLite transaction, then the samples made
 ** visible.  May be called from any thread, concurrently with writers.
 **
+** A commit covers exactly the pages written when it runs.  A page write
+** that failed is its writer's failure, reported by that writer (see
+** pagedb_put and pagedb_sample_end), never by a commit: the commit records
+** the page as dead and commits the others, whether the write failed
+** before the commit (the posix VFS writes a filled page at once) or while
+** the commit waited for it (the asynchronous VFSes).  So a sample is
+** durable once a commit succeeded after its writer's pagedb_writer_flush
+** (or pagedb_writer_close) returned PAGEDB_OK, and only then.
+**
 ** A failed sync poisons the handle: every later write or commit fails with
 ** PAGEDB_IOERR_SYNC, since the kernel may have dropped the unsynced pages.
 ** That holds whatever the sync's errno, ENOSPC included (the message says
@@ -974,8 +983,11 @@ struct pagedb_io_methods {
 #define PAGEDB_VFS_EXCLUSIVE  0x08   /* with CREATE: fail if it exists */
 #define PAGEDB_VFS_DIRECT     0x10   /* bypass the page cache if the backend can */
 
+/* A system call as xGetSystemCall gives it: cast to and from its real type. */
+typedef void (*pagedb_syscall_ptr)(void);
+
 struct pagedb_vfs {
-  int iVersion;            /* 1 */
+  int iVersion;            /* 1 or 2 */
   int szFile;              /* size of the backend's subclass of pagedb_file */
   const char *zName;       /* unique name, e.g. "posix" */
   pagedb_vfs *pNext;       /* used by the registry; do not touch */
@@ -988,6 +1000,23 @@ struct pagedb_vfs {
   int (*xAccess)(pagedb_vfs *, const char *path, int *exists);
   /* fsync the directory that holds PATH, after creating or renaming it. */
   int (*xSyncDir)(pagedb_vfs *, const char *path);
+  /*
+  ** Version 2: the system calls under the backend, by name, replaceable
+  ** for testing as SQLite's xSetSystemCall: a test puts its own pread in
+  ** place to return EINTR or move fewer bytes than asked, and checks that
+  ** the backend retries.  xSetSystemCall(NAME, P) puts P in place of NAME's
+  ** call (P NULL: the original again; NAME NULL: every original again):
+  ** PAGEDB_OK, or PAGEDB_NOTFOUND if the backend has no call NAME.
+  ** xGetSystemCall gives NAME's call now (NULL if none); xNextSystemCall
+  ** the name after NAME (NULL: the first), NULL after the last.  Not
+  ** thread-safe: replace calls only while no file of the backend does I/O.
+  ** The built-in posix, io_uring and direct VFSes share one set:
+  ** "open" (int (*)(const char *, int, mode_t)), "pread", "pwrite",
+  ** "ftruncate", "fsync", "fdatasync" (the libc prototypes).
+  */
+  int (*xSetSystemCall)(pagedb_vfs *, const char *zName, pagedb_syscall_ptr p);
+  pagedb_syscall_ptr (*xGetSystemCall)(pagedb_vfs *, const char *zName);
+  const char *(*xNextSystemCall)(pagedb_vfs *, const char *zName);
 };
 
 /*

@@ -27,12 +27,16 @@
 **
 **   - fail: the Nth counted call (and, with -persist, every later one)
 **     returns an I/O error (or PAGEDB_FULL for writes with -full), as
-**     SQLite's do_ioerr_test does with its test VFS;
+**     SQLite's do_ioerr_test does with its test VFS; with -short a failing
+**     write first writes half its bytes (a disk filling up mid-write);
+**     EINTR and short transfers below the methods, which the backends
+**     retry, are tclsyscall.c's;
 **   - crash: lose power (below) at the Nth counted call (-crash N), or
 **     just before the Nth sync call (xSync or xSyncDir of any file, counted
-**     whatever -ops says) would reach the file (-crashsync N): the state
-**     a sync leaves is that before the next one, and "before" is when the
-**     most writes are unsynced.
+**     whatever -ops says) would reach the file (-crashsync N), or just
+**     after it succeeded, before its caller hears of it (-crashsync N
+**     -crashafter 1): what that sync covered is then durable, and the
+**     caller never acknowledges anything on the strength of it.
 **
 ** Counted calls are those whose kind is in the -ops mask, on the files
 ** -files selects: the data file ("data"), the catalog and its WAL and
@@ -46,8 +50,10 @@
 **   pagedb_faultvfs register ?-default?
 **   pagedb_faultvfs config ?-ops {read write sync truncate size lock map open}?
 **                          ?-files data|catalog|all?
-**                          ?-ioerr N? ?-persist BOOL? ?-full BOOL? ?-crash N?
-**                          ?-crashsync N? ?-crashmode mix|old|new|garbage?
+**                          ?-ioerr N? ?-persist BOOL? ?-full BOOL? ?-short BOOL?
+**                          ?-crash N?
+**                          ?-crashsync N? ?-crashafter BOOL?
+**                          ?-crashmode mix|old|new|garbage?
 **                          ?-seed S? ?-device plain|atomic4k|safeappend?
 **   pagedb_faultvfs reset        (disarm, zero the counters)
 **   pagedb_faultvfs count        (counted calls so far)
@@ -144,10 +150,12 @@ static struct {
   atomic_llong ioerrAt;        /* 0: off */
   atomic_int persist;
   atomic_int full;
+  atomic_int shortWrite;       /* -short: a failed write lands half first */
   atomic_int opsMask;
   atomic_int filesMask;        /* FFILE_* counted */
   atomic_llong crashAt;        /* 0: off */
   atomic_llong crashSyncAt;    /* 0: off */
+  atomic_int crashAfter;       /* -crashafter: crash once that sync is done */
   atomic_llong syncs;          /* sync calls */
   atomic_int crashing;         /* the power is failing: no more writes */
   int crashMode;               /* 0 mix, 1 old, 2 new, 3 garbage */
@@ -301,11 +309,15 @@ static void faultHold(void){
   while( atomic_load(&fv.crashing) ) pause();
 }
 
-/* Count a sync call; the one -crashsync names crashes before it acts. */
-static void faultSyncPoint(void){
+/* Count a sync call.  Returns 1 if the power must fail once it is done
+** (the one -crashsync names, with -crashafter); without -crashafter that
+** one crashes here, before it acts. */
+static int faultSyncPoint(void){
   long long n = atomic_fetch_add(&fv.syncs, 1) + 1;
   long long at = atomic_load(&fv.crashSyncAt);
-  if( at > 0 && n == at ) faultCrash();
+  if( at <= 0 || n != at ) return 0;
+  if( !atomic_load(&fv.crashAfter) ) faultCrash();
+  return 1;
 }
 
 static void faultImageFree(FaultImage *im){
@@ -437,7 +449,24 @@ static void faultRecord(FaultFile *f, size_t n, uint64_t off, unsigned char *pOl
   free(pOld);
 }
 
-static int faultWriteErr(void){
+/* The injected failure of a write of N bytes of BUF at OFF.  With -short,
+** the first half of them (whole sectors on a direct file) land first, as
+** when a disk fills up in the middle of a write. */
+static int faultWriteFail(FaultFile *f, const void *buf, size_t n, uint64_t off){
+  if( atomic_load(&fv.shortWrite) ){
+    const pagedb_io_methods *m = f->real->pMethods;
+    size_t h = n / 2;
+    unsigned char *pOld;
+    uint64_t nOld;
+    if( m->xDeviceCharacteristics && (m->xDeviceCharacteristics(f->real) & PAGEDB_IOCAP_DIRECT) ){
+      h -= h % (size_t)m->xSectorSize(f->real);
+    }
+    if( h > 0 ){
+      faultSaveOld(f, h, off, &pOld, &nOld);
+      if( m->xWrite(f->real, buf, h, off) == PAGEDB_OK ) faultRecord(f, h, off, pOld, nOld);
+      else free(pOld);
+    }
+  }
   return atomic_load(&fv.full) ? PAGEDB_FULL : PAGEDB_IOERR_WRITE;
 }
 
@@ -447,7 +476,7 @@ static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
   uint64_t nOld;
   int rc;
   faultHold();
-  if( faultHit(f, FOP_WRITE) ) return faultWriteErr();
+  if( faultHit(f, FOP_WRITE) ) return faultWriteFail(f, buf, n, off);
   faultSaveOld(f, n, off, &pOld, &nOld);
   rc = f->real->pMethods->xWrite(f->real, buf, n, off);
   if( rc == PAGEDB_OK ) faultRecord(f, n, off, pOld, nOld);
@@ -475,7 +504,7 @@ static int fvWriteStart(pagedb_file *pf, pagedb_aio *a){
   if( x == 0 ) return a->rc = fvWrite(pf, a->buf, a->n, a->off);
   faultHold();
   if( faultHit(f, FOP_WRITE) ){
-    x->rc = faultWriteErr();
+    x->rc = faultWriteFail(f, a->buf, a->n, a->off);
   }else{
     faultSaveOld(f, a->n, a->off, &x->pOld, &x->nOld);
     x->rc = f->real->pMethods->xWriteStart(f->real, a);
@@ -538,7 +567,7 @@ static int fvSync(pagedb_file *pf, int flags){
   FaultFile *f = (FaultFile *)pf;
   FaultImage *im = &f->img;
   int nBefore, rc;
-  faultSyncPoint();
+  int crashAfter = faultSyncPoint();
   if( faultHit(f, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
   /* Only the writes made before the sync started are known to be synced. */
   pthread_mutex_lock(&f->mu);
@@ -558,6 +587,7 @@ static int fvSync(pagedb_file *pf, int flags){
     im->syncedSize = faultImageSize(im);
     pthread_mutex_unlock(&f->mu);
   }
+  if( crashAfter ) faultCrash();
   return rc;
 }
 
@@ -678,9 +708,11 @@ static int fvAccess(pagedb_vfs *vfs, const char *path, int *exists){
 }
 
 static int fvSyncDir(pagedb_vfs *vfs, const char *path){
-  faultSyncPoint();
+  int crashAfter = faultSyncPoint(), rc;
   if( faultCounts(faultFileKind(path)) && faultHit(0, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
-  return fv.real->xSyncDir ? fv.real->xSyncDir(fv.real, path) : PAGEDB_OK;
+  rc = fv.real->xSyncDir ? fv.real->xSyncDir(fv.real, path) : PAGEDB_OK;
+  if( crashAfter ) faultCrash();
+  return rc;
 }
 
 static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
@@ -759,12 +791,14 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
         if( strcmp(z, "-ioerr") == 0 ) atomic_store(&fv.ioerrAt, (long long)w);
         else if( strcmp(z, "-persist") == 0 ) atomic_store(&fv.persist, w != 0);
         else if( strcmp(z, "-full") == 0 ) atomic_store(&fv.full, w != 0);
+        else if( strcmp(z, "-short") == 0 ) atomic_store(&fv.shortWrite, w != 0);
         else if( strcmp(z, "-crash") == 0 ) atomic_store(&fv.crashAt, (long long)w);
         else if( strcmp(z, "-crashsync") == 0 ) atomic_store(&fv.crashSyncAt, (long long)w);
+        else if( strcmp(z, "-crashafter") == 0 ) atomic_store(&fv.crashAfter, w != 0);
         else if( strcmp(z, "-seed") == 0 ) fv.seed = (uint64_t)w;
         else{
           Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -ops, -files, -ioerr, "
-                                                 "-persist, -full, -crash, -crashsync, -crashmode, "
+                                                 "-persist, -full, -short, -crash, -crashsync, -crashafter, -crashmode, "
                                                  "-seed or -device", z));
           return TCL_ERROR;
         }
@@ -778,6 +812,7 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
       atomic_store(&fv.ioerrAt, 0);
       atomic_store(&fv.crashAt, 0);
       atomic_store(&fv.crashSyncAt, 0);
+      atomic_store(&fv.crashAfter, 0);
       atomic_store(&fv.syncs, 0);
       fv.crashMode = 0;
       fv.seed = 0;
@@ -785,6 +820,7 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
       faultGhostsDrop(0);
       atomic_store(&fv.persist, 0);
       atomic_store(&fv.full, 0);
+      atomic_store(&fv.shortWrite, 0);
       atomic_store(&fv.count, 0);
       atomic_store(&fv.hits, 0);
       atomic_store(&fv.opsMask, 0xff);

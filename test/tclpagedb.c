@@ -1228,6 +1228,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tclmem_Init(interp);
   if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;
   Tclstress_Init(interp);
+  Tclsyscall_Init(interp);
   {
     static int once = 0;
     if( !once ){

@@ -38,6 +38,9 @@ void Tclmem_Init(Tcl_Interp *interp);
 /* Create the pool_* commands of pool.test (tclpool.c). */
 int Tclpool_Init(Tcl_Interp *interp);
 
+/* Create pagedb_syscall (tclsyscall.c). */
+void Tclsyscall_Init(Tcl_Interp *interp);
+
 /* Create pagedb_stress (tclstress.c). */
 void Tclstress_Init(Tcl_Interp *interp);
 

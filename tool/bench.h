@@ -154,6 +154,11 @@ void rssReset(void);
 double rssPeak(void);
 double rssNow(void);
 void evictFile(const char *zPath);
+/* Read zPath once so that it is in the page cache. */
+void warmFile(const char *zPath);
+/* Before a timed read pass over zPath: evicted for a cold pass (r->evict),
+** read in for a warm one; a --cold run has dropped the cache already. */
+void prepFile(const Run *r, const char *zPath);
 uint64_t diskBytes(const char *zPath);
 double median(const Times *t);
 void fail(Bench *b, const char *fmt, ...);

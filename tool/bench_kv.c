@@ -46,18 +46,20 @@ static void kvFail(Run *r, int iKv, const char *zWhat, const char *zErr){
 }
 
 /* Apply X to every file of store iKv. */
-static uint64_t kvFiles(const Run *r, int iKv, void (*x)(const char *), uint64_t (*xSize)(const char *)){
+static uint64_t kvFiles(const Run *r, int iKv, void (*x)(const Run *, const char *),
+                        uint64_t (*xSize)(const char *)){
   char z[PATH_MAX + 96];
   uint64_t n = 0;
   for(const char *const *az = aKv[iKv]->azSuffix; *az; az++){
     snprintf(z, sizeof z, "%s%s", r->zKv[iKv], *az);
-    if( x ) x(z);
+    if( x ) x(r, z);
     if( xSize ) n += xSize(z);
   }
   return n;
 }
 
-static void unlinkFile(const char *z){
+static void unlinkFile(const Run *r, const char *z){
+  (void)r;
   unlink(z);
 }
 
@@ -230,7 +232,7 @@ double kvRead(Run *r, int iKv){
   char zErr[KV_ERR];
   void *pStore = 0, *pR = 0;
   dropCaches(r->b);
-  if( r->evict ) kvFiles(r, iKv, evictFile, 0);
+  kvFiles(r, iKv, prepFile, 0);
   if( s->xOpen(r, r->zKv[iKv], 0, &pStore, zErr) ){ kvFail(r, iKv, "open", zErr); return -1; }
   double t0 = now();
   int bad = s->xReaderOpen(pStore, &pR, zErr);
@@ -268,6 +270,7 @@ double kvOpen(Run *r, int iKv){
   size_t n;
   int64_t i = r->aRandom[0];
   dropCaches(r->b);
+  kvFiles(r, iKv, prepFile, 0);
   double t0 = now();
   int bad = s->xOpen(r, r->zKv[iKv], 0, &pStore, zErr)
          || s->xReaderOpen(pStore, &pR, zErr)

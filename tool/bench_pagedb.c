@@ -305,11 +305,20 @@ static void pdbVerify(Run *r, pagedb *db, int mode, size_t window){
 /*
 ** Before a read pass: drop the page cache if --cold; in a warm run, evict
 ** the direct VFS's data file (its copies bypass the cache; this makes its
-** zero-copy reads uncached too, so its rows compare with the O_DIRECT ones).
+** zero-copy reads uncached too, so its rows compare with the O_DIRECT ones),
+** and read any other in (prepFile).  With CATALOG, the catalog too: the
+** open to the first read reads it; the read passes open untimed.
 */
-static void beforeRead(Run *r){
+static void beforeRead(Run *r, int catalog){
+  char z[PATH_MAX + 96];
+  const char *zData = r->zPdb[r->iVfs][r->iRead];
   dropCaches(r->b);
-  if( r->evict || (!r->b->cold && vfsIsDirect(r)) ) evictFile(r->zPdb[r->iVfs][r->iRead]);
+  if( !r->b->cold && vfsIsDirect(r) ) evictFile(zData);
+  else prepFile(r, zData);
+  if( catalog ){
+    snprintf(z, sizeof z, "%s-catalog", zData);
+    prepFile(r, z);
+  }
 }
 
 /* The space the dataset the read phases use takes on disk, catalog and all. */
@@ -350,7 +359,7 @@ double pdbRead(Run *r, int mode, size_t window){
   int rc;
   char zName[32];
   const char *zMode = readName(mode, window, zName, sizeof zName);
-  beforeRead(r);
+  beforeRead(r, 0);
   pagedb *db = pdbOpenRead(r);
   if( db == 0 ) return -1;
   int f = pagedb_field_index(db, r->w.field);
@@ -431,7 +440,7 @@ double pdbBatch(Run *r, int mode){
   const void **aData = malloc(sizeof(void *) * (size_t)b->nBatch);
   size_t *aSize = malloc(sizeof(size_t) * (size_t)b->nBatch);
   if( !aData || !aSize ){ fail(b, "out of memory"); free(aData); free(aSize); return -1; }
-  beforeRead(r);
+  beforeRead(r, 0);
   pagedb *db = pdbOpenRead(r);
   if( db == 0 ){ free(aData); free(aSize); return -1; }
   int f = pagedb_field_index(db, r->w.field);
@@ -473,7 +482,7 @@ double pdbOpen(Run *r){
   pagedb_reader *rd = 0;
   const void *p;
   size_t n;
-  beforeRead(r);
+  beforeRead(r, 1);
   double t0 = now();
   int rc = pagedb_open(r->zPdb[r->iVfs][r->iRead], &db, PAGEDB_OPEN_READONLY, vfsArg(r));
   if( rc ){ failRc(b, "pagedb_open (read-only)", rc, pagedb_errmsg(db)); pagedb_close(db); return -1; }

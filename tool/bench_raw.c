@@ -155,7 +155,7 @@ double rawWriteFile(Run *r, int direct){
 double rawPread(Run *r){
   Bench *b = r->b;
   dropCaches(b);
-  if( r->evict ) evictFile(r->zRaw);
+  prepFile(r, r->zRaw);
   uint8_t *buf = malloc((size_t)wl_max_size(&r->w));
   if( buf == 0 ){ fail(b, "out of memory"); return -1; }
   double t0 = now();
@@ -189,6 +189,7 @@ double rawPread(Run *r){
 double rawMmap(Run *r){
   Bench *b = r->b;
   dropCaches(b);
+  prepFile(r, r->zRaw);
   double t0 = now();
   int fd = open(r->zRaw, O_RDONLY);
   if( fd < 0 ){ fail(b, "open %s: %s", r->zRaw, strerror(errno)); return -1; }

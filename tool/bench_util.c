@@ -163,6 +163,28 @@ void evictFile(const char *zPath){
   close(fd);
 }
 
+/*
+** Read file zPath through once, untimed, so that a warm pass finds it in
+** the page cache.  Every system's stores together outgrow memory (W-big:
+** about 20 GB), so without this the first pass over a file would read back
+** from disk whatever the later writes pushed out, and the order of the
+** passes would decide who reads cold.
+*/
+void warmFile(const char *zPath){
+  static uint8_t buf[1 << 20];
+  int fd = open(zPath, O_RDONLY);
+  if( fd < 0 ) return;
+  off_t off = 0;
+  ssize_t k;
+  while( (k = pread(fd, buf, sizeof buf, off)) > 0 ) off += k;
+  close(fd);
+}
+
+void prepFile(const Run *r, const char *zPath){
+  if( r->evict ) evictFile(zPath);
+  else if( !r->b->cold ) warmFile(zPath);
+}
+
 /* The space file zPath takes on disk (its allocated blocks); 0 if none. */
 uint64_t diskBytes(const char *zPath){
   struct stat st;

@@ -10,12 +10,47 @@
 
 #include "pagedbInt.h"
 
+#include <sys/types.h>
+
 /* The built-in backends, registered on first use of the registry. */
 pagedb_vfs *pdb_posix_vfs(void);
 pagedb_vfs *pdb_direct_vfs(void);
 #if PAGEDB_HAVE_URING
 pagedb_vfs *pdb_uring_vfs(void);
 #endif
+
+/*
+** The system calls of the built-in backends, through a table a test can
+** change (pagedb_vfs.xSetSystemCall, vfs/syscall.c).  Every read, write,
+** truncate, sync and open of os_posix.c goes through these.
+*/
+enum { PDB_SYS_OPEN, PDB_SYS_PREAD, PDB_SYS_PWRITE, PDB_SYS_FTRUNCATE,
+       PDB_SYS_FSYNC, PDB_SYS_FDATASYNC, PDB_SYS_N };
+typedef struct PdbSyscall {
+  const char *name;
+  pagedb_syscall_ptr cur;       /* what the backends call */
+  pagedb_syscall_ptr dflt;      /* the libc call */
+} PdbSyscall;
+extern PdbSyscall pdb_sys[PDB_SYS_N];
+
+int pdb_sys_set(pagedb_vfs *vfs, const char *name, pagedb_syscall_ptr p);
+pagedb_syscall_ptr pdb_sys_get(pagedb_vfs *vfs, const char *name);
+const char *pdb_sys_next(pagedb_vfs *vfs, const char *name);
+
+static inline int sys_open(const char *path, int flags, mode_t mode) {
+  return ((int (*)(const char *, int, mode_t))pdb_sys[PDB_SYS_OPEN].cur)(path, flags, mode);
+}
+static inline ssize_t sys_pread(int fd, void *buf, size_t n, off_t off) {
+  return ((ssize_t (*)(int, void *, size_t, off_t))pdb_sys[PDB_SYS_PREAD].cur)(fd, buf, n, off);
+}
+static inline ssize_t sys_pwrite(int fd, const void *buf, size_t n, off_t off) {
+  return ((ssize_t (*)(int, const void *, size_t, off_t))pdb_sys[PDB_SYS_PWRITE].cur)(fd, buf, n, off);
+}
+static inline int sys_ftruncate(int fd, off_t size) {
+  return ((int (*)(int, off_t))pdb_sys[PDB_SYS_FTRUNCATE].cur)(fd, size);
+}
+static inline int sys_fsync(int fd) { return ((int (*)(int))pdb_sys[PDB_SYS_FSYNC].cur)(fd); }
+static inline int sys_fdatasync(int fd) { return ((int (*)(int))pdb_sys[PDB_SYS_FDATASYNC].cur)(fd); }
 
 /* pread N bytes at OFF into BUF, retrying EINTR and short transfers; past
 ** the end of the file zero-fill and return PAGEDB_IOERR_SHORT_READ; on

@@ -1,8 +1,8 @@
 /*
 ** os_posix.c -- the "posix" VFS: pread/pwrite/fsync, OFD locks, mmap.
 **
-** The default backend.  Every call retries EINTR and loops over short
-** transfers, so a method either moves all the bytes asked for or fails
+** The default backend.  Every call retries EINTR (fsync excepted, see
+** px_sync) and loops over short transfers, so a method either moves all the bytes asked for or fails
 ** with a code that says why (PAGEDB_FULL for ENOSPC and EDQUOT, so that a
 ** full disk is told apart from a broken one).
 **
@@ -23,6 +23,9 @@
 ** some other descriptor of the same file elsewhere in the process (SQLite,
 ** a user's code) does not silently drop the dataset's write lock, and two
 ** handles in one process exclude each other as two processes do.
+**
+** The system calls go through vfs/syscall.c's table, so that the tests can
+** interrupt them and cut them short at will.
 */
 #define _GNU_SOURCE
 #include "os.h"
@@ -68,10 +71,18 @@ static int px_close(pagedb_file *f) {
   return PAGEDB_OK;
 }
 
+/* open(2), retrying EINTR. */
+static int open_fd(const char *path, int flags, mode_t mode) {
+  int fd;
+  do fd = sys_open(path, flags, mode);
+  while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
 int pdb_pread_all(int fd, void *buf, size_t n, uint64_t off, int *err) {
   uint8_t *b = buf;
   while (n > 0) {
-    ssize_t got = pread(fd, b, n, (off_t)off);
+    ssize_t got = sys_pread(fd, b, n, (off_t)off);
     if (got < 0) {
       if (errno == EINTR) continue;
       *err = errno;
@@ -100,10 +111,16 @@ static int px_write(pagedb_file *f, const void *buf, size_t n, uint64_t off) {
   PosixFile *p = (PosixFile *)f;
   const uint8_t *b = buf;
   while (n > 0) {
-    ssize_t put = pwrite(p->fd, b, n, (off_t)off);
+    ssize_t put = sys_pwrite(p->fd, b, n, (off_t)off);
     if (put < 0) {
       if (errno == EINTR) continue;
       return fail(p, (errno == ENOSPC || errno == EDQUOT) ? PAGEDB_FULL : PAGEDB_IOERR_WRITE);
+    }
+    if (put == 0) {
+      /* No progress and no error: what a device out of space does at its
+      ** end (SQLite reads it so too).  Looping would never end. */
+      errno = ENOSPC;
+      return fail(p, PAGEDB_FULL);
     }
     b += put;
     n -= (size_t)put;
@@ -114,7 +131,7 @@ static int px_write(pagedb_file *f, const void *buf, size_t n, uint64_t off) {
 
 static int px_truncate(pagedb_file *f, uint64_t size) {
   PosixFile *p = (PosixFile *)f;
-  while (ftruncate(p->fd, (off_t)size) != 0) {
+  while (sys_ftruncate(p->fd, (off_t)size) != 0) {
     if (errno != EINTR) return fail(p, PAGEDB_IOERR_TRUNCATE);
   }
   return PAGEDB_OK;
@@ -122,9 +139,10 @@ static int px_truncate(pagedb_file *f, uint64_t size) {
 
 static int px_sync(pagedb_file *f, int flags) {
   PosixFile *p = (PosixFile *)f;
-  int r = (flags & PAGEDB_SYNC_FULL) ? fsync(p->fd) : fdatasync(p->fd);
-  /* No retry on failure: after a failed fsync the kernel may have dropped
-  ** the dirty pages, so a second fsync could succeed without them. */
+  int r = (flags & PAGEDB_SYNC_FULL) ? sys_fsync(p->fd) : sys_fdatasync(p->fd);
+  /* No retry on failure, EINTR included: after a failed fsync the kernel
+  ** may have dropped the dirty pages, so a second fsync could succeed
+  ** without them. */
   if (r != 0) return fail(p, (errno == ENOSPC || errno == EDQUOT) ? PAGEDB_FULL : PAGEDB_IOERR_SYNC);
   return PAGEDB_OK;
 }
@@ -152,9 +170,7 @@ static int px_lock(pagedb_file *f, int level) {
     return PAGEDB_OK;
   }
   if (p->lockfd < 0) {
-    do {
-      p->lockfd = open(p->path, O_RDWR | O_CLOEXEC);
-    } while (p->lockfd < 0 && errno == EINTR);
+    p->lockfd = open_fd(p->path, O_RDWR | O_CLOEXEC, 0);
     if (p->lockfd < 0) return fail(p, PAGEDB_IOERR_LOCK);
     struct stat a, b;
     if (fstat(p->fd, &a) != 0 || fstat(p->lockfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
@@ -321,9 +337,7 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
   if (create) oflags |= O_CREAT;
   if (flags & PAGEDB_VFS_EXCLUSIVE) oflags |= O_EXCL;
   int fd, refused = 0;
-  do {
-    fd = open(path, oflags, 0644);
-  } while (fd < 0 && errno == EINTR);
+  fd = open_fd(path, oflags, 0644);
   if (fd < 0 && direct && errno == EINVAL) refused = 1;
   if (fd >= 0) {
     struct stat st;
@@ -370,9 +384,9 @@ static int px_sync_dir(pagedb_vfs *vfs, const char *path) {
     return PAGEDB_IOERR_SYNC;
   }
   strcpy(copy, path);
-  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = open_fd(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (fd < 0) return PAGEDB_IOERR_SYNC;
-  int r = fsync(fd);
+  int r = sys_fsync(fd);
   int e = errno;
   close(fd);
   /* Some file systems cannot fsync a directory (EINVAL): nothing to do. */
@@ -393,43 +407,20 @@ static int px_access(pagedb_vfs *vfs, const char *path, int *exists) {
   return PAGEDB_OK;
 }
 
-static pagedb_vfs posix_vfs = {
-  .iVersion = 1,
-  .szFile = sizeof(PosixFile),
-  .zName = "posix",
-  .xOpen = px_open,
-  .xDelete = px_delete,
-  .xAccess = px_access,
-  .xSyncDir = px_sync_dir,
-};
+/* The flavours share everything but their name and kind (pAppData). */
+#define PX_VFS(name, kind) {                                          \
+    .iVersion = 2, .szFile = sizeof(PosixFile), .zName = name,        \
+    .pAppData = (void *)(kind), .xOpen = px_open, .xDelete = px_delete, \
+    .xAccess = px_access, .xSyncDir = px_sync_dir,                    \
+    .xSetSystemCall = pdb_sys_set, .xGetSystemCall = pdb_sys_get,     \
+    .xNextSystemCall = pdb_sys_next }
 
-/* The flavours, told apart by pAppData. */
 static const int kDirect = K_DIRECT | K_URING;
-
-static pagedb_vfs direct_vfs = {
-  .iVersion = 1,
-  .szFile = sizeof(PosixFile),
-  .zName = "direct",
-  .pAppData = (void *)&kDirect,
-  .xOpen = px_open,
-  .xDelete = px_delete,
-  .xAccess = px_access,
-  .xSyncDir = px_sync_dir,
-};
-
+static pagedb_vfs posix_vfs = PX_VFS("posix", NULL);
+static pagedb_vfs direct_vfs = PX_VFS("direct", &kDirect);
 #if PAGEDB_HAVE_URING
 static const int kUring = K_URING;
-static pagedb_vfs uring_vfs = {
-  .iVersion = 1,
-  .szFile = sizeof(PosixFile),
-  .zName = "io_uring",
-  .pAppData = (void *)&kUring,
-  .xOpen = px_open,
-  .xDelete = px_delete,
-  .xAccess = px_access,
-  .xSyncDir = px_sync_dir,
-};
-
+static pagedb_vfs uring_vfs = PX_VFS("io_uring", &kUring);
 pagedb_vfs *pdb_uring_vfs(void) { return &uring_vfs; }
 #endif
 
