@@ -11,6 +11,7 @@
 */
 #include "shell.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -34,11 +35,12 @@ static int tooMany(ShellState *p, int nArg, char **azArg, int max){
 /* ------------------------------------------------------------------ */
 
 /* Parse NAME:TYPE[:CODEC[:LEVEL]] into its parts (Z is modified). */
-static int parseFieldSpec(ShellState *p, char *z, const char **pzName, int *pType, int *pCodec){
+static int parseFieldSpec(ShellState *p, const char *zCmd, char *z, const char **pzName, int *pType,
+                          int *pCodec){
   char *zSpec = strdup(z);
   char *azPart[4] = { 0, 0, 0, 0 };
   int n = 0;
-  if( zSpec == 0 ){ shellError(p, ".create: out of memory"); return 1; }
+  if( zSpec == 0 ){ shellError(p, "%s: out of memory", zCmd); return 1; }
   for(char *s = z; n < 4; n++){
     azPart[n] = s;
     char *c = strchr(s, ':');
@@ -48,7 +50,7 @@ static int parseFieldSpec(ShellState *p, char *z, const char **pzName, int *pTyp
   }
   int rc = 1;
   if( azPart[0][0] == 0 || azPart[1] == 0 ){
-    shellError(p, ".create --field %s: expected NAME:TYPE[:CODEC[:LEVEL]]", zSpec);
+    shellError(p, "%s --field %s: expected NAME:TYPE[:CODEC[:LEVEL]]", zCmd, zSpec);
     goto done;
   }
   static const char *azType[] = { 0, "bytes", "text", "int", "real" };
@@ -57,7 +59,7 @@ static int parseFieldSpec(ShellState *p, char *z, const char **pzName, int *pTyp
     if( strcasecmp(azPart[1], azType[t]) == 0 ) *pType = t;
   }
   if( *pType == 0 ){
-    shellError(p, ".create --field %s: unknown type \"%s\" (bytes, text, int or real)", zSpec, azPart[1]);
+    shellError(p, "%s --field %s: unknown type \"%s\" (bytes, text, int or real)", zCmd, zSpec, azPart[1]);
     goto done;
   }
   *pCodec = PAGEDB_CODEC_NONE;
@@ -67,18 +69,18 @@ static int parseFieldSpec(ShellState *p, char *z, const char **pzName, int *pTyp
     else if( strcasecmp(azPart[2], "lz4") == 0 ) kind = PAGEDB_CODEC_LZ4;
     else if( strcasecmp(azPart[2], "lz4hc") == 0 ) kind = PAGEDB_CODEC_LZ4HC;
     else{
-      shellError(p, ".create --field %s: unknown codec \"%s\" (none, lz4 or lz4hc)", zSpec, azPart[2]);
+      shellError(p, "%s --field %s: unknown codec \"%s\" (none, lz4 or lz4hc)", zCmd, zSpec, azPart[2]);
       goto done;
     }
     if( kind != PAGEDB_CODEC_NONE && *pType != PAGEDB_BYTES && *pType != PAGEDB_TEXT ){
-      shellError(p, ".create --field %s: a codec needs a bytes or text field", zSpec);
+      shellError(p, "%s --field %s: a codec needs a bytes or text field", zCmd, zSpec);
       goto done;
     }
     int64_t level = 0;
     if( azPart[3] ){
       int64_t max = kind == PAGEDB_CODEC_LZ4 ? 65537 : kind == PAGEDB_CODEC_LZ4HC ? 12 : 0;
       if( shellInt(azPart[3], &level) || level < 1 || level > max ){
-        shellError(p, ".create --field %s: level \"%s\" out of range for %s (1 to %lld)", zSpec,
+        shellError(p, "%s --field %s: level \"%s\" out of range for %s (1 to %lld)", zCmd, zSpec,
                    azPart[3], azPart[2], (long long)max);
         goto done;
       }
@@ -89,6 +91,18 @@ static int parseFieldSpec(ShellState *p, char *z, const char **pzName, int *pTyp
   rc = 0;
 done:
   free(zSpec);
+  return rc;
+}
+
+int shellFieldSpec(ShellState *p, const char *zCmd, const char *z, char **pzName, int *pType,
+                   int *pCodec){
+  char *zCopy = strdup(z);
+  const char *zName;
+  if( zCopy == 0 ){ shellError(p, "%s: out of memory", zCmd); return 1; }
+  int rc = parseFieldSpec(p, zCmd, zCopy, &zName, pType, pCodec);
+  if( rc == 0 ) memmove(zCopy, zName, strlen(zName) + 1);
+  if( rc ){ free(zCopy); zCopy = 0; }
+  *pzName = zCopy;
   return rc;
 }
 
@@ -111,7 +125,9 @@ int dotCreate(ShellState *p, int nArg, char **azArg){
         shellError(p, ".create --field %s: more than %d fields", azArg[i + 1], PAGEDB_MAX_FIELDS);
         return 1;
       }
-      if( parseFieldSpec(p, azArg[++i], &azName[nField], &aType[nField], &aCodec[nField]) ) return 1;
+      if( parseFieldSpec(p, ".create", azArg[++i], &azName[nField], &aType[nField], &aCodec[nField]) ){
+        return 1;
+      }
       nField++;
     }else if( strcmp(z, "--page-size") == 0 || strcmp(z, "-page-size") == 0 ){
       if( i + 1 >= nArg ){ shellError(p, ".create %s: missing N", z); return 1; }
@@ -130,6 +146,11 @@ int dotCreate(ShellState *p, int nArg, char **azArg){
     }else{
       zFile = z;
     }
+  }
+  /* Without FILE: the dataset the shell was started on, not created yet. */
+  char zPending[4096];
+  if( zFile == 0 && p->zPending && strlen(p->zPending) < sizeof zPending ){
+    zFile = strcpy(zPending, p->zPending);
   }
   if( zFile == 0 ){ shellError(p, ".create: missing FILE"); return 1; }
   char zCat[4200];
@@ -252,24 +273,72 @@ int dotFields(ShellState *p, int nArg, char **azArg){
   return 0;
 }
 
-typedef struct SchemaCtx { ShellState *p; const char *zPattern; int n; } SchemaCtx;
+typedef struct SchemaCtx { ShellState *p; const char *zPattern; int indent; int n; } SchemaCtx;
+
+/* Print a CREATE statement with each column (each item between the outer
+** parentheses) on a line of its own, as sqlite3's .schema --indent does. */
+static void printIndented(FILE *out, const char *z){
+  int depth = 0;
+  char q = 0;
+  for(; *z; z++){
+    char c = *z;
+    if( q ){
+      fputc(c, out);
+      if( c == q ) q = 0;
+      continue;
+    }
+    if( c == '\'' || c == '"' || c == '`' || c == '[' ){
+      q = c == '[' ? ']' : c;
+      fputc(c, out);
+    }else if( c == '(' ){
+      fputc(c, out);
+      if( depth++ == 0 ){
+        fputs("\n  ", out);
+        while( z[1] == ' ' ) z++;
+      }
+    }else if( c == ')' ){
+      if( --depth == 0 ) fputc('\n', out);
+      fputc(c, out);
+    }else if( c == ',' && depth == 1 ){
+      fputs(",\n  ", out);
+      while( z[1] == ' ' ) z++;
+    }else{
+      fputc(c, out);
+    }
+  }
+}
 
 static int schemaRow(void *pCtx, int nCol, char **azVal, char **azName){
   SchemaCtx *c = pCtx;
   (void)azName;
   if( nCol < 2 || azVal[1] == 0 ) return 0;
   if( c->zPattern && fnmatch(c->zPattern, azVal[0] ? azVal[0] : "", 0) != 0 ) return 0;
-  fprintf(c->p->out, "%s;\n", azVal[1]);
+  if( c->indent ) printIndented(c->p->out, azVal[1]);
+  else fputs(azVal[1], c->p->out);
+  fputs(";\n", c->p->out);
   c->n++;
   return 0;
 }
 
-/* USAGE: .schema [PATTERN]
+/* USAGE: .schema [--indent] [PATTERN]
 ** The CREATE statements of the catalog's tables, views and indexes (those
-** whose names match the glob PATTERN). */
+** whose names match the glob PATTERN); --indent: a column a line. */
 int dotSchema(ShellState *p, int nArg, char **azArg){
-  if( tooMany(p, nArg, azArg, 2) || shellNeedDb(p, ".schema") ) return 1;
-  SchemaCtx c = { p, nArg == 2 ? azArg[1] : 0, 0 };
+  SchemaCtx c = { p, 0, 0, 0 };
+  for(int i = 1; i < nArg; i++){
+    if( strcmp(azArg[i], "--indent") == 0 || strcmp(azArg[i], "-indent") == 0 ){
+      c.indent = 1;
+    }else if( azArg[i][0] == '-' ){
+      shellError(p, ".schema %s: unknown option (usage: .schema [--indent] [PATTERN])", azArg[i]);
+      return 1;
+    }else if( c.zPattern ){
+      shellError(p, ".schema: unexpected argument \"%s\"", azArg[i]);
+      return 1;
+    }else{
+      c.zPattern = azArg[i];
+    }
+  }
+  if( shellNeedDb(p, ".schema") ) return 1;
   int rc = pagedb_sql(p->db, "SELECT name, sql FROM sqlite_schema WHERE sql IS NOT NULL"
                              " ORDER BY rowid", schemaRow, &c);
   if( rc ){
@@ -566,6 +635,45 @@ static int readFile(ShellState *p, const char *zArg, const char *zFile, char **p
   return 0;
 }
 
+/* The type .put gives a new field from its first value: INT for an
+** integer, REAL for another number, BYTES for @FILE, TEXT otherwise. */
+static int putInferType(const char *zVal){
+  int64_t v;
+  char *end;
+  if( zVal[0] == '@' && zVal[1] != '@' ) return PAGEDB_BYTES;
+  if( zVal[0] == 0 ) return PAGEDB_TEXT;
+  if( shellInt(zVal, &v) == 0 ) return PAGEDB_INT;
+  errno = 0;
+  (void)strtod(zVal, &end);
+  if( *end == 0 && errno == 0 && !isspace((unsigned char)zVal[0]) ) return PAGEDB_REAL;
+  return PAGEDB_TEXT;
+}
+
+/* A dataset without fields (just created by this .put): add one per
+** FIELD=VALUE, of putInferType's type, in the order given. */
+static int putMakeFields(ShellState *p, int nArg, char **azArg){
+  shellCloseReader(p);
+  for(int i = 2; i < nArg; i++){
+    char *zEq = strchr(azArg[i], '=');
+    if( zEq == 0 || zEq == azArg[i] ){
+      shellError(p, ".put %s: expected FIELD=VALUE or FIELD=@FILE", azArg[i]);
+      return 1;
+    }
+    *zEq = 0;
+    int type = putInferType(zEq + 1);
+    int rc = pagedb_field_index(p->db, azArg[i]) >= 0 ? PAGEDB_OK
+           : pagedb_field_add(p->db, azArg[i], type, PAGEDB_CODEC_NONE);
+    if( rc ){
+      shellError(p, ".put %s: cannot make field \"%s\" %s: %s (%s)", azArg[i], azArg[i],
+                 shellTypeName(type), pagedb_errname(rc), pagedb_errmsg(p->db));
+      *zEq = '=';
+      return 1;
+    }
+    *zEq = '=';
+  }
+  return 0;
+}
+
 /* USAGE: .put ID|auto FIELD=VALUE|FIELD=@FILE ...
 ** Write one sample with id ID (or the next free one, printed, for "auto")
 ** and commit.  A VALUE is taken as text for BYTES and TEXT fields, as a
@@ -577,9 +685,10 @@ int dotPut(ShellState *p, int nArg, char **azArg){
                nArg < 2 ? "missing ID" : "missing FIELD=VALUE");
     return 1;
   }
-  if( shellNeedWritable(p, ".put") ) return 1;
   int64_t id = PAGEDB_AUTO_ID;
   if( strcmp(azArg[1], "auto") != 0 && parseId(p, ".put", azArg[1], &id) ) return 1;
+  if( shellNeedWritable(p, ".put") ) return 1;
+  if( pagedb_field_count(p->db) == 0 && putMakeFields(p, nArg, azArg) ) return 1;
   pagedb_writer *w = 0;
   int rc = pagedb_writer_open(p->db, &w);
   if( rc ){
@@ -681,6 +790,7 @@ int dotPut(ShellState *p, int nArg, char **azArg){
     }
   }
   if( !bad && id == PAGEDB_AUTO_ID ) fprintf(p->out, "%lld\n", (long long)got);
+  if( !bad ) shellChanged(p, 1);
   return bad;
 }
 
@@ -786,6 +896,7 @@ int dotDelete(ShellState *p, int nArg, char **azArg){
     }
   }
   fprintf(p->out, "deleted %lld sample%s\n", (long long)nDel, nDel == 1 ? "" : "s");
+  shellChanged(p, nDel);
   ret = 0;
 done:
   free(l.a);

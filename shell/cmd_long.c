@@ -446,6 +446,7 @@ int dotAttach(ShellState *p, int nArg, char **azArg){
     return 1;
   }
   fprintf(p->out, "attached %lld sample%s\n", (long long)op.n, op.n == 1 ? "" : "s");
+  shellChanged(p, op.n);
   return 0;
 }
 

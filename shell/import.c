@@ -371,7 +371,6 @@ static int parseCodec(const char *z, int *pc){
   return 0;
 }
 
-#define IMPORT_USAGE ".import SOURCE [--threads N] [--codec lz4[:L]|lz4hc[:L]] [--page-size N]"
 
 /* USAGE: .import SOURCE [--threads N] [--codec lz4[:L]|lz4hc[:L]] [--page-size N]
 ** Import an ImageFolder directory, WebDataset tar shards (FILE.tar,
@@ -456,6 +455,7 @@ int dotImport(ShellState *p, int nArg, char **azArg){
     shellError(p, ".import %s: %s", zSource, emsg);
     return 1;
   }
+  shellChanged(p, n);
   if( p->interactive ) fprintf(stderr, "imported %lld samples\n", (long long)n);
   return 0;
 }

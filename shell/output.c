@@ -6,6 +6,7 @@
 ** it:
 **
 **   list   col|col; column names first after .headers on; NULL as nothing
+**          (or .nullvalue's text, in every mode but json)
 **   csv    RFC 4180: a cell with a comma, a quote, CR or LF is quoted, its
 **          quotes doubled; rows end with CRLF; names first after .headers on
 **   json   [{"col":value,...},\n{...}]: strings escaped, numbers unquoted,
@@ -198,9 +199,11 @@ static void printColumnar(ShellState *p, ShellResult *r, int box){
     aw[i] = utf8Width(r->azName[i]);
     for(int64_t k = 0; k < r->nRow; k++){
       const char *z = r->azCell[k * r->nCol + i];
-      size_t n = z ? utf8Width(z) : 0;
+      size_t n = utf8Width(z ? z : p->zNull);
       if( n > aw[i] ) aw[i] = n;
     }
+    /* .width: at least this wide. */
+    if( i < p->nWidth && (size_t)p->aWidth[i] > aw[i] ) aw[i] = (size_t)p->aWidth[i];
   }
   const char *zV = box ? "\xe2\x94\x82" : "|";        /* │ */
   const char *zH = box ? "\xe2\x94\x80" : "-";        /* ─ */
@@ -220,7 +223,7 @@ static void printColumnar(ShellState *p, ShellResult *r, int box){
     for(int i = 0; i < r->nCol; i++){
       const char *z = r->azCell[k * r->nCol + i];
       fputc(' ', out);
-      printPadded(out, z ? z : "", aw[i], cellIsNum(r, i, z) && r->aNum[i] == 1 ? 1 : 0);
+      printPadded(out, z ? z : p->zNull, aw[i], cellIsNum(r, i, z) && r->aNum[i] == 1 ? 1 : 0);
       fprintf(out, " %s", zV);
     }
     fputc('\n', out);
@@ -267,7 +270,7 @@ void resultPrint(ShellState *p, ShellResult *r, int withHeaders){
         for(int i = 0; i < r->nCol; i++){
           const char *z = r->azCell[k * r->nCol + i];
           int pad = w - (int)utf8Width(r->azName[i]);
-          fprintf(out, "%*s%s = %s\n", pad, "", r->azName[i], z ? z : "");
+          fprintf(out, "%*s%s = %s\n", pad, "", r->azName[i], z ? z : p->zNull);
         }
       }
       break;
@@ -283,7 +286,8 @@ void resultPrint(ShellState *p, ShellResult *r, int withHeaders){
       for(int64_t k = 0; k < r->nRow; k++){
         for(int i = 0; i < r->nCol; i++){
           if( i ) fputc(',', out);
-          printCsvCell(out, r->azCell[k * r->nCol + i]);
+          const char *z = r->azCell[k * r->nCol + i];
+          printCsvCell(out, z ? z : p->zNull);
         }
         fputs("\r\n", out);
       }
@@ -296,7 +300,7 @@ void resultPrint(ShellState *p, ShellResult *r, int withHeaders){
       for(int64_t k = 0; k < r->nRow; k++){
         for(int i = 0; i < r->nCol; i++){
           const char *z = r->azCell[k * r->nCol + i];
-          fprintf(out, "%s%s", i ? "|" : "", z ? z : "");
+          fprintf(out, "%s%s", i ? "|" : "", z ? z : p->zNull);
         }
         fputc('\n', out);
       }
@@ -379,8 +383,10 @@ int shellRunSql(ShellState *p, const char *zSql){
     if( rc == PAGEDB_READONLY && p->writable && !p->dbReadonly ){
       /* A statement that writes: the engine's update, which allows field
       ** values only.  It needs the dataset without readers. */
+      int64_t nChanged = 0;
       shellCloseReader(p);
-      rc = pagedb_sql_update(p->db, zCopy, 0);
+      rc = pagedb_sql_update(p->db, zCopy, &nChanged);
+      if( rc == PAGEDB_OK ) shellChanged(p, nChanged);
     }
     if( rc == PAGEDB_OK || r.nRow > 0 ) resultPrint(p, &r, p->headers);
     resultFree(&r);

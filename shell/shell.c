@@ -58,11 +58,39 @@ void shellError(ShellState *p, const char *fmt, ...){
 
 int shellNeedDb(ShellState *p, const char *zCmd){
   if( p->db ) return 0;
+  if( p->zPending ){
+    shellError(p, "%s: no dataset at %s: the file does not exist (the first command that writes "
+               "creates it: .import SOURCE, .put ID FIELD=VALUE ..., or .create --field NAME:TYPE ...)",
+               zCmd, p->zPending);
+    return 1;
+  }
   shellError(p, "%s: no dataset is open (use .open FILE or .create FILE)", zCmd);
   return 1;
 }
 
+/* Create the dataset p->zPending names, for the command ZCMD that writes
+** first.  0, or 1 after an error. */
+static int createPending(ShellState *p, const char *zCmd){
+  char *zFile = p->zPending;
+  pagedb *db = 0;
+  int rc = pagedb_open(zFile, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, p->zVfs);
+  if( rc ){
+    shellError(p, "%s: cannot create \"%s\": %s (%s)", zCmd, zFile, pagedb_errname(rc),
+               db ? pagedb_errmsg(db) : "out of memory");
+    pagedb_close(db);
+    return 1;
+  }
+  p->db = db;
+  p->dbReadonly = 0;
+  p->zDbVfs = pagedb_vfs_find(p->zVfs) ? pagedb_vfs_find(p->zVfs)->zName : "?";
+  p->zPending = 0;
+  p->createdNow = 1;
+  free(zFile);
+  return 0;
+}
+
 int shellNeedWritable(ShellState *p, const char *zCmd){
+  if( p->db == 0 && p->zPending ) return createPending(p, zCmd);
   if( shellNeedDb(p, zCmd) ) return 1;
   if( !p->dbReadonly ) return 0;
   shellError(p, "%s: the dataset %s is open read-only", zCmd, pagedb_path(p->db));
@@ -123,6 +151,8 @@ void shellCodecName(int codec, char *buf, size_t cap){
 
 void shellCloseDb(ShellState *p){
   shellCloseReader(p);
+  free(p->zPending);
+  p->zPending = 0;
   if( p->db ){
     int rc = pagedb_close(p->db);
     if( rc ) shellError(p, "closing the dataset: %s", pagedb_errname(rc));
@@ -222,6 +252,17 @@ int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile){
   }
   int rc;
   const char *zNote = 0;
+  if( !p->readonly && access(zFile, F_OK) != 0 && errno == ENOENT ){
+    /* As sqlite3 does: the dataset is made by the first command that
+    ** writes; until then nothing exists, so a typo leaves nothing behind. */
+    char zCat[4200];
+    snprintf(zCat, sizeof zCat, "%s-catalog", zFile);
+    if( access(zCat, F_OK) != 0 && errno == ENOENT ){
+      p->zPending = strdup(zFile);
+      if( p->zPending == 0 ){ shellError(p, "%s: out of memory", zCmd); return 1; }
+      return 0;
+    }
+  }
   if( !p->readonly ){
     rc = pagedb_open(zFile, &p->db, PAGEDB_OPEN_READWRITE, p->zVfs);
     int prim = rc & 0xff;
@@ -245,8 +286,9 @@ int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile){
   }
   rc = pagedb_open(zFile, &p->db, PAGEDB_OPEN_READONLY, p->zVfs);
   if( rc ){
-    shellError(p, "%s: cannot open \"%s\": %s (%s)", zCmd, zFile, pagedb_errname(rc),
-                 pagedb_errmsg(p->db));
+    shellError(p, "%s: cannot open \"%s\": %s (%s)%s", zCmd, zFile, pagedb_errname(rc),
+               pagedb_errmsg(p->db), rc == PAGEDB_CANTOPEN_NOENT
+               ? "; without -readonly, the first command that writes (.import, .put, .create) creates it" : "");
     pagedb_close(p->db);
     p->db = 0;
     return 1;
@@ -254,232 +296,6 @@ int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile){
   p->dbReadonly = 1;
   p->zDbVfs = pagedb_vfs_find(p->zVfs) ? pagedb_vfs_find(p->zVfs)->zName : "?";
   if( zNote ) fprintf(stderr, "note: %s: %s; opened read-only\n", zFile, zNote);
-  return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Commands about the shell itself                                     */
-/* ------------------------------------------------------------------ */
-
-/* Turn "on"/"off" (yes/no, true/false, 1/0) into 1/0; -1 if neither. */
-static int booleanValue(const char *z){
-  static const char *azOn[] = { "on", "yes", "true", "1" };
-  static const char *azOff[] = { "off", "no", "false", "0" };
-  for(int i = 0; i < 4; i++){
-    if( strcasecmp(z, azOn[i]) == 0 ) return 1;
-    if( strcasecmp(z, azOff[i]) == 0 ) return 0;
-  }
-  return -1;
-}
-
-/* Shared by the on|off commands: *PV = ARG's value, or an error naming it. */
-static int onOff(ShellState *p, int nArg, char **azArg, int *pV){
-  if( nArg != 2 ){
-    shellError(p, ".%s: %s (usage: .%s on|off)", azArg[0],
-               nArg < 2 ? "missing on|off" : "too many arguments", azArg[0]);
-    return 1;
-  }
-  int v = booleanValue(azArg[1]);
-  if( v < 0 ){
-    shellError(p, ".%s %s: not on or off", azArg[0], azArg[1]);
-    return 1;
-  }
-  *pV = v;
-  return 0;
-}
-
-/* USAGE: .headers on|off
-** Print the column names before the rows in list and csv modes. */
-static int dotHeaders(ShellState *p, int nArg, char **azArg){
-  return onOff(p, nArg, azArg, &p->headers);
-}
-
-/* USAGE: .timer on|off
-** After each command, print the time it took (real, user, system). */
-static int dotTimer(ShellState *p, int nArg, char **azArg){
-  return onOff(p, nArg, azArg, &p->timer);
-}
-
-/* USAGE: .writable on|off
-** With "on", SQL that writes goes to pagedb_sql_update: it may change the
-** values of INT and REAL fields (relabel samples) and nothing else, since
-** every other column mirrors the data file.  Other changes are made with
-** .put, .delete, .attach, .vacuum and .import. */
-static int dotWritable(ShellState *p, int nArg, char **azArg){
-  int v;
-  if( onOff(p, nArg, azArg, &v) ) return 1;
-  if( v && p->db && p->dbReadonly ){
-    shellError(p, ".writable on: the dataset %s is open read-only", pagedb_path(p->db));
-    return 1;
-  }
-  p->writable = v;
-  return 0;
-}
-
-static const char *const azModeName[] = { "list", "csv", "json", "line", "table", "box" };
-
-/* USAGE: .mode [list|csv|json|line|table|box]
-** Set how results print; without an argument, print the current mode. */
-static int dotMode(ShellState *p, int nArg, char **azArg){
-  if( nArg == 1 ){
-    fprintf(p->out, "current output mode: %s\n", azModeName[p->mode]);
-    return 0;
-  }
-  if( nArg > 2 ){ shellError(p, ".mode %s: unexpected argument \"%s\"", azArg[1], azArg[2]); return 1; }
-  for(int i = 0; i < (int)(sizeof azModeName / sizeof azModeName[0]); i++){
-    if( strcmp(azArg[1], azModeName[i]) == 0 ){ p->mode = i; return 0; }
-  }
-  shellError(p, ".mode %s: unknown mode (list, csv, json, line, table or box)", azArg[1]);
-  return 1;
-}
-
-/* USAGE: .vfs [NAME]
-** Without NAME: list the registered VFSes (storage backends), whether each
-** works for files beside the open dataset (or in the current directory),
-** and which the next .open uses.  With NAME: use that VFS from the next
-** .open (or .create) on. */
-static int dotVfs(ShellState *p, int nArg, char **azArg){
-  if( nArg > 2 ){ shellError(p, ".vfs %s: unexpected argument \"%s\"", azArg[1], azArg[2]); return 1; }
-  if( nArg == 2 ){
-    pagedb_vfs *v = pagedb_vfs_find(azArg[1]);
-    if( v == 0 ){ shellError(p, ".vfs %s: no such VFS (see .vfs)", azArg[1]); return 1; }
-    p->zVfs = v->zName;
-    return 0;
-  }
-  char zDir[4096] = ".";
-  if( p->db ){
-    snprintf(zDir, sizeof zDir, "%s", pagedb_path(p->db));
-    char *z = strrchr(zDir, '/');
-    if( z == zDir ) z[1] = 0;
-    else if( z ) *z = 0;
-    else strcpy(zDir, ".");
-  }
-  pagedb_vfs *pDflt = pagedb_vfs_find(0);
-  pagedb_vfs *pNext = p->zVfs ? pagedb_vfs_find(p->zVfs) : pDflt;
-  char *azName[] = { "name", "default", "next_open", "works_here" };
-  ShellResult r;
-  if( resultInit(&r, 4, azName) ){ resultFree(&r); shellError(p, ".vfs: out of memory"); return 1; }
-  for(pagedb_vfs *v = pagedb_vfs_next(0); v; v = pagedb_vfs_next(v)){
-    char why[256] = "";
-    int rc = pagedb_vfs_check(v, zDir, why, sizeof why);
-    resultAddf(&r, "%s\t%s\t%s\t%s", v->zName, v == pDflt ? "yes" : "no",
-               v == pNext ? "yes" : "no", rc == PAGEDB_OK ? "yes" : why[0] ? why : pagedb_errname(rc));
-  }
-  resultPrint(p, &r, 1);
-  resultFree(&r);
-  return 0;
-}
-
-/* USAGE: .open [-readonly] [-demo] [-vfs NAME] FILE
-** Close the current dataset, then open FILE (options as on the command line,
-** for this and later opens).  If FILE cannot be opened, none is open. */
-static int dotOpen(ShellState *p, int nArg, char **azArg){
-  const char *zFile = 0;
-  for(int i = 1; i < nArg; i++){
-    const char *z = azArg[i];
-    if( z[0] == '-' && z[1] == '-' ) z++;
-    if( strcmp(z, "-readonly") == 0 ){
-      p->readonly = 1;
-    }else if( strcmp(z, "-demo") == 0 ){
-      p->demo = 1;
-    }else if( strcmp(z, "-vfs") == 0 ){
-      if( i + 1 >= nArg ){ shellError(p, ".open -vfs: missing NAME"); return 1; }
-      pagedb_vfs *v = pagedb_vfs_find(azArg[i + 1]);
-      if( v == 0 ){ shellError(p, ".open -vfs %s: no such VFS", azArg[i + 1]); return 1; }
-      p->zVfs = v->zName;
-      i++;
-    }else if( z[0] == '-' ){
-      shellError(p, ".open %s: unknown option", azArg[i]);
-      return 1;
-    }else if( zFile ){
-      shellError(p, ".open %s: only one FILE (already %s)", azArg[i], zFile);
-      return 1;
-    }else{
-      zFile = azArg[i];
-    }
-  }
-  if( zFile == 0 ){ shellError(p, ".open: missing FILE"); return 1; }
-  return shellOpenDb(p, ".open", zFile);
-}
-
-/* USAGE: .quit
-** Exit the shell. */
-static int dotQuit(ShellState *p, int nArg, char **azArg){
-  if( nArg != 1 ){ shellError(p, ".%s: unexpected argument \"%s\"", azArg[0], azArg[1]); return 1; }
-  return 2;
-}
-
-static int dotHelp(ShellState *p, int nArg, char **azArg);
-
-/*
-** The dot-commands, in the order .help shows them: one line each.  A
-** command may be abbreviated to any unambiguous prefix.
-*/
-static const struct DotCmd {
-  const char *zName;
-  DotFunc xFunc;
-  const char *zUsage;
-  const char *zHelp;
-} aDotCmd[] = {
-  { "attach",   dotAttach,   ".attach FILE [--keep|--offset N|--after]",
-                             "Append FILE's samples (ids kept, shifted or renumbered), commit" },
-  { "bench",    dotBench,    ".bench [N]",  "Read N samples (all) and write them to a scratch copy: MB/s" },
-  { "check",    dotCheck,    ".check [--quick]",  "Check integrity; print each problem and the total" },
-  { "count",    dotCount,    ".count",      "Print the number of committed samples" },
-  { "create",   dotCreate,   ".create FILE [--field NAME:TYPE[:CODEC[:LEVEL]] ...] [--page-size N]",
-                             "Create and open a dataset (TYPE bytes|text|int|real, CODEC none|lz4|lz4hc)" },
-  { "delete",   dotDelete,   ".delete ID|LO-HI|WHERE-SQL",
-                             "Delete samples by id, id range or SQL condition on table sample, commit" },
-  { "exit",     dotQuit,     ".exit",       "Exit (as .quit)" },
-  { "export",   dotExport,   ".export DEST [--where SQL]",
-                             "Write samples as files in directory DEST, or as WebDataset tar DEST.tar[.gz]" },
-  { "fields",   dotFields,   ".fields",     "List the fields: number, name, type, codec" },
-  { "get",      dotGet,      ".get ID [FIELD] [FILE]",
-                             "Print sample ID (bytes: size and hex), or write FIELD's raw bytes to FILE" },
-  { "headers",  dotHeaders,  ".headers on|off",  "Print column names in list and csv modes" },
-  { "help",     dotHelp,     ".help [COMMAND]",  "Show this help, or one command's" },
-  { "import",   dotImport,   ".import SOURCE [--threads N] [--codec lz4[:L]|lz4hc[:L]] [--page-size N]",
-                             "Import an ImageFolder directory, WebDataset .tar/.tar.gz shards (glob) or a CSV file" },
-  { "info",     dotInfo,     ".info",       "Header (format, page size, data offset), counts, sizes, VFS" },
-  { "mode",     dotMode,     ".mode [list|csv|json|line|table|box]",  "Set the output mode" },
-  { "open",     dotOpen,     ".open [-readonly] [-vfs NAME] FILE",  "Close the dataset and open FILE" },
-  { "pages",    dotPages,    ".pages [N]",  "Per-run fill from the page table (the first N runs)" },
-  { "put",      dotPut,      ".put ID|auto FIELD=VALUE|FIELD=@FILE ...",
-                             "Write one sample (VALUE, or FILE's bytes) and commit" },
-  { "quit",     dotQuit,     ".quit",       "Exit" },
-  { "schema",   dotSchema,   ".schema [PATTERN]",  "The catalog's SQL schema (tables matching PATTERN)" },
-  { "stats",    dotStats,    ".stats",      "Space, compression per field, fill histogram, I/O" },
-  { "timer",    dotTimer,    ".timer on|off",  "Print the time each command takes" },
-  { "vacuum",   dotVacuum,   ".vacuum [INTO FILE] [--page-size N]",
-                             "Rewrite without deleted samples and unused page ends" },
-  { "vfs",      dotVfs,      ".vfs [NAME]", "List the VFSes and whether each works; use NAME from the next open" },
-  { "writable", dotWritable, ".writable on|off",
-                             "Let SQL change INT/REAL field values (UPDATE sample SET ...)" },
-};
-#define N_DOTCMD ((int)(sizeof(aDotCmd) / sizeof(aDotCmd[0])))
-
-/* USAGE: .help [COMMAND]
-** One line per command, or the lines of the commands COMMAND begins. */
-static int dotHelp(ShellState *p, int nArg, char **azArg){
-  if( nArg > 2 ){ shellError(p, ".help: unexpected argument \"%s\"", azArg[2]); return 1; }
-  const char *zWant = nArg == 2 ? azArg[1] + (azArg[1][0] == '.') : 0;
-  int n = 0;
-  for(int i = 0; i < N_DOTCMD; i++){
-    if( zWant && strncmp(aDotCmd[i].zName, zWant, strlen(zWant)) ) continue;
-    if( strlen(aDotCmd[i].zUsage) > 28 ){
-      fprintf(p->out, "%s\n%-28s %s\n", aDotCmd[i].zUsage, "", aDotCmd[i].zHelp);
-    }else{
-      fprintf(p->out, "%-28s %s\n", aDotCmd[i].zUsage, aDotCmd[i].zHelp);
-    }
-    n++;
-  }
-  if( zWant == 0 ){
-    fprintf(p->out, "%-28s %s\n", "SQL;", "Anything else: SQL on the catalog (read-only)");
-  }
-  if( n == 0 ){
-    shellError(p, ".help %s: no such command", azArg[1]);
-    return 1;
-  }
   return 0;
 }
 
@@ -530,22 +346,7 @@ static int runDot(ShellState *p, const char *zLine){
   }else if( nArg == 0 ){
     shellError(p, "\".\": a command name must follow the dot (see .help)");
   }else{
-    const struct DotCmd *pCmd = 0;
-    size_t len = strlen(azArg[0]);
-    int nMatch = 0;
-    for(int i = 0; i < N_DOTCMD; i++){
-      if( strcmp(aDotCmd[i].zName, azArg[0]) == 0 ){ pCmd = &aDotCmd[i]; nMatch = 1; break; }
-      if( strncmp(aDotCmd[i].zName, azArg[0], len) == 0 ){ pCmd = &aDotCmd[i]; nMatch++; }
-    }
-    if( nMatch == 1 ){
-      azArg[0] = (char *)pCmd->zName;
-      p->zCmdName = pCmd->zName;
-      rc = pCmd->xFunc(p, nArg, azArg);
-      p->zCmdName = 0;
-    }else{
-      shellError(p, ".%s: %s command (see .help)", azArg[0],
-                 nMatch ? "ambiguous" : "unknown");
-    }
+    rc = shellDispatch(p, nArg, azArg);
   }
   free(z);
   return rc;
@@ -553,17 +354,58 @@ static int runDot(ShellState *p, const char *zLine){
 
 static double timeOf(struct timeval tv){ return tv.tv_sec + tv.tv_usec * 1e-6; }
 
+/*
+** The dataset the running command created (shellNeedWritable) is removed
+** again if the command failed and committed no sample: a typo in a first
+** .import or .put leaves nothing behind, and the shell goes back to waiting
+** for the first write.
+*/
+static void dropCreated(ShellState *p, int rc){
+  int created = p->createdNow;
+  p->createdNow = 0;
+  if( !created || rc != 1 || p->db == 0 || pagedb_count(p->db) > 0 ) return;
+  char *zFile = strdup(pagedb_path(p->db));
+  char *zCat = zFile ? malloc(strlen(zFile) + 40) : 0;
+  if( zCat == 0 ){ free(zFile); return; }
+  shellCloseDb(p);
+  /* The catalog's WAL and shared memory are gone after a clean close;
+  ** they are named here in case the close could not remove them. */
+  static const char *azSuffix[] = { "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal" };
+  unlink(zFile);
+  for(int i = 0; i < 4; i++){
+    sprintf(zCat, "%s%s", zFile, azSuffix[i]);
+    unlink(zCat);
+  }
+  free(zCat);
+  free(p->zPending);
+  p->zPending = zFile;
+  fprintf(stderr, "note: %s was not created (the command failed before writing a sample)\n", zFile);
+}
+
+void shellChanged(ShellState *p, int64_t n){
+  p->nChange = n;
+  p->nTotalChange += n;
+}
+
 /* Run one command: a dot-command or SQL.  0 ok, 1 error, 2 exit. */
-static int runCommand(ShellState *p, const char *z){
+int shellRunCommand(ShellState *p, const char *z){
   struct timespec t0, t1;
   struct rusage u0, u1;
   while( isspace((unsigned char)*z) ) z++;
   if( *z != '.' && shellSqlIsBlank(z) ) return 0;
+  if( p->echo ) fprintf(p->out, "%s\n", z);
   clock_gettime(CLOCK_MONOTONIC, &t0);
   getrusage(RUSAGE_SELF, &u0);
   int timer = p->timer;
+  int once = p->outOnce;
   p->interrupted = 0;
+  p->nChange = -1;
   int rc = *z == '.' ? runDot(p, z) : shellRunSql(p, z);
+  dropCreated(p, rc);
+  if( p->changes && p->nChange >= 0 ){
+    fprintf(p->out, "changes: %lld   total_changes: %lld\n", (long long)p->nChange,
+            (long long)p->nTotalChange);
+  }
   if( timer && p->timer ){
     clock_gettime(CLOCK_MONOTONIC, &t1);
     getrusage(RUSAGE_SELF, &u1);
@@ -572,6 +414,8 @@ static int runCommand(ShellState *p, const char *z){
             timeOf(u1.ru_utime) - timeOf(u0.ru_utime), timeOf(u1.ru_stime) - timeOf(u0.ru_stime));
   }
   fflush(p->out);
+  /* .once: the command after it has run (not .once itself). */
+  if( once && p->outOnce ) shellOutputReset(p);
   return rc;
 }
 
@@ -609,7 +453,7 @@ static char *readLine(ShellState *p, int more, int *pDropped){
   char *z = malloc(cap);
   if( z == 0 ) return 0;
   int c;
-  while( (c = getchar()) != EOF && c != '\n' ){
+  while( (c = getc(p->in)) != EOF && c != '\n' ){
     if( n + 2 > cap ){
       char *z2 = realloc(z, cap *= 2);
       if( z2 == 0 ){ free(z); return 0; }
@@ -624,7 +468,7 @@ static char *readLine(ShellState *p, int more, int *pDropped){
 }
 
 /* Read commands until EOF or .quit.  SQL may span lines, up to a ';'. */
-static int processInput(ShellState *p){
+int shellProcessInput(ShellState *p){
   char *zSql = 0;
   size_t nSql = 0;
   int lineno = 0, rc = 0;
@@ -645,7 +489,7 @@ static int processInput(ShellState *p){
       break;
     }
     if( nSql == 0 && *z == '.' ){
-      rc = runCommand(p, z);
+      rc = shellRunCommand(p, z);
     }else if( nSql == 0 && shellSqlIsBlank(z) ){
       rc = 0;
     }else{
@@ -659,13 +503,14 @@ static int processInput(ShellState *p){
       zSql[nSql] = 0;
       rc = 0;
       if( sqlComplete(zSql) ){
-        rc = runCommand(p, zSql);
+        rc = shellRunCommand(p, zSql);
         nSql = 0;
       }
     }
     free(zLine);
     if( rc == 1 && !p->interactive ){
-      fprintf(stderr, "(at line %d of the input)\n", lineno);
+      if( p->zInName ) fprintf(stderr, "(at line %d of %s)\n", lineno, p->zInName);
+      else fprintf(stderr, "(at line %d of the input)\n", lineno);
     }
     if( rc == 2 || (rc == 1 && p->bail && !p->interactive) ) break;
   }
@@ -675,7 +520,7 @@ static int processInput(ShellState *p){
     rc = 1;
   }
   if( nSql > 0 && rc != 2 && !(rc == 1 && p->bail) && !shellSqlIsBlank(zSql) && !p->interrupted ){
-    rc = runCommand(p, zSql);
+    rc = shellRunCommand(p, zSql);
   }
   free(zSql);
   if( p->interactive && zLine == 0 ) putchar('\n');
@@ -690,32 +535,76 @@ static const char zUsage[] =
   "usage: pagedb [OPTIONS] [FILE] [COMMAND ...]\n"
   "Open the pagedb dataset FILE (data file FILE, catalog FILE-catalog) and run\n"
   "each COMMAND (a dot-command or SQL on the catalog), or read commands from\n"
-  "standard input.  Without FILE, the first COMMAND may be a dot-command\n"
-  "(\".create FILE ...\", \".open FILE\").  Options:\n"
+  "standard input.  A FILE that does not exist is created by the first command\n"
+  "that writes (.import, .put, .create).  Without FILE, the first COMMAND may be\n"
+  "a dot-command (\".create FILE ...\", \".open FILE\").  Options:\n"
   "  -bail         stop after the first error\n"
   "  -batch        read standard input as a script even on a terminal\n"
   "  -box          box output mode (also -csv, -json, -line, -list, -table)\n"
+  "  -cmd COMMAND  run COMMAND before the others or standard input (repeatable)\n"
   "  -demo         if FILE does not exist, create a demo dataset there\n"
+  "  -echo         print each command before running it\n"
   "  -header       column names in list and csv modes (-noheader: not)\n"
   "  -help         show this message\n"
+  "  -init FILE    run the commands of FILE first, instead of ~/.pagedbrc\n"
+  "  -nullvalue S  print NULL as S\n"
   "  -readonly     open the dataset read-only\n"
   "  -version      show the pagedb version\n"
   "  -vfs NAME     use the VFS NAME\n"
-  "Enter \".help\" for the commands.\n";
+  "Enter \".help\" for the commands, \".help COMMAND\" for one; man pagedb.\n";
+
+/*
+** Run the commands of the file ZFILE (-init, ~/.pagedbrc) as .read does.
+** A missing ~/.pagedbrc (MUSTEXIST 0) is no error.  0 ok, 1 error, 2 exit.
+*/
+static int runInitFile(ShellState *p, const char *zFile, int mustExist){
+  FILE *f = fopen(zFile, "r");
+  if( f == 0 ){
+    if( !mustExist && errno == ENOENT ) return 0;
+    shellError(p, "-init %s: %s", zFile, strerror(errno));
+    return 1;
+  }
+  FILE *in = p->in;
+  const char *zName = p->zInName;
+  int interactive = p->interactive;
+  p->in = f;
+  p->zInName = zFile;
+  p->interactive = 0;
+  int rc = shellProcessInput(p);
+  p->in = in;
+  p->zInName = zName;
+  p->interactive = interactive;
+  fclose(f);
+  return rc;
+}
+
+#define MAX_CMD_OPTS 64
 
 int main(int argc, char **argv){
   static ShellState state;
   ShellState *p = &state;
   const char *zFile = 0;
-  int batch = 0, i;
+  const char *zInit = 0;
+  const char *azCmd[MAX_CMD_OPTS];
+  int nCmd = 0;
+  int batch = 0, headersSet = 0, i;
   p->out = stdout;
+  p->in = stdin;
   for(i = 1; i < argc; i++){
     const char *z = argv[i];
     if( z[0] != '-' ) break;
     if( z[1] == '-' ) z++;
     int m = -1;
-    for(int k = 0; k < (int)(sizeof azModeName / sizeof azModeName[0]); k++){
-      if( strcmp(z + 1, azModeName[k]) == 0 ) m = k;
+    for(int k = 0; k < (int)(sizeof shellModeName / sizeof shellModeName[0]); k++){
+      if( strcmp(z + 1, shellModeName[k]) == 0 ) m = k;
+    }
+    /* Options that take a value. */
+    if( strcmp(z, "-vfs") == 0 || strcmp(z, "-cmd") == 0 || strcmp(z, "-init") == 0
+     || strcmp(z, "-nullvalue") == 0 ){
+      if( i + 1 >= argc ){
+        fprintf(stderr, "Error: %s: missing its value\n%s", argv[i], zUsage);
+        return 1;
+      }
     }
     if( m >= 0 ){
       p->mode = m;
@@ -725,10 +614,14 @@ int main(int argc, char **argv){
       batch = 1;
     }else if( strcmp(z, "-header") == 0 || strcmp(z, "-headers") == 0 ){
       p->headers = 1;
+      headersSet = 1;
     }else if( strcmp(z, "-noheader") == 0 ){
       p->headers = 0;
+      headersSet = 1;
     }else if( strcmp(z, "-demo") == 0 ){
       p->demo = 1;
+    }else if( strcmp(z, "-echo") == 0 ){
+      p->echo = 1;
     }else if( strcmp(z, "-readonly") == 0 ){
       p->readonly = 1;
     }else if( strcmp(z, "-version") == 0 ){
@@ -737,11 +630,17 @@ int main(int argc, char **argv){
     }else if( strcmp(z, "-help") == 0 || strcmp(z, "-h") == 0 ){
       fputs(zUsage, stdout);
       return 0;
-    }else if( strcmp(z, "-vfs") == 0 ){
-      if( i + 1 >= argc ){
-        fprintf(stderr, "Error: -vfs: missing NAME\n%s", zUsage);
+    }else if( strcmp(z, "-cmd") == 0 ){
+      if( nCmd >= MAX_CMD_OPTS ){
+        fprintf(stderr, "Error: -cmd: more than %d\n", MAX_CMD_OPTS);
         return 1;
       }
+      azCmd[nCmd++] = argv[++i];
+    }else if( strcmp(z, "-init") == 0 ){
+      zInit = argv[++i];
+    }else if( strcmp(z, "-nullvalue") == 0 ){
+      snprintf(p->zNull, sizeof p->zNull, "%s", argv[++i]);
+    }else if( strcmp(z, "-vfs") == 0 ){
       p->zVfs = argv[++i];
       if( pagedb_vfs_find(p->zVfs) == 0 ){
         fprintf(stderr, "Error: -vfs %s: no such VFS\n", p->zVfs);
@@ -760,15 +659,38 @@ int main(int argc, char **argv){
                     && access(argv[i], F_OK) != 0) ){
     zFile = argv[i++];
   }
+  int oneShot = i < argc;
+  p->interactive = !oneShot && !batch && isatty(0);
+  /* As sqlite3's list mode, headers are off in scripts; a person at the
+  ** prompt is shown which column is which. */
+  if( p->interactive && !headersSet ) p->headers = 1;
   if( zFile ){
-    if( shellOpenDb(p, "pagedb", zFile) && (i < argc || p->bail) ) return 1;
+    if( shellOpenDb(p, "pagedb", zFile) && (oneShot || p->bail) ) return 1;
   }else if( p->demo ){
     fprintf(stderr, "Error: -demo: needs a FILE\n");
     return 1;
   }
-  if( i < argc ){
+  int rc = 0;
+  /* ~/.pagedbrc (or -init FILE), then -cmd, as sqlite3 does. */
+  if( zInit ){
+    rc = runInitFile(p, zInit, 1);
+  }else if( getenv("HOME") ){
+    const char *zHome = getenv("HOME");
+    char *zRc = malloc(strlen(zHome) + 16);
+    if( zRc ){
+      sprintf(zRc, "%s/.pagedbrc", zHome);
+      rc = runInitFile(p, zRc, 0);
+      free(zRc);
+    }
+  }
+  for(int k = 0; k < nCmd && rc != 2 && !(rc == 1 && p->bail); k++){
+    rc = shellRunCommand(p, azCmd[k]);
+  }
+  if( rc == 2 || (rc == 1 && p->bail) ){
+    /* .quit in the init file or -cmd, or an error under -bail. */
+  }else if( oneShot ){
     for(; i < argc; i++){
-      int rc = runCommand(p, argv[i]);
+      rc = shellRunCommand(p, argv[i]);
       if( rc == 2 || (rc == 1 && p->bail) ) break;
       if( p->interrupted ){
         shellError(p, "interrupted: the commands after \"%s\" were not run", argv[i]);
@@ -776,14 +698,19 @@ int main(int argc, char **argv){
       }
     }
   }else{
-    p->interactive = !batch && isatty(0);
     if( p->interactive ){
       printf("pagedb %s\nEnter \".help\" for usage hints.\n", pagedb_libversion());
-      if( p->db == 0 ) printf("No dataset is open: use .open FILE or .create FILE.\n");
+      if( p->zPending ){
+        printf("%s does not exist yet: the first command that writes (.import, .put, .create)"
+               " creates it.\n", p->zPending);
+      }else if( p->db == 0 ){
+        printf("No dataset is open: use .open FILE or .create FILE.\n");
+      }
       stifle_history(1000);
     }
-    processInput(p);
+    shellProcessInput(p);
   }
+  shellOutputReset(p);
   shellCloseDb(p);
   /* Give the pool's cached buffers back, so that leak checkers see none. */
   pagedb_shutdown();

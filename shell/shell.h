@@ -3,8 +3,14 @@
 **
 ** The shell is split by subject, each file readable in one sitting:
 **
-**   shell.c     main, the input loop, the command table, .help, .open,
-**               .mode, .headers, .timer, .writable, .vfs, .quit
+**   shell.c     main, the options, the input loop, opening a dataset and
+**               creating it at the first write
+**   commands.c  the command table: dispatch, .help and every command's help
+**               text (one line, a paragraph, an example)
+**   cmd_shell.c the commands about the shell itself: .open .mode .headers
+**               .timer .writable .vfs .quit .bail .echo .changes .nullvalue
+**               .width .show .print .read .output .once .shell .system
+**               .tables .indexes
 **   output.c    the output modes (list, csv, json, line, table, box) for SQL
 **               results and for the tables dot-commands print
 **   cmd_data.c  .create .info .fields .schema .stats .pages .count .get
@@ -51,7 +57,21 @@ typedef struct ShellState {
   int progress;             /* draw progress bars: stdout and stderr are terminals */
   int nErr;                 /* errors so far: the exit status is 1 if any */
   volatile int interrupted; /* SIGINTs since the command began; long work polls it */
-  FILE *out;                /* where results go */
+  FILE *out;                /* where results go: stdout, or .output/.once's file or pipe */
+  int outPipe;              /* out is a pipe (popen) */
+  int outOnce;              /* .once: back to stdout after the next command */
+  char *zOutName;           /* .output's file name or "|command" (malloc'd), NULL for stdout */
+  FILE *in;                 /* where commands are read: stdin, or .read's file */
+  const char *zInName;      /* .read's FILE (error messages name its lines), NULL for stdin */
+  char *zPending;           /* FILE did not exist: the dataset the first write creates (malloc'd) */
+  int createdNow;           /* the running command created zPending's dataset */
+  int echo;                 /* .echo on / -echo: print each command before running it */
+  int changes;              /* .changes on: print the samples each command changed */
+  int64_t nChange;          /* samples the last command wrote, deleted or changed; -1: none */
+  int64_t nTotalChange;     /* ...and since the shell started */
+  char zNull[64];           /* .nullvalue: how NULL prints (default "") */
+  int nWidth;               /* .width: minimum column widths of table and box modes */
+  int aWidth[64];
 } ShellState;
 
 /* Print "Error: ..." on stderr and count the error. */
@@ -61,11 +81,28 @@ void shellError(ShellState *p, const char *fmt, ...)
 #endif
   ;
 
-/* 1 (after an error message naming ZCMD) if no dataset is open. */
+/* 1 (after an error message naming ZCMD) if no dataset is open.  When
+** the named FILE does not exist yet, the message says which commands
+** create it. */
 int shellNeedDb(ShellState *p, const char *zCmd);
 
-/* 1 (after an error message naming ZCMD) if the dataset is read-only. */
+/* 1 (after an error message naming ZCMD) if no dataset can be written:
+** none open, or open read-only.  A pending dataset (FILE did not exist) is
+** created here, for the command that writes first; if that command then
+** fails having committed no sample, the command loop removes it again
+** (typos leave nothing behind). */
 int shellNeedWritable(ShellState *p, const char *zCmd);
+
+/* Parse .create's and .import's NAME:TYPE[:CODEC[:LEVEL]] (Z not modified);
+** ZCMD names the command in error messages.  0 ok, 1 after an error. */
+int shellFieldSpec(ShellState *p, const char *zCmd, const char *z, char **pzName, int *pType,
+                   int *pCodec);
+
+/* Turn "on"/"off" (yes/no, true/false, 1/0) into 1/0; -1 if neither. */
+int shellBoolean(const char *z);
+
+/* Record that the running command changed N samples (.changes). */
+void shellChanged(ShellState *p, int64_t n);
 
 /* Close the reader .get keeps open (before operations that need none open). */
 void shellCloseReader(ShellState *p);
@@ -166,8 +203,44 @@ int dotVacuum(ShellState *p, int nArg, char **azArg);
 int dotAttach(ShellState *p, int nArg, char **azArg);
 int dotBench(ShellState *p, int nArg, char **azArg);
 
+/* cmd_shell.c */
+int dotOpen(ShellState *p, int nArg, char **azArg);
+int dotQuit(ShellState *p, int nArg, char **azArg);
+int dotHeaders(ShellState *p, int nArg, char **azArg);
+int dotTimer(ShellState *p, int nArg, char **azArg);
+int dotWritable(ShellState *p, int nArg, char **azArg);
+int dotMode(ShellState *p, int nArg, char **azArg);
+int dotVfs(ShellState *p, int nArg, char **azArg);
+int dotBail(ShellState *p, int nArg, char **azArg);
+int dotEcho(ShellState *p, int nArg, char **azArg);
+int dotChanges(ShellState *p, int nArg, char **azArg);
+int dotNullvalue(ShellState *p, int nArg, char **azArg);
+int dotWidth(ShellState *p, int nArg, char **azArg);
+int dotShow(ShellState *p, int nArg, char **azArg);
+int dotPrint(ShellState *p, int nArg, char **azArg);
+int dotRead(ShellState *p, int nArg, char **azArg);
+int dotOutput(ShellState *p, int nArg, char **azArg);
+int dotSystem(ShellState *p, int nArg, char **azArg);
+int dotTables(ShellState *p, int nArg, char **azArg);
+int dotIndexes(ShellState *p, int nArg, char **azArg);
+/* The output modes' names, MODE_* order. */
+extern const char *const shellModeName[6];
+/* Back to stdout after .output/.once (closing the file or pipe). */
+void shellOutputReset(ShellState *p);
+
+/* commands.c */
+int dotHelp(ShellState *p, int nArg, char **azArg);
+/* Run the dot-command AZARG[0] (without the dot; unique prefixes allowed):
+** its function's result, or 1 after an error for an unknown command. */
+int shellDispatch(ShellState *p, int nArg, char **azArg);
+
 /* shell.c */
 int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile);
 void shellCloseDb(ShellState *p);
+/* Read and run commands from P->in until its end or .quit: 0, 1 after an
+** error (the last command's), 2 to exit. */
+int shellProcessInput(ShellState *p);
+/* Run one command line (dot-command or SQL): 0 ok, 1 error, 2 exit. */
+int shellRunCommand(ShellState *p, const char *z);
 
 #endif /* PAGEDB_SHELL_H */

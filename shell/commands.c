@@ -1,0 +1,367 @@
+/*
+** commands.c -- the pagedb shell's command table: dispatch and .help.
+**
+** One table serves the dispatch (a command may be abbreviated to any
+** unambiguous prefix), the one-line help (.help) and each command's
+** paragraph with an example (.help COMMAND).  The paragraphs say what
+** doc/shell.md says at more length; test/shell.test checks that every
+** command of this table is documented in doc/shell.md and in the manual
+** page (doc/pagedb.1), so the three do not drift apart.
+*/
+#include "shell.h"
+#include "xfer.h"
+
+#include <string.h>
+
+typedef struct DotCmd {
+  const char *zName;
+  DotFunc xFunc;
+  const char *zUsage;       /* the synopsis */
+  const char *zHelp;        /* one line, for .help */
+  const char *zDetail;      /* a paragraph, for .help COMMAND (lines end in \n) */
+  const char *zExample;     /* an example session, for .help COMMAND */
+} DotCmd;
+
+static const DotCmd aDotCmd[] = {
+  { "attach", dotAttach, ".attach FILE [--keep|--offset N|--after]",
+    "Append FILE's samples (ids kept, shifted or renumbered), commit",
+    "Appends every committed sample of the dataset FILE (same page size and\n"
+    "fields) and commits: with their ids (--keep, the default: an id already\n"
+    "used fails the whole attach, which changes nothing), their ids plus N\n"
+    "(--offset N, N may be negative) or new ids after the largest (--after).\n",
+    "pagedb> .attach small.pagedb --offset 100\n"
+    "attached 1 sample\n" },
+  { "bail", dotBail, ".bail on|off",
+    "Stop a script (or the command arguments) at the first error",
+    "With on, a script read from standard input or .read, or the commands\n"
+    "given as arguments, stop at the first command that fails (as -bail).\n",
+    "pagedb> .bail on\n" },
+  { "bench", dotBench, ".bench [N]",
+    "Read N samples (all) and write them to a scratch copy: MB/s",
+    "A quick benchmark of the open dataset: N samples (default all; each\n"
+    "phase stops after 10 s) read in file order and in random order, then\n"
+    "written to a scratch copy under $TMPDIR (or /tmp), committed and removed.\n",
+    "pagedb> .bench 1000\n"
+    "read sequential: 1000 samples, 100.0 MB in 0.231 s: 432.9 MB/s, 4329 samples/s\n" },
+  { "changes", dotChanges, ".changes on|off",
+    "After each command that changes samples, print how many",
+    "With on, each command that writes, deletes or updates samples (.put,\n"
+    ".delete, .import, .attach, an UPDATE with .writable on) is followed by\n"
+    "the line \"changes: N   total_changes: T\", as in sqlite3.\n",
+    "pagedb> .changes on\n"
+    "pagedb> .delete 1-10\n"
+    "deleted 10 samples\n"
+    "changes: 10   total_changes: 10\n" },
+  { "check", dotCheck, ".check [--quick]",
+    "Check integrity; print each problem and the total",
+    "Checks the dataset's integrity (pagedb_check): each problem on a line of\n"
+    "its own with its page, sample and field, then \"ok\" or the number of\n"
+    "problems (and the command fails).  --quick checks the structure only:\n"
+    "no checksums, no decompression.\n",
+    "pagedb> .check\n"
+    "ok\n" },
+  { "count", dotCount, ".count",
+    "Print the number of committed samples",
+    "Prints the number of committed samples (as SELECT count(*) FROM sample).\n",
+    "pagedb> .count\n"
+    "70000\n" },
+  { "create", dotCreate, ".create [FILE] [--field NAME:TYPE[:CODEC[:LEVEL]] ...] [--page-size N]",
+    "Create and open a dataset (TYPE bytes|text|int|real, CODEC none|lz4|lz4hc)",
+    "Creates the dataset FILE, which must not exist, with these fields in this\n"
+    "order, and opens it.  Without FILE, the dataset the shell was started on\n"
+    "when that file did not exist.  TYPE is bytes, text, int or real; CODEC\n"
+    "(bytes and text) none, lz4 (LEVEL: acceleration 1 to 65537) or lz4hc\n"
+    "(LEVEL 1 to 12).  N is a power of two from 64K to 1G (default 8M).  If\n"
+    "anything fails, nothing is left behind.\n",
+    "pagedb> .create cats.pagedb --field img:bytes --field label:int --page-size 64K\n" },
+  { "delete", dotDelete, ".delete ID|LO-HI|WHERE-SQL",
+    "Delete samples by id, id range or SQL condition on table sample, commit",
+    "Deletes sample ID, the samples LO to HI, or those of table sample that\n"
+    "the SQL condition selects, commits, and prints how many.  The space stays\n"
+    "in the data file until .vacuum.\n",
+    "pagedb> .delete label = 4 AND caption IS NULL\n"
+    "deleted 3 samples\n" },
+  { "echo", dotEcho, ".echo on|off",
+    "Print each command before it runs",
+    "With on, each command (dot-command or SQL) is printed to the output\n"
+    "before it runs, as with -echo: a script's output then shows its input.\n",
+    "pagedb> .echo on\n"
+    "pagedb> .count\n"
+    ".count\n"
+    "2\n" },
+  { "exit", dotQuit, ".exit",
+    "Exit (as .quit)",
+    "Leaves the shell; the exit status is 1 if any command failed.\n",
+    "pagedb> .exit\n" },
+  { "export", dotExport, ".export DEST [--where SQL]",
+    "Write samples as files in directory DEST, or as WebDataset tar DEST.tar[.gz]",
+    "Writes the samples (those the SQL condition on table sample selects) in\n"
+    "id order: into DEST.tar or DEST.tar.gz, members KEY.FIELD; or into the\n"
+    "directory DEST, each sample's data at its path (an ImageFolder import).\n",
+    "pagedb> .export /tmp/threes.tar --where \"label = 3\"\n" },
+  { "fields", dotFields, ".fields",
+    "List the fields: number, name, type, codec",
+    "Lists the dataset's fields: number, name, type and codec, in the output\n"
+    "mode.\n",
+    "pagedb> .fields\n"
+    "0|__key__|TEXT|none\n"
+    "1|cls|INT|none\n"
+    "2|png|BYTES|none\n" },
+  { "get", dotGet, ".get ID [FIELD] [FILE]",
+    "Print sample ID (bytes: size and hex), or write FIELD's raw bytes to FILE",
+    "Prints sample ID's fields, name = value each (or only FIELD's value):\n"
+    "numbers and text as they are, bytes as their size and the first 16 in\n"
+    "hex.  With FILE, FIELD's raw bytes go to FILE, - for standard output.\n",
+    "pagedb> .get 1 caption\n"
+    "a small cat\n"
+    "pagedb> .get 1 img cat.jpg\n" },
+  { "headers", dotHeaders, ".headers on|off",
+    "Print column names in list and csv modes",
+    "With on, SQL results in list and csv modes start with the column names\n"
+    "(table, box, line and json modes always show them).  On by default in an\n"
+    "interactive session, off in scripts, as in sqlite3's list mode.\n",
+    "pagedb> .headers on\n"
+    "pagedb> SELECT id, cls FROM sample LIMIT 1;\n"
+    "id|cls\n"
+    "1|9\n" },
+  { "help", dotHelp, ".help [COMMAND]",
+    "Show this help, or one command's",
+    "Without COMMAND, one line per command.  With a command's name (or a\n"
+    "prefix only it has), its synopsis, this paragraph and an example; with a\n"
+    "prefix several commands share, their lines.\n",
+    "pagedb> .help import\n" },
+  { "import", dotImport, IMPORT_USAGE,
+    "Import an ImageFolder directory, WebDataset .tar/.tar.gz shards (glob) or a CSV file",
+    "Imports with N writer threads, creating the dataset's fields if it has\n"
+    "none (a dataset keeps the fields it has):\n"
+    "  WebDataset shards (.tar, .tar.gz, .tgz, a glob): __key__ TEXT, and a field\n"
+    "    per extension: .cls .cls2 .class .index .inx .count INT (decimal\n"
+    "    text), .txt TEXT, .json TEXT (must be valid JSON), any other BYTES;\n"
+    "  an ImageFolder directory: data BYTES, label INT (the class's index),\n"
+    "    path TEXT; the class names go to the catalog table classes(label, name);\n"
+    "  a CSV file with a header row: a column INT if every value is an integer,\n"
+    "    REAL if a number, else TEXT.\n"
+    "--field NAME:TYPE[:CODEC[:LEVEL]] overrides the type (and codec) of\n"
+    "field NAME.  A field of the dataset whose type differs from what the\n"
+    "source holds is refused, naming the field.\n",
+    "pagedb> .import fm-{000000..000006}.tar\n"
+    "pagedb> .import 'fm-*.tar' --field cls:text --codec lz4\n"
+    "pagedb> SELECT cls, count(*) FROM sample GROUP BY cls;\n" },
+  { "indexes", dotIndexes, ".indexes [TABLE]",
+    "List the catalog's indexes (of TABLE)",
+    "Lists the names of the catalog's indexes, or those of the tables whose\n"
+    "names match the glob TABLE, as sqlite3's .indexes does.\n",
+    "pagedb> .indexes\n"
+    "sqlite_autoindex_field_1\n" },
+  { "info", dotInfo, ".info",
+    "Header (format, page size, data offset), counts, sizes, VFS",
+    "Prints the data file's header (format, uuid, creation time, the offset\n"
+    "of page 0), the files and their sizes, page size, fields, samples,\n"
+    "pages, the VFS, and whether the dataset is open read-only.\n",
+    "pagedb> .info\n" },
+  { "mode", dotMode, ".mode [list|csv|json|line|table|box]",
+    "Set the output mode",
+    "Chooses how results print: list (cells separated by |), csv (RFC 4180),\n"
+    "json, line (name = value), table (an ASCII grid) or box (Unicode lines).\n"
+    "Without an argument, prints the current mode.\n",
+    "pagedb> .mode box\n"
+    "pagedb> SELECT id, cls FROM sample LIMIT 1;\n" },
+  { "nullvalue", dotNullvalue, ".nullvalue STRING",
+    "Print NULL as STRING in SQL results",
+    "SQL NULL prints as STRING (default: nothing) in list, csv, line, table\n"
+    "and box modes; json prints null.\n",
+    "pagedb> .nullvalue NULL\n"
+    "pagedb> SELECT NULL;\n"
+    "NULL\n" },
+  { "once", dotOutput, ".once FILE|'|COMMAND'",
+    "Send the next command's output to FILE (or a pipe to COMMAND)",
+    "The output of the next command only goes to FILE (created or\n"
+    "truncated), or with |COMMAND to COMMAND's standard input; then back to\n"
+    "standard output.\n",
+    "pagedb> .once counts.csv\n"
+    "pagedb> SELECT cls, count(*) FROM sample GROUP BY cls;\n" },
+  { "open", dotOpen, ".open [-readonly] [-vfs NAME] FILE",
+    "Close the dataset and open FILE",
+    "Closes the current dataset and opens FILE (the options stay for later\n"
+    "opens).  When FILE does not exist, the first command that writes (.import,\n"
+    ".put, .create) creates it; reading commands say it does not exist.\n",
+    "pagedb> .open -readonly /data/cats.pagedb\n" },
+  { "output", dotOutput, ".output [FILE|'|COMMAND']",
+    "Send output to FILE (or a pipe to COMMAND); no argument: standard output",
+    "Results and messages of later commands go to FILE (created or\n"
+    "truncated), or with |COMMAND to COMMAND's standard input, until the next\n"
+    ".output; .output alone goes back to standard output.  Errors always go to\n"
+    "standard error.\n",
+    "pagedb> .output fields.txt\n"
+    "pagedb> .fields\n"
+    "pagedb> .output\n" },
+  { "pages", dotPages, ".pages [N]",
+    "Per-run fill from the page table (the first N runs)",
+    "The committed runs (the first N) from the page table: first page, pages,\n"
+    "samples starting in it, bytes used (its 64-byte header included), fill.\n",
+    "pagedb> .pages 2\n"
+    "0|1|1|80|0.1%\n" },
+  { "print", dotPrint, ".print STRING ...",
+    "Print the STRINGs, separated by blanks",
+    "Prints its arguments, separated by one blank, and a newline: a script's\n"
+    "way to label its output.\n",
+    "pagedb> .print 'samples per class:'\n"
+    "samples per class:\n" },
+  { "put", dotPut, ".put ID|auto FIELD=VALUE|FIELD=@FILE ...",
+    "Write one sample (VALUE, or FILE's bytes) and commit",
+    "Writes one sample and commits.  VALUE is text for BYTES and TEXT fields,\n"
+    "a number for INT and REAL; @FILE gives FILE's bytes (@@x is the value\n"
+    "@x).  auto lets the engine pick the id, which is printed.  In a dataset\n"
+    "without fields, the fields are made from the values: INT for integers,\n"
+    "REAL for other numbers, BYTES for @FILE, TEXT otherwise.\n",
+    "pagedb> .put 1 img=@cat.jpg label=3 'caption=a small cat'\n"
+    "pagedb> .put auto label=4\n"
+    "2\n" },
+  { "quit", dotQuit, ".quit",
+    "Exit",
+    "Leaves the shell; the exit status is 1 if any command failed.\n",
+    "pagedb> .quit\n" },
+  { "read", dotRead, ".read FILE",
+    "Run the commands of FILE",
+    "Reads FILE as a script: dot-commands and SQL, one command a line, SQL up\n"
+    "to a ';'.  An error names the line; with .bail on it stops the script.\n",
+    "pagedb> .read report.sql\n" },
+  { "schema", dotSchema, ".schema [--indent] [PATTERN]",
+    "The catalog's SQL schema (tables matching PATTERN)",
+    "Prints the CREATE statements of the catalog's tables, views and indexes\n"
+    "(those whose names match the glob PATTERN); --indent puts each column\n"
+    "of a table on a line of its own.\n",
+    "pagedb> .schema --indent sample\n"
+    "CREATE TABLE sample(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  ...\n" },
+  { "shell", dotSystem, ".shell CMD ARGS ...",
+    "Run CMD ARGS in /bin/sh",
+    "Runs the command line through /bin/sh, as sqlite3 does; a non-zero exit\n"
+    "status is an error.  .system is the same.\n",
+    "pagedb> .shell ls -l cats.pagedb\n" },
+  { "show", dotShow, ".show",
+    "Show the current settings",
+    "Prints the shell's settings: echo, headers, mode, nullvalue, output,\n"
+    "widths, bail, timer, changes, writable, the dataset and the VFSes.\n",
+    "pagedb> .show\n" },
+  { "stats", dotStats, ".stats",
+    "Space, compression per field, fill histogram, I/O",
+    "Where the bytes of the committed pages go (stored values, dead bytes,\n"
+    "run headers, unused page ends), compression per field, this handle's\n"
+    "I/O, and the runs by fill.\n",
+    "pagedb> .stats\n" },
+  { "system", dotSystem, ".system CMD ARGS ...",
+    "Run CMD ARGS in /bin/sh (as .shell)",
+    "The same as .shell.\n",
+    "pagedb> .system du -h cats.pagedb\n" },
+  { "tables", dotTables, ".tables [PATTERN]",
+    "List the catalog's tables and views (matching PATTERN)",
+    "Lists the names of the catalog's tables and views (those matching the\n"
+    "glob PATTERN): sample is the one with a row per sample.\n",
+    "pagedb> .tables\n"
+    "extent  field  meta  page  sample\n" },
+  { "timer", dotTimer, ".timer on|off",
+    "Print the time each command takes",
+    "After each command, the time it took, as sqlite3 prints it.\n",
+    "pagedb> .timer on\n"
+    "pagedb> .count\n"
+    "2\n"
+    "Run Time: real 0.000 user 0.000000 sys 0.000003\n" },
+  { "vacuum", dotVacuum, ".vacuum [INTO FILE] [--page-size N]",
+    "Rewrite without deleted samples and unused page ends",
+    "Rewrites the live samples without the space deleted samples and unused\n"
+    "page ends take: in place (atomically), or INTO the new dataset FILE.\n"
+    "--page-size gives the copy another page size.  Prints the new size.\n",
+    "pagedb> .vacuum INTO small.pagedb\n"
+    "small.pagedb: 65616 bytes (was 131139)\n" },
+  { "vfs", dotVfs, ".vfs [NAME]",
+    "List the VFSes and whether each works; use NAME from the next open",
+    "Lists the registered VFSes, the default, which the next open uses, and\n"
+    "whether each works for files beside the open dataset.  With NAME, the\n"
+    "next .open or .create uses that VFS.\n",
+    "pagedb> .vfs io_uring\n" },
+  { "width", dotWidth, ".width N1 N2 ...",
+    "Minimum column widths in table and box modes",
+    "Sets the minimum width of the first columns of table and box output, in\n"
+    "characters (0: as wide as the column needs); .width alone resets them.\n",
+    "pagedb> .width 8 20\n" },
+  { "writable", dotWritable, ".writable on|off",
+    "Let SQL change INT/REAL field values (UPDATE sample SET ...)",
+    "With on, SQL that writes runs through pagedb_sql_update, which lets it\n"
+    "change the values of INT and REAL fields and nothing else; the change is\n"
+    "committed at once.\n",
+    "pagedb> .writable on\n"
+    "pagedb> UPDATE sample SET label = 3 WHERE label = 7;\n" },
+};
+#define N_DOTCMD ((int)(sizeof(aDotCmd) / sizeof(aDotCmd[0])))
+
+/* The command AZARG names: exact, or the one it is a prefix of.  NULL,
+** with *PNMATCH 0 (unknown) or > 1 (ambiguous), if none. */
+static const DotCmd *findCmd(const char *zName, int *pnMatch){
+  const DotCmd *pCmd = 0;
+  size_t len = strlen(zName);
+  int nMatch = 0;
+  for(int i = 0; i < N_DOTCMD; i++){
+    if( strcmp(aDotCmd[i].zName, zName) == 0 ){ *pnMatch = 1; return &aDotCmd[i]; }
+    if( strncmp(aDotCmd[i].zName, zName, len) == 0 ){ pCmd = &aDotCmd[i]; nMatch++; }
+  }
+  *pnMatch = nMatch;
+  return nMatch == 1 ? pCmd : 0;
+}
+
+int shellDispatch(ShellState *p, int nArg, char **azArg){
+  int nMatch;
+  const DotCmd *pCmd = findCmd(azArg[0], &nMatch);
+  if( pCmd == 0 ){
+    shellError(p, ".%s: %s command (see .help)", azArg[0], nMatch ? "ambiguous" : "unknown");
+    return 1;
+  }
+  azArg[0] = (char *)pCmd->zName;
+  p->zCmdName = pCmd->zName;
+  int rc = pCmd->xFunc(p, nArg, azArg);
+  p->zCmdName = 0;
+  return rc;
+}
+
+static void helpLine(ShellState *p, const DotCmd *c){
+  if( strlen(c->zUsage) > 28 ){
+    fprintf(p->out, "%s\n%-28s %s\n", c->zUsage, "", c->zHelp);
+  }else{
+    fprintf(p->out, "%-28s %s\n", c->zUsage, c->zHelp);
+  }
+}
+
+/* USAGE: .help [COMMAND]
+** One line per command; for a command (a name or a prefix only it has),
+** its synopsis, paragraph and example; for a prefix several share, their
+** lines. */
+int dotHelp(ShellState *p, int nArg, char **azArg){
+  if( nArg > 2 ){ shellError(p, ".help: unexpected argument \"%s\"", azArg[2]); return 1; }
+  if( nArg == 1 ){
+    for(int i = 0; i < N_DOTCMD; i++) helpLine(p, &aDotCmd[i]);
+    fprintf(p->out, "%-28s %s\n", "SQL;", "Anything else: SQL on the catalog (read-only)");
+    return 0;
+  }
+  const char *zWant = azArg[1] + (azArg[1][0] == '.');
+  int nMatch;
+  const DotCmd *c = findCmd(zWant, &nMatch);
+  if( c ){
+    fprintf(p->out, "%s\n\n%s\nExample:\n", c->zUsage, c->zDetail);
+    for(const char *z = c->zExample; *z; ){
+      const char *e = strchr(z, '\n');
+      size_t n = e ? (size_t)(e - z) : strlen(z);
+      fprintf(p->out, "  %.*s\n", (int)n, z);
+      z += n + (e != 0);
+    }
+    return 0;
+  }
+  if( nMatch == 0 ){
+    shellError(p, ".help %s: no such command", azArg[1]);
+    return 1;
+  }
+  for(int i = 0; i < N_DOTCMD; i++){
+    if( strncmp(aDotCmd[i].zName, zWant, strlen(zWant)) == 0 ) helpLine(p, &aDotCmd[i]);
+  }
+  return 0;
+}
