@@ -94,16 +94,9 @@ done:
   return rc;
 }
 
-int shellFieldSpec(ShellState *p, const char *zCmd, const char *z, char **pzName, int *pType,
+int shellFieldSpec(ShellState *p, const char *zCmd, char *z, const char **pzName, int *pType,
                    int *pCodec){
-  char *zCopy = strdup(z);
-  const char *zName;
-  if( zCopy == 0 ){ shellError(p, "%s: out of memory", zCmd); return 1; }
-  int rc = parseFieldSpec(p, zCmd, zCopy, &zName, pType, pCodec);
-  if( rc == 0 ) memmove(zCopy, zName, strlen(zName) + 1);
-  if( rc ){ free(zCopy); zCopy = 0; }
-  *pzName = zCopy;
-  return rc;
+  return parseFieldSpec(p, zCmd, z, pzName, pType, pCodec);
 }
 
 /* USAGE: .create FILE [--field NAME:TYPE[:CODEC[:LEVEL]] ...] [--page-size N]

@@ -31,6 +31,7 @@
 #include "import.h"
 #include "shell.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -88,35 +89,60 @@ static const char *typeName(int t){
        : t == PAGEDB_REAL ? "REAL" : "?";
 }
 
-/*
-** The fields NAMES (N, of TYPES) in DB: created, in this order, if DB has
-** none (BYTES ones with the import's codec), else looked up by name, each
-** of which must exist with its type.  AIDX receives their numbers.
-*/
-int impFields(Import *imp, int n, char **azName, const int *aType, int *aIdx,
+/* Whether values the source gives as type SRC fit a field of type DST:
+** anything is stored as BYTES or TEXT (numbers as their decimal text),
+** integers as REAL; a value a conversion then refuses (text that is not a
+** number) is reported by the writer, naming the sample and the field. */
+static int typeFits(int src, int dst){
+  return src == dst || dst == PAGEDB_BYTES || dst == PAGEDB_TEXT
+      || (dst == PAGEDB_REAL && src == PAGEDB_INT);
+}
+
+int impFields(Import *imp, int n, char **azName, const int *aSrcType, int *aIdx,
               char *emsg, size_t nemsg){
   pagedb *db = imp->db;
-  if( pagedb_field_count(db) == 0 ){
-    for(int i = 0; i < n; i++){
-      int codec = aType[i] == PAGEDB_BYTES ? imp->o->codec : PAGEDB_CODEC_NONE;
-      int rc = pagedb_field_add(db, azName[i], aType[i], codec);
+  const XferOpts *o = imp->o;
+  /* Every override names a field of the source. */
+  for(int k = 0; k < o->nField; k++){
+    int i = 0;
+    while( i < n && strcasecmp(azName[i], o->aField[k].zName) ) i++;
+    if( i == n ){
+      xfer_msg(emsg, nemsg, "--field %s: the source has no field \"%s\" (its fields:%s%s%s%s%s)",
+               o->aField[k].zName, o->aField[k].zName, n > 0 ? " " : "", n > 0 ? azName[0] : "",
+               n > 1 ? " " : "", n > 1 ? azName[1] : "", n > 2 ? " ..." : "");
+      return PAGEDB_MISMATCH;
+    }
+  }
+  int created = pagedb_field_count(db) == 0;
+  for(int i = 0; i < n; i++){
+    const XferField *ov = 0;
+    for(int k = 0; k < o->nField; k++){
+      if( strcasecmp(azName[i], o->aField[k].zName) == 0 ) ov = &o->aField[k];
+    }
+    int type = ov ? ov->type : aSrcType[i];
+    if( created ){
+      int codec = ov && ov->hasCodec ? ov->codec : type == PAGEDB_BYTES ? o->codec : PAGEDB_CODEC_NONE;
+      int rc = pagedb_field_add(db, azName[i], type, codec);
       if( rc ){
-        xfer_msg(emsg, nemsg, "creating field \"%s\" %s: %s (%s)", azName[i], typeName(aType[i]),
+        xfer_msg(emsg, nemsg, "creating field \"%s\" %s: %s (%s)", azName[i], typeName(type),
                pagedb_errname(rc), pagedb_errmsg(db));
         return rc;
       }
       aIdx[i] = i;
+      continue;
     }
-    return PAGEDB_OK;
-  }
-  for(int i = 0; i < n; i++){
     int f = pagedb_field_index(db, azName[i]);
-    if( f < 0 || pagedb_field_type(db, f) != aType[i] ){
-      char zHave[64] = "none";
-      if( f >= 0 ) snprintf(zHave, sizeof zHave, "%s", typeName(pagedb_field_type(db, f)));
-      xfer_msg(emsg, nemsg, "the dataset has fields already, and its field \"%s\" is %s where "
-             "this source needs %s (import into an empty dataset, or one of the same fields)",
-             azName[i], f < 0 ? "missing" : zHave, typeName(aType[i]));
+    if( f < 0 ){
+      xfer_msg(emsg, nemsg, "field \"%s\": the dataset has fields already, and not this one "
+               "(import into a new dataset, or one with the same fields)", azName[i]);
+      return PAGEDB_MISMATCH;
+    }
+    int have = pagedb_field_type(db, f);
+    if( ov ? ov->type != have : !typeFits(aSrcType[i], have) ){
+      xfer_msg(emsg, nemsg, "field \"%s\": the dataset's field is %s, where %s %s (import into a "
+               "new dataset, or give --field %s:%s)", azName[i], typeName(have),
+               ov ? "--field asks for" : "this source holds", typeName(type), azName[i],
+               typeName(have));
       return PAGEDB_MISMATCH;
     }
     aIdx[i] = f;
@@ -144,8 +170,94 @@ static int stopped(Import *imp){
   return imp->o->stop && *imp->o->stop;
 }
 
+/* The sample J names in messages: its __key__ (a tar's) or its id. */
+static void jobName(Import *imp, Job *j, char *buf, size_t n){
+  int fKey = pagedb_field_index(imp->db, "__key__");
+  if( fKey >= 0 ){
+    for(int i = 0; i < j->nPut; i++){
+      Put *p = &j->aPut[i];
+      if( p->field == fKey && p->data && (p->type == PAGEDB_TEXT || p->type == PAGEDB_BYTES) ){
+        snprintf(buf, n, "sample %lld (key \"%.*s\")", (long long)j->id,
+                 (int)(p->n < 200 ? p->n : 200), (const char *)p->data);
+        return;
+      }
+    }
+  }
+  snprintf(buf, n, "sample %lld", (long long)j->id);
+}
+
+/*
+** Convert value P to the type of its field in the dataset (impFields made
+** sure the source's type fits it): a number to its decimal text for a
+** BYTES or TEXT field, decimal text (blanks around it allowed, as in
+** "3\n") to INT or REAL; JSON checked for a TEXT field when P->json.
+** PAGEDB_MISMATCH with EMSG naming the sample and the field when a value
+** is not what its field holds.
+*/
+static int impConvert(Import *imp, Job *j, Put *p, char *emsg, size_t nemsg){
+  int want = pagedb_field_type(imp->db, p->field);
+  const char *zField = pagedb_field_name(imp->db, p->field);
+  char zName[300];
+  if( (want == PAGEDB_BYTES || want == PAGEDB_TEXT) && (p->type == PAGEDB_INT || p->type == PAGEDB_REAL) ){
+    char buf[64];
+    int k = p->type == PAGEDB_INT ? snprintf(buf, sizeof buf, "%lld", (long long)p->iv)
+                                  : snprintf(buf, sizeof buf, "%.17g", p->rv);
+    char *z = malloc((size_t)k + 1);
+    if( z == 0 ){ xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
+    memcpy(z, buf, (size_t)k + 1);
+    p->data = z;
+    p->n = (size_t)k;
+    p->owned = 1;
+  }else if( (want == PAGEDB_INT || want == PAGEDB_REAL) && (p->type == PAGEDB_BYTES || p->type == PAGEDB_TEXT) ){
+    const char *z = p->data;
+    size_t a = 0, b = p->n;
+    while( a < b && isspace((unsigned char)z[a]) ) a++;
+    while( b > a && isspace((unsigned char)z[b - 1]) ) b--;
+    char buf[64], *end;
+    int ok = b - a > 0 && b - a < sizeof buf;
+    if( ok ){
+      memcpy(buf, z + a, b - a);
+      buf[b - a] = 0;
+      errno = 0;
+      if( want == PAGEDB_INT ) p->iv = strtoll(buf, &end, 10);
+      else p->rv = strtod(buf, &end);
+      ok = errno == 0 && *end == 0;
+    }
+    if( !ok ){
+      jobName(imp, j, zName, sizeof zName);
+      xfer_msg(emsg, nemsg, "%s, field \"%s\": \"%.*s\" is not %s (the field is %s; "
+               "--field %s:bytes keeps such values as they are)", zName, zField,
+               (int)(p->n < 40 ? p->n : 40), z, want == PAGEDB_INT ? "an integer" : "a number",
+               want == PAGEDB_INT ? "INT" : "REAL", zField);
+      return PAGEDB_MISMATCH;
+    }
+    if( p->owned ) free(p->data);
+    p->data = 0;
+    p->n = 0;
+    p->owned = 0;
+  }else if( want == PAGEDB_REAL && p->type == PAGEDB_INT ){
+    p->rv = (double)p->iv;
+  }
+  if( want == PAGEDB_TEXT && p->json ){
+    size_t off;
+    const char *zErr = jsonCheck(p->data, p->n, &off);
+    if( zErr ){
+      jobName(imp, j, zName, sizeof zName);
+      xfer_msg(emsg, nemsg, "%s, field \"%s\": not valid JSON: %s at byte %zu (--field %s:bytes "
+               "keeps such values as they are)", zName, zField, zErr, off, zField);
+      return PAGEDB_MISMATCH;
+    }
+  }
+  p->type = want;
+  return PAGEDB_OK;
+}
+
 /* Write job J's sample with W.  Returns a code, with EMSG. */
 static int impWrite(Import *imp, pagedb_writer *w, Job *j, char *emsg, size_t nemsg){
+  for(int i = 0; i < j->nPut; i++){
+    int rc = impConvert(imp, j, &j->aPut[i], emsg, nemsg);
+    if( rc ) return rc;
+  }
   int rc = pagedb_sample_begin(w, j->id);
   const char *zWhat = "pagedb_sample_begin";
   for(int i = 0; rc == PAGEDB_OK && i < j->nPut; i++){
@@ -386,11 +498,12 @@ int dotImport(ShellState *p, int nArg, char **azArg){
   o.threads = nCpu > 0 ? (int)nCpu : 1;
   o.bail = p->bail;
   o.err = stderr;
+  XferField aField[PAGEDB_MAX_FIELDS];
   for(int i = 1; i < nArg; i++){
     const char *z = azArg[i];
     if( z[0] == '-' && z[1] == '-' ) z++;
     int isOpt = strcmp(z, "-threads") == 0 || strcmp(z, "-codec") == 0
-             || strcmp(z, "-page-size") == 0;
+             || strcmp(z, "-page-size") == 0 || strcmp(z, "-field") == 0;
     if( isOpt && i + 1 >= nArg ){
       shellError(p, ".import %s: missing its value (usage: " IMPORT_USAGE ")", azArg[i]);
       return 1;
@@ -414,6 +527,24 @@ int dotImport(ShellState *p, int nArg, char **azArg){
                    azArg[i]);
         return 1;
       }
+    }else if( strcmp(z, "-field") == 0 ){
+      if( o.nField >= PAGEDB_MAX_FIELDS ){
+        shellError(p, ".import --field %s: more than %d", azArg[i + 1], PAGEDB_MAX_FIELDS);
+        return 1;
+      }
+      XferField *f = &aField[o.nField];
+      /* A codec is given when the spec has a third part (NAME:TYPE:CODEC). */
+      const char *c1 = strchr(azArg[++i], ':');
+      f->hasCodec = c1 && strchr(c1 + 1, ':') != 0;
+      if( shellFieldSpec(p, ".import", azArg[i], &f->zName, &f->type, &f->codec) ) return 1;
+      for(int k = 0; k < o.nField; k++){
+        if( strcasecmp(aField[k].zName, f->zName) == 0 ){
+          shellError(p, ".import --field %s: given twice", f->zName);
+          return 1;
+        }
+      }
+      o.nField++;
+      o.aField = aField;
     }else if( z[0] == '-' ){
       shellError(p, ".import %s: unknown option (usage: " IMPORT_USAGE ")", azArg[i]);
       return 1;

@@ -28,6 +28,7 @@ typedef struct Put {
   int owned;
   int64_t iv;
   double rv;
+  int json;             /* BYTES/TEXT data that must be valid JSON when stored as TEXT */
 } Put;
 
 /* One sample to write. */
@@ -105,11 +106,23 @@ struct Import {
 /* A new value in J (zeroed but for FIELD and TYPE); NULL when out of memory. */
 Put *jobPut(Job *j, int field, int type);
 
-/* Give the import the fields NAMES (N, of TYPES): created in this order if
-** the dataset has none, else each must exist with its type (PAGEDB_MISMATCH
-** with EMSG naming the first that does not).  AIDX receives their numbers. */
+/*
+** Give the import the fields NAMES (N, of the types ATYPE the source's
+** conventions give them), after the --field overrides (o->aField): created
+** in this order if the dataset has none; else each must exist, and the
+** dataset keeps its type when the source's values fit it (anything fits
+** BYTES and TEXT, integers fit REAL).  PAGEDB_MISMATCH, with EMSG naming the
+** field, for a field that is missing or does not fit, or an override that
+** names no field of the source or contradicts the dataset.  AIDX receives
+** the fields' numbers.  The writers convert each value to its field's type
+** (impWrite).
+*/
 int impFields(Import *imp, int n, char **azName, const int *aType, int *aIdx,
               char *emsg, size_t nemsg);
+
+/* Check that DATA (N bytes) is one JSON document (RFC 8259, UTF-8): NULL
+** if it is, else what is wrong, with *POFF the byte offset where (json.c). */
+const char *jsonCheck(const void *data, size_t n, size_t *pOff);
 
 /* Run the writer threads on the source's jobs (imp->xNext, imp->xLoad),
 ** then commit.  *N receives the samples committed.  Returns imp->rc. */

@@ -187,19 +187,15 @@ static int csvNext(Import *imp, Job *j, char *emsg, size_t nemsg){
     const char *z = imp->cBuf + imp->aCell[i];
     size_t n = imp->aCellLen[i];
     if( n == 0 ) continue;               /* a missing value */
-    Put *p = jobPut(j, imp->aColField[i], imp->aColType[i]);
+    /* The cell's text: the writer converts it to its field's type (a
+    ** number for an INT or REAL field, as it is for TEXT and BYTES). */
+    Put *p = jobPut(j, imp->aColField[i], PAGEDB_TEXT);
     if( p == 0 ){ xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
-    if( p->type == PAGEDB_INT ){
-      p->iv = strtoll(z, 0, 10);
-    }else if( p->type == PAGEDB_REAL ){
-      p->rv = strtod(z, 0);
-    }else{
-      if( (p->data = malloc(n)) == 0 ){ xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
-      memcpy(p->data, z, n);
-      p->n = n;
-      p->owned = 1;
-      j->bytes += (int64_t)n;
-    }
+    if( (p->data = malloc(n)) == 0 ){ xfer_msg(emsg, nemsg, "out of memory"); return PAGEDB_NOMEM; }
+    memcpy(p->data, z, n);
+    p->n = n;
+    p->owned = 1;
+    j->bytes += (int64_t)n;
   }
   return PAGEDB_OK;
 }

@@ -423,6 +423,35 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
   return rc;
 }
 
+/* The last part of extension E ("seg.json" -> "json"), as WebDataset's
+** decoders match it. */
+static const char *extLast(const char *e){
+  const char *d = strrchr(e, '.');
+  return d ? d + 1 : e;
+}
+
+/*
+** The type WebDataset's conventions give the values of extension E:
+** integers in .cls .cls2 .class .index .inx .count (decimal text, as
+** webdataset's decoders read them; .id is one too, but "id" cannot name a
+** field), text in .txt .text and .json (checked to be JSON), bytes in any
+** other.
+*/
+static int extType(const char *e){
+  static const char *azInt[] = { "cls", "cls2", "class", "index", "inx", "count" };
+  static const char *azText[] = { "txt", "text", "json" };
+  const char *z = extLast(e);
+  for(size_t i = 0; i < sizeof azInt / sizeof azInt[0]; i++){
+    if( strcasecmp(z, azInt[i]) == 0 ) return PAGEDB_INT;
+  }
+  for(size_t i = 0; i < sizeof azText / sizeof azText[0]; i++){
+    if( strcasecmp(z, azText[i]) == 0 ) return PAGEDB_TEXT;
+  }
+  return PAGEDB_BYTES;
+}
+
+static int extIsJson(const char *e){ return strcasecmp(extLast(e), "json") == 0; }
+
 /* The field of extension E (which pass 1 saw). */
 static int extField(Import *imp, const char *e){
   int lo = 0, hi = imp->nExt - 1;
@@ -458,6 +487,7 @@ static int planNext(Import *imp, TarPlan *p, Job *j, char *emsg, size_t nemsg){
     q->data = data;
     q->n = n;
     q->owned = 1;
+    q->json = extIsJson(r->zExt);
     j->bytes += (int64_t)n;
   }
   const char *zKey = p->a[p->aStart[g]].zKey;
@@ -546,6 +576,7 @@ static int tarNext(Import *imp, Job *j, char *emsg, size_t nemsg){
     p->data = data;
     p->owned = 1;
     p->n = nData;
+    p->json = extIsJson(zExt);
     j->bytes += (int64_t)nData;
     free(imp->zPend);
     imp->zPend = 0;
@@ -624,7 +655,7 @@ int importTar(Import *imp, int64_t *n, char *emsg, size_t nemsg){
     aType[0] = PAGEDB_TEXT;
     for(int i = 0; i < imp->nExt; i++){
       azName[i + 1] = imp->azExt[i];
-      aType[i + 1] = PAGEDB_BYTES;
+      aType[i + 1] = extType(imp->azExt[i]);
     }
     rc = impFields(imp, imp->nExt + 1, azName, aType, aIdx, emsg, nemsg);
     if( rc == PAGEDB_OK ){

@@ -93,9 +93,10 @@ int shellNeedDb(ShellState *p, const char *zCmd);
 ** (typos leave nothing behind). */
 int shellNeedWritable(ShellState *p, const char *zCmd);
 
-/* Parse .create's and .import's NAME:TYPE[:CODEC[:LEVEL]] (Z not modified);
-** ZCMD names the command in error messages.  0 ok, 1 after an error. */
-int shellFieldSpec(ShellState *p, const char *zCmd, const char *z, char **pzName, int *pType,
+/* Parse .create's and .import's NAME:TYPE[:CODEC[:LEVEL]]; Z is modified
+** (the ':' become NULs) and *PZNAME points into it.  ZCMD names the command
+** in error messages.  0 ok, 1 after an error. */
+int shellFieldSpec(ShellState *p, const char *zCmd, char *z, const char **pzName, int *pType,
                    int *pCodec);
 
 /* Turn "on"/"off" (yes/no, true/false, 1/0) into 1/0; -1 if neither. */

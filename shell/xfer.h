@@ -86,6 +86,14 @@
 #include <stdio.h>
 #include "pagedb.h"
 
+/* An override of a field's type (and codec) for xfer_import. */
+typedef struct XferField {
+  const char *zName;
+  int type;                /* PAGEDB_BYTES ... PAGEDB_REAL */
+  int codec;               /* its codec when the field is created */
+  int hasCodec;            /* the override names a codec (else o->codec for BYTES/TEXT) */
+} XferField;
+
 typedef struct XferOpts {
   int threads;             /* writer threads, >= 1 (the shell passes all cores by default) */
   int codec;               /* codec of the BYTES fields of a dataset that has no fields yet */
@@ -95,6 +103,8 @@ typedef struct XferOpts {
   void (*progress)(void *ctx, int64_t done, int64_t total, int64_t bytes);  /* may be NULL */
   void *ctx;
   FILE *err;               /* where per-file problems are reported */
+  int nField;              /* .import --field NAME:TYPE[:CODEC[:LEVEL]] overrides: */
+  const XferField *aField;
 } XferOpts;
 
 /* Import SOURCE into DB (fields created if DB has none; else they must match); *N samples imported. Returns a
