@@ -182,6 +182,22 @@ int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
                      int (*xrow)(void *ctx, const CatVal *v, int n), void *ctx);
 
 /*
+** User tables (pagedb_sql_user): tables of the application's own kept in
+** the catalog, and their indexes.  A name is a user table's when it is not
+** one of pagedb's objects (meta, field, page, sample, extent, any case) and
+** does not begin with "sqlite_" or "pagedb_".  cat_load accepts such tables
+** and indexes on them; views and triggers stay refused.
+*/
+/* Run SQL that may create, fill, change, index and drop user tables and
+** read anything, in one committed transaction (no other write transaction
+** may be open).  *NCHANGED: rows changed.  PAGEDB_READONLY for SQL the
+** authorizer refuses. */
+int cat_user_sql(Catalog *c, pdb_msg *m, const char *sql, int64_t *nchanged);
+/* Copy FROM's user tables (schema, rows, indexes) into TO, in one committed
+** transaction (pagedb_vacuum). */
+int cat_copy_user(Catalog *from, Catalog *to, pdb_msg *m);
+
+/*
 ** catvfs.c: the name of the SQLite VFS that sends the catalog's file I/O
 ** through the pagedb VFS V (registered on first use; thread-safe).  NULL
 ** (SQLite's default VFS) for a NULL V or when no more can be registered.

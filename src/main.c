@@ -918,6 +918,31 @@ int pagedb_sql_update(pagedb *db, const char *sql, int64_t *nchanged) {
   return rc;
 }
 
+int pagedb_sql_user(pagedb *db, const char *sql, int64_t *nchanged) {
+  int64_t n = 0;
+  if (nchanged) *nchanged = 0;
+  if (!db || !sql) return PAGEDB_MISUSE;
+  pdb_msg *m = &db->err;
+  int rc = api_usable(db, m);
+  if (rc != PAGEDB_OK) return rc;
+  if (db->readonly) return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: no change to user tables", db->path);
+  pthread_mutex_lock(&db->mu);
+  int busy = db->writers != NULL;
+  pthread_mutex_unlock(&db->mu);
+  if (busy) return pdb_err(db, m, PAGEDB_MISUSE, "cannot change user tables of %s: a writer is open (close it first)",
+                           db->path);
+  /* What was written is committed first, which ends the catalog's long
+  ** write transaction; then the SQL runs in a transaction of its own. */
+  pthread_mutex_lock(&db->commit_mu);
+  pthread_mutex_lock(&db->cat_mu);
+  rc = commit_locked(db);
+  if (rc == PAGEDB_OK) rc = cat_user_sql(db->cat, m, sql, &n);
+  pthread_mutex_unlock(&db->cat_mu);
+  pthread_mutex_unlock(&db->commit_mu);
+  if (rc == PAGEDB_OK && nchanged) *nchanged = n;
+  return rc;
+}
+
 int pagedb_sql(pagedb *db, const char *sql, int (*xrow)(void *, int, char **, char **), void *ctx) {
   if (!db || !sql) return PAGEDB_MISUSE;
   if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");

@@ -729,6 +729,40 @@ PAGEDB_API int pagedb_sql(pagedb *db, const char *sql,
 */
 PAGEDB_API int pagedb_sql_update(pagedb *db, const char *sql, int64_t *nchanged);
 
+/*
+** Keep tables of the application's own ("user tables") in the catalog: the
+** class names of a label field, say,
+**
+**   CREATE TABLE classes(label INTEGER PRIMARY KEY, name TEXT NOT NULL);
+**   INSERT INTO classes VALUES(0, 'cat'), (1, 'dog');
+**
+** which SQL (pagedb_sql) then joins with table sample.  A user table is
+** any table whose name is not one of pagedb's objects (meta, field, page,
+** sample, extent, in any case) and does not begin with "sqlite_" or
+** "pagedb_".  SQL may create, fill, change, index, alter and drop user
+** tables and read anything; an authorizer refuses everything else when a
+** statement is prepared, before anything runs: changes to pagedb's tables,
+** views, triggers, virtual and temporary tables, PRAGMA, ATTACH and
+** transaction statements.  Whatever this handle's writers wrote is
+** committed first; then the statements run in one transaction, durable on
+** return (nothing changes if one fails).  *NCHANGED (if not NULL)
+** receives the rows the statements inserted, updated or deleted.
+**
+** User tables belong to the dataset: pagedb_open accepts a catalog that
+** holds them and indexes on them (a view or trigger is still refused as
+** PAGEDB_CORRUPT_CATALOG), pagedb_vacuum copies them into the new dataset
+** (in place or INTO), pagedb_attach leaves them as they are (the attached
+** dataset's are not copied).  Older pagedb versions refuse to open a
+** catalog with user tables.
+**
+** Results: PAGEDB_OK; PAGEDB_READONLY (a read-only handle, or SQL the
+** authorizer refuses: nothing changed); PAGEDB_CONSTRAINT (a constraint of
+** a user table failed: nothing changed); PAGEDB_ERROR (an SQL error, with
+** SQLite's message); PAGEDB_MISUSE (NULL arguments, a writer open);
+** PAGEDB_BUSY; PAGEDB_NOMEM; PAGEDB_IOERR*.
+*/
+PAGEDB_API int pagedb_sql_user(pagedb *db, const char *sql, int64_t *nchanged);
+
 /* Paths of the data file and of the catalog; owned by DB. */
 PAGEDB_API const char *pagedb_path(pagedb *db);
 PAGEDB_API const char *pagedb_catalog_path(pagedb *db);

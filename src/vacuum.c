@@ -274,6 +274,8 @@ static int create_copy(pagedb *db, const char *dest, uint32_t ps, pagedb **out) 
   if (rc == PAGEDB_OK && ps != pagedb_page_size(dst)) rc = pagedb_set_page_size(dst, ps);
   for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
     rc = pagedb_field_add(dst, db->fields[f].name, db->fields[f].type, db->fields[f].codec);
+  /* The application's tables in the catalog are part of the dataset. */
+  if (rc == PAGEDB_OK) rc = cat_copy_user(db->cat, dst->cat, &dst->err);
   if (rc != PAGEDB_OK)
     rc = pdb_err(db, m, rc, "cannot vacuum %s into %s: %s", db->path, dest, pagedb_errmsg(dst));
   return rc;

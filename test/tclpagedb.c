@@ -35,7 +35,7 @@
 **
 **   DB close | field_add NAME TYPE ?CODEC? | field_index NAME | fields |
 **      count | pages | page_size | set_page_size N | commit | errmsg |
-**      path | catalog_path | sql SQL | sql_update SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
+**      path | catalog_path | sql SQL | sql_update SQL | sql_user SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
 **      ingest ?OPTIONS? | verify ?OPTIONS? | stats | field_stats FIELD |
 **      delete ID | vacuum ?DEST? ?-page-size N? |
 **          pagedb_delete; pagedb_vacuum into DEST, or in place without it
@@ -846,12 +846,12 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
     "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
-    "delete", "vacuum", "sql_update", 0
+    "delete", "vacuum", "sql_update", "sql_user", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
          D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
-         D_DELETE, D_VACUUM, D_SQL_UPDATE };
+         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -963,6 +963,16 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
         return TCL_ERROR;
       }
       rc = pagedb_sql_update(db, Tcl_GetString(objv[2]), &n);
+      if( rc == PAGEDB_OK ) Tcl_SetObjResult(interp, Tcl_NewWideIntObj(n));
+      break;
+    }
+    case D_SQL_USER: {
+      int64_t n = -1;
+      if( objc != 3 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "SQL");
+        return TCL_ERROR;
+      }
+      rc = pagedb_sql_user(db, Tcl_GetString(objv[2]), &n);
       if( rc == PAGEDB_OK ) Tcl_SetObjResult(interp, Tcl_NewWideIntObj(n));
       break;
     }
