@@ -24,6 +24,114 @@
 
 #define XFER_MAX_DEPTH      256       /* directory levels below SOURCE */
 
+/* ------------------------------------------------------------------ */
+/* The classes table                                                   */
+/* ------------------------------------------------------------------ */
+
+/* Append Z to the string *PZ (length *PN) as an SQL string literal. */
+static int sqlQuote(char **pz, size_t *pn, const char *z){
+  size_t k = strlen(z), need = *pn + 2 * k + 3;
+  char *b = realloc(*pz, need + 1);
+  if( b == 0 ) return PAGEDB_NOMEM;
+  *pz = b;
+  b[(*pn)++] = '\'';
+  for(; *z; z++){
+    if( *z == '\'' ) b[(*pn)++] = '\'';
+    b[(*pn)++] = *z;
+  }
+  b[(*pn)++] = '\'';
+  b[*pn] = 0;
+  return PAGEDB_OK;
+}
+
+/* pagedb_sql callback: label and name of a classes row that disagrees. */
+typedef struct ClassClash { int found; char zLabel[32]; char zHave[256]; } ClassClash;
+static int classRow(void *ctx, int nCol, char **azVal, char **azName){
+  ClassClash *c = ctx;
+  (void)azName;
+  if( c->found++ || nCol < 2 ) return 0;
+  snprintf(c->zLabel, sizeof c->zLabel, "%s", azVal[0] ? azVal[0] : "NULL");
+  snprintf(c->zHave, sizeof c->zHave, "%s", azVal[1] ? azVal[1] : "NULL");
+  return 0;
+}
+
+/*
+** Keep the class names in the catalog table classes(label, name) (a user
+** table, pagedb_sql_user), so SQL can join them with the samples' labels:
+** created if missing; a label the table has already must have the same
+** name (a second import of another class list would make one label mean
+** two classes: refused, naming both, before anything is written).
+*/
+static int ifClasses(Import *imp, char *emsg, size_t nemsg){
+  if( imp->nClass == 0 ) return PAGEDB_OK;
+  char *zSql = 0;
+  size_t n = 0;
+  int rc = PAGEDB_OK;
+  /* The names of the labels as a VALUES list, for the check and the insert. */
+  const char *zHead = "WITH src(label, name) AS (VALUES";
+  zSql = malloc(strlen(zHead) + 1);
+  if( zSql == 0 ) rc = PAGEDB_NOMEM;
+  else{ strcpy(zSql, zHead); n = strlen(zHead); }
+  for(int64_t i = 0; rc == PAGEDB_OK && i < imp->nClass; i++){
+    char zNum[40];
+    snprintf(zNum, sizeof zNum, "%s(%lld, ", i ? ", " : "", (long long)i);
+    char *b = realloc(zSql, n + strlen(zNum) + 1);
+    if( b == 0 ){ rc = PAGEDB_NOMEM; break; }
+    zSql = b;
+    memcpy(zSql + n, zNum, strlen(zNum) + 1);
+    n += strlen(zNum);
+    rc = sqlQuote(&zSql, &n, imp->azClass[i]);
+    if( rc == PAGEDB_OK ){
+      b = realloc(zSql, n + 2);
+      if( b == 0 ){ rc = PAGEDB_NOMEM; break; }
+      zSql = b;
+      zSql[n++] = ')';
+      zSql[n] = 0;
+    }
+  }
+  static const char *zCheck = ") SELECT c.label, c.name, s.name FROM classes c JOIN src s USING(label)"
+                              " WHERE c.name IS NOT s.name LIMIT 1";
+  static const char *zCreate = "CREATE TABLE IF NOT EXISTS classes(label INTEGER PRIMARY KEY, name TEXT NOT NULL); ";
+  static const char *zInsert = ") INSERT OR IGNORE INTO classes(label, name) SELECT label, name FROM src";
+  char *zAll = 0;
+  if( rc == PAGEDB_OK ){
+    zAll = malloc(strlen(zCreate) + n + strlen(zCheck) + strlen(zInsert) + 1);
+    if( zAll == 0 ) rc = PAGEDB_NOMEM;
+  }
+  if( rc == PAGEDB_NOMEM ){
+    free(zSql);
+    xfer_msg(emsg, nemsg, "out of memory");
+    return rc;
+  }
+  ClassClash clash = { 0, "", "" };
+  sprintf(zAll, "%s%s", zSql, zCheck);
+  int exists = 0;
+  rc = pagedb_sql(imp->db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'classes'",
+                  classRow, &clash);
+  exists = clash.found;
+  clash.found = 0;
+  if( rc == PAGEDB_OK && exists ) rc = pagedb_sql(imp->db, zAll, classRow, &clash);
+  if( rc ){
+    xfer_msg(emsg, nemsg, "reading table classes: %s (%s)", pagedb_errname(rc), pagedb_errmsg(imp->db));
+  }else if( clash.found ){
+    int64_t lab = strtoll(clash.zLabel, 0, 10);
+    xfer_msg(emsg, nemsg, "label %s is class \"%s\" in the dataset's table classes, but \"%s\" in %s "
+             "(the class directories differ: import into a new dataset)", clash.zLabel, clash.zHave,
+             lab >= 0 && lab < imp->nClass ? imp->azClass[lab] : "?", imp->zSource);
+    rc = PAGEDB_MISMATCH;
+  }else{
+    sprintf(zAll, "%s%s%s", zCreate, zSql, zInsert);
+    rc = pagedb_sql_user(imp->db, zAll, 0);
+    if( rc ){
+      xfer_msg(emsg, nemsg, "writing the class names to table classes: %s (%s)", pagedb_errname(rc),
+               pagedb_errmsg(imp->db));
+    }
+  }
+  free(zAll);
+  free(zSql);
+  return rc;
+}
+
 /* Report an item skipped on o->err.  Returns PAGEDB_NOTFOUND. */
 static int impReport(Import *imp, const char *z){
   pthread_mutex_lock(&imp->mu);
@@ -304,6 +412,9 @@ int importFolder(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   int aType[3] = { PAGEDB_BYTES, PAGEDB_INT, PAGEDB_TEXT };
   int aIdx[3];
   rc = impFields(imp, 3, azName, aType, aIdx, emsg, nemsg);
+  if( rc == PAGEDB_OK && pagedb_field_type(imp->db, aIdx[1]) == PAGEDB_INT ){
+    rc = ifClasses(imp, emsg, nemsg);
+  }
   if( rc ) return rc;
   imp->fData = aIdx[0];
   imp->fLabel = aIdx[1];
