@@ -580,85 +580,118 @@ static int runInitFile(ShellState *p, const char *zFile, int mustExist){
 
 #define MAX_CMD_OPTS 64
 
-int main(int argc, char **argv){
-  static ShellState state;
-  ShellState *p = &state;
-  const char *zFile = 0;
-  const char *zInit = 0;
-  const char *azCmd[MAX_CMD_OPTS];
-  int nCmd = 0;
-  int batch = 0, headersSet = 0, i;
-  p->out = stdout;
-  p->in = stdin;
-  for(i = 1; i < argc; i++){
-    const char *z = argv[i];
-    if( z[0] != '-' ) break;
-    if( z[1] == '-' ) z++;
-    int m = -1;
-    for(int k = 0; k < (int)(sizeof shellModeName / sizeof shellModeName[0]); k++){
-      if( strcmp(z + 1, shellModeName[k]) == 0 ) m = k;
-    }
-    /* Options that take a value. */
-    if( strcmp(z, "-vfs") == 0 || strcmp(z, "-cmd") == 0 || strcmp(z, "-init") == 0
-     || strcmp(z, "-nullvalue") == 0 ){
-      if( i + 1 >= argc ){
-        fprintf(stderr, "Error: %s: missing its value\n%s", argv[i], zUsage);
-        return 1;
-      }
-    }
-    if( m >= 0 ){
-      p->mode = m;
-    }else if( strcmp(z, "-bail") == 0 ){
-      p->bail = 1;
-    }else if( strcmp(z, "-batch") == 0 ){
-      batch = 1;
-    }else if( strcmp(z, "-header") == 0 || strcmp(z, "-headers") == 0 ){
-      p->headers = 1;
-      headersSet = 1;
-    }else if( strcmp(z, "-noheader") == 0 ){
-      p->headers = 0;
-      headersSet = 1;
-    }else if( strcmp(z, "-demo") == 0 ){
-      p->demo = 1;
-    }else if( strcmp(z, "-echo") == 0 ){
-      p->echo = 1;
-    }else if( strcmp(z, "-readonly") == 0 ){
-      p->readonly = 1;
-    }else if( strcmp(z, "-version") == 0 ){
-      printf("%s\n", pagedb_libversion());
-      return 0;
-    }else if( strcmp(z, "-help") == 0 || strcmp(z, "-h") == 0 ){
-      fputs(zUsage, stdout);
-      return 0;
-    }else if( strcmp(z, "-cmd") == 0 ){
-      if( nCmd >= MAX_CMD_OPTS ){
-        fprintf(stderr, "Error: -cmd: more than %d\n", MAX_CMD_OPTS);
-        return 1;
-      }
-      azCmd[nCmd++] = argv[++i];
-    }else if( strcmp(z, "-init") == 0 ){
-      zInit = argv[++i];
-    }else if( strcmp(z, "-nullvalue") == 0 ){
-      snprintf(p->zNull, sizeof p->zNull, "%s", argv[++i]);
-    }else if( strcmp(z, "-vfs") == 0 ){
-      p->zVfs = argv[++i];
-      if( pagedb_vfs_find(p->zVfs) == 0 ){
-        fprintf(stderr, "Error: -vfs %s: no such VFS\n", p->zVfs);
-        return 1;
-      }
-    }else{
-      fprintf(stderr, "Error: unknown option: %s\n%s", argv[i], zUsage);
+/* The options main gathers (the rest go straight to the ShellState). */
+typedef struct MainOpts {
+  const char *zInit;              /* -init FILE */
+  const char *azCmd[MAX_CMD_OPTS];/* -cmd COMMAND, in order */
+  int nCmd;
+  int batch;                      /* -batch */
+  int headersSet;                 /* -header or -noheader given */
+} MainOpts;
+
+/*
+** Parse the option at ARGV[*PI] (and its value, *PI advanced past it):
+** 0 done, 1 after an error message, 2 to exit with status 0 (-version,
+** -help).  As in sqlite3, options may come before or after FILE.
+*/
+static int parseOption(ShellState *p, MainOpts *mo, int argc, char **argv, int *pi){
+  int i = *pi;
+  const char *z = argv[i];
+  if( z[1] == '-' ) z++;
+  int m = -1;
+  for(int k = 0; k < (int)(sizeof shellModeName / sizeof shellModeName[0]); k++){
+    if( strcmp(z + 1, shellModeName[k]) == 0 ) m = k;
+  }
+  /* Options that take a value. */
+  if( strcmp(z, "-vfs") == 0 || strcmp(z, "-cmd") == 0 || strcmp(z, "-init") == 0
+   || strcmp(z, "-nullvalue") == 0 ){
+    if( i + 1 >= argc ){
+      fprintf(stderr, "Error: %s: missing its value\n%s", argv[i], zUsage);
       return 1;
     }
   }
-  p->progress = isatty(1) && isatty(2);
-  shellSignals(p);
+  if( m >= 0 ){
+    p->mode = m;
+  }else if( strcmp(z, "-bail") == 0 ){
+    p->bail = 1;
+  }else if( strcmp(z, "-batch") == 0 ){
+    mo->batch = 1;
+  }else if( strcmp(z, "-header") == 0 || strcmp(z, "-headers") == 0 ){
+    p->headers = 1;
+    mo->headersSet = 1;
+  }else if( strcmp(z, "-noheader") == 0 ){
+    p->headers = 0;
+    mo->headersSet = 1;
+  }else if( strcmp(z, "-demo") == 0 ){
+    p->demo = 1;
+  }else if( strcmp(z, "-echo") == 0 ){
+    p->echo = 1;
+  }else if( strcmp(z, "-readonly") == 0 ){
+    p->readonly = 1;
+  }else if( strcmp(z, "-version") == 0 ){
+    printf("%s\n", pagedb_libversion());
+    return 2;
+  }else if( strcmp(z, "-help") == 0 || strcmp(z, "-h") == 0 ){
+    fputs(zUsage, stdout);
+    return 2;
+  }else if( strcmp(z, "-cmd") == 0 ){
+    if( mo->nCmd >= MAX_CMD_OPTS ){
+      fprintf(stderr, "Error: -cmd: more than %d\n", MAX_CMD_OPTS);
+      return 1;
+    }
+    mo->azCmd[mo->nCmd++] = argv[++i];
+  }else if( strcmp(z, "-init") == 0 ){
+    mo->zInit = argv[++i];
+  }else if( strcmp(z, "-nullvalue") == 0 ){
+    snprintf(p->zNull, sizeof p->zNull, "%s", argv[++i]);
+  }else if( strcmp(z, "-vfs") == 0 ){
+    p->zVfs = argv[++i];
+    if( pagedb_vfs_find(p->zVfs) == 0 ){
+      fprintf(stderr, "Error: -vfs %s: no such VFS\n", p->zVfs);
+      return 1;
+    }
+  }else{
+    fprintf(stderr, "Error: unknown option: %s\n%s", argv[i], zUsage);
+    return 1;
+  }
+  *pi = i;
+  return 0;
+}
+
+/* An argument that is an option: "-x" or "--x", no blank in it (SQL such
+** as "-- a comment" is not). */
+static int isOption(const char *z){
+  return z[0] == '-' && z[1] && z[1] != ' ' && strpbrk(z, " \t\n") == 0;
+}
+
+int main(int argc, char **argv){
+  static ShellState state;
+  ShellState *p = &state;
+  static MainOpts mo;
+  const char *zFile = 0;
+  int i;
+  p->out = stdout;
+  p->in = stdin;
+  for(i = 1; i < argc && isOption(argv[i]); i++){
+    int rc = parseOption(p, &mo, argc, argv, &i);
+    if( rc ) return rc == 2 ? 0 : 1;
+  }
   /* The first argument is FILE, unless it is a dot-command and no such
   ** file exists ("pagedb .help", "pagedb '.create x.pagedb --field a:int'"). */
   if( i < argc && !(argv[i][0] == '.' && isalpha((unsigned char)argv[i][1])
                     && access(argv[i], F_OK) != 0) ){
     zFile = argv[i++];
+    for(; i < argc && isOption(argv[i]); i++){
+      int rc = parseOption(p, &mo, argc, argv, &i);
+      if( rc ) return rc == 2 ? 0 : 1;
+    }
   }
+  const char *zInit = mo.zInit;
+  const char **azCmd = mo.azCmd;
+  int nCmd = mo.nCmd;
+  int batch = mo.batch, headersSet = mo.headersSet;
+  p->progress = isatty(1) && isatty(2);
+  shellSignals(p);
   int oneShot = i < argc;
   p->interactive = !oneShot && !batch && isatty(0);
   /* As sqlite3's list mode, headers are off in scripts; a person at the

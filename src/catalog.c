@@ -470,12 +470,91 @@ static char *view_sql(const CatField *fields, int nfield) {
   return sqlite3_str_finish(sql);
 }
 
+/* --- the sample_info view ------------------------------------------------
+** Table sample names a BYTES/TEXT field's columns F, "F:z" and "F:sum"
+** (lengths and a checksum a reader of SELECT * cannot tell apart); view
+** sample_info shows the same rows with names that say what each is: id,
+** an INT/REAL field's value as F, and for a BYTES/TEXT field F_bytes (the
+** raw length), F_stored (the bytes stored: compressed or not) and
+** F_checksum (XXH3-64 of the stored bytes).  When such a name would be
+** that of a field (or id), that field's columns are "F:bytes",
+** "F:stored", "F:checksum" instead (':' is in no field name).  Like
+** extent, it is made with each field and must be exactly what
+** info_view_sql makes; a catalog made before it existed has none. */
+
+static int name_taken(const CatField *fields, int nfield, const char *name) {
+  if (sqlite3_stricmp(name, "id") == 0) return 1;
+  for (int i = 0; i < nfield; i++)
+    if (sqlite3_stricmp(name, fields[i].name) == 0) return 1;
+  return 0;
+}
+
+static char *info_view_sql(const CatField *fields, int nfield) {
+  static const char *const suffix[] = { "bytes", "stored", "checksum" };
+  sqlite3_str *cols = sqlite3_str_new(NULL), *sel = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(cols, "CREATE VIEW sample_info(id");
+  sqlite3_str_appendall(sel, ") AS SELECT id");
+  for (int i = 0; i < nfield; i++) {
+    const char *f = fields[i].name;
+    if (!is_bytes(fields[i].type)) {
+      sqlite3_str_appendf(cols, ", \"%w\"", f);
+      sqlite3_str_appendf(sel, ", \"%w\"", f);
+      continue;
+    }
+    char sep = '_';
+    for (int k = 0; k < 3; k++) {
+      char *n = sqlite3_mprintf("%s_%s", f, suffix[k]);
+      if (!n || name_taken(fields, nfield, n)) sep = ':';
+      sqlite3_free(n);
+    }
+    for (int k = 0; k < 3; k++) sqlite3_str_appendf(cols, ", \"%w%c%s\"", f, sep, suffix[k]);
+    sqlite3_str_appendf(sel, ", \"%w\", coalesce(\"%w:z\", \"%w\"), \"%w:sum\"", f, f, f, f);
+  }
+  sqlite3_str_appendall(sel, " FROM sample");
+  char *tail = sqlite3_str_finish(sel);
+  if (tail) sqlite3_str_appendall(cols, tail);
+  sqlite3_free(tail);
+  char *text = sqlite3_str_finish(cols);
+  if (!tail) {
+    sqlite3_free(text);
+    return NULL;
+  }
+  return text;
+}
+
+static int make_info_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  char *text = info_view_sql(fields, nfield);
+  int rc = text ? exec(c, m, "DROP VIEW IF EXISTS sample_info", "creating the sample_info view")
+                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
+  if (rc == PAGEDB_OK) rc = exec(c, m, text, "creating the sample_info view");
+  sqlite3_free(text);
+  return rc;
+}
+
+static int check_info_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  char *want = info_view_sql(fields, nfield);
+  sqlite3_stmt *st = NULL;
+  int rc = want ? prepare(c, m, c->w, "SELECT sql FROM sqlite_schema WHERE type = 'view' AND name = 'sample_info'", &st)
+                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
+  if (rc == PAGEDB_OK) {
+    int src = sqlite3_step(st);
+    const char *got = src == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (src != SQLITE_ROW && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the schema");
+    else if (got && strcmp(got, want) != 0)
+      rc = corrupt(c, m, "%s", "view sample_info is not the one pagedb makes for these fields");
+  }
+  sqlite3_finalize(st);
+  sqlite3_free(want);
+  return rc;
+}
+
 static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
   char *text = view_sql(fields, nfield);
   int rc = text ? exec(c, m, "DROP VIEW IF EXISTS extent", "creating the extent view")
                 : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
   if (rc == PAGEDB_OK) rc = exec(c, m, text, "creating the extent view");
   sqlite3_free(text);
+  if (rc == PAGEDB_OK) rc = make_info_view(c, m, fields, nfield);
   return rc;
 }
 
@@ -495,6 +574,7 @@ static int check_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield
   }
   sqlite3_finalize(st);
   sqlite3_free(want);
+  if (rc == PAGEDB_OK) rc = check_info_view(c, m, fields, nfield);
   return rc;
 }
 
@@ -511,7 +591,7 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   int rc = prepare(c, m, c->w,
                    "SELECT type, name FROM sqlite_schema WHERE NOT ("
                    " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample'))"
-                   " OR (type = 'view' AND name = 'extent')"
+                   " OR (type = 'view' AND name IN ('extent', 'sample_info'))"
                    " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
                    /* user tables and their indexes (pagedb_sql_user); not virtual tables */
                    " OR (type IN ('table', 'index') AND " USER_TABLE("tbl_name")
