@@ -2,10 +2,18 @@
 ** xfer.h -- .import and .export: datasets to and from real layouts.
 **
 ** xfer_import reads one of three layouts into an open, writable dataset.
-** The dataset's fields are created from SOURCE when it has none (BYTES
-** fields with o->codec, after any page size the caller set); otherwise
-** every field SOURCE needs must exist under its name with its type (the
-** message names the first that does not), and the dataset may have others.
+** The dataset's fields are created from SOURCE when it has none, typed by
+** the layout's conventions below (BYTES fields with o->codec, after any
+** page size the caller set), each --field override (o->aField) replacing
+** a field's type and codec; otherwise every field SOURCE needs must exist
+** under its name, and keeps its type when SOURCE's values fit it (anything
+** fits BYTES and TEXT, integers fit REAL; an override must agree with it):
+** else PAGEDB_MISMATCH naming the field, before anything is written.  The
+** dataset may have other fields.  The writer threads convert each value to
+** its field's type: numbers to decimal text, decimal text (blanks around it
+** allowed) to INT or REAL; a value that does not convert, or a .json value
+** that is not JSON (json.c), is PAGEDB_MISMATCH naming the sample and the
+** field.
 **
 **   - An ImageFolder directory (SOURCE is a directory), torchvision's
 **     layout: each first-level subdirectory is a class; every regular file
@@ -13,9 +21,13 @@
 **     file's bytes), label (INT: the class's index among all first-level
 **     subdirectories, empty ones included, in strcmp order) and path (TEXT:
 **     the path relative to SOURCE, '/'-separated).  Files directly in SOURCE
-**     get label -1.  A symbolic link is never followed (the walk uses
-**     O_NOFOLLOW at every level, and a file is opened one directory at a time
-**     the same way): it is reported on o->err and skipped, as are fifos,
+**     get label -1.  The class names go to the catalog table
+**     classes(label INTEGER PRIMARY KEY, name TEXT NOT NULL) (a user table,
+**     pagedb_sql_user), created if missing; a label it has with another
+**     name is PAGEDB_MISMATCH before anything is written.  A symbolic
+**     link is never followed (the walk uses O_NOFOLLOW at every level, and
+**     a file is opened one directory at a time the same way): it is
+**     reported on o->err and skipped, as are fifos,
 **     sockets, devices and the dataset's own files.  A file that cannot be
 **     read is reported and skipped, or with o->bail stops the import (with
 **     several threads, files other threads took before it are imported).
@@ -28,7 +40,10 @@
 **     read again and grouped into samples.  A member's key is its name up to
 **     the first dot of its basename (the directories kept: "a/b/x.seg.png"
 **     has key "a/b/x" and extension "seg.png"); each extension becomes a
-**     BYTES field, plus __key__ (TEXT).  A key is unique across the shards.
+**     field, plus __key__ (TEXT), typed by the extension's last part as
+**     WebDataset's decoders read it: cls, cls2, class, index, inx, count
+**     INT; txt, text TEXT; json TEXT that must be valid JSON; any other
+**     BYTES.  A key is unique across the shards.
 **     A sample's members are normally adjacent (tar --sort=name); in a plain
 **     tar they need not be: the first pass records where each member's data
 **     lies, and the second reads them by seeking, key by key, the samples in
@@ -50,7 +65,8 @@
 **     character than those of a pagedb name made '_' ("id", "page", "off"
 **     get a '_' appended; each renaming is reported on o->err): INT if every
 **     value is a 64-bit decimal integer, REAL if every value is a decimal
-**     number, else TEXT.  Empty cells are missing values.
+**     number, else TEXT.  Empty cells are missing values.  The cells are
+**     handed to the writers as text, which convert them as above.
 **
 ** Sample ids follow the dataset's largest committed id: id = max + 1 + the
 ** sample's rank in SOURCE (files in strcmp order of their paths, tar

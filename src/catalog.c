@@ -580,7 +580,7 @@ static int check_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield
 
 /* SQL true when column COL names a user table (see catalog.h). */
 #define USER_TABLE(col) \
-  "(lower(" col ") NOT IN ('meta', 'field', 'page', 'sample', 'extent')" \
+  "(lower(" col ") NOT IN ('meta', 'field', 'page', 'sample', 'extent', 'sample_info')" \
   " AND " col " NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND " col " NOT LIKE 'pagedb\\_%' ESCAPE '\\')"
 
 int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield) {
@@ -1323,7 +1323,7 @@ int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
 
 /* Whether T names a user table (catalog.h; USER_TABLE in SQL). */
 static int is_user_table(const char *t) {
-  static const char *const own[] = { "meta", "field", "page", "sample", "extent" };
+  static const char *const own[] = { "meta", "field", "page", "sample", "extent", "sample_info" };
   if (!t || !*t) return 0;
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
     if (sqlite3_stricmp(t, own[i]) == 0) return 0;

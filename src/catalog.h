@@ -184,7 +184,8 @@ int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
 /*
 ** User tables (pagedb_sql_user): tables of the application's own kept in
 ** the catalog, and their indexes.  A name is a user table's when it is not
-** one of pagedb's objects (meta, field, page, sample, extent, any case) and
+** one of pagedb's objects (meta, field, page, sample, extent, sample_info,
+** any case) and
 ** does not begin with "sqlite_" or "pagedb_".  cat_load accepts such tables
 ** and indexes on them; views and triggers stay refused.
 */

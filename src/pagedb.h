@@ -738,7 +738,7 @@ PAGEDB_API int pagedb_sql_update(pagedb *db, const char *sql, int64_t *nchanged)
 **
 ** which SQL (pagedb_sql) then joins with table sample.  A user table is
 ** any table whose name is not one of pagedb's objects (meta, field, page,
-** sample, extent, in any case) and does not begin with "sqlite_" or
+** sample, extent, sample_info, in any case) and does not begin with "sqlite_" or
 ** "pagedb_".  SQL may create, fill, change, index, alter and drop user
 ** tables and read anything; an authorizer refuses everything else when a
 ** statement is prepared, before anything runs: changes to pagedb's tables,
