@@ -555,12 +555,15 @@ static const char zUsage[] =
 
 /*
 ** Run the commands of the file ZFILE (-init, ~/.pagedbrc) as .read does.
-** A missing ~/.pagedbrc (MUSTEXIST 0) is no error.  0 ok, 1 error, 2 exit.
+** A ~/.pagedbrc (MUSTEXIST 0) that is missing or unreadable is no error.
+** 0 ok, 1 error, 2 exit.
 */
 static int runInitFile(ShellState *p, const char *zFile, int mustExist){
   FILE *f = fopen(zFile, "r");
   if( f == 0 ){
-    if( !mustExist && errno == ENOENT ) return 0;
+    /* As sqlite3 with ~/.sqliterc: one that cannot be read is passed over
+    ** (a shell run as another user with HOME unchanged, say). */
+    if( !mustExist ) return 0;
     shellError(p, "-init %s: %s", zFile, strerror(errno));
     return 1;
   }

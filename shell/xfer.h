@@ -93,7 +93,9 @@
 **     path that is absolute, empty, or has an empty, "." or ".." component
 **     is refused naming the sample; directories below DEST are created and
 **     opened with O_NOFOLLOW, so a symbolic link in DEST is not followed.
-** So an import followed by an export gives back every file, byte for byte.
+** So an import followed by an export gives back every file, byte for byte,
+** but for values an import converted from text to INT or REAL (a .cls
+** member, a --field NAME:int), which come back as their decimal text.
 */
 #ifndef PAGEDB_XFER_H
 #define PAGEDB_XFER_H
