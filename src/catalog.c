@@ -13,6 +13,7 @@
 ** offsets by the caller against the page table and the file.
 */
 #include "catalog.h"
+#include "catalogInt.h"
 #include "codec.h"
 #include "index.h"
 
@@ -470,91 +471,13 @@ static char *view_sql(const CatField *fields, int nfield) {
   return sqlite3_str_finish(sql);
 }
 
-/* --- the sample_info view ------------------------------------------------
-** Table sample names a BYTES/TEXT field's columns F, "F:z" and "F:sum"
-** (lengths and a checksum a reader of SELECT * cannot tell apart); view
-** sample_info shows the same rows with names that say what each is: id,
-** an INT/REAL field's value as F, and for a BYTES/TEXT field F_bytes (the
-** raw length), F_stored (the bytes stored: compressed or not) and
-** F_checksum (XXH3-64 of the stored bytes).  When such a name would be
-** that of a field (or id), that field's columns are "F:bytes",
-** "F:stored", "F:checksum" instead (':' is in no field name).  Like
-** extent, it is made with each field and must be exactly what
-** info_view_sql makes; a catalog made before it existed has none. */
-
-static int name_taken(const CatField *fields, int nfield, const char *name) {
-  if (sqlite3_stricmp(name, "id") == 0) return 1;
-  for (int i = 0; i < nfield; i++)
-    if (sqlite3_stricmp(name, fields[i].name) == 0) return 1;
-  return 0;
-}
-
-static char *info_view_sql(const CatField *fields, int nfield) {
-  static const char *const suffix[] = { "bytes", "stored", "checksum" };
-  sqlite3_str *cols = sqlite3_str_new(NULL), *sel = sqlite3_str_new(NULL);
-  sqlite3_str_appendall(cols, "CREATE VIEW sample_info(id");
-  sqlite3_str_appendall(sel, ") AS SELECT id");
-  for (int i = 0; i < nfield; i++) {
-    const char *f = fields[i].name;
-    if (!is_bytes(fields[i].type)) {
-      sqlite3_str_appendf(cols, ", \"%w\"", f);
-      sqlite3_str_appendf(sel, ", \"%w\"", f);
-      continue;
-    }
-    char sep = '_';
-    for (int k = 0; k < 3; k++) {
-      char *n = sqlite3_mprintf("%s_%s", f, suffix[k]);
-      if (!n || name_taken(fields, nfield, n)) sep = ':';
-      sqlite3_free(n);
-    }
-    for (int k = 0; k < 3; k++) sqlite3_str_appendf(cols, ", \"%w%c%s\"", f, sep, suffix[k]);
-    sqlite3_str_appendf(sel, ", \"%w\", coalesce(\"%w:z\", \"%w\"), \"%w:sum\"", f, f, f, f);
-  }
-  sqlite3_str_appendall(sel, " FROM sample");
-  char *tail = sqlite3_str_finish(sel);
-  if (tail) sqlite3_str_appendall(cols, tail);
-  sqlite3_free(tail);
-  char *text = sqlite3_str_finish(cols);
-  if (!tail) {
-    sqlite3_free(text);
-    return NULL;
-  }
-  return text;
-}
-
-static int make_info_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
-  char *text = info_view_sql(fields, nfield);
-  int rc = text ? exec(c, m, "DROP VIEW IF EXISTS sample_info", "creating the sample_info view")
-                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
-  if (rc == PAGEDB_OK) rc = exec(c, m, text, "creating the sample_info view");
-  sqlite3_free(text);
-  return rc;
-}
-
-static int check_info_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
-  char *want = info_view_sql(fields, nfield);
-  sqlite3_stmt *st = NULL;
-  int rc = want ? prepare(c, m, c->w, "SELECT sql FROM sqlite_schema WHERE type = 'view' AND name = 'sample_info'", &st)
-                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
-  if (rc == PAGEDB_OK) {
-    int src = sqlite3_step(st);
-    const char *got = src == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-    if (src != SQLITE_ROW && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the schema");
-    else if (got && strcmp(got, want) != 0)
-      rc = corrupt(c, m, "%s", "view sample_info is not the one pagedb makes for these fields");
-  }
-  sqlite3_finalize(st);
-  sqlite3_free(want);
-  return rc;
-}
-
 static int make_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
   char *text = view_sql(fields, nfield);
   int rc = text ? exec(c, m, "DROP VIEW IF EXISTS extent", "creating the extent view")
                 : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory updating catalog %s", c->path);
   if (rc == PAGEDB_OK) rc = exec(c, m, text, "creating the extent view");
   sqlite3_free(text);
-  if (rc == PAGEDB_OK) rc = make_info_view(c, m, fields, nfield);
+  if (rc == PAGEDB_OK) rc = cat_info_view_make(c, m, fields, nfield);
   return rc;
 }
 
@@ -574,14 +497,9 @@ static int check_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield
   }
   sqlite3_finalize(st);
   sqlite3_free(want);
-  if (rc == PAGEDB_OK) rc = check_info_view(c, m, fields, nfield);
+  if (rc == PAGEDB_OK) rc = cat_info_view_check(c, m, fields, nfield);
   return rc;
 }
-
-/* SQL true when column COL names a user table (see catalog.h). */
-#define USER_TABLE(col) \
-  "(lower(" col ") NOT IN ('meta', 'field', 'page', 'sample', 'extent', 'sample_info')" \
-  " AND " col " NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND " col " NOT LIKE 'pagedb\\_%' ESCAPE '\\')"
 
 int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield) {
   *nfield = 0;
@@ -594,7 +512,7 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
                    " OR (type = 'view' AND name IN ('extent', 'sample_info'))"
                    " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
                    /* user tables and their indexes (pagedb_sql_user); not virtual tables */
-                   " OR (type IN ('table', 'index') AND " USER_TABLE("tbl_name")
+                   " OR (type IN ('table', 'index') AND " CAT_USER_TABLE("tbl_name")
                    " AND (type = 'index' OR (name = tbl_name AND sql NOT LIKE 'create virtual%')))"
                    /* ANALYZE, which a user may run in the sqlite3 shell, only guides the planner */
                    " OR (type = 'table' AND name IN ('sqlite_stat1', 'sqlite_stat4')))", &st);
@@ -1150,15 +1068,19 @@ int cat_update(Catalog *c, pdb_msg *m, const char *sql, const CatField *fields, 
   return rc;
 }
 
+/* The read-only connection, opened at its first use.  rmu held. */
+static int read_conn(Catalog *c, pdb_msg *m) {
+  if (c->r) return PAGEDB_OK;
+  int rc = connect(c, m, SQLITE_OPEN_READONLY, &c->r);
+  if (rc == PAGEDB_OK && sqlite3_exec(c->r, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
+    rc = sq_fail(c, m, c->r, sqlite3_errcode(c->r), "configuring the connection");
+  return rc;
+}
+
 int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
             int (*xrow)(void *, int, char **, char **), void *ctx) {
   pthread_mutex_lock(&c->rmu);
-  int rc = PAGEDB_OK;
-  if (!c->r) {
-    rc = connect(c, m, SQLITE_OPEN_READONLY, &c->r);
-    if (rc == PAGEDB_OK && sqlite3_exec(c->r, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
-      rc = sq_fail(c, m, c->r, sqlite3_errcode(c->r), "configuring the connection");
-  }
+  int rc = read_conn(c, m);
   const char *tail = sql;
   while (rc == PAGEDB_OK && tail && *tail) {
     sqlite3_stmt *st = NULL;
@@ -1319,155 +1241,26 @@ int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
   return rc;
 }
 
-/* --- user tables (pagedb_sql_user) ---------------------------------------- */
+/* --- for catextra.c (catalogInt.h) --------------------------------------- */
 
-/* Whether T names a user table (catalog.h; USER_TABLE in SQL). */
-static int is_user_table(const char *t) {
-  static const char *const own[] = { "meta", "field", "page", "sample", "extent", "sample_info" };
-  if (!t || !*t) return 0;
-  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-    if (sqlite3_stricmp(t, own[i]) == 0) return 0;
-  return sqlite3_strnicmp(t, "sqlite_", 7) != 0 && sqlite3_strnicmp(t, "pagedb_", 7) != 0;
+sqlite3 *catx_w(Catalog *c) { return c->w; }
+int catx_in_txn(Catalog *c) { return c->in_txn; }
+pagedb *catx_db(Catalog *c) { return c->db; }
+int catx_exec(Catalog *c, pdb_msg *m, const char *sql, const char *doing) { return exec(c, m, sql, doing); }
+int catx_prepare(Catalog *c, pdb_msg *m, sqlite3 *conn, const char *sql, sqlite3_stmt **st) {
+  return prepare(c, m, conn, sql, st);
 }
-
-/* The authorizer of pagedb_sql_user: reads anywhere; creating, changing,
-** indexing and dropping user tables of the main database; SQLite's own
-** bookkeeping rows those statements write (the schema table, whose direct
-** writes DEFENSIVE refuses, and sqlite_sequence).  Nothing else: no view,
-** trigger, virtual or temporary table, PRAGMA, ATTACH or transaction. */
-static int authorize_user(void *ctx, int action, const char *a1, const char *a2, const char *db, const char *trig) {
-  (void)ctx;
-  (void)trig;
-  if (db && sqlite3_stricmp(db, "main") != 0) return SQLITE_DENY;
-  switch (action) {
-    case SQLITE_SELECT: case SQLITE_READ: case SQLITE_FUNCTION: case SQLITE_RECURSIVE:
-      return SQLITE_OK;
-    case SQLITE_CREATE_TABLE: case SQLITE_DROP_TABLE:
-      return is_user_table(a1) ? SQLITE_OK : SQLITE_DENY;
-    case SQLITE_CREATE_INDEX: case SQLITE_DROP_INDEX: case SQLITE_ALTER_TABLE:
-      return is_user_table(a2) ? SQLITE_OK : SQLITE_DENY;
-    case SQLITE_REINDEX:      /* part of CREATE INDEX; rebuilds an index, changes no content */
-      return SQLITE_OK;
-    case SQLITE_INSERT: case SQLITE_UPDATE: case SQLITE_DELETE:
-      if (a1 && (sqlite3_stricmp(a1, "sqlite_master") == 0 || sqlite3_stricmp(a1, "sqlite_sequence") == 0))
-        return SQLITE_OK;
-      return is_user_table(a1) ? SQLITE_OK : SQLITE_DENY;
-    default:
-      return SQLITE_DENY;
-  }
+int catx_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *doing) {
+  return sq_fail(c, m, conn, src, doing);
 }
+int catx_corrupt(Catalog *c, pdb_msg *m, const char *what) { return corrupt(c, m, "%s", what); }
 
-int cat_user_sql(Catalog *c, pdb_msg *m, const char *sql, int64_t *nchanged) {
-  assert(!c->in_txn);
-  *nchanged = 0;
-  int rc = exec(c, m, "BEGIN IMMEDIATE", "starting a transaction for user tables");
-  if (rc != PAGEDB_OK) return rc;
-  sqlite3_set_authorizer(c->w, authorize_user, NULL);
-  sqlite3_int64 before = sqlite3_total_changes64(c->w);
-  const char *tail = sql;
-  while (rc == PAGEDB_OK && tail && *tail) {
-    sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(c->w, tail, -1, &st, &tail);
-    if (src == SQLITE_AUTH)
-      rc = pdb_err(c->db, m, PAGEDB_READONLY, "SQL refused: pagedb_sql_user may create, change and drop user"
-                   " tables only, not pagedb's own tables, views, triggers or settings (%s)", sqlite3_errmsg(c->w));
-    else if (src != SQLITE_OK)
-      rc = pdb_err(c->db, m, src == SQLITE_NOMEM ? PAGEDB_NOMEM : PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(c->w));
-    if (rc != PAGEDB_OK || !st) continue;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-    }
-    if (src != SQLITE_DONE)
-      rc = src == SQLITE_AUTH ? pdb_err(c->db, m, PAGEDB_READONLY, "SQL refused: %s", sqlite3_errmsg(c->w))
-         : src == SQLITE_CONSTRAINT ? pdb_err(c->db, m, PAGEDB_CONSTRAINT, "SQL error: %s", sqlite3_errmsg(c->w))
-         : sq_fail(c, m, c->w, src, "running SQL on user tables");
-    sqlite3_finalize(st);
-  }
-  sqlite3_set_authorizer(c->w, NULL, NULL);
-  *nchanged = sqlite3_total_changes64(c->w) - before;
-  if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "committing user tables");
-  if (rc != PAGEDB_OK) {
-    if (!sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
-    *nchanged = 0;
-  }
+int catx_read_begin(Catalog *c, pdb_msg *m, sqlite3 **conn) {
+  pthread_mutex_lock(&c->rmu);
+  int rc = read_conn(c, m);
+  *conn = rc == PAGEDB_OK ? c->r : NULL;
+  if (rc != PAGEDB_OK) pthread_mutex_unlock(&c->rmu);
   return rc;
 }
 
-/* Copy the rows of user table T from FROM (its read connection) into TO
-** (a transaction open on TO). */
-static int copy_rows(Catalog *from, Catalog *to, pdb_msg *m, const char *t) {
-  char *q = sqlite3_mprintf("SELECT * FROM \"%w\"", t);
-  sqlite3_stmt *rd = NULL, *wr = NULL;
-  int rc = q ? prepare(from, m, from->r, q, &rd) : pdb_err(from->db, m, PAGEDB_NOMEM, "out of memory copying user tables");
-  sqlite3_free(q);
-  if (rc == PAGEDB_OK) {
-    int n = sqlite3_column_count(rd);
-    sqlite3_str *ins = sqlite3_str_new(NULL);
-    sqlite3_str_appendf(ins, "INSERT INTO \"%w\" VALUES(", t);
-    for (int i = 0; i < n; i++) sqlite3_str_appendall(ins, i ? ", ?" : "?");
-    sqlite3_str_appendall(ins, ")");
-    char *text = sqlite3_str_finish(ins);
-    rc = text ? prepare(to, m, to->w, text, &wr) : pdb_err(from->db, m, PAGEDB_NOMEM, "out of memory copying user tables");
-    sqlite3_free(text);
-    int src;
-    while (rc == PAGEDB_OK && (src = sqlite3_step(rd)) == SQLITE_ROW) {
-      for (int i = 0; i < n; i++) sqlite3_bind_value(wr, i + 1, sqlite3_column_value(rd, i));
-      if ((src = sqlite3_step(wr)) != SQLITE_DONE) rc = sq_fail(to, m, to->w, src, "copying a user table");
-      sqlite3_reset(wr);
-    }
-    if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(from, m, from->r, src, "reading a user table");
-  }
-  sqlite3_finalize(rd);
-  sqlite3_finalize(wr);
-  return rc;
-}
-
-/* FROM's read-only connection (pagedb_sql's), opened if need be.  rmu held. */
-static int read_conn(Catalog *c, pdb_msg *m) {
-  if (c->r) return PAGEDB_OK;
-  int rc = connect(c, m, SQLITE_OPEN_READONLY, &c->r);
-  if (rc == PAGEDB_OK && sqlite3_exec(c->r, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
-    rc = sq_fail(c, m, c->r, sqlite3_errcode(c->r), "configuring the connection");
-  return rc;
-}
-
-/* FROM is read on its read-only connection, which the write connection's
-** long transaction and the thread that inserts runs do not touch. */
-static int copy_user_locked(Catalog *from, Catalog *to, pdb_msg *m) {
-  sqlite3_stmt *st = NULL;
-  int rc = read_conn(from, m);
-  if (rc == PAGEDB_OK) rc = prepare(from, m, from->r,
-                   "SELECT type, name, sql FROM sqlite_schema WHERE type IN ('table', 'index') AND sql IS NOT NULL"
-                   " AND " USER_TABLE("tbl_name") " ORDER BY type = 'index', rowid", &st);
-  if (rc != PAGEDB_OK) return rc;
-  /* One snapshot of FROM for the schema and every table's rows. */
-  if (sqlite3_exec(from->r, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-    sqlite3_finalize(st);
-    return sq_fail(from, m, from->r, sqlite3_errcode(from->r), "reading user tables");
-  }
-  int began = 0, src = SQLITE_DONE;
-  while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
-    if (!began) {
-      if ((rc = exec(to, m, "BEGIN IMMEDIATE", "copying user tables")) != PAGEDB_OK) break;
-      began = 1;
-    }
-    const char *type = (const char *)sqlite3_column_text(st, 0);
-    const char *name = (const char *)sqlite3_column_text(st, 1);
-    rc = exec(to, m, (const char *)sqlite3_column_text(st, 2), "copying user tables");
-    if (rc == PAGEDB_OK && type && strcmp(type, "table") == 0 && name) rc = copy_rows(from, to, m, name);
-  }
-  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(from, m, from->r, src, "reading user tables");
-  sqlite3_finalize(st);
-  sqlite3_exec(from->r, "COMMIT", NULL, NULL, NULL);
-  if (began) {
-    if (rc == PAGEDB_OK) rc = exec(to, m, "COMMIT", "copying user tables");
-    if (rc != PAGEDB_OK && !sqlite3_get_autocommit(to->w)) sqlite3_exec(to->w, "ROLLBACK", NULL, NULL, NULL);
-  }
-  return rc;
-}
-
-int cat_copy_user(Catalog *from, Catalog *to, pdb_msg *m) {
-  pthread_mutex_lock(&from->rmu);
-  int rc = copy_user_locked(from, to, m);
-  pthread_mutex_unlock(&from->rmu);
-  return rc;
-}
+void catx_read_end(Catalog *c) { pthread_mutex_unlock(&c->rmu); }

@@ -1,0 +1,42 @@
+/*
+** catalogInt.h -- what catalog.c lends catextra.c: its connection, its
+** error helpers, and SQL naming a user table.  Private to the two files.
+*/
+#ifndef PAGEDB_CATALOGINT_H
+#define PAGEDB_CATALOGINT_H
+
+#include "catalog.h"
+
+#include <sqlite3.h>
+
+/* SQL true when column COL names a user table (catalog.h): not one of
+** pagedb's objects, in any case, and not beginning sqlite_ or pagedb_. */
+#define CAT_USER_TABLE(col) \
+  "(lower(" col ") NOT IN ('meta', 'field', 'page', 'sample', 'extent', 'sample_info')" \
+  " AND " col " NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND " col " NOT LIKE 'pagedb\\_%' ESCAPE '\\')"
+
+/* The write connection; whether its long write transaction is open; the
+** handle errors are recorded on. */
+sqlite3 *catx_w(Catalog *c);
+int catx_in_txn(Catalog *c);
+pagedb *catx_db(Catalog *c);
+
+/* catalog.c's helpers: run SQL on the write connection; prepare on CONN;
+** map SQLite result SRC to a pagedb code with the message; a
+** PAGEDB_CORRUPT_CATALOG naming the catalog and WHAT. */
+int catx_exec(Catalog *c, pdb_msg *m, const char *sql, const char *doing);
+int catx_prepare(Catalog *c, pdb_msg *m, sqlite3 *conn, const char *sql, sqlite3_stmt **st);
+int catx_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *doing);
+int catx_corrupt(Catalog *c, pdb_msg *m, const char *what);
+
+/* The read-only connection (pagedb_sql's), opened if need be, held until
+** catx_read_end; on error nothing is held. */
+int catx_read_begin(Catalog *c, pdb_msg *m, sqlite3 **conn);
+void catx_read_end(Catalog *c);
+
+/* View sample_info (catextra.c): made with the fields (after extent), and
+** checked at load: exactly what pagedb makes, or absent (older catalogs). */
+int cat_info_view_make(Catalog *c, pdb_msg *m, const CatField *fields, int nfield);
+int cat_info_view_check(Catalog *c, pdb_msg *m, const CatField *fields, int nfield);
+
+#endif /* PAGEDB_CATALOGINT_H */
