@@ -680,7 +680,7 @@ int dotPut(ShellState *p, int nArg, char **azArg){
   }
   int64_t id = PAGEDB_AUTO_ID;
   if( strcmp(azArg[1], "auto") != 0 && parseId(p, ".put", azArg[1], &id) ) return 1;
-  if( shellNeedWritable(p, ".put") ) return 1;
+  if( shellNeedCreate(p, ".put") ) return 1;
   if( pagedb_field_count(p->db) == 0 && putMakeFields(p, nArg, azArg) ) return 1;
   pagedb_writer *w = 0;
   int rc = pagedb_writer_open(p->db, &w);

@@ -559,7 +559,7 @@ int dotImport(ShellState *p, int nArg, char **azArg){
     shellError(p, ".import: missing SOURCE (usage: " IMPORT_USAGE ")");
     return 1;
   }
-  if( shellNeedWritable(p, ".import") ) return 1;
+  if( shellNeedCreate(p, ".import") ) return 1;
   /* Fields cannot be added while a reader is open. */
   shellCloseReader(p);
   if( pageSize ){

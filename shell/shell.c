@@ -89,8 +89,12 @@ static int createPending(ShellState *p, const char *zCmd){
   return 0;
 }
 
-int shellNeedWritable(ShellState *p, const char *zCmd){
+int shellNeedCreate(ShellState *p, const char *zCmd){
   if( p->db == 0 && p->zPending ) return createPending(p, zCmd);
+  return shellNeedWritable(p, zCmd);
+}
+
+int shellNeedWritable(ShellState *p, const char *zCmd){
   if( shellNeedDb(p, zCmd) ) return 1;
   if( !p->dbReadonly ) return 0;
   shellError(p, "%s: the dataset %s is open read-only", zCmd, pagedb_path(p->db));
@@ -355,7 +359,7 @@ static int runDot(ShellState *p, const char *zLine){
 static double timeOf(struct timeval tv){ return tv.tv_sec + tv.tv_usec * 1e-6; }
 
 /*
-** The dataset the running command created (shellNeedWritable) is removed
+** The dataset the running command created (shellNeedCreate) is removed
 ** again if the command failed and committed no sample: a typo in a first
 ** .import or .put leaves nothing behind, and the shell goes back to waiting
 ** for the first write.

@@ -87,11 +87,14 @@ void shellError(ShellState *p, const char *fmt, ...)
 int shellNeedDb(ShellState *p, const char *zCmd);
 
 /* 1 (after an error message naming ZCMD) if no dataset can be written:
-** none open, or open read-only.  A pending dataset (FILE did not exist) is
-** created here, for the command that writes first; if that command then
-** fails having committed no sample, the command loop removes it again
-** (typos leave nothing behind). */
+** none open, or open read-only. */
 int shellNeedWritable(ShellState *p, const char *zCmd);
+
+/* The same for the commands that may write first (.import, .put): a
+** pending dataset (FILE did not exist) is created here; if the command
+** then fails having committed no sample, the command loop removes it
+** again (typos leave nothing behind). */
+int shellNeedCreate(ShellState *p, const char *zCmd);
 
 /* Parse .create's and .import's NAME:TYPE[:CODEC[:LEVEL]]; Z is modified
 ** (the ':' become NULs) and *PZNAME points into it.  ZCMD names the command
