@@ -704,6 +704,9 @@ PAGEDB_API int pagedb_order(pagedb *db, int kind, uint64_t seed, uint64_t epoch,
 ** each result row with the column count, values (NULL for SQL NULL) and
 ** names; a non-zero return from XROW stops and yields PAGEDB_ERROR.  Several
 ** statements separated by ';' run in order.  For tools and the shell.
+** The catalog's tables and views are doc/format.md's: sample, extent,
+** sample_info (sample's rows with columns named for what they hold) and
+** the application's user tables (pagedb_sql_user).
 */
 PAGEDB_API int pagedb_sql(pagedb *db, const char *sql,
                           int (*xrow)(void *ctx, int ncol, char **vals, char **names),
