@@ -1244,7 +1244,8 @@ int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
 /* --- for catextra.c (catalogInt.h) --------------------------------------- */
 
 sqlite3 *catx_w(Catalog *c) { return c->w; }
-int catx_in_txn(Catalog *c) { return c->in_txn; }
+int catx_begin_write(Catalog *c, pdb_msg *m) { return begin_write(c, m); }
+void catx_end_write(Catalog *c) { c->in_txn = 0; }
 pagedb *catx_db(Catalog *c) { return c->db; }
 int catx_exec(Catalog *c, pdb_msg *m, const char *sql, const char *doing) { return exec(c, m, sql, doing); }
 int catx_prepare(Catalog *c, pdb_msg *m, sqlite3 *conn, const char *sql, sqlite3_stmt **st) {

@@ -190,9 +190,9 @@ int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
 ** and indexes on them; views and triggers stay refused.
 */
 /* Run SQL that may create, fill, change, index and drop user tables and
-** read anything, in one committed transaction (no other write transaction
-** may be open).  *NCHANGED: rows changed.  PAGEDB_READONLY for SQL the
-** authorizer refuses. */
+** read anything, in one committed transaction (after the caller committed
+** what was written, as for cat_update).  *NCHANGED: rows changed.
+** PAGEDB_READONLY for SQL the authorizer refuses. */
 int cat_user_sql(Catalog *c, pdb_msg *m, const char *sql, int64_t *nchanged);
 /* Copy FROM's user tables (schema, rows, indexes) into TO, in one committed
 ** transaction (pagedb_vacuum). */

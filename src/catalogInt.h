@@ -15,11 +15,14 @@
   "(lower(" col ") NOT IN ('meta', 'field', 'page', 'sample', 'extent', 'sample_info')" \
   " AND " col " NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND " col " NOT LIKE 'pagedb\\_%' ESCAPE '\\')"
 
-/* The write connection; whether its long write transaction is open; the
-** handle errors are recorded on. */
+/* The write connection; the handle errors are recorded on. */
 sqlite3 *catx_w(Catalog *c);
-int catx_in_txn(Catalog *c);
 pagedb *catx_db(Catalog *c);
+
+/* Open the write transaction (or join the one open, as cat_update does);
+** catx_end_write records that it ended (committed or rolled back). */
+int catx_begin_write(Catalog *c, pdb_msg *m);
+void catx_end_write(Catalog *c);
 
 /* catalog.c's helpers: run SQL on the write connection; prepare on CONN;
 ** map SQLite result SRC to a pagedb code with the message; a

@@ -136,9 +136,10 @@ static int authorize_user(void *ctx, int action, const char *a1, const char *a2,
 
 int cat_user_sql(Catalog *c, pdb_msg *m, const char *sql, int64_t *nchanged) {
   sqlite3 *w = catx_w(c);
-  assert(!catx_in_txn(c));
   *nchanged = 0;
-  int rc = catx_exec(c, m, "BEGIN IMMEDIATE", "starting a transaction for user tables");
+  /* As pagedb_sql_update: the caller committed what was written, so the
+  ** write transaction, if one is open, holds nothing else. */
+  int rc = catx_begin_write(c, m);
   if (rc != PAGEDB_OK) return rc;
   sqlite3_set_authorizer(w, authorize_user, NULL);
   sqlite3_int64 before = sqlite3_total_changes64(w);
@@ -167,6 +168,7 @@ int cat_user_sql(Catalog *c, pdb_msg *m, const char *sql, int64_t *nchanged) {
     if (!sqlite3_get_autocommit(w)) sqlite3_exec(w, "ROLLBACK", NULL, NULL, NULL);
     *nchanged = 0;
   }
+  catx_end_write(c);
   return rc;
 }
 
