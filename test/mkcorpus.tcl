@@ -343,7 +343,8 @@ foreach {name code what sql} {
     {DROP VIEW extent; CREATE VIEW extent AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r}
   view-missing PAGEDB_CORRUPT_CATALOG {view extent dropped} {DROP VIEW extent}
   index PAGEDB_CORRUPT_CATALOG {an extra index} {CREATE INDEX i ON sample(page)}
-  table PAGEDB_CORRUPT_CATALOG {an extra table} {CREATE TABLE extra(x)}
+  table PAGEDB_CORRUPT_CATALOG {an extra table with pagedb's reserved prefix (other tables are user tables)}
+    {CREATE TABLE pagedb_extra(x)}
   column PAGEDB_CORRUPT_CATALOG {an extra column in sample} {ALTER TABLE sample ADD COLUMN junk}
   coltype PAGEDB_CORRUPT_CATALOG {sample.page declared TEXT}
     {PRAGMA writable_schema=ON;
