@@ -50,7 +50,66 @@ static void init_builtins(void) {
 #if PAGEDB_HAVE_URING
   link_vfs(pdb_uring_vfs(), 0);
 #endif
+#if PAGEDB_HAVE_CURL
+  link_vfs(pdb_http_vfs(), 0);
+  link_vfs(pdb_https_vfs(), 0);
+  link_vfs(pdb_s3_vfs(), 0);
+#endif
 }
+
+pagedb_vfs *pdb_vfs_for_url(const char *path) {
+#if PAGEDB_HAVE_CURL
+  pagedb_vfs *rmt_vfs_for(const char *path);
+  return rmt_vfs_for(path);
+#else
+  (void)path;
+  return NULL;
+#endif
+}
+
+/* A thread's message, in memory of its own freed at the thread's exit:
+** the library's static TLS block has no room for buffers (pool.c's
+** initial-exec variable puts the whole block there). */
+#define WHY_MAX 512
+static pthread_key_t why_key;
+static pthread_once_t why_once = PTHREAD_ONCE_INIT;
+static void why_init(void) { pthread_key_create(&why_key, free); }
+
+static char *why_buf(void) {
+  pthread_once(&why_once, why_init);
+  char *b = pthread_getspecific(why_key);
+  if (!b && (b = calloc(2, WHY_MAX)) && pthread_setspecific(why_key, b) != 0) {
+    free(b);
+    b = NULL;
+  }
+  return b;
+}
+
+void pdb_os_set_why(const char *fmt, ...) {
+  char *b = why_buf();
+  if (!b) return;           /* out of memory: the message is lost, not the code */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b, WHY_MAX, fmt, ap);
+  va_end(ap);
+}
+
+const char *pdb_os_take_why(void) {
+  char *b = why_buf();
+  if (!b) return "";
+  memcpy(b + WHY_MAX, b, WHY_MAX);
+  b[0] = 0;
+  return b + WHY_MAX;
+}
+
+#if !PAGEDB_HAVE_CURL
+/* Built without remote support: no remote reads, so every counter is 0. */
+int pagedb_remote_stats(pagedb_remote_counters *out) {
+  if (!out) return PAGEDB_MISUSE;
+  memset(out, 0, sizeof *out);
+  return PAGEDB_OK;
+}
+#endif
 
 int pagedb_vfs_register(pagedb_vfs *vfs, int makeDflt) {
   if (!vfs || !vfs->zName || !vfs->zName[0] || vfs->iVersion < 1 || !vfs->xOpen
