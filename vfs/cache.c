@@ -29,7 +29,8 @@
 **   2. Nothing read from the directory is trusted: a chunk is used only if
 **      its header is intact, names this object's key, this offset and the
 **      length this object has there, its file is exactly header + length
-**      long, and its bytes match the header's sum.  Otherwise it is
+**      long, and its bytes match the header's sum (checked the first time
+**      the process holds that file: see hold_file).  Otherwise it is
 **      counted (chunk_bad), removed and fetched again.
 **   3. A chunk a process holds (rc_hold until rc_release) is shared-locked
 **      with flock(); the lock lives as long as the mapping (the kernel
@@ -68,19 +69,19 @@
 #define KEY_MAX 3000
 static const char kMagic[8] = "PDBCHNK";
 
-/* The process's cache configuration, read once. */
-static struct {
-  pthread_once_t once;
+/* A cache's configuration, read from the environment at each open. */
+typedef struct Cfg {
   char dir[3072];
   uint64_t bound;
   uint64_t chunk;
-  int usagefd;              /* DIR/usage, or -1 */
-  char err[3400];           /* why the cache directory is unusable */
-  _Atomic uint64_t tmpseq;
-} cfg = { .once = PTHREAD_ONCE_INIT, .usagefd = -1 };
+} Cfg;
+
+static _Atomic uint64_t tmpseq;    /* temporary names unique in the process */
 
 struct RcObj {
+  Cfg cfg;
   RmtObject *obj;
+  _Atomic uint64_t *vino;   /* per chunk: the inode last verified whole, 0 none */
   uint64_t size;
   uint64_t nchunk;
   char dir[3200];           /* DIR/OBJ */
@@ -114,21 +115,27 @@ static int mkdirs(const char *path) {
   return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static void cfg_init(void) {
+static int cfg_init(Cfg *cfg, char *msg, size_t cap) {
   const char *d = getenv("PAGEDB_CACHE_DIR");
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (d && *d) snprintf(cfg.dir, sizeof cfg.dir, "%s", d);
-  else if (xdg && *xdg) snprintf(cfg.dir, sizeof cfg.dir, "%s/pagedb", xdg);
-  else if (home && *home) snprintf(cfg.dir, sizeof cfg.dir, "%s/.cache/pagedb", home);
-  else snprintf(cfg.dir, sizeof cfg.dir, "/tmp/pagedb-cache-%ld", (long)getuid());
-  cfg.bound = env_u64("PAGEDB_CACHE_BYTES", 4ull << 30);
-  cfg.chunk = env_u64("PAGEDB_CACHE_CHUNK", 1u << 20);
+  if (d && *d) snprintf(cfg->dir, sizeof cfg->dir, "%s", d);
+  else if (xdg && *xdg) snprintf(cfg->dir, sizeof cfg->dir, "%s/pagedb", xdg);
+  else if (home && *home) snprintf(cfg->dir, sizeof cfg->dir, "%s/.cache/pagedb", home);
+  else snprintf(cfg->dir, sizeof cfg->dir, "/tmp/pagedb-cache-%ld", (long)getuid());
+  cfg->bound = env_u64("PAGEDB_CACHE_BYTES", 4ull << 30);
+  cfg->chunk = env_u64("PAGEDB_CACHE_CHUNK", 1u << 20);
   /* A power of two from 64 KiB to 64 MiB: whole pages, for mapping. */
-  if (cfg.chunk < (64u << 10) || cfg.chunk > (64u << 20) || (cfg.chunk & (cfg.chunk - 1))) cfg.chunk = 1u << 20;
+  if (cfg->chunk < (64u << 10) || cfg->chunk > (64u << 20) || (cfg->chunk & (cfg->chunk - 1))) cfg->chunk = 1u << 20;
   char path[3200];
-  snprintf(path, sizeof path, "%s/usage", cfg.dir);
-  if (mkdirs(cfg.dir) != 0 || (cfg.usagefd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
-    snprintf(cfg.err, sizeof cfg.err, "cache directory %s: %s", cfg.dir, strerror(errno));
+  snprintf(path, sizeof path, "%s/usage", cfg->dir);
+  int fd = -1;
+  if (mkdirs(cfg->dir) != 0 || (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+    snprintf(msg, cap, "cache directory %s: %s (set PAGEDB_CACHE_DIR to a writable directory)", cfg->dir,
+             strerror(errno));
+    return PAGEDB_CANTOPEN;
+  }
+  close(fd);
+  return PAGEDB_OK;
 }
 
 /* --- the usage account (invariant 4) ------------------------------------------ */
@@ -177,8 +184,8 @@ static int evict_one(const char *path) {
 /* Scan the cache: its bytes now; if TARGET is not UINT64_MAX, evict the
 ** least recently held chunks until it holds at most TARGET.  Caller holds
 ** the usage lock. */
-static uint64_t scan(uint64_t target) {
-  DIR *top = opendir(cfg.dir);
+static uint64_t scan(const Cfg *cfg, uint64_t target) {
+  DIR *top = opendir(cfg->dir);
   if (!top) return UINT64_MAX;
   Entry *e = NULL;
   size_t n = 0, cap = 0;
@@ -188,7 +195,7 @@ static uint64_t scan(uint64_t target) {
   while ((d = readdir(top))) {
     if (strlen(d->d_name) != 16 || !is_hex16(d->d_name, 16)) continue;
     char sub[3200];
-    snprintf(sub, sizeof sub, "%s/%s", cfg.dir, d->d_name);
+    snprintf(sub, sizeof sub, "%s/%s", cfg->dir, d->d_name);
     DIR *dd = opendir(sub);
     if (!dd) continue;
     struct dirent *f;
@@ -235,46 +242,54 @@ static uint64_t scan(uint64_t target) {
   return total;
 }
 
-static uint64_t usage_read(void) {
+static uint64_t usage_read(int fd) {
   uint8_t b[16];
-  if (pread(cfg.usagefd, b, sizeof b, 0) != (ssize_t)sizeof b || pdb_get64(b + 8) != pdb_checksum(b, 8))
+  if (pread(fd, b, sizeof b, 0) != (ssize_t)sizeof b || pdb_get64(b + 8) != pdb_checksum(b, 8))
     return UINT64_MAX;
   return pdb_get64(b);
 }
 
-static void usage_write(uint64_t v) {
+static void usage_write(int fd, uint64_t v) {
   uint8_t b[16];
   pdb_put64(b, v);
   pdb_put64(b + 8, pdb_checksum(b, 8));
-  if (pwrite(cfg.usagefd, b, sizeof b, 0) != (ssize_t)sizeof b) {
+  if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b) {
     /* A usage we could not record is recomputed by the next reserve. */
-    ftruncate(cfg.usagefd, 0);
+    if (ftruncate(fd, 0) != 0) { /* then the checksum fails: the same */ }
   }
 }
 
 /* Reserve N bytes (DELTA > 0) or give them back (DELTA < 0).  Returns 0 if
 ** the reservation could not be made without passing the bound. */
-static int usage_add(int64_t delta) {
-  if (ofd_lock(cfg.usagefd, F_WRLCK, 0, 0, 1) != 0) return 0;
-  uint64_t u = usage_read();
-  if (u == UINT64_MAX) u = scan(UINT64_MAX);
+static int usage_add(const Cfg *cfg, int64_t delta) {
+  /* Opened per call: a descriptor kept open would outlive every handle. */
+  char path[3200];
+  snprintf(path, sizeof path, "%s/usage", cfg->dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return 0;
+  if (ofd_lock(fd, F_WRLCK, 0, 0, 1) != 0) {
+    close(fd);
+    return 0;
+  }
+  uint64_t u = usage_read(fd);
+  if (u == UINT64_MAX) u = scan(cfg, UINT64_MAX);
   int ok = 1;
   if (delta < 0) {
     u = u > (uint64_t)-delta ? u + (uint64_t)delta : 0;
   } else if (u == UINT64_MAX) {
     ok = 0;
-  } else if (u + (uint64_t)delta > cfg.bound) {
+  } else if (u + (uint64_t)delta > cfg->bound) {
     /* Evict down to leave a tenth of the bound free, so that the scans
     ** stay rare while a cold epoch streams in. */
-    uint64_t want = (uint64_t)delta > cfg.bound ? 0 : cfg.bound - (uint64_t)delta;
+    uint64_t want = (uint64_t)delta > cfg->bound ? 0 : cfg->bound - (uint64_t)delta;
     uint64_t low = want - want / 10 > 0 ? want - want / 10 : want;
-    u = scan(low);
-    if (u == UINT64_MAX || u + (uint64_t)delta > cfg.bound) ok = 0;
+    u = scan(cfg, low);
+    if (u == UINT64_MAX || u + (uint64_t)delta > cfg->bound) ok = 0;
     if (u == UINT64_MAX) u = 0;
   }
   if (ok && delta > 0) u += (uint64_t)delta;
-  usage_write(u);
-  ofd_lock(cfg.usagefd, F_UNLCK, 0, 0, 0);
+  usage_write(fd, u);
+  close(fd);                /* drops the lock */
   return ok;
 }
 
@@ -282,28 +297,34 @@ static int usage_add(int64_t delta) {
 
 int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) {
   *out = NULL;
-  pthread_once(&cfg.once, cfg_init);
-  if (cfg.usagefd < 0) {
-    snprintf(msg, cap, "%s (set PAGEDB_CACHE_DIR to a writable directory)", cfg.err);
-    return PAGEDB_CANTOPEN;
-  }
   RcObj *c = pdb_calloc(1, sizeof *c);
   if (!c) return PAGEDB_NOMEM;
+  int rc = cfg_init(&c->cfg, msg, cap);
+  if (rc != PAGEDB_OK) {
+    pdb_free(c);
+    return rc;
+  }
   c->obj = o;
   c->size = rmt_size(o);
-  c->nchunk = (c->size + cfg.chunk - 1) / cfg.chunk;
+  c->nchunk = (c->size + c->cfg.chunk - 1) / c->cfg.chunk;
+  if (!(c->vino = pdb_calloc(c->nchunk ? c->nchunk : 1, sizeof *c->vino))) {
+    pdb_free(c);
+    return PAGEDB_NOMEM;
+  }
   c->key = rmt_key(o);
   c->keylen = strlen(c->key);
   if (c->keylen >= KEY_MAX) {
+    pdb_free(c->vino);
     pdb_free(c);
     snprintf(msg, cap, "%s: the URL is too long for the cache", rmt_url(o));
     return PAGEDB_CANTOPEN;
   }
-  snprintf(c->dir, sizeof c->dir, "%s/%016llx", cfg.dir, (unsigned long long)pdb_sum(c->key, c->keylen));
+  snprintf(c->dir, sizeof c->dir, "%s/%016llx", c->cfg.dir, (unsigned long long)pdb_sum(c->key, c->keylen));
   snprintf(c->lockpath, sizeof c->lockpath, "%s/lock", c->dir);
   int fd = -1;
   if ((mkdir(c->dir, 0755) != 0 && errno != EEXIST) || (fd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
     snprintf(msg, cap, "cache directory %s: %s", c->dir, strerror(errno));
+    pdb_free(c->vino);
     pdb_free(c);
     return PAGEDB_CANTOPEN;
   }
@@ -313,17 +334,18 @@ int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) {
 }
 
 void rc_close(RcObj *c) {
+  if (!c) return;
+  pdb_free(c->vino);
   pdb_free(c);
 }
 
 uint64_t rc_chunk_size(const RcObj *c) {
-  (void)c;
-  return cfg.chunk;
+  return c->cfg.chunk;
 }
 
 static size_t chunk_len(const RcObj *c, uint64_t k) {
-  uint64_t off = k * cfg.chunk;
-  return (size_t)(c->size - off < cfg.chunk ? c->size - off : cfg.chunk);
+  uint64_t off = k * c->cfg.chunk;
+  return (size_t)(c->size - off < c->cfg.chunk ? c->size - off : c->cfg.chunk);
 }
 
 static void chunk_path(const RcObj *c, uint64_t k, char *out, size_t cap) {
@@ -349,10 +371,10 @@ static void encode(const RcObj *c, uint64_t k, const uint8_t *data, size_t len, 
   memcpy(h, kMagic, 8);
   pdb_put32(h + 8, 1);
   pdb_put32(h + 12, (uint32_t)c->keylen);
-  pdb_put64(h + 16, k * cfg.chunk);
+  pdb_put64(h + 16, k * c->cfg.chunk);
   pdb_put64(h + 24, len);
   pdb_put64(h + 32, pdb_sum(data, len));
-  pdb_put64(h + 40, cfg.chunk);
+  pdb_put64(h + 40, c->cfg.chunk);
   memcpy(h + 48, c->key, c->keylen);
   pdb_put64(h + HDR - 8, pdb_checksum(h, HDR - 8));
 }
@@ -363,17 +385,17 @@ static int header_ok(const RcObj *c, uint64_t k, const uint8_t *h, uint64_t *sum
   if (memcmp(h, kMagic, 8) != 0 || pdb_get32(h + 8) != 1 || pdb_get64(h + HDR - 8) != pdb_checksum(h, HDR - 8))
     return 0;
   if (pdb_get32(h + 12) != c->keylen || memcmp(h + 48, c->key, c->keylen) != 0) return 0;   /* foreign */
-  if (pdb_get64(h + 16) != k * cfg.chunk || pdb_get64(h + 24) != len || pdb_get64(h + 40) != cfg.chunk) return 0;
+  if (pdb_get64(h + 16) != k * c->cfg.chunk || pdb_get64(h + 24) != len || pdb_get64(h + 40) != c->cfg.chunk) return 0;
   *sum = pdb_get64(h + 32);
   return 1;
 }
 
 /* Remove a chunk file found bad, if PATH still names FD's file. */
-static void drop_bad(const char *path, int fd) {
+static void drop_bad(const RcObj *c, const char *path, int fd) {
   struct stat a, b;
   atomic_fetch_add(&rmt_stats.chunk_bad, 1);
   if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev && unlink(path) == 0)
-    usage_add(-(int64_t)a.st_size);
+    usage_add(&c->cfg, -(int64_t)a.st_size);
 }
 
 /* Hold chunk K from its cache file (invariants 2, 3).  Returns 1 on
@@ -394,7 +416,7 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
     return 0;
   }
   if (!(h = malloc(HDR)) || pread(fd, h, HDR, 0) != HDR || !header_ok(c, k, h, &sum) || (uint64_t)st.st_size != HDR + len) {
-    if (h) drop_bad(path, fd);
+    if (h) drop_bad(c, path, fd);
     free(h);
     close(fd);
     return 0;
@@ -417,13 +439,20 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
     close(fd);
     return 0;
   }
-  if (pdb_sum(data, len) != sum) {
-    drop_bad(path, fd);
+  /* The bytes are summed the first time this process holds this file:
+  ** files are never changed in place (invariant 1), so the same file with
+  ** the same header holds the same bytes.  "Same" is inode, device and
+  ** the header's sum, so a file made anew in a reused inode is summed. */
+  uint64_t id = pdb_mix64((uint64_t)st.st_ino ^ pdb_mix64((uint64_t)st.st_dev)) ^ sum;
+  id += id == 0;
+  if (atomic_load_explicit(&c->vino[k], memory_order_relaxed) != id && pdb_sum(data, len) != sum) {
+    drop_bad(c, path, fd);
     if (at) unfix(at, len);
     else munmap(base, maplen);
     close(fd);
     return 0;
   }
+  atomic_store_explicit(&c->vino[k], id, memory_order_relaxed);
   ok = 1;
   /* Most recently held: the eviction order (invariant 4). */
   futimens(fd, NULL);
@@ -448,11 +477,11 @@ static int hold_mem(uint64_t k, const uint8_t *data, size_t len, void *at, RcHel
 /* Store fetched chunk K (DATA, LEN bytes) and hold it. */
 static int store(RcObj *c, uint64_t k, const uint8_t *data, size_t len, void *at, RcHeld *out) {
   uint64_t need = HDR + len;
-  if (usage_add((int64_t)need)) {
+  if (usage_add(&c->cfg, (int64_t)need)) {
     char tmp[3400], path[3300];
     chunk_path(c, k, path, sizeof path);
     snprintf(tmp, sizeof tmp, "%s/%016llx.t.%ld.%llu", c->dir, (unsigned long long)k, (long)getpid(),
-             (unsigned long long)atomic_fetch_add(&cfg.tmpseq, 1));
+             (unsigned long long)atomic_fetch_add(&tmpseq, 1));
     uint8_t *h = malloc(HDR);
     int fd = h ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
     int ok = fd >= 0;
@@ -468,7 +497,7 @@ static int store(RcObj *c, uint64_t k, const uint8_t *data, size_t len, void *at
       atomic_fetch_sub(&rmt_stats.chunk_hits, 1);   /* a fetch, not a hit */
       return 1;
     }
-    if (!ok) usage_add(-(int64_t)need);
+    if (!ok) usage_add(&c->cfg, -(int64_t)need);
   }
   return hold_mem(k, data, len, at, out);
 }
@@ -479,7 +508,7 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
   int rc = r ? PAGEDB_OK : PAGEDB_NOMEM;
   for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
     r[i].n = chunk_len(c, k[i]);
-    r[i].off = k[i] * cfg.chunk;
+    r[i].off = k[i] * c->cfg.chunk;
     if (!(r[i].buf = malloc(r[i].n ? r[i].n : 1))) rc = PAGEDB_NOMEM;
   }
   if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory fetching %d chunks of %s", n, rmt_url(c->obj));

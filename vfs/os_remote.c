@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
-#define KEEP 64
+#define KEEP 32
 
 typedef struct Slot {
   RcHeld h;
