@@ -11,7 +11,8 @@
 **   OBJ/lock            fetch locks: byte K locked while chunk K is fetched
 **   OBJ/K.c             chunk K (16 hex digits): a 4096-byte header, then
 **                       the object's bytes [K*C, K*C + len), C the chunk size
-**   OBJ/K.t.PID.N       a chunk being written; renamed to K.c when whole
+**   OBJ/K.t.PID.N.B     a chunk being written (B bytes when whole);
+**                       renamed to K.c when whole
 **
 **   Chunk header (little-endian):
 **     0  8  magic "PDBCHNK\0"       32  8  pdb_sum of the chunk's bytes
@@ -206,10 +207,13 @@ static uint64_t scan(const Cfg *cfg, uint64_t target) {
       struct stat st;
       if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
       if (f->d_name[17] == 't') {
-        /* A writer's temporary: reserved by it; one left by a writer
-        ** that died long ago is removed. */
+        /* A writer's temporary counts as the bytes its name reserves (it
+        ** may not have them yet); one left by a writer that died long ago
+        ** is removed. */
+        const char *dot = strrchr(f->d_name, '.');
+        unsigned long long want = strtoull(dot + 1, NULL, 10);
         if (now - st.st_mtime > 600) unlink(path);
-        else total += (uint64_t)st.st_size;
+        else total += want > (uint64_t)st.st_size && want <= HDR + (64u << 20) ? want : (uint64_t)st.st_size;
         continue;
       }
       if (f->d_name[17] != 'c' || f->d_name[18]) continue;
@@ -441,11 +445,19 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   }
   /* The bytes are summed the first time this process holds this file:
   ** files are never changed in place (invariant 1), so the same file with
-  ** the same header holds the same bytes.  "Same" is inode, device and
-  ** the header's sum, so a file made anew in a reused inode is summed. */
-  uint64_t id = pdb_mix64((uint64_t)st.st_ino ^ pdb_mix64((uint64_t)st.st_dev)) ^ sum;
-  id += id == 0;
-  if (atomic_load_explicit(&c->vino[k], memory_order_relaxed) != id && pdb_sum(data, len) != sum) {
+  ** the same header holds the same bytes.  "Same" is inode, device, birth
+  ** time and the header's sum, so a file made anew in a reused inode is
+  ** summed again; without a birth time (a file system that keeps none)
+  ** every hold sums. */
+  struct statx sx;
+  uint64_t id = 0;
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME)) {
+    id = pdb_mix64(sx.stx_ino ^ pdb_mix64(((uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor)
+                                           ^ pdb_mix64((uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec)))
+         ^ sum;
+    id += id == 0;
+  }
+  if ((id == 0 || atomic_load_explicit(&c->vino[k], memory_order_relaxed) != id) && pdb_sum(data, len) != sum) {
     drop_bad(c, path, fd);
     if (at) unfix(at, len);
     else munmap(base, maplen);
@@ -477,28 +489,30 @@ static int hold_mem(uint64_t k, const uint8_t *data, size_t len, void *at, RcHel
 /* Store fetched chunk K (DATA, LEN bytes) and hold it. */
 static int store(RcObj *c, uint64_t k, const uint8_t *data, size_t len, void *at, RcHeld *out) {
   uint64_t need = HDR + len;
-  if (usage_add(&c->cfg, (int64_t)need)) {
-    char tmp[3400], path[3300];
-    chunk_path(c, k, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s/%016llx.t.%ld.%llu", c->dir, (unsigned long long)k, (long)getpid(),
-             (unsigned long long)atomic_fetch_add(&tmpseq, 1));
-    uint8_t *h = malloc(HDR);
-    int fd = h ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
-    int ok = fd >= 0;
-    if (ok) {
-      encode(c, k, data, len, h);
-      ok = pwrite(fd, h, HDR, 0) == HDR && pwrite(fd, data, len, HDR) == (ssize_t)len;
-      ok = close(fd) == 0 && ok;
-      ok = ok && rename(tmp, path) == 0;
-      if (!ok) unlink(tmp);
-    }
-    free(h);
-    if (ok && hold_file(c, k, at, out)) {
-      atomic_fetch_sub(&rmt_stats.chunk_hits, 1);   /* a fetch, not a hit */
-      return 1;
-    }
-    if (!ok) usage_add(&c->cfg, -(int64_t)need);
+  char tmp[3400], path[3300];
+  chunk_path(c, k, path, sizeof path);
+  /* The temporary exists, its name saying how many bytes it will hold,
+  ** before the space is reserved: a scan from then on counts it (scan),
+  ** so no eviction pass forgets a reservation in flight. */
+  snprintf(tmp, sizeof tmp, "%s/%016llx.t.%ld.%llu.%llu", c->dir, (unsigned long long)k, (long)getpid(),
+           (unsigned long long)atomic_fetch_add(&tmpseq, 1), (unsigned long long)need);
+  uint8_t *h = malloc(HDR);
+  int fd = h ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
+  int ok = fd >= 0 && usage_add(&c->cfg, (int64_t)need);
+  int reserved = ok;
+  if (ok) {
+    encode(c, k, data, len, h);
+    ok = pwrite(fd, h, HDR, 0) == HDR && pwrite(fd, data, len, HDR) == (ssize_t)len;
   }
+  if (fd >= 0) ok = close(fd) == 0 && ok;
+  ok = ok && rename(tmp, path) == 0;
+  if (!ok && fd >= 0) unlink(tmp);
+  free(h);
+  if (ok && hold_file(c, k, at, out)) {
+    atomic_fetch_sub(&rmt_stats.chunk_hits, 1);   /* a fetch, not a hit */
+    return 1;
+  }
+  if (!ok && reserved) usage_add(&c->cfg, -(int64_t)need);
   return hold_mem(k, data, len, at, out);
 }
 
