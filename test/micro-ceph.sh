@@ -5,10 +5,11 @@
 # directory), and an S3 user.  Modelled on Ceph's src/test/micro-osd.sh.
 # Needs the Debian packages ceph-mon, ceph-osd, radosgw (tool/install-deps.sh).
 #
-# start prints one line: "PORT ACCESS_KEY SECRET_KEY" (the gateway answers
+# start DIR [OWNER_PID] prints one line: "PORT ACCESS_KEY SECRET_KEY" (the gateway answers
 # S3 on http://127.0.0.1:PORT); it exits non-zero with the reason if the
 # cluster does not come up within a minute.  stop kills the daemons by
-# their pid files and waits for them.
+# their pid files and waits for them; with OWNER_PID a watcher stops the
+# cluster when that process is gone, however it ended.
 #
 # What the start has to get right (each seen to fail otherwise):
 #   - cephx keys: with "auth ... = none" radosgw fails with EACCES (-13)
@@ -120,6 +121,10 @@ CONF
   timeout 60 radosgw-admin user create --uid=pagedb --display-name=pagedb --access-key="$AK" --secret-key="$SK" \
     >"$D/log/user.out" 2>&1 || fail "radosgw-admin user create failed"
   echo "$RGWPORT $AK $SK" > "$D/endpoint"
+  if [ -n "$3" ]; then
+    # Stop the cluster when the owner is gone, however it ended.
+    (while kill -0 "$3" 2>/dev/null; do sleep 1; done; bash "$0" stop "$D") </dev/null >/dev/null 2>&1 &
+  fi
   echo "$RGWPORT $AK $SK" ;;
 stop)
   [ -d "$D/run" ] && stop

@@ -4,8 +4,13 @@
 # runs as the current user with everything (config, pid file, logs,
 # temporary paths) under DIR, on a free port it prints on start.  Needs the
 # Debian package nginx-light (tool/install-deps.sh).  Exits non-zero with
-# the reason when nginx cannot start.
+# the reason when nginx cannot start.  With OWNER_PID (start DIR PID), a
+# watcher stops nginx when that process is gone, however it ended.
 set -e
+watch() {
+  [ -n "$1" ] || return 0
+  (while kill -0 "$1" 2>/dev/null; do sleep 1; done; sh "$0" stop "$D") </dev/null >/dev/null 2>&1 &
+}
 cmd=$1 D=$2
 [ -n "$D" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
@@ -50,7 +55,11 @@ http {
 CONF
     if "$NGINX" -p "$D" -c "$D/nginx.conf" -e "$D/log/error.log" 2>"$D/log/start.err"; then
       for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-        [ -s "$D/nginx.pid" ] && { echo "$PORT"; exit 0; }
+        if [ -s "$D/nginx.pid" ]; then
+          watch "$3"
+          echo "$PORT"
+          exit 0
+        fi
         sleep 0.1
       done
     fi

@@ -8,7 +8,8 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkgconf \
   libsqlite3-dev sqlite3 liblz4-dev libxxhash-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
-  libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox"
+  libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox \
+  libcurl4-openssl-dev curl nginx-light ceph-mon ceph-osd radosgw s3cmd"
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
 missing=""
 for p in $PKGS; do

@@ -156,6 +156,7 @@ int pdb_os_open(pagedb_vfs *vfs, const char *path, int flags, pagedb_file **pf) 
   pagedb_file *f = pdb_calloc(1, (size_t)vfs->szFile);
   *pf = NULL;
   if (!f) return PAGEDB_NOMEM;
+  pdb_os_take_why();        /* what is told after a failure is this open's */
   int rc = vfs->xOpen(vfs, path, f, flags);
   if (rc != PAGEDB_OK) {
     /* The contract says pMethods stays NULL on failure; if a backend set it
