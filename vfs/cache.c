@@ -402,6 +402,18 @@ static void drop_bad(const RcObj *c, const char *path, int fd) {
     usage_add(&c->cfg, -(int64_t)a.st_size);
 }
 
+/* The identity of the chunk file open as FD whose header says SUM, for
+** the verified table (hold_file); 0 when the file system keeps no birth
+** time (then the bytes are summed at every hold). */
+static uint64_t file_id(int fd, uint64_t sum) {
+  struct statx sx;
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) != 0 || !(sx.stx_mask & STATX_BTIME)) return 0;
+  uint64_t id = pdb_mix64(sx.stx_ino ^ pdb_mix64(((uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor)
+                                                 ^ pdb_mix64((uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec)))
+                ^ sum;
+  return id + (id == 0);
+}
+
 /* Hold chunk K from its cache file (invariants 2, 3).  Returns 1 on
 ** success, 0 if there is no good file. */
 static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
@@ -449,14 +461,7 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   ** time and the header's sum, so a file made anew in a reused inode is
   ** summed again; without a birth time (a file system that keeps none)
   ** every hold sums. */
-  struct statx sx;
-  uint64_t id = 0;
-  if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME)) {
-    id = pdb_mix64(sx.stx_ino ^ pdb_mix64(((uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor)
-                                           ^ pdb_mix64((uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec)))
-         ^ sum;
-    id += id == 0;
-  }
+  uint64_t id = file_id(fd, sum);
   if ((id == 0 || atomic_load_explicit(&c->vino[k], memory_order_relaxed) != id) && pdb_sum(data, len) != sum) {
     drop_bad(c, path, fd);
     if (at) unfix(at, len);
@@ -503,6 +508,9 @@ static int store(RcObj *c, uint64_t k, const uint8_t *data, size_t len, void *at
   if (ok) {
     encode(c, k, data, len, h);
     ok = pwrite(fd, h, HDR, 0) == HDR && pwrite(fd, data, len, HDR) == (ssize_t)len;
+    /* Bytes this process has just summed and written need no second
+    ** reading (the table is keyed by this very file). */
+    if (ok) atomic_store_explicit(&c->vino[k], file_id(fd, pdb_get64(h + 32)), memory_order_relaxed);
   }
   if (fd >= 0) ok = close(fd) == 0 && ok;
   ok = ok && rename(tmp, path) == 0;
@@ -516,31 +524,51 @@ static int store(RcObj *c, uint64_t k, const uint8_t *data, size_t len, void *at
   return hold_mem(k, data, len, at, out);
 }
 
+/* A fetch in progress: each chunk is stored as soon as it has arrived. */
+typedef struct Fetch {
+  RcObj *c;
+  const uint64_t *k;
+  void *const *at;
+  RcHeld *out;
+  RmtRange *r;
+  uint8_t *held;            /* per chunk: stored and held */
+  int nomem;
+} Fetch;
+
+static void arrived(void *ctx, int i) {
+  Fetch *f = ctx;
+  if (store(f->c, f->k[i], f->r[i].buf, f->r[i].n, f->at ? f->at[i] : NULL, &f->out[i])) {
+    f->held[i] = 1;
+    atomic_fetch_add(&rmt_stats.chunk_fetches, 1);
+  } else {
+    f->nomem = 1;
+  }
+  pdb_buf_free(f->r[i].buf);   /* back to the pool, for the next chunk */
+  f->r[i].buf = NULL;
+}
+
 /* Fetch chunks K[0..N) (their fetch locks held) and hold them in OUT. */
 static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, char *msg, size_t cap) {
   RmtRange *r = pdb_calloc((size_t)n, sizeof *r);
-  int rc = r ? PAGEDB_OK : PAGEDB_NOMEM;
+  uint8_t *held = pdb_calloc((size_t)n, 1);
+  int rc = r && held ? PAGEDB_OK : PAGEDB_NOMEM;
   for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
     r[i].n = chunk_len(c, k[i]);
     r[i].off = k[i] * c->cfg.chunk;
-    if (!(r[i].buf = malloc(r[i].n ? r[i].n : 1))) rc = PAGEDB_NOMEM;
+    if (!(r[i].buf = pdb_buf_alloc(r[i].n ? r[i].n : 1, NULL))) rc = PAGEDB_NOMEM;
   }
   if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory fetching %d chunks of %s", n, rmt_url(c->obj));
-  if (rc == PAGEDB_OK) rc = rmt_fetch(c->obj, r, n, msg, cap);
-  int held = 0;
-  for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
-    if (!store(c, k[i], r[i].buf, r[i].n, at ? at[i] : NULL, &out[i])) {
-      rc = PAGEDB_NOMEM;
-      snprintf(msg, cap, "out of memory holding a chunk of %s", rmt_url(c->obj));
-    } else {
-      held++;
-      atomic_fetch_add(&rmt_stats.chunk_fetches, 1);
-    }
+  Fetch f = { c, k, at, out, r, held, 0 };
+  if (rc == PAGEDB_OK) rc = rmt_fetch_each(c->obj, r, n, arrived, &f, msg, cap);
+  if (rc == PAGEDB_OK && f.nomem) {
+    rc = PAGEDB_NOMEM;
+    snprintf(msg, cap, "out of memory holding a chunk of %s", rmt_url(c->obj));
   }
-  if (rc != PAGEDB_OK)
-    for (int i = 0; i < held; i++) rc_release(&out[i], at != NULL);
-  for (int i = 0; r && i < n; i++) free(r[i].buf);
+  for (int i = 0; i < n && rc != PAGEDB_OK && held; i++)
+    if (held[i]) rc_release(&out[i], at != NULL);
+  for (int i = 0; r && i < n; i++) pdb_buf_free(r[i].buf);
   pdb_free(r);
+  pdb_free(held);
   return rc;
 }
 

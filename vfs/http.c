@@ -420,6 +420,11 @@ static int judge(RmtObject *o, Xfer *x, CURLcode cc, long status, char *why, siz
 }
 
 int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap) {
+  return rmt_fetch_each(o, r, n, NULL, NULL, msg, cap);
+}
+
+int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int i), void *ctx, char *msg,
+                   size_t cap) {
   if (n <= 0) return PAGEDB_OK;
   Conn *c = conn_get(o);
   Xfer *xs = c ? pdb_calloc((size_t)n, sizeof *xs) : NULL;
@@ -521,6 +526,7 @@ int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap) {
       if (verdict == DONE_OK) {
         atomic_fetch_add(&rmt_stats.requests, 1);
         atomic_fetch_add(&rmt_stats.bytes, (int64_t)x->got);
+        if (each) each(ctx, i);
         continue;
       }
       atomic_fetch_add(&rmt_stats.failures, 1);

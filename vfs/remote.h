@@ -78,6 +78,10 @@ const char *rmt_url(const RmtObject *o);
 ** the URL, the range and the HTTP status.
 */
 int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap);
+/* As rmt_fetch, calling DONE(CTX, i) as soon as range i has arrived whole
+** (so its bytes can be used while the others are in flight). */
+int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*done)(void *ctx, int i), void *ctx, char *msg,
+                   size_t cap);
 
 /* --- cache.c --- */
 
