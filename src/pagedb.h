@@ -892,7 +892,10 @@ PAGEDB_API int pagedb_check(pagedb *db, int flags, pagedb_check_fn cb, void *ctx
 ** are opened through the VFS too, read-write when possible, with no xLock,
 ** xMap, batches or asynchronous writes: a VFS that serves the data file
 ** serves them, unless its files report PAGEDB_IOCAP_DIRECT, in which case
-** the catalog uses "posix" (SQLite's writes are unaligned).
+** the catalog uses "posix" (SQLite's writes are unaligned).  A file that
+** reports PAGEDB_IOCAP_IMMUTABLE (the remote VFSes) serves its catalog
+** alone, read-only, as an SQLite "immutable" database: no locks, no -shm,
+** no WAL.
 */
 typedef struct pagedb_vfs pagedb_vfs;
 typedef struct pagedb_file pagedb_file;

@@ -70,6 +70,7 @@ static void make_dataset(const char *path, const wl_t *w) {
 /* Read rank RANK of WORLD's part of the epoch from PATH; returns the sample
 ** bytes, checking each sample against W when CHECK. */
 static long long read_epoch(const char *path, const wl_t *w, int rank, int world, int check) {
+  double t0 = now();
   pagedb *db;
   int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
   if (rc) die("open", rc, db);
@@ -93,6 +94,13 @@ static long long read_epoch(const char *path, const wl_t *w, int rank, int world
   }
   free(ids);
   pagedb_close(db);
+  if (getenv("RBENCH_VERBOSE")) {
+    pagedb_remote_counters c;
+    pagedb_remote_stats(&c);
+    fprintf(stderr, "  rank %d/%d of %s: %.3f s; requests %lld, retries %lld, fetches %lld, hits %lld\n", rank,
+            world, path, now() - t0, (long long)c.requests, (long long)c.retries, (long long)c.chunk_fetches,
+            (long long)c.chunk_hits);
+  }
   return bytes;
 }
 

@@ -42,8 +42,8 @@
 **   4. The cache never holds more than its bound (PAGEDB_CACHE_BYTES,
 **      default 4 GiB): space for a chunk (header included) is reserved in
 **      `usage` under its lock before the chunk is written, evicting the
-**      least recently held unlocked chunks first (mtime is set at every
-**      hold); when nothing can be evicted the chunk is held in private
+**      least recently held unlocked chunks first (mtime is set at a hold
+**      when it is a minute old or more); when nothing can be evicted the chunk is held in private
 **      memory instead (counted as uncached).  A damaged `usage` is
 **      recomputed by scanning.
 **   5. One fetch per chunk per machine: a process fetches chunk K only
@@ -347,6 +347,10 @@ uint64_t rc_chunk_size(const RcObj *c) {
   return c->cfg.chunk;
 }
 
+uint64_t rc_bound(const RcObj *c) {
+  return c->cfg.bound;
+}
+
 static size_t chunk_len(const RcObj *c, uint64_t k) {
   uint64_t off = k * c->cfg.chunk;
   return (size_t)(c->size - off < c->cfg.chunk ? c->size - off : c->cfg.chunk);
@@ -442,12 +446,15 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   const uint8_t *data;
   size_t maplen;
   if (at) {
-    base = mmap(at, page_round(len), PROT_READ, MAP_SHARED | MAP_FIXED, fd, HDR);
+    /* MAP_POPULATE: the pages are in the page cache (written or read
+    ** just now); mapping them in one go costs far less than a fault per
+    ** page on first touch. */
+    base = mmap(at, page_round(len), PROT_READ, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, HDR);
     data = base;
     maplen = len;
   } else {
     maplen = HDR + len;
-    base = mmap(NULL, maplen, PROT_READ, MAP_SHARED, fd, 0);
+    base = mmap(NULL, maplen, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
     data = (const uint8_t *)base + HDR;
   }
   if (base == MAP_FAILED) {
@@ -471,8 +478,9 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   }
   atomic_store_explicit(&c->vino[k], id, memory_order_relaxed);
   ok = 1;
-  /* Most recently held: the eviction order (invariant 4). */
-  futimens(fd, NULL);
+  /* Most recently held: the eviction order (invariant 4).  To the minute:
+  ** a metadata write per read would cost more than the read. */
+  if (time(NULL) - st.st_mtime >= 60) futimens(fd, NULL);
   close(fd);          /* the mapping keeps the file and its flock */
   atomic_fetch_add(&rmt_stats.chunk_hits, 1);
   *out = (RcHeld){ k, data, len, base, maplen };
@@ -543,8 +551,6 @@ static void arrived(void *ctx, int i) {
   } else {
     f->nomem = 1;
   }
-  pdb_buf_free(f->r[i].buf);   /* back to the pool, for the next chunk */
-  f->r[i].buf = NULL;
 }
 
 /* Fetch chunks K[0..N) (their fetch locks held) and hold them in OUT. */
@@ -555,7 +561,7 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
   for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
     r[i].n = chunk_len(c, k[i]);
     r[i].off = k[i] * c->cfg.chunk;
-    if (!(r[i].buf = pdb_buf_alloc(r[i].n ? r[i].n : 1, NULL))) rc = PAGEDB_NOMEM;
+    r[i].buf = NULL;        /* from the pool as each starts (rmt_fetch_each) */
   }
   if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory fetching %d chunks of %s", n, rmt_url(c->obj));
   Fetch f = { c, k, at, out, r, held, 0 };
@@ -566,7 +572,6 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
   }
   for (int i = 0; i < n && rc != PAGEDB_OK && held; i++)
     if (held[i]) rc_release(&out[i], at != NULL);
-  for (int i = 0; r && i < n; i++) pdb_buf_free(r[i].buf);
   pdb_free(r);
   pdb_free(held);
   return rc;

@@ -426,30 +426,31 @@ int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap) {
 int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int i), void *ctx, char *msg,
                    size_t cap) {
   if (n <= 0) return PAGEDB_OK;
+  /* Ranges wait in QUEUE in index order; a retried one goes back with a
+  ** due time.  Ranges without a buffer (OWN) get one from the pool when
+  ** they start, given back once EACH has used it: only the requests in
+  ** flight hold memory. */
   Conn *c = conn_get(o);
-  Xfer *xs = c ? pdb_calloc((size_t)n, sizeof *xs) : NULL;
-  if (!xs) {
+  Xfer *xs = pdb_calloc((size_t)n, sizeof *xs);
+  int *queue = pdb_malloc((size_t)n * sizeof *queue);
+  uint8_t *own = pdb_calloc((size_t)n, 1);
+  if (!c || !xs || !queue || !own) {
     if (c) conn_put(o, c);
+    pdb_free(xs);
+    pdb_free(queue);
+    pdb_free(own);
     snprintf(msg, cap, "out of memory fetching %d ranges of %s", n, o->path);
     for (int i = 0; i < n; i++) r[i].rc = PAGEDB_NOMEM;
     return PAGEDB_NOMEM;
   }
   int slot_of[MAX_FLIGHT];        /* range in each easy slot, or -1 */
   for (int s = 0; s < MAX_FLIGHT; s++) slot_of[s] = -1;
-  int done = 0, first = PAGEDB_OK, active = 0;
-  /* Ranges wait in index order; a retried one goes back with a due time. */
-  int *queue = pdb_malloc((size_t)n * sizeof *queue);
-  int qhead = 0, qlen = 0;
-  if (!queue) {
-    pdb_free(xs);
-    conn_put(o, c);
-    snprintf(msg, cap, "out of memory fetching %d ranges of %s", n, o->path);
-    for (int i = 0; i < n; i++) r[i].rc = PAGEDB_NOMEM;
-    return PAGEDB_NOMEM;
-  }
+  int done = 0, first = PAGEDB_OK, active = 0, qhead = 0, qlen = 0;
   for (int i = 0; i < n; i++) {
     xs[i].r = &r[i];
     r[i].rc = PAGEDB_OK;
+    own[i] = r[i].buf == NULL;
+    assert(each || !own[i]);
     queue[qlen++] = i;
   }
   while (done < n) {
@@ -464,7 +465,8 @@ int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int
       }
       qhead = (qhead + 1) % n;
       qlen--;
-      if (!c->easy[s] && !(c->easy[s] = curl_easy_init())) {
+      if ((!c->easy[s] && !(c->easy[s] = curl_easy_init()))
+          || (!r[i].buf && !(r[i].buf = pdb_buf_alloc(r[i].n ? r[i].n : 1, NULL)))) {
         r[i].rc = PAGEDB_NOMEM;
         if (first == PAGEDB_OK) {
           first = PAGEDB_NOMEM;
@@ -526,7 +528,10 @@ int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int
       if (verdict == DONE_OK) {
         atomic_fetch_add(&rmt_stats.requests, 1);
         atomic_fetch_add(&rmt_stats.bytes, (int64_t)x->got);
-        if (each) each(ctx, i);
+        if (each) {
+          each(ctx, i);
+          if (own[i]) pdb_buf_free(r[i].buf), r[i].buf = NULL;
+        }
         continue;
       }
       atomic_fetch_add(&rmt_stats.failures, 1);
@@ -550,6 +555,9 @@ int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int
       }
     }
   }
+  for (int i = 0; i < n; i++)
+    if (own[i] && r[i].buf) pdb_buf_free(r[i].buf), r[i].buf = NULL;
+  pdb_free(own);
   pdb_free(queue);
   pdb_free(xs);
   conn_put(o, c);

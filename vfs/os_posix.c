@@ -26,6 +26,11 @@
 **
 ** The system calls go through vfs/syscall.c's table, so that the tests can
 ** interrupt them and cut them short at will.
+**
+** A path that is a URL (http://, https://, s3://) is handed to the remote
+** VFS of its scheme (vfs/os_remote.c) by xOpen, xAccess, xDelete and
+** xSyncDir, so that the path chooses the backend whatever VFS was named;
+** its file object fits in ours (checked at each open).
 */
 #define _GNU_SOURCE
 #include "os.h"

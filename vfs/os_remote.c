@@ -11,9 +11,9 @@
 ** asking to write fails with it.
 **
 ** Copy reads (xRead, xReadBatch) copy out of held chunks.  A file keeps the
-** chunks it used last held (up to KEEP of them, more while threads use
-** them: each held chunk has a reference count), so a run of small reads
-** costs no system call; a batch holds every chunk it needs at once, so
+** chunks it used last held (up to an eighth of the cache's bound, more
+** while threads use them: each held chunk has a reference count), so a run
+** of small reads costs no system call; a batch holds every chunk it needs at once, so
 ** that the misses are fetched together, many requests in flight.
 **
 ** Zero-copy reads (xMap, xMapFill): xMap reserves address space, with no
@@ -32,7 +32,11 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
-#define KEEP 32
+/* Chunks a file keeps held when no read uses them: an eighth of what the
+** cache may hold, from 32 to 4096 (held chunks cannot be evicted, and a
+** few processes share the bound). */
+#define KEEP_MIN 32
+#define KEEP_MAX 4096
 
 typedef struct Slot {
   RcHeld h;
@@ -56,6 +60,8 @@ typedef struct RemoteState {
   pthread_mutex_t mu;       /* guards everything below */
   Slot *slots;
   int nslot, capslot;
+  int keep;                 /* unreferenced slots kept (KEEP_MIN..KEEP_MAX) */
+  int *slot_of;             /* per chunk: its slot, or -1 */
   uint64_t tick;
   Region *regions;
   char err[RMT_ERR_MAX];    /* the latest failure, for xErrmsg */
@@ -78,23 +84,21 @@ static int failed(RemoteState *s, int rc, const char *msg) {
 /* --- held chunks for copy reads ------------------------------------------ */
 
 /* Drop unreferenced slots beyond KEEP, least recently used first.  Caller
-** holds mu. */
+** holds mu.  (A linear pass per drop: slots are few, drops rarer.) */
 static void trim(RemoteState *s) {
-  while (s->nslot > KEEP) {
+  while (s->nslot > s->keep) {
     int victim = -1;
     for (int i = 0; i < s->nslot; i++)
       if (s->slots[i].refs == 0 && (victim < 0 || s->slots[i].used < s->slots[victim].used)) victim = i;
     if (victim < 0) return;
     rc_release(&s->slots[victim].h, 0);
+    s->slot_of[s->slots[victim].h.k] = -1;
     s->slots[victim] = s->slots[--s->nslot];
+    if (victim < s->nslot) s->slot_of[s->slots[victim].h.k] = victim;
   }
 }
 
-static int find_slot(RemoteState *s, uint64_t k) {
-  for (int i = 0; i < s->nslot; i++)
-    if (s->slots[i].h.k == k) return i;
-  return -1;
-}
+static int find_slot(RemoteState *s, uint64_t k) { return s->slot_of[k]; }
 
 /*
 ** Reference chunks K[0..N) (distinct) into OUT, holding those not held
@@ -138,7 +142,7 @@ static int ref_chunks(RemoteState *s, const uint64_t *k, int n, RcHeld *out) {
       rc_release(&got[m], 0);
     } else {
       if (s->nslot == s->capslot) {
-        int nc = s->capslot ? s->capslot * 2 : KEEP;
+        int nc = s->capslot ? s->capslot * 2 : KEEP_MIN;
         Slot *ns = pdb_realloc(s->slots, (size_t)nc * sizeof *ns);
         if (!ns) {
           for (int q = m; q < nmiss; q++) rc_release(&got[q], 0);
@@ -151,6 +155,7 @@ static int ref_chunks(RemoteState *s, const uint64_t *k, int n, RcHeld *out) {
       }
       j = s->nslot++;
       s->slots[j] = (Slot){ got[m], 0, 0 };
+      s->slot_of[miss[m]] = j;
     }
     s->slots[j].refs++;
     s->slots[j].used = ++s->tick;
@@ -431,6 +436,7 @@ static int rm_close(pagedb_file *f) {
   while (s->regions) rm_unmap(f, s->regions->base, s->regions->len);
   for (int i = 0; i < s->nslot; i++) rc_release(&s->slots[i].h, 0);
   pdb_free(s->slots);
+  pdb_free(s->slot_of);
   rc_close(s->cache);
   rmt_close(s->obj);
   pthread_mutex_destroy(&s->mu);
@@ -484,6 +490,16 @@ static int rm_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
   s->size = rmt_size(s->obj);
   s->chunk = rc_chunk_size(s->cache);
   s->nchunk = (s->size + s->chunk - 1) / s->chunk;
+  if (!(s->slot_of = pdb_malloc((size_t)(s->nchunk ? s->nchunk : 1) * sizeof *s->slot_of))) {
+    rc_close(s->cache);
+    rmt_close(s->obj);
+    pthread_mutex_destroy(&s->mu);
+    pdb_free(s);
+    return PAGEDB_NOMEM;
+  }
+  for (uint64_t i = 0; i < s->nchunk; i++) s->slot_of[i] = -1;
+  uint64_t keep = rc_bound(s->cache) / s->chunk / 8;
+  s->keep = keep < KEEP_MIN ? KEEP_MIN : keep > KEEP_MAX ? KEEP_MAX : (int)keep;
   p->s = s;
   p->base.pMethods = &rm_methods;
   return PAGEDB_OK;

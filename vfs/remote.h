@@ -79,7 +79,9 @@ const char *rmt_url(const RmtObject *o);
 */
 int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap);
 /* As rmt_fetch, calling DONE(CTX, i) as soon as range i has arrived whole
-** (so its bytes can be used while the others are in flight). */
+** (so its bytes can be used while the others are in flight).  A range
+** whose BUF is NULL gets a buffer from the pool when it starts, valid
+** during DONE only: so only the requests in flight hold memory. */
 int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*done)(void *ctx, int i), void *ctx, char *msg,
                    size_t cap);
 
@@ -102,6 +104,7 @@ typedef struct RcHeld {
 int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap);
 void rc_close(RcObj *c);
 uint64_t rc_chunk_size(const RcObj *c);
+uint64_t rc_bound(const RcObj *c);
 
 /*
 ** Hold chunks K[0..N): each from a verified cache file, else fetched (by
