@@ -19,6 +19,9 @@
 #   - a signed request needs "x-amz-content-sha256: UNSIGNED-PAYLOAD"
 #     (pagedb sends it; s3cmd signs its payloads itself).
 set -e
+# The servers and their tools are not ours to instrument: a sanitizer build
+# preloads its runtime into the test's processes (Makefile.am), not theirs.
+unset LD_PRELOAD
 cmd=$1 D=$2
 [ -n "$D" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 

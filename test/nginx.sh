@@ -7,6 +7,9 @@
 # the reason when nginx cannot start.  With OWNER_PID (start DIR PID), a
 # watcher stops nginx when that process is gone, however it ended.
 set -e
+# The servers and their tools are not ours to instrument: a sanitizer build
+# preloads its runtime into the test's processes (Makefile.am), not theirs.
+unset LD_PRELOAD
 watch() {
   [ -n "$1" ] || return 0
   (while kill -0 "$1" 2>/dev/null; do sleep 1; done; sh "$0" stop "$D") </dev/null >/dev/null 2>&1 &

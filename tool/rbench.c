@@ -71,6 +71,8 @@ static void make_dataset(const char *path, const wl_t *w) {
 ** bytes, checking each sample against W when CHECK. */
 static long long read_epoch(const char *path, const wl_t *w, int rank, int world, int check) {
   double t0 = now();
+  pagedb_remote_counters c0, c;
+  pagedb_remote_stats(&c0);     /* a forked process starts with its parent's */
   pagedb *db;
   int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
   if (rc) die("open", rc, db);
@@ -94,12 +96,12 @@ static long long read_epoch(const char *path, const wl_t *w, int rank, int world
   }
   free(ids);
   pagedb_close(db);
-  if (getenv("RBENCH_VERBOSE")) {
-    pagedb_remote_counters c;
+  const char *verbose = getenv("RBENCH_VERBOSE");
+  if (verbose && *verbose) {
     pagedb_remote_stats(&c);
-    fprintf(stderr, "  rank %d/%d of %s: %.3f s; requests %lld, retries %lld, fetches %lld, hits %lld\n", rank,
-            world, path, now() - t0, (long long)c.requests, (long long)c.retries, (long long)c.chunk_fetches,
-            (long long)c.chunk_hits);
+    fprintf(stderr, "  rank %d/%d of %s: %.3f s; requests %lld, retries %lld, chunks fetched %lld, hits %lld\n",
+            rank, world, path, now() - t0, (long long)(c.requests - c0.requests), (long long)(c.retries - c0.retries),
+            (long long)(c.chunk_fetches - c0.chunk_fetches), (long long)(c.chunk_hits - c0.chunk_hits));
   }
   return bytes;
 }

@@ -150,7 +150,7 @@ static int ofd_lock(int fd, short type, off_t start, off_t len, int wait) {
 }
 
 typedef struct Entry {
-  char path[3300];
+  char path[3600];
   uint64_t size;
   struct timespec mtime;
 } Entry;
@@ -202,7 +202,7 @@ static uint64_t scan(const Cfg *cfg, uint64_t target) {
     struct dirent *f;
     while ((f = readdir(dd))) {
       if (!is_hex16(f->d_name, 16) || f->d_name[16] != '.') continue;
-      char path[3300];
+      char path[3600];
       snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
       struct stat st;
       if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
@@ -541,6 +541,7 @@ typedef struct Fetch {
   RmtRange *r;
   uint8_t *held;            /* per chunk: stored and held */
   int nomem;
+  int lockfd;               /* holds the chunks' fetch locks */
 } Fetch;
 
 static void arrived(void *ctx, int i) {
@@ -551,10 +552,15 @@ static void arrived(void *ctx, int i) {
   } else {
     f->nomem = 1;
   }
+  /* Stored: a process waiting for this chunk may take it now, before the
+  ** rest of the batch has arrived. */
+  ofd_lock(f->lockfd, F_UNLCK, (off_t)f->k[i], 1, 0);
 }
 
-/* Fetch chunks K[0..N) (their fetch locks held) and hold them in OUT. */
-static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, char *msg, size_t cap) {
+/* Fetch chunks K[0..N) (their fetch locks held on LOCKFD, each let go as
+** soon as its chunk is stored) and hold them in OUT. */
+static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, int lockfd, char *msg,
+                       size_t cap) {
   RmtRange *r = pdb_calloc((size_t)n, sizeof *r);
   uint8_t *held = pdb_calloc((size_t)n, 1);
   int rc = r && held ? PAGEDB_OK : PAGEDB_NOMEM;
@@ -564,7 +570,7 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
     r[i].buf = NULL;        /* from the pool as each starts (rmt_fetch_each) */
   }
   if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory fetching %d chunks of %s", n, rmt_url(c->obj));
-  Fetch f = { c, k, at, out, r, held, 0 };
+  Fetch f = { c, k, at, out, r, held, 0, lockfd };
   if (rc == PAGEDB_OK) rc = rmt_fetch_each(c->obj, r, n, arrived, &f, msg, cap);
   if (rc == PAGEDB_OK && f.nomem) {
     rc = PAGEDB_NOMEM;
@@ -615,7 +621,7 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
     midx[nm++] = i;
   }
   if (rc == PAGEDB_OK && nm > 0) {
-    rc = fetch_store(c, mine, nm, mat, mout, msg, cap);
+    rc = fetch_store(c, mine, nm, mat, mout, lockfd, msg, cap);
     for (int j = 0; j < nm; j++) {
       ofd_lock(lockfd, F_UNLCK, (off_t)mine[j], 1, 0);
       if (rc == PAGEDB_OK) {
@@ -636,7 +642,7 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
       break;
     }
     void *a = at ? at[i] : NULL;
-    if (!hold_file(c, k[i], a, &out[i])) rc = fetch_store(c, &k[i], 1, &a, &out[i], msg, cap);
+    if (!hold_file(c, k[i], a, &out[i])) rc = fetch_store(c, &k[i], 1, &a, &out[i], lockfd, msg, cap);
     ofd_lock(lockfd, F_UNLCK, (off_t)k[i], 1, 0);
     if (rc == PAGEDB_OK) st[i] = 1;
   }
