@@ -123,7 +123,10 @@ typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
 ** PAGEDB_VFS names another.  The catalog's file I/O goes through the same
 ** VFS (SQLite keeps its own locks and shared memory), except on a VFS that
 ** bypasses the page cache (PAGEDB_IOCAP_DIRECT: "direct"), whose alignment
-** SQLite's writes cannot meet: the catalog then uses "posix".
+** SQLite's writes cannot meet: the catalog then uses "posix".  A PATH that
+** is a URL (http://, https://, s3://) is a remote dataset, served by the
+** VFS of its scheme whichever VFS is named, and opens read-only only (see
+** REMOTE DATASETS below).
 **
 ** A CREATE open of a dataset whose creation never finished (a crash or a
 ** full disk stopped it after the data file's header, before the catalog's
