@@ -696,7 +696,7 @@ int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end) {
     const void *base = NULL;
     if (!o) {
       rc = pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory mapping %s", p->path);
-    } else if ((rc = pdb_os_map(p->fd, len, &base)) != PAGEDB_OK) {
+    } else if ((rc = pdb_os_map_lazy(p->fd, len, &base)) != PAGEDB_OK) {   /* filled per read: pager_map_fill */
       pdb_free(o);
       rc = os_fail(p, m, rc, "cannot map");
     } else {

@@ -119,7 +119,13 @@ static inline int pdb_os_write_wait(pagedb_file *f, pagedb_aio *a, int wait) {
   if (f->pMethods->iVersion >= 2 && f->pMethods->xWriteWait) return f->pMethods->xWriteWait(f, a, wait);
   return a->rc;
 }
+/* Map N bytes of F from offset 0 (xMap), every byte of the file in it
+** readable at once: a backend that fills its maps on demand (xMapFill)
+** fills it whole before returning. */
 int pdb_os_map(pagedb_file *f, size_t n, const void **p);
+/* The same, leaving the filling to the caller, which must call
+** pdb_os_map_fill before touching any range (the pager does). */
+int pdb_os_map_lazy(pagedb_file *f, size_t n, const void **p);
 /* Make ranges of map P readable (pagedb_io_methods.xMapFill). */
 static inline int pdb_os_map_fill(pagedb_file *f, const void *p, const uint64_t *off, const uint64_t *len, int n) {
   if (f->pMethods->iVersion < 3 || !f->pMethods->xMapFill) return PAGEDB_OK;

@@ -176,10 +176,27 @@ int pdb_os_close(pagedb_file *f) {
   return rc;
 }
 
-int pdb_os_map(pagedb_file *f, size_t n, const void **p) {
+int pdb_os_map_lazy(pagedb_file *f, size_t n, const void **p) {
   *p = NULL;
   if (!f->pMethods->xMap) return PAGEDB_IOERR_MMAP;
   return f->pMethods->xMap(f, n, p);
+}
+
+int pdb_os_map(pagedb_file *f, size_t n, const void **p) {
+  int rc = pdb_os_map_lazy(f, n, p);
+  const pagedb_io_methods *io = f->pMethods;
+  if (rc != PAGEDB_OK || io->iVersion < 3 || !io->xMapFill) return rc;
+  /* A backend that fills its maps on demand (the remote VFSes) fills this
+  ** one whole now: the caller may touch any byte of the file at once. */
+  uint64_t size = 0, off = 0, len;
+  rc = pdb_os_size(f, &size);
+  len = size < n ? size : n;
+  if (rc == PAGEDB_OK && len > 0) rc = io->xMapFill(f, *p, &off, &len, 1);
+  if (rc != PAGEDB_OK) {
+    pdb_os_unmap(f, *p, n);
+    *p = NULL;
+  }
+  return rc;
 }
 
 int pdb_os_unmap(pagedb_file *f, const void *p, size_t n) {
