@@ -55,6 +55,16 @@
 ** (a fault VFS sees the WAL and journal deletes); xAccess and
 ** xFullPathname stay SQLite's, whose meaning SQLite relies on (an empty
 ** WAL counts as absent; paths are canonical).
+**
+** Remote catalogs.  A catalog at a URL (the http, https and s3 VFSes) has
+** no local file for SQLite's VFS to lock or share memory beside, and
+** cannot change while open.  Its main database file is served entirely by
+** the pagedb file (no SQLite file under it: p->sq->pMethods stays NULL),
+** reports SQLITE_IOCAP_IMMUTABLE, which makes SQLite read it with no locks,
+** no -shm and no WAL (a catalog is left checkpointed by its writer's
+** close), and takes no locks; its path is kept as given (SQLite's
+** xFullPathname would make "http://h/x" a relative file path), and
+** xAccess asks the pagedb VFS.  Any other open of a URL is refused.
 */
 #include "catalog.h"
 #include "os.h"
@@ -71,6 +81,7 @@ struct CvNode {
   ino_t ino;
   int nref;
   int rw;                   /* PF is open read-write */
+  int remote;               /* a remote catalog's, outside the registry */
   pagedb_file *pf;
   CvNode *next;
 };
@@ -104,6 +115,8 @@ static int nvfs;
 static CvNode *nodes;       /* open inodes, guarded by mu */
 
 static CvFile *cvf(sqlite3_file *f) { return (CvFile *)f; }
+/* A remote catalog: the pagedb file does everything. */
+static int remote(sqlite3_file *f) { return cvf(f)->sq->pMethods == NULL; }
 static pagedb_file *pf_of(sqlite3_file *f) { return cvf(f)->node->pf; }
 
 /* --- the registry of open inodes ----------------------------------------- */
@@ -158,6 +171,11 @@ static int node_open(CvVfs *v, const char *path, int readonly, CvNode **out) {
 }
 
 static void node_close(CvNode *n) {
+  if (n->remote) {
+    pdb_os_close(n->pf);    /* not in the registry (open_remote) */
+    pdb_free(n);
+    return;
+  }
   pthread_mutex_lock(&mu);
   int last = --n->nref == 0;
   if (last) {
@@ -233,12 +251,15 @@ static int cv_size(sqlite3_file *f, sqlite3_int64 *size) {
 }
 
 static int cv_lock(sqlite3_file *f, int level) {
+  if (remote(f)) return level <= SQLITE_LOCK_SHARED ? SQLITE_OK : SQLITE_READONLY;
   return cvf(f)->sq->pMethods->xLock(cvf(f)->sq, level);
 }
 static int cv_unlock(sqlite3_file *f, int level) {
+  if (remote(f)) return SQLITE_OK;
   return cvf(f)->sq->pMethods->xUnlock(cvf(f)->sq, level);
 }
 static int cv_reserved(sqlite3_file *f, int *out) {
+  if (remote(f)) return *out = 0, SQLITE_OK;
   return cvf(f)->sq->pMethods->xCheckReservedLock(cvf(f)->sq, out);
 }
 
@@ -248,26 +269,33 @@ static int cv_fcntl(sqlite3_file *f, int op, void *arg) {
   ** third map it (PRAGMA mmap_size asks whatever the methods' version). */
   if (p->node && (op == SQLITE_FCNTL_SIZE_HINT || op == SQLITE_FCNTL_CHUNK_SIZE || op == SQLITE_FCNTL_MMAP_SIZE))
     return SQLITE_NOTFOUND;
+  if (remote(f)) return SQLITE_NOTFOUND;
   return p->sq->pMethods->xFileControl(p->sq, op, arg);
 }
 
 static int cv_sector(sqlite3_file *f) {
+  if (remote(f)) return 4096;
   return cvf(f)->sq->pMethods->xSectorSize(cvf(f)->sq);
 }
 static int cv_caps(sqlite3_file *f) {
+  if (remote(f)) return SQLITE_IOCAP_IMMUTABLE;
   return cvf(f)->sq->pMethods->xDeviceCharacteristics(cvf(f)->sq);
 }
 
+/* An immutable file never gets here; refused in case SQLite changes. */
 static int cv_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp) {
+  if (remote(f)) return SQLITE_READONLY_CANTINIT;
   return cvf(f)->sq->pMethods->xShmMap(cvf(f)->sq, pg, pgsz, extend, pp);
 }
 static int cv_shm_lock(sqlite3_file *f, int off, int n, int flags) {
+  if (remote(f)) return SQLITE_READONLY;
   return cvf(f)->sq->pMethods->xShmLock(cvf(f)->sq, off, n, flags);
 }
 static void cv_shm_barrier(sqlite3_file *f) {
-  cvf(f)->sq->pMethods->xShmBarrier(cvf(f)->sq);
+  if (!remote(f)) cvf(f)->sq->pMethods->xShmBarrier(cvf(f)->sq);
 }
 static int cv_shm_unmap(sqlite3_file *f, int del) {
+  if (remote(f)) return SQLITE_OK;
   return cvf(f)->sq->pMethods->xShmUnmap(cvf(f)->sq, del);
 }
 
@@ -293,6 +321,29 @@ static const sqlite3_io_methods cv_methods = {
 
 /* --- the VFS ------------------------------------------------------------- */
 
+/* The main database of a remote catalog, read-only (see the top). */
+static int open_remote(CvVfs *v, CvFile *p, const char *path, int flags, int *oflags) {
+  if (!(flags & SQLITE_OPEN_MAIN_DB) || !(flags & SQLITE_OPEN_READONLY)) return SQLITE_CANTOPEN;
+  CvNode *n = pdb_calloc(1, sizeof *n);
+  if (!n) return SQLITE_NOMEM;
+  int prc = pdb_os_open(v->base.pAppData, path, PAGEDB_VFS_READONLY, &n->pf);
+  if (prc == PAGEDB_OK && !(pdb_os_caps(n->pf) & PAGEDB_IOCAP_IMMUTABLE)) {
+    pdb_os_close(n->pf);
+    prc = PAGEDB_CANTOPEN;
+  }
+  if (prc != PAGEDB_OK) {
+    pdb_free(n);
+    return prc == PAGEDB_NOMEM ? SQLITE_NOMEM : SQLITE_CANTOPEN;
+  }
+  p->sq->pMethods = NULL;   /* what remote() tests */
+  n->nref = 1;
+  n->remote = 1;            /* not in the registry: no descriptor to guard */
+  p->node = n;
+  if (oflags) *oflags = SQLITE_OPEN_READONLY;
+  p->base.pMethods = &cv_methods;
+  return SQLITE_OK;
+}
+
 static int cv_open(sqlite3_vfs *vfs, const char *path, sqlite3_file *f, int flags, int *oflags) {
   CvVfs *v = (CvVfs *)vfs;
   CvFile *p = cvf(f);
@@ -300,6 +351,7 @@ static int cv_open(sqlite3_vfs *vfs, const char *path, sqlite3_file *f, int flag
   p->sq = (sqlite3_file *)((char *)f + CV_FILE_SIZE);
   p->vfs = v;
   p->path = path;
+  if (path && pdb_vfs_for_url(path)) return open_remote(v, p, path, flags, oflags);
   int rc = v->sq->xOpen(v->sq, path, p->sq, flags, oflags);
   if (rc != SQLITE_OK) return rc;
   f->pMethods = &cv_methods;
@@ -325,9 +377,22 @@ static int cv_delete(sqlite3_vfs *vfs, const char *path, int syncdir) {
 
 #define SQ(vfs) (((CvVfs *)(vfs))->sq)
 static int cv_access(sqlite3_vfs *vfs, const char *path, int flags, int *out) {
+  if (pdb_vfs_for_url(path)) {
+    pagedb_vfs *pv = vfs->pAppData;
+    *out = 0;
+    /* A remote object is never writable; SQLite asks only of -wal and
+    ** -journal, and an immutable database never of those. */
+    if (flags != SQLITE_ACCESS_READWRITE && pv->xAccess(pv, path, out) != PAGEDB_OK) return SQLITE_IOERR_ACCESS;
+    return SQLITE_OK;
+  }
   return SQ(vfs)->xAccess(SQ(vfs), path, flags, out);
 }
 static int cv_fullpath(sqlite3_vfs *vfs, const char *path, int n, char *out) {
+  if (pdb_vfs_for_url(path)) {
+    if ((int)strlen(path) >= n) return SQLITE_CANTOPEN;
+    strcpy(out, path);      /* a URL, not a file path to canonicalise */
+    return SQLITE_OK;
+  }
   return SQ(vfs)->xFullPathname(SQ(vfs), path, n, out);
 }
 static int cv_random(sqlite3_vfs *vfs, int n, char *out) {

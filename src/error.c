@@ -41,6 +41,8 @@
   X(PAGEDB_IOERR_LOCK,        "file locking failed") \
   X(PAGEDB_IOERR_MMAP,        "mmap failed") \
   X(PAGEDB_IOERR_CATALOG,     "catalog I/O failed") \
+  X(PAGEDB_IOERR_REMOTE,      "a remote server failed the read") \
+  X(PAGEDB_IOERR_CHANGED,     "the remote object changed") \
   X(PAGEDB_CORRUPT_HEADER,    "data file header is damaged") \
   X(PAGEDB_CORRUPT_TRUNCATED, "data file is truncated") \
   X(PAGEDB_CORRUPT_CATALOG,   "catalog is inconsistent") \

@@ -77,6 +77,8 @@ PAGEDB_API const char *pagedb_libversion(void);
 #define PAGEDB_IOERR_LOCK         (PAGEDB_IOERR | (7<<8))  /* file locking failed */
 #define PAGEDB_IOERR_MMAP         (PAGEDB_IOERR | (8<<8))  /* mmap() failed */
 #define PAGEDB_IOERR_CATALOG      (PAGEDB_IOERR | (9<<8))  /* SQLite reported an I/O error */
+#define PAGEDB_IOERR_REMOTE       (PAGEDB_IOERR | (10<<8)) /* a remote server failed a read */
+#define PAGEDB_IOERR_CHANGED      (PAGEDB_IOERR | (11<<8)) /* a remote object changed since open */
 #define PAGEDB_CORRUPT_HEADER     (PAGEDB_CORRUPT | (1<<8))  /* data file header is damaged */
 #define PAGEDB_CORRUPT_TRUNCATED  (PAGEDB_CORRUPT | (2<<8))  /* data file shorter than committed */
 #define PAGEDB_CORRUPT_CATALOG    (PAGEDB_CORRUPT | (3<<8))  /* catalog rows are inconsistent */
@@ -121,7 +123,10 @@ typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
 ** PAGEDB_VFS names another.  The catalog's file I/O goes through the same
 ** VFS (SQLite keeps its own locks and shared memory), except on a VFS that
 ** bypasses the page cache (PAGEDB_IOCAP_DIRECT: "direct"), whose alignment
-** SQLite's writes cannot meet: the catalog then uses "posix".
+** SQLite's writes cannot meet: the catalog then uses "posix".  A PATH that
+** is a URL (http://, https://, s3://) is a remote dataset, served by the
+** VFS of its scheme whichever VFS is named, and opens read-only only (see
+** REMOTE DATASETS below).
 **
 ** A CREATE open of a dataset whose creation never finished (a crash or a
 ** full disk stopped it after the data file's header, before the catalog's
@@ -927,7 +932,10 @@ PAGEDB_API int pagedb_check(pagedb *db, int flags, pagedb_check_fn cb, void *ctx
 ** are opened through the VFS too, read-write when possible, with no xLock,
 ** xMap, batches or asynchronous writes: a VFS that serves the data file
 ** serves them, unless its files report PAGEDB_IOCAP_DIRECT, in which case
-** the catalog uses "posix" (SQLite's writes are unaligned).
+** the catalog uses "posix" (SQLite's writes are unaligned).  A file that
+** reports PAGEDB_IOCAP_IMMUTABLE (the remote VFSes) serves its catalog
+** alone, read-only, as an SQLite "immutable" database: no locks, no -shm,
+** no WAL.
 */
 typedef struct pagedb_vfs pagedb_vfs;
 typedef struct pagedb_file pagedb_file;
@@ -978,6 +986,9 @@ typedef struct pagedb_aio {
 #define PAGEDB_IOCAP_MMAP          0x02  /* xMap works */
 #define PAGEDB_IOCAP_BATCH         0x04  /* xReadBatch submits requests together */
 #define PAGEDB_IOCAP_ASYNC_WRITE   0x08  /* xWriteStart returns before the write ends */
+#define PAGEDB_IOCAP_IMMUTABLE     0x10  /* read-only, never changes while open, and no
+                                         ** local file: no locks, no shared memory (the
+                                         ** catalog is opened as SQLite's "immutable") */
 
 struct pagedb_io_methods {
   int iVersion;                                  /* 1 or 2 */
@@ -1011,6 +1022,18 @@ struct pagedb_io_methods {
   */
   int (*xWriteStart)(pagedb_file *, pagedb_aio *a);
   int (*xWriteWait)(pagedb_file *, pagedb_aio *a, int wait);
+  /*
+  ** Version 3: for backends whose errors errno cannot tell (the remote
+  ** VFSes).  xErrmsg writes into BUF (N bytes) what the file's most recent
+  ** failure was ("GET s3://b/x, bytes 0-4095: HTTP 503 after 6 attempts");
+  ** pagedb puts it in pagedb_errmsg.  xMapFill, if not NULL, must be called
+  ** before any byte of a map from xMap is touched: it makes the N ranges
+  ** [OFF[i], OFF[i]+LEN[i]) of MAP readable (a backend whose xMap reserves
+  ** address space fills it on demand); their bytes then stay valid until
+  ** xUnmap.  NULL means every byte of a map is readable at once.
+  */
+  int (*xErrmsg)(pagedb_file *, char *buf, size_t n);
+  int (*xMapFill)(pagedb_file *, const void *map, const uint64_t *off, const uint64_t *len, int n);
 };
 
 /* xOpen flags. */
@@ -1081,6 +1104,59 @@ PAGEDB_API pagedb_vfs *pagedb_vfs_next(pagedb_vfs *prev);
 ** refuses O_DIRECT", ...).  Results: PAGEDB_OK, or the failing step's code.
 */
 PAGEDB_API int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, size_t cap);
+
+/*
+** REMOTE DATASETS (built when configure finds libcurl; --without-curl
+** leaves them out).  A path "http://HOST[:PORT]/PATH", "https://..." or
+** "s3://BUCKET/KEY" is served by the VFS of that name ("http", "https",
+** "s3"), whichever VFS pagedb_open was given; its catalog is the object
+** PATH-catalog beside it.  Remote datasets are read-only: open them with
+** PAGEDB_OPEN_READONLY (a write open fails with PAGEDB_READONLY).  Every
+** read API works on them unchanged, in both read modes.
+**
+**   s3://   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (required),
+**           AWS_SESSION_TOKEN, AWS_REGION (default us-east-1), and
+**           AWS_ENDPOINT_URL (an S3-compatible store, addressed path-style
+**           ENDPOINT/BUCKET/KEY; unset: AWS itself).  Requests are signed
+**           with AWS Signature V4.
+**   cache   PAGEDB_CACHE_DIR (default $XDG_CACHE_HOME/pagedb, else
+**           $HOME/.cache/pagedb), PAGEDB_CACHE_BYTES (its bound, default
+**           4G; K, M, G suffixes), PAGEDB_CACHE_CHUNK (the chunk size, a
+**           power of two from 64K to 64M, default 1M).  Bytes are fetched
+**           in chunks, kept in files every process of the machine shares
+**           (one fetch per chunk per machine), checked against a checksum
+**           whenever a process first uses them, and evicted least recently
+**           used beyond the bound; a chunk in use is never evicted.
+**   network PAGEDB_REMOTE_TIMEOUT_MS (per request, default 30000),
+**           PAGEDB_REMOTE_RETRIES (default 5: 5xx, 408, 429, resets,
+**           timeouts and truncated bodies are retried with backoff),
+**           PAGEDB_REMOTE_CONNECTIONS (requests in flight per batch,
+**           default 16).
+**
+** Errors: at open, PAGEDB_CANTOPEN_NOENT (HTTP 404: no such bucket, key or
+** file), PAGEDB_CANTOPEN (403, missing credentials, unreachable server, a
+** cache directory that cannot be used), PAGEDB_READONLY; on a read,
+** PAGEDB_IOERR_REMOTE (the retry budget spent, or a permanent error: the
+** message names the URL, the byte range and the HTTP status) and
+** PAGEDB_IOERR_CHANGED (the object is not the version opened: its ETag
+** was pinned at open).  Never bytes of another version or a short body.
+** See doc/remote.md.
+*/
+typedef struct pagedb_remote_counters {
+  int64_t requests;       /* ranged GETs that delivered their bytes */
+  int64_t bytes;          /* bytes they delivered */
+  int64_t retries;        /* attempts repeated after a transient failure */
+  int64_t failures;       /* requests that failed for good */
+  int64_t chunk_fetches;  /* chunks this process fetched into the cache */
+  int64_t chunk_hits;     /* chunks it found in the cache, verified */
+  int64_t chunk_bad;      /* cached chunks it rejected (damaged, truncated, foreign) */
+  int64_t evictions;      /* chunk files it evicted to keep the bound */
+  int64_t uncached;       /* chunks it held in memory: the cache had no room */
+} pagedb_remote_counters;
+
+/* This process's remote counters since it started (all zero without
+** remote support).  Thread-safe.  PAGEDB_OK; PAGEDB_MISUSE if OUT is NULL. */
+PAGEDB_API int pagedb_remote_stats(pagedb_remote_counters *out);
 
 /*
 ** MEMORY

@@ -145,6 +145,9 @@ void pager_io(Pager *p, PagerIo *out) {
 
 static int os_fail(Pager *p, pdb_msg *m, int rc, const char *what) {
   int e = pdb_os_errno(p->fd);
+  char why[PDB_MSG_MAX];
+  pdb_os_errmsg(p->fd, why, sizeof why);   /* a remote server's answer */
+  if (why[0]) return pdb_err(p->db, m, rc, "%s %s: %s", what, p->path, why);
   return pdb_err(p->db, m, rc, "%s %s: %s", what, p->path, e ? strerror(e) : pagedb_errstr(rc));
 }
 
@@ -187,6 +190,8 @@ static Pager *pager_new(pagedb *db, pagedb_vfs *vfs, const char *path) {
 
 static int open_fail(Pager *p, pdb_msg *m, int rc) {
   if (rc == PAGEDB_NOMEM) return pdb_err(p->db, m, rc, "out of memory opening %s", p->path);
+  const char *told = pdb_os_take_why();    /* a remote server's answer */
+  if (told[0]) return pdb_err(p->db, m, rc, "cannot open data file %s: %s", p->path, told);
   const char *e = rc == PAGEDB_CANTOPEN_NOENT ? "no such file" : strerror(errno);
   const char *why = rc == PAGEDB_CANTOPEN_DIRECT ? " (the file system refuses O_DIRECT)"
                   : rc == PAGEDB_CANTOPEN_URING ? " (setting up io_uring failed: the kernel disables it, or a"
@@ -503,6 +508,11 @@ int pager_sync(Pager *p, pdb_msg *m) {
 
 static int read_fail(Pager *p, pdb_msg *m, int rc, uint64_t off, size_t n) {
   int e = pdb_os_errno(p->fd);
+  char why[PDB_MSG_MAX];
+  pdb_os_errmsg(p->fd, why, sizeof why);
+  if (why[0] && rc != PAGEDB_IOERR_SHORT_READ)
+    return pdb_err(p->db, m, rc, "cannot read %zu bytes at offset %llu of %s: %s", n,
+                   (unsigned long long)(p->data_off + off), p->path, why);
   return pdb_err(p->db, m, rc, "cannot read %zu bytes at offset %llu of %s: %s", n,
                  (unsigned long long)(p->data_off + off), p->path,
                  rc == PAGEDB_IOERR_SHORT_READ ? "file ends early" : e ? strerror(e) : pagedb_errstr(rc));
@@ -646,6 +656,27 @@ void pager_file_willneed(Pager *p, uint64_t off, uint64_t n) {
   if (io->xAdvise) io->xAdvise(p->fd, p->data_off + off, n, PAGEDB_ADVISE_WILLNEED);
 }
 
+int pager_is_remote(Pager *p) { return (pdb_os_caps(p->fd) & PAGEDB_IOCAP_IMMUTABLE) != 0; }
+
+int pager_map_fill(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len) {
+  const uint8_t *map = atomic_load_explicit(&p->map, memory_order_acquire);
+  const pagedb_io_methods *io = p->fd->pMethods;
+  if (!map || io->iVersion < 3 || !io->xMapFill) return PAGEDB_OK;
+  uint64_t small[2][32];
+  uint64_t *o = n <= 32 ? small[0] : pdb_malloc((size_t)n * sizeof *o);
+  uint64_t *l = n <= 32 ? small[1] : pdb_malloc((size_t)n * sizeof *l);
+  int rc = o && l ? PAGEDB_OK : pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory mapping %s", p->path);
+  for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
+    o[i] = p->data_off + off[i];
+    l[i] = len[i];
+  }
+  if (rc == PAGEDB_OK) rc = pdb_os_map_fill(p->fd, map, o, l, n);
+  if (rc != PAGEDB_OK && rc != PAGEDB_NOMEM) rc = os_fail(p, m, rc, "cannot map the bytes asked of");
+  if (o != small[0]) pdb_free(o);
+  if (l != small[1]) pdb_free(l);
+  return rc;
+}
+
 const uint8_t *pager_map(Pager *p) {
   /* Acquire pairs with the release in pager_map_ensure(): a reader that
   ** sees the new map sees it fully set up. */
@@ -665,7 +696,7 @@ int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end) {
     const void *base = NULL;
     if (!o) {
       rc = pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory mapping %s", p->path);
-    } else if ((rc = pdb_os_map(p->fd, len, &base)) != PAGEDB_OK) {
+    } else if ((rc = pdb_os_map_lazy(p->fd, len, &base)) != PAGEDB_OK) {   /* filled per read: pager_map_fill */
       pdb_free(o);
       rc = os_fail(p, m, rc, "cannot map");
     } else {

@@ -176,4 +176,14 @@ int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end);
 ** be touched.  The pointer stays valid until pager_close. */
 const uint8_t *pager_map(Pager *p);
 
+/* Make the N extents (data offsets OFF[i], LEN[i] bytes) of the map
+** readable before a reader touches them: a no-op unless the VFS fills its
+** maps on demand (xMapFill: the remote VFSes).  PAGEDB_OK, or the VFS's
+** failure with a message in M. */
+int pager_map_fill(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len);
+
+/* Whether the file is a remote object (PAGEDB_IOCAP_IMMUTABLE): no page
+** cache to hint, read-ahead goes through windows of batched reads. */
+int pager_is_remote(Pager *p);
+
 #endif /* PAGEDB_PAGER_H */

@@ -161,7 +161,7 @@ static PfWindow *loaded(pagedb_reader *r, int64_t pos) {
 
 /* Whether R's read-ahead goes through windows of its own. */
 static int windowed(pagedb_reader *r) {
-  return r->mode == PAGEDB_READ_COPY && pager_align(r->db->pager) > 1;
+  return r->mode == PAGEDB_READ_COPY && (pager_align(r->db->pager) > 1 || pager_is_remote(r->db->pager));
 }
 
 /* Without windows: advise the kernel of the bytes of the positions from
@@ -171,7 +171,12 @@ static void hint(pagedb_reader *r, int64_t pos) {
   if (pos < pf->hinted || pos >= pf->n) return;
   uint64_t off[64], len[64];
   int64_t k = plan(r, pos, 64, pf->window, off, len);
-  if (r->mode == PAGEDB_READ_MMAP) {
+  if (r->mode == PAGEDB_READ_MMAP && pager_is_remote(r->db->pager)) {
+    /* A remote map is filled ahead, the window's chunks fetched together;
+    ** a failure is the read's to report. */
+    pdb_msg ignored;
+    pager_map_fill(r->db->pager, &ignored, (int)k, off, len);
+  } else if (r->mode == PAGEDB_READ_MMAP) {
     if (api_hint_batch(r, (int)k, off, len))
       for (int64_t i = 0; i < k; i++) pager_map_willneed(r->db->pager, off[i], len[i]);
   } else {

@@ -68,8 +68,9 @@ static int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, u
 /* The stored bytes of an extent: in the map, or fetched into R's buffer. */
 static int stored_bytes(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t **src) {
   if (r->mode == PAGEDB_READ_MMAP) {
+    int rc = len > 0 ? pager_map_fill(r->db->pager, &r->err, 1, &off, &len) : PAGEDB_OK;
     *src = pager_map(r->db->pager) + off;
-    return PAGEDB_OK;
+    return rc;
   }
   *src = (const uint8_t *)"";
   return len > 0 ? pager_fetch(r->db->pager, &r->err, off, len, &r->buf, &r->cap, src) : PAGEDB_OK;
@@ -288,11 +289,14 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
   }
   uint64_t *ext = r->scratch;
   uint64_t *off = ext, *len = ext + n;
-  int rc = PAGEDB_OK, i;
+  int rc = PAGEDB_OK, rc2, i;
   const uint64_t *s;
   for (i = 0; i < n && rc == PAGEDB_OK; i++) rc = bytes_field(r, ids[i], field, &off[i], &len[i], &s);
   int good = rc == PAGEDB_OK ? n : i - 1;     /* extents found before a failure */
-  if (r->mode == PAGEDB_READ_MMAP) {
+  if (r->mode == PAGEDB_READ_MMAP && good > 0 && (rc2 = pager_map_fill(r->db->pager, &r->err, good, off, len))) {
+    rc = rc2;               /* a remote map could not be filled: no pointers */
+    good = 0;
+  } else if (r->mode == PAGEDB_READ_MMAP) {
     const uint8_t *base = pager_map(r->db->pager);
     if (api_hint_batch(r, good, off, len))
       for (i = 0; i < good; i++) pager_map_willneed(r->db->pager, off[i], len[i]);

@@ -1183,6 +1183,20 @@ static int handlesCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *cons
   return TCL_OK;
 }
 
+/* pagedb_remote_stats: this process's remote counters, as a dict. */
+static int remoteStatsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  pagedb_remote_counters c;
+  int rc = pagedb_remote_stats(&c);
+  if( rc ) return pdbError(interp, rc, "pagedb_remote_stats failed");
+  Tcl_Obj *d = Tcl_NewDictObj();
+#define RS(f) Tcl_DictObjPut(interp, d, Tcl_NewStringObj(#f, -1), Tcl_NewWideIntObj(c.f))
+  RS(requests); RS(bytes); RS(retries); RS(failures); RS(chunk_fetches);
+  RS(chunk_hits); RS(chunk_bad); RS(evictions); RS(uncached);
+#undef RS
+  Tcl_SetObjResult(interp, d);
+  return TCL_OK;
+}
+
 /* At exit (tclsh does not delete its interpreter), close every dataset a
 ** script left open, as a program would; the commands stay, inert. */
 static void exitHandler(ClientData cd){
@@ -1232,6 +1246,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_errstr", errnameCmd, (ClientData)1, 0);
   Tcl_CreateObjCommand(interp, "pagedb_version", versionCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_handles", handlesCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_remote_stats", remoteStatsCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_check_null", checkNullCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_kill9", kill9Cmd, 0, 0);
   Tclfault_Init(interp);

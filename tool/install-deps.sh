@@ -10,6 +10,9 @@ PKGS="build-essential autoconf automake libtool pkgconf \
   libsqlite3-dev sqlite3 liblz4-dev libxxhash-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
   libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox man-db groff-base"
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
+# Remote datasets (issue 18): libcurl for the http/https/s3 VFSes; nginx, a
+# one-node Ceph (monitor, OSD, RADOS gateway) and s3cmd for remote.test.
+PKGS="$PKGS libcurl4-openssl-dev curl nginx-light ceph-mon ceph-osd radosgw s3cmd"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -18,6 +18,27 @@ pagedb_vfs *pdb_direct_vfs(void);
 #if PAGEDB_HAVE_URING
 pagedb_vfs *pdb_uring_vfs(void);
 #endif
+#if PAGEDB_HAVE_CURL
+pagedb_vfs *pdb_http_vfs(void);
+pagedb_vfs *pdb_https_vfs(void);
+pagedb_vfs *pdb_s3_vfs(void);
+#endif
+
+/*
+** The remote VFS serving PATH if it is a URL (http://, https://, s3://),
+** else NULL: the built-in VFSes hand such paths to it, so that the path's
+** scheme chooses the backend.  Without remote support, a URL gets the
+** posix VFS's "no such file".
+*/
+pagedb_vfs *pdb_vfs_for_url(const char *path);
+
+/*
+** Why the calling thread's latest failed open failed, when errno cannot
+** say (a remote server's answer): a backend sets it before failing, the
+** pager takes it (and clears it) for the message.  Thread-local.
+*/
+void pdb_os_set_why(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *pdb_os_take_why(void);
 
 /*
 ** The system calls of the built-in backends, through a table a test can
@@ -98,7 +119,23 @@ static inline int pdb_os_write_wait(pagedb_file *f, pagedb_aio *a, int wait) {
   if (f->pMethods->iVersion >= 2 && f->pMethods->xWriteWait) return f->pMethods->xWriteWait(f, a, wait);
   return a->rc;
 }
+/* Map N bytes of F from offset 0 (xMap), every byte of the file in it
+** readable at once: a backend that fills its maps on demand (xMapFill)
+** fills it whole before returning. */
 int pdb_os_map(pagedb_file *f, size_t n, const void **p);
+/* The same, leaving the filling to the caller, which must call
+** pdb_os_map_fill before touching any range (the pager does). */
+int pdb_os_map_lazy(pagedb_file *f, size_t n, const void **p);
+/* Make ranges of map P readable (pagedb_io_methods.xMapFill). */
+static inline int pdb_os_map_fill(pagedb_file *f, const void *p, const uint64_t *off, const uint64_t *len, int n) {
+  if (f->pMethods->iVersion < 3 || !f->pMethods->xMapFill) return PAGEDB_OK;
+  return f->pMethods->xMapFill(f, p, off, len, n);
+}
+/* The message of F's latest failure into BUF, or "" if it has none. */
+static inline void pdb_os_errmsg(pagedb_file *f, char *buf, size_t n) {
+  buf[0] = 0;
+  if (f->pMethods->iVersion >= 3 && f->pMethods->xErrmsg) f->pMethods->xErrmsg(f, buf, n);
+}
 int pdb_os_unmap(pagedb_file *f, const void *p, size_t n);
 
 #endif /* PAGEDB_OS_H */

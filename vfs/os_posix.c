@@ -26,6 +26,11 @@
 **
 ** The system calls go through vfs/syscall.c's table, so that the tests can
 ** interrupt them and cut them short at will.
+**
+** A path that is a URL (http://, https://, s3://) is handed to the remote
+** VFS of its scheme (vfs/os_remote.c) by xOpen, xAccess, xDelete and
+** xSyncDir, so that the path chooses the backend whatever VFS was named;
+** its file object fits in ours (checked at each open).
 */
 #define _GNU_SOURCE
 #include "os.h"
@@ -316,6 +321,9 @@ static int dio_align(int fd) {
 
 static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags) {
   PosixFile *p = (PosixFile *)f;
+  pagedb_vfs *url = pdb_vfs_for_url(path);
+  /* A URL is the remote VFS's, whose file object fits in ours. */
+  if (url) return url->szFile <= vfs->szFile ? url->xOpen(url, path, f, flags) : PAGEDB_CANTOPEN;
   int kind = vfs->pAppData ? *(const int *)vfs->pAppData : 0;
   int direct = (flags & PAGEDB_VFS_DIRECT) || (kind & K_DIRECT);
   PdbRings *rings = NULL;
@@ -378,6 +386,8 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
 }
 
 static int px_sync_dir(pagedb_vfs *vfs, const char *path) {
+  pagedb_vfs *url = pdb_vfs_for_url(path);
+  if (url) return url->xSyncDir(url, path);
   char copy[PATH_MAX];   /* dirname() writes into its argument */
   if (strlen(path) >= sizeof copy) {
     errno = ENAMETOOLONG;
@@ -398,11 +408,15 @@ static int px_sync_dir(pagedb_vfs *vfs, const char *path) {
 }
 
 static int px_delete(pagedb_vfs *vfs, const char *path, int syncDir) {
+  pagedb_vfs *url = pdb_vfs_for_url(path);
+  if (url) return url->xDelete(url, path, syncDir);
   if (unlink(path) != 0) return errno == ENOENT ? PAGEDB_OK : PAGEDB_IOERR;
   return syncDir ? px_sync_dir(vfs, path) : PAGEDB_OK;
 }
 
 static int px_access(pagedb_vfs *vfs, const char *path, int *exists) {
+  pagedb_vfs *url = pdb_vfs_for_url(path);
+  if (url) return url->xAccess(url, path, exists);
   *exists = access(path, F_OK) == 0;
   return PAGEDB_OK;
 }

@@ -50,7 +50,66 @@ static void init_builtins(void) {
 #if PAGEDB_HAVE_URING
   link_vfs(pdb_uring_vfs(), 0);
 #endif
+#if PAGEDB_HAVE_CURL
+  link_vfs(pdb_http_vfs(), 0);
+  link_vfs(pdb_https_vfs(), 0);
+  link_vfs(pdb_s3_vfs(), 0);
+#endif
 }
+
+pagedb_vfs *pdb_vfs_for_url(const char *path) {
+#if PAGEDB_HAVE_CURL
+  pagedb_vfs *rmt_vfs_for(const char *path);
+  return rmt_vfs_for(path);
+#else
+  (void)path;
+  return NULL;
+#endif
+}
+
+/* A thread's message, in memory of its own freed at the thread's exit:
+** the library's static TLS block has no room for buffers (pool.c's
+** initial-exec variable puts the whole block there). */
+#define WHY_MAX 512
+static pthread_key_t why_key;
+static pthread_once_t why_once = PTHREAD_ONCE_INIT;
+static void why_init(void) { pthread_key_create(&why_key, free); }
+
+static char *why_buf(void) {
+  pthread_once(&why_once, why_init);
+  char *b = pthread_getspecific(why_key);
+  if (!b && (b = calloc(2, WHY_MAX)) && pthread_setspecific(why_key, b) != 0) {
+    free(b);
+    b = NULL;
+  }
+  return b;
+}
+
+void pdb_os_set_why(const char *fmt, ...) {
+  char *b = why_buf();
+  if (!b) return;           /* out of memory: the message is lost, not the code */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b, WHY_MAX, fmt, ap);
+  va_end(ap);
+}
+
+const char *pdb_os_take_why(void) {
+  char *b = why_buf();
+  if (!b) return "";
+  memcpy(b + WHY_MAX, b, WHY_MAX);
+  b[0] = 0;
+  return b + WHY_MAX;
+}
+
+#if !PAGEDB_HAVE_CURL
+/* Built without remote support: no remote reads, so every counter is 0. */
+int pagedb_remote_stats(pagedb_remote_counters *out) {
+  if (!out) return PAGEDB_MISUSE;
+  memset(out, 0, sizeof *out);
+  return PAGEDB_OK;
+}
+#endif
 
 int pagedb_vfs_register(pagedb_vfs *vfs, int makeDflt) {
   if (!vfs || !vfs->zName || !vfs->zName[0] || vfs->iVersion < 1 || !vfs->xOpen
@@ -97,6 +156,7 @@ int pdb_os_open(pagedb_vfs *vfs, const char *path, int flags, pagedb_file **pf) 
   pagedb_file *f = pdb_calloc(1, (size_t)vfs->szFile);
   *pf = NULL;
   if (!f) return PAGEDB_NOMEM;
+  pdb_os_take_why();        /* what is told after a failure is this open's */
   int rc = vfs->xOpen(vfs, path, f, flags);
   if (rc != PAGEDB_OK) {
     /* The contract says pMethods stays NULL on failure; if a backend set it
@@ -116,10 +176,27 @@ int pdb_os_close(pagedb_file *f) {
   return rc;
 }
 
-int pdb_os_map(pagedb_file *f, size_t n, const void **p) {
+int pdb_os_map_lazy(pagedb_file *f, size_t n, const void **p) {
   *p = NULL;
   if (!f->pMethods->xMap) return PAGEDB_IOERR_MMAP;
   return f->pMethods->xMap(f, n, p);
+}
+
+int pdb_os_map(pagedb_file *f, size_t n, const void **p) {
+  int rc = pdb_os_map_lazy(f, n, p);
+  const pagedb_io_methods *io = f->pMethods;
+  if (rc != PAGEDB_OK || io->iVersion < 3 || !io->xMapFill) return rc;
+  /* A backend that fills its maps on demand (the remote VFSes) fills this
+  ** one whole now: the caller may touch any byte of the file at once. */
+  uint64_t size = 0, off = 0, len;
+  rc = pdb_os_size(f, &size);
+  len = size < n ? size : n;
+  if (rc == PAGEDB_OK && len > 0) rc = io->xMapFill(f, *p, &off, &len, 1);
+  if (rc != PAGEDB_OK) {
+    pdb_os_unmap(f, *p, n);
+    *p = NULL;
+  }
+  return rc;
 }
 
 int pdb_os_unmap(pagedb_file *f, const void *p, size_t n) {

@@ -1,0 +1,136 @@
+#!/bin/bash
+# micro-ceph.sh start DIR | stop DIR -- a one-node Ceph cluster for the
+# remote tests (test/remote.test): one monitor, one OSD on memstore, one
+# RADOS gateway (S3) on 127.0.0.1, everything under DIR (a fresh temporary
+# directory), and an S3 user.  Modelled on Ceph's src/test/micro-osd.sh.
+# Needs the Debian packages ceph-mon, ceph-osd, radosgw (tool/install-deps.sh).
+#
+# start DIR [OWNER_PID] prints one line: "PORT ACCESS_KEY SECRET_KEY" (the gateway answers
+# S3 on http://127.0.0.1:PORT); it exits non-zero with the reason if the
+# cluster does not come up within a minute.  stop kills the daemons by
+# their pid files and waits for them; with OWNER_PID a watcher stops the
+# cluster when that process is gone, however it ended.
+#
+# What the start has to get right (each seen to fail otherwise):
+#   - cephx keys: with "auth ... = none" radosgw fails with EACCES (-13)
+#     at the monitor;
+#   - IPv4 only (ms bind ipv6 = false) and the v1 protocol on loopback;
+#   - daemons as the current user (--setuser/--setgroup) on a temp dir;
+#   - a signed request needs "x-amz-content-sha256: UNSIGNED-PAYLOAD"
+#     (pagedb sends it; s3cmd signs its payloads itself).
+set -e
+# The servers and their tools are not ours to instrument: a sanitizer build
+# preloads its runtime into the test's processes (Makefile.am), not theirs.
+unset LD_PRELOAD
+cmd=$1 D=$2
+[ -n "$D" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+
+free_port() {
+  tclsh <<'TCL'
+set s [socket -server {} -myaddr 127.0.0.1 0]
+puts [lindex [fconfigure $s -sockname] 2]
+close $s
+TCL
+}
+
+stop() {
+  for f in "$D"/run/*.pid; do
+    [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+  done
+  for i in $(seq 50); do
+    alive=0
+    for f in "$D"/run/*.pid; do
+      [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1
+    done
+    [ $alive = 0 ] && return 0
+    sleep 0.2
+  done
+  for f in "$D"/run/*.pid; do [ -s "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true; done
+}
+
+fail() {
+  echo "micro-ceph: $1" >&2
+  for l in "$D"/log/*; do [ -s "$l" ] && { echo "--- $l" >&2; tail -5 "$l" >&2; }; done
+  stop
+  exit 1
+}
+
+case $cmd in
+start)
+  for b in ceph-authtool monmaptool ceph-mon ceph-osd radosgw radosgw-admin ceph; do
+    command -v $b >/dev/null || { echo "micro-ceph: $b not found (install ceph-mon, ceph-osd, radosgw)" >&2; exit 1; }
+  done
+  rm -rf "$D"
+  mkdir -p "$D"/{mon,osd,log,run,rgw}
+  MONPORT=$(free_port)
+  RGWPORT=$(free_port)
+  FSID=$(cat /proc/sys/kernel/random/uuid)
+  U=$(id -un) G=$(id -gn)
+  cat > "$D/ceph.conf" <<CONF
+[global]
+fsid = $FSID
+mon host = v1:127.0.0.1:$MONPORT
+ms bind msgr2 = false
+ms bind ipv6 = false
+public addr = 127.0.0.1
+public network = 127.0.0.0/8
+keyring = $D/keyring
+osd pool default size = 1
+osd pool default min size = 1
+osd crush chooseleaf type = 0
+osd pool default pg autoscale mode = off
+osd pool default pg num = 8
+mon allow pool delete = true
+mon allow pool size one = true
+mon warn on pool no redundancy = false
+auth allow insecure global id reclaim = false
+run dir = $D/run
+admin socket = $D/run/\$name.asok
+log file = $D/log/\$name.log
+pid file = $D/run/\$name.pid
+setuser match path = $D
+[mon.a]
+mon data = $D/mon
+[osd.0]
+osd data = $D/osd
+osd objectstore = memstore
+memstore device bytes = 1073741824
+[client.rgw.a]
+rgw frontends = beast endpoint=127.0.0.1:$RGWPORT
+rgw data = $D/rgw
+CONF
+  export CEPH_CONF=$D/ceph.conf
+  ceph-authtool --create-keyring "$D/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
+  ceph-authtool "$D/keyring" --gen-key -n client.admin --cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *' >/dev/null
+  monmaptool --create --addv a "[v1:127.0.0.1:$MONPORT]" --fsid "$FSID" "$D/monmap" >/dev/null
+  ceph-mon --id a --mkfs --monmap "$D/monmap" --keyring "$D/keyring" --setuser $U --setgroup $G \
+    >"$D/log/mon-mkfs.out" 2>&1 || fail "ceph-mon --mkfs failed"
+  ceph-mon --id a --setuser $U --setgroup $G >"$D/log/mon.out" 2>&1 || fail "ceph-mon did not start"
+  timeout 60 ceph osd create >/dev/null 2>"$D/log/osd-create.err" || fail "the monitor does not answer"
+  ceph auth get-or-create osd.0 mon 'allow profile osd' osd 'allow *' mgr 'allow profile osd' >> "$D/keyring"
+  ceph osd crush add osd.0 1 root=default host=localhost >/dev/null 2>&1 || true
+  ceph-osd --id 0 --mkfs --setuser $U --setgroup $G >"$D/log/osd-mkfs.out" 2>&1 || fail "ceph-osd --mkfs failed"
+  ceph-osd --id 0 --setuser $U --setgroup $G >"$D/log/osd.out" 2>&1 || fail "ceph-osd did not start"
+  ceph auth get-or-create client.rgw.a mon 'allow rw' osd 'allow rwx' >> "$D/keyring"
+  radosgw -n client.rgw.a --setuser $U --setgroup $G >"$D/log/rgw.out" 2>&1 || fail "radosgw did not start"
+  up=0
+  for i in $(seq 90); do
+    curl -s -m 2 -o /dev/null "http://127.0.0.1:$RGWPORT/" && { up=1; break; }
+    sleep 1
+  done
+  [ $up = 1 ] || fail "the gateway does not answer on port $RGWPORT after 90 s"
+  AK=PDBTEST$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr a-f A-F)
+  SK=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  timeout 60 radosgw-admin user create --uid=pagedb --display-name=pagedb --access-key="$AK" --secret-key="$SK" \
+    >"$D/log/user.out" 2>&1 || fail "radosgw-admin user create failed"
+  echo "$RGWPORT $AK $SK" > "$D/endpoint"
+  if [ -n "$3" ]; then
+    # Stop the cluster when the owner is gone, however it ended.
+    (while kill -0 "$3" 2>/dev/null; do sleep 1; done; bash "$0" stop "$D") </dev/null >/dev/null 2>&1 &
+  fi
+  echo "$RGWPORT $AK $SK" ;;
+stop)
+  [ -d "$D/run" ] && stop
+  exit 0 ;;
+*) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+esac

@@ -1,0 +1,80 @@
+#!/bin/sh
+# nginx.sh start DIR | stop DIR -- an nginx of our own on 127.0.0.1 for
+# the remote tests (test/remote.test): it serves DIR/www with byte ranges,
+# runs as the current user with everything (config, pid file, logs,
+# temporary paths) under DIR, on a free port it prints on start.  Needs the
+# Debian package nginx-light (tool/install-deps.sh).  Exits non-zero with
+# the reason when nginx cannot start.  With OWNER_PID (start DIR PID), a
+# watcher stops nginx when that process is gone, however it ended.
+set -e
+# The servers and their tools are not ours to instrument: a sanitizer build
+# preloads its runtime into the test's processes (Makefile.am), not theirs.
+unset LD_PRELOAD
+watch() {
+  [ -n "$1" ] || return 0
+  (while kill -0 "$1" 2>/dev/null; do sleep 1; done; sh "$0" stop "$D") </dev/null >/dev/null 2>&1 &
+}
+cmd=$1 D=$2
+[ -n "$D" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+case $cmd in
+start)
+  [ -x "$NGINX" ] || { echo "nginx not found (install nginx-light)" >&2; exit 1; }
+  mkdir -p "$D/www" "$D/tmp" "$D/log"
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    # A free port: ask the kernel for one, then let nginx take it (a race
+    # with another process is retried).
+    PORT=$(tclsh <<'TCL'
+set s [socket -server {} -myaddr 127.0.0.1 0]
+puts [lindex [fconfigure $s -sockname] 2]
+close $s
+TCL
+)
+    USER_LINE=""
+    [ "$(id -u)" = 0 ] && USER_LINE="user $(id -un) $(id -gn);"
+    cat > "$D/nginx.conf" <<CONF
+daemon on;
+$USER_LINE
+worker_processes 1;
+pid $D/nginx.pid;
+error_log $D/log/error.log warn;
+events { worker_connections 256; }
+http {
+  access_log $D/log/access.log;
+  client_body_temp_path $D/tmp/body;
+  proxy_temp_path $D/tmp/proxy;
+  fastcgi_temp_path $D/tmp/fastcgi;
+  uwsgi_temp_path $D/tmp/uwsgi;
+  scgi_temp_path $D/tmp/scgi;
+  default_type application/octet-stream;
+  sendfile on;
+  keepalive_requests 100000;
+  server {
+    listen 127.0.0.1:$PORT;
+    root $D/www;
+    location / { }
+  }
+}
+CONF
+    if "$NGINX" -p "$D" -c "$D/nginx.conf" -e "$D/log/error.log" 2>"$D/log/start.err"; then
+      for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+        if [ -s "$D/nginx.pid" ]; then
+          watch "$3"
+          echo "$PORT"
+          exit 0
+        fi
+        sleep 0.1
+      done
+    fi
+    grep -q "Address already in use" "$D/log/start.err" "$D/log/error.log" 2>/dev/null || break
+  done
+  echo "nginx did not start: $(cat "$D/log/start.err" "$D/log/error.log" 2>/dev/null | tail -3)" >&2
+  exit 1 ;;
+stop)
+  [ -s "$D/nginx.pid" ] && kill "$(cat "$D/nginx.pid")" 2>/dev/null || true
+  for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    [ -e "$D/nginx.pid" ] || exit 0
+    sleep 0.1
+  done ;;
+*) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+esac

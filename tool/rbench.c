@@ -1,0 +1,287 @@
+/*
+** rbench.c -- pagedb-rbench: a W-img random epoch read from a web server
+** (the http VFS) against the network limit and against local reads, for
+** doc/benchmarks.md.  `make bench-remote` starts nginx on 127.0.0.1
+** (test/nginx.sh) and runs it; figures, never a test.
+**
+**   pagedb-rbench LOCAL URL [W-img:N] [PROCS ...]
+**
+** LOCAL is the dataset (made with the workload if missing) that the server
+** serves at URL.  For each number of reader processes (default 1 and 4),
+** each process a rank of that world reading its part of one random epoch
+** (pagedb_order RANDOM, pagedb_reader_prefetch, copy reads, every byte
+** checked against the workload once, untimed):
+**
+**   posix   the local dataset, page cache warm (read once before)
+**   curl    the network limit: the object's 1 MiB chunks fetched by libcurl
+**           in random order, 16 requests in flight per process over reused
+**           connections, the bytes thrown away
+**   cold    the remote dataset with an empty cache (PAGEDB_CACHE_DIR)
+**   warm    the same again, every chunk in the cache
+**
+** and prints MB/s of sample bytes (curl: of object bytes) with the ratios
+** the targets name: cold / curl and warm / posix.  Then the time of a
+** read-only open of the remote dataset, cold and warm.
+*/
+#define _GNU_SOURCE
+#include "pagedb.h"
+#include "workload.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int rc, pagedb *db) {
+  fprintf(stderr, "pagedb-rbench: %s: %s (%s)\n", what, pagedb_errname(rc), db ? pagedb_errmsg(db) : "");
+  exit(1);
+}
+
+static void make_dataset(const char *path, const wl_t *w) {
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, NULL);
+  if (rc) die("create", rc, db);
+  if ((rc = pagedb_field_add(db, w->field, PAGEDB_BYTES, PAGEDB_CODEC_NONE))) die("field", rc, db);
+  if ((rc = pagedb_field_add(db, "label", PAGEDB_INT, PAGEDB_CODEC_NONE))) die("field", rc, db);
+  pagedb_writer *pw;
+  if ((rc = pagedb_writer_open(db, &pw))) die("writer", rc, db);
+  uint8_t *buf = malloc(wl_max_size(w));
+  for (int64_t i = 0; i < w->count; i++) {
+    size_t n = (size_t)wl_size(w, i);
+    wl_fill(w, i, buf, n);
+    if ((rc = pagedb_sample_begin(pw, i)) || (rc = pagedb_put(pw, 0, buf, n)) ||
+        (rc = pagedb_put_int(pw, 1, wl_label(w, i))) || (rc = pagedb_sample_end(pw, NULL)))
+      die("write", rc, db);
+  }
+  free(buf);
+  if ((rc = pagedb_writer_close(pw)) || (rc = pagedb_commit(db))) die("commit", rc, db);
+  if ((rc = pagedb_close(db))) die("close", rc, NULL);
+}
+
+/* Read rank RANK of WORLD's part of the epoch from PATH; returns the sample
+** bytes, checking each sample against W when CHECK. */
+static long long read_epoch(const char *path, const wl_t *w, int rank, int world, int check) {
+  double t0 = now();
+  pagedb_remote_counters c0, c;
+  pagedb_remote_stats(&c0);     /* a forked process starts with its parent's */
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
+  if (rc) die("open", rc, db);
+  int64_t n = 0;
+  if ((rc = pagedb_order(db, PAGEDB_ORDER_RANDOM, 7, 0, rank, world, NULL, &n))) die("order", rc, db);
+  int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+  if ((rc = pagedb_order(db, PAGEDB_ORDER_RANDOM, 7, 0, rank, world, ids, &n))) die("order", rc, db);
+  pagedb_reader *r;
+  if ((rc = pagedb_reader_open(db, PAGEDB_READ_COPY, &r))) die("reader", rc, db);
+  if ((rc = pagedb_reader_prefetch(r, ids, n, 0, 64u << 20))) die("prefetch", rc, db);
+  long long bytes = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const void *d;
+    size_t sz;
+    if ((rc = pagedb_read(r, ids[i], 0, &d, &sz))) die("read", rc, db);
+    if (check && wl_check(w, ids[i], d, sz)) {
+      fprintf(stderr, "pagedb-rbench: sample %lld of %s has wrong bytes\n", (long long)ids[i], path);
+      exit(1);
+    }
+    bytes += (long long)sz;
+  }
+  free(ids);
+  pagedb_close(db);
+  const char *verbose = getenv("RBENCH_VERBOSE");
+  if (verbose && *verbose) {
+    pagedb_remote_stats(&c);
+    fprintf(stderr, "  rank %d/%d of %s: %.3f s; requests %lld, retries %lld, chunks fetched %lld, hits %lld\n",
+            rank, world, path, now() - t0, (long long)(c.requests - c0.requests), (long long)(c.retries - c0.retries),
+            (long long)(c.chunk_fetches - c0.chunk_fetches), (long long)(c.chunk_hits - c0.chunk_hits));
+  }
+  return bytes;
+}
+
+/* --- the network limit ---------------------------------------------------- */
+
+static size_t sink(char *b, size_t s, size_t n, void *ctx) {
+  (void)b;
+  *(long long *)ctx += (long long)(s * n);
+  return s * n;
+}
+
+/* Fetch rank RANK of WORLD's share of URL's 1 MiB chunks (SIZE bytes). */
+static long long curl_epoch(const char *url, long long size, int rank, int world) {
+  const long long C = 1 << 20;
+  long long nch = (size + C - 1) / C, mine = 0, got = 0;
+  long long *k = malloc((size_t)(nch + 1) * sizeof *k);
+  for (long long c = rank; c < nch; c += world) k[mine++] = c;
+  uint64_t s = 99 + (uint64_t)rank;
+  for (long long i = mine - 1; i > 0; i--) {   /* a random order */
+    long long j = (long long)(wl_next(&s) % (uint64_t)(i + 1)), t = k[i];
+    k[i] = k[j];
+    k[j] = t;
+  }
+  CURLM *m = curl_multi_init();
+  CURL *e[16] = { 0 };
+  long long next = 0;
+  int active = 0;
+  char range[64];
+  for (;;) {
+    for (int i = 0; i < 16 && next < mine; i++) {
+      if (e[i]) continue;
+      e[i] = curl_easy_init();
+      curl_easy_setopt(e[i], CURLOPT_URL, url);
+      snprintf(range, sizeof range, "%lld-%lld", k[next] * C, (k[next] + 1) * C - 1);
+      curl_easy_setopt(e[i], CURLOPT_RANGE, range);
+      curl_easy_setopt(e[i], CURLOPT_WRITEFUNCTION, sink);
+      curl_easy_setopt(e[i], CURLOPT_WRITEDATA, &got);
+      curl_easy_setopt(e[i], CURLOPT_PRIVATE, (void *)(intptr_t)i);
+      curl_multi_add_handle(m, e[i]);
+      next++;
+      active++;
+    }
+    if (active == 0) break;
+    int running;
+    curl_multi_perform(m, &running);
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(m, &left))) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      void *p;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &p);
+      int i = (int)(intptr_t)p;
+      if (msg->data.result != CURLE_OK) {
+        fprintf(stderr, "pagedb-rbench: curl: %s\n", curl_easy_strerror(msg->data.result));
+        exit(1);
+      }
+      curl_multi_remove_handle(m, e[i]);
+      /* Keep the handle (and its connection) for the next range. */
+      CURL *keep = e[i];
+      e[i] = NULL;
+      active--;
+      if (next < mine) {
+        snprintf(range, sizeof range, "%lld-%lld", k[next] * C, (k[next] + 1) * C - 1);
+        curl_easy_setopt(keep, CURLOPT_RANGE, range);
+        curl_multi_add_handle(m, keep);
+        e[i] = keep;
+        next++;
+        active++;
+      } else {
+        curl_easy_cleanup(keep);
+      }
+    }
+    if (active) curl_multi_poll(m, NULL, 0, 100, NULL);
+  }
+  curl_multi_cleanup(m);
+  free(k);
+  return got;
+}
+
+/* --- processes --------------------------------------------------------------- */
+
+enum { POSIX, CURLX, REMOTE };
+
+/* Run WORLD processes of KIND at once; the bytes they moved per second. */
+static double run(int kind, const char *path, const wl_t *w, long long size, int world, int check) {
+  int go[2], res[2];
+  if (pipe(go) || pipe(res)) exit(1);
+  for (int r = 0; r < world; r++) {
+    if (fork() == 0) {
+      close(go[1]);
+      char c;
+      if (read(go[0], &c, 1) != 1) _exit(1);
+      long long b = kind == CURLX ? curl_epoch(path, size, r, world) : read_epoch(path, w, r, world, check);
+      if (write(res[1], &b, sizeof b) != sizeof b) _exit(1);
+      _exit(0);
+    }
+  }
+  close(go[0]);
+  double t0 = now();
+  char gos[64] = { 0 };
+  size_t nw = world > 0 && world <= 64 ? (size_t)world : 1;
+  if (write(go[1], gos, nw) != (ssize_t)nw) exit(1);
+  long long total = 0;
+  for (int r = 0; r < world; r++) {
+    long long b = 0;
+    if (read(res[0], &b, sizeof b) != sizeof b) {
+      fprintf(stderr, "pagedb-rbench: a reader process failed\n");
+      exit(1);
+    }
+    total += b;
+  }
+  double t = now() - t0;
+  for (int r = 0; r < world; r++) wait(NULL);
+  close(go[1]);
+  close(res[0]);
+  close(res[1]);
+  return total / t / 1e6;
+}
+
+static double open_ms(const char *url) {
+  double t0 = now();
+  pagedb *db;
+  int rc = pagedb_open(url, &db, PAGEDB_OPEN_READONLY, NULL);
+  if (rc) die("open", rc, db);
+  double t = (now() - t0) * 1e3;
+  pagedb_close(db);
+  return t;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: pagedb-rbench LOCAL URL [W-img:N] [PROCS ...]\n");
+    return 2;
+  }
+  const char *local = argv[1], *url = argv[2];
+  wl_t w;
+  if (wl_parse(argc > 3 ? argv[3] : "W-img:2000", &w)) {
+    fprintf(stderr, "pagedb-rbench: bad workload %s\n", argc > 3 ? argv[3] : "");
+    return 2;
+  }
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (access(local, F_OK) != 0) make_dataset(local, &w);
+  FILE *f = fopen(local, "rb");
+  fseek(f, 0, SEEK_END);
+  long long size = ftell(f);
+  fclose(f);
+  const char *cache = getenv("PAGEDB_CACHE_DIR");
+  if (!cache) {
+    fprintf(stderr, "pagedb-rbench: set PAGEDB_CACHE_DIR (it is emptied for the cold runs)\n");
+    return 2;
+  }
+  char rm[4200];
+  snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
+  printf("%s, %lld samples, data file %.1f MB, served at %s; cache %s\n", w.name, (long long)w.count, size / 1e6,
+         url, cache);
+  /* Bytes checked once, untimed; the page cache warmed for posix. */
+  read_epoch(local, &w, 0, 1, 1);
+  if (system(rm) != 0) return 1;
+  read_epoch(url, &w, 0, 1, 1);
+  printf("%-6s %14s %14s %14s %14s %12s %12s\n", "procs", "posix MB/s", "curl MB/s", "cold MB/s", "warm MB/s",
+         "cold/curl", "warm/posix");
+  int nprocs = argc > 4 ? argc - 4 : 2;
+  for (int i = 0; i < nprocs; i++) {
+    int world = argc > 4 ? atoi(argv[4 + i]) : (i == 0 ? 1 : 4);
+    if (world < 1 || world > 64) return 2;
+    double px = run(POSIX, local, &w, size, world, 0);
+    double cu = run(CURLX, url, &w, size, world, 0);
+    if (system(rm) != 0) return 1;
+    double cold = run(REMOTE, url, &w, size, world, 0);
+    double warm = run(REMOTE, url, &w, size, world, 0);
+    printf("%-6d %14.0f %14.0f %14.0f %14.0f %11.0f%% %11.0f%%\n", world, px, cu, cold, warm, 100 * cold / cu,
+           100 * warm / px);
+    fflush(stdout);
+  }
+  if (system(rm) != 0) return 1;
+  double oc = open_ms(url), ow = open_ms(url);
+  printf("open of the remote dataset (%lld samples): cold cache %.1f ms, warm cache %.1f ms\n", (long long)w.count,
+         oc, ow);
+  wl_free(&w);
+  curl_global_cleanup();
+  return 0;
+}

@@ -1,0 +1,659 @@
+/*
+** cache.c -- the local chunk cache of remote objects, shared by every
+** process of the machine.
+**
+** LAYOUT (under PAGEDB_CACHE_DIR; default $XDG_CACHE_HOME/pagedb, else
+** $HOME/.cache/pagedb)
+**
+**   usage               16 bytes: the bytes the cache holds, and a checksum
+**   OBJ/                one directory per object version: OBJ is 16 hex
+**                       digits of a hash of the URL, ETag and size
+**   OBJ/lock            fetch locks: byte K locked while chunk K is fetched
+**   OBJ/K.c             chunk K (16 hex digits): a 4096-byte header, then
+**                       the object's bytes [K*C, K*C + len), C the chunk size
+**   OBJ/K.t.PID.N.B     a chunk being written (B bytes when whole);
+**                       renamed to K.c when whole
+**
+**   Chunk header (little-endian):
+**     0  8  magic "PDBCHNK\0"       32  8  pdb_sum of the chunk's bytes
+**     8  4  version (1)             40  8  chunk size C of the cache
+**    12  4  key length L (< 3000)   48  L  the key: URL, ETag, size
+**    16  8  offset K*C             4088 8  checksum of bytes 0..4087
+**    24  8  length
+**
+** INVARIANTS
+**
+**   1. A chunk file is never changed in place: it is written under a
+**      temporary name and renamed, and removed only by unlink.  So a
+**      mapping of it stays valid (and its bytes the same) until unmapped,
+**      whatever other processes do.
+**   2. Nothing read from the directory is trusted: a chunk is used only if
+**      its header is intact, names this object's key, this offset and the
+**      length this object has there, its file is exactly header + length
+**      long, and its bytes match the header's sum (checked the first time
+**      the process holds that file: see hold_file).  Otherwise it is
+**      counted (chunk_bad), removed and fetched again.
+**   3. A chunk a process holds (rc_hold until rc_release) is shared-locked
+**      with flock(); the lock lives as long as the mapping (the kernel
+**      keeps the open file, and so its flock, while it is mapped, after the
+**      descriptor is closed).  Eviction takes the exclusive lock without
+**      waiting and skips a chunk it cannot get, so a chunk mapped by a
+**      zero-copy reader is never evicted under it.
+**   4. The cache never holds more than its bound (PAGEDB_CACHE_BYTES,
+**      default 4 GiB): space for a chunk (header included) is reserved in
+**      `usage` under its lock before the chunk is written, evicting the
+**      least recently held unlocked chunks first (mtime is set at a hold
+**      when it is a minute old or more); when nothing can be evicted the chunk is held in private
+**      memory instead (counted as uncached).  A damaged `usage` is
+**      recomputed by scanning.
+**   5. One fetch per chunk per machine: a process fetches chunk K only
+**      while it holds byte K of OBJ/lock (an OFD lock, so threads of one
+**      process exclude each other too), and looks for the file again once
+**      it has it; one that finds the lock taken waits for it, then finds
+**      the file.  Locks are taken without waiting while a process holds
+**      others, and waited for only while it holds none: no deadlock.
+*/
+#define _GNU_SOURCE
+#include "remote.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HDR 4096
+#define KEY_MAX 3000
+static const char kMagic[8] = "PDBCHNK";
+
+/* A cache's configuration, read from the environment at each open. */
+typedef struct Cfg {
+  char dir[3072];
+  uint64_t bound;
+  uint64_t chunk;
+} Cfg;
+
+static _Atomic uint64_t tmpseq;    /* temporary names unique in the process */
+
+struct RcObj {
+  Cfg cfg;
+  RmtObject *obj;
+  _Atomic uint64_t *vino;   /* per chunk: the inode last verified whole, 0 none */
+  uint64_t size;
+  uint64_t nchunk;
+  char dir[3200];           /* DIR/OBJ */
+  char lockpath[3300];      /* DIR/OBJ/lock */
+  const char *key;
+  size_t keylen;
+};
+
+static uint64_t env_u64(const char *name, uint64_t dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  uint64_t mul = 1;
+  if (*end == 'K' || *end == 'k') mul = 1024, end++;
+  else if (*end == 'M' || *end == 'm') mul = 1024 * 1024, end++;
+  else if (*end == 'G' || *end == 'g') mul = 1024ull * 1024 * 1024, end++;
+  if (*end || v == 0 || v > UINT64_MAX / mul) return dflt;
+  return (uint64_t)v * mul;
+}
+
+static int mkdirs(const char *path) {
+  char tmp[3200];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int cfg_init(Cfg *cfg, char *msg, size_t cap) {
+  const char *d = getenv("PAGEDB_CACHE_DIR");
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (d && *d) snprintf(cfg->dir, sizeof cfg->dir, "%s", d);
+  else if (xdg && *xdg) snprintf(cfg->dir, sizeof cfg->dir, "%s/pagedb", xdg);
+  else if (home && *home) snprintf(cfg->dir, sizeof cfg->dir, "%s/.cache/pagedb", home);
+  else snprintf(cfg->dir, sizeof cfg->dir, "/tmp/pagedb-cache-%ld", (long)getuid());
+  cfg->bound = env_u64("PAGEDB_CACHE_BYTES", 4ull << 30);
+  cfg->chunk = env_u64("PAGEDB_CACHE_CHUNK", 1u << 20);
+  /* A power of two from 64 KiB to 64 MiB: whole pages, for mapping. */
+  if (cfg->chunk < (64u << 10) || cfg->chunk > (64u << 20) || (cfg->chunk & (cfg->chunk - 1))) cfg->chunk = 1u << 20;
+  char path[3200];
+  snprintf(path, sizeof path, "%s/usage", cfg->dir);
+  int fd = -1;
+  if (mkdirs(cfg->dir) != 0 || (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+    snprintf(msg, cap, "cache directory %s: %s (set PAGEDB_CACHE_DIR to a writable directory)", cfg->dir,
+             strerror(errno));
+    return PAGEDB_CANTOPEN;
+  }
+  close(fd);
+  return PAGEDB_OK;
+}
+
+/* --- the usage account (invariant 4) ------------------------------------------ */
+
+static int ofd_lock(int fd, short type, off_t start, off_t len, int wait) {
+  struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len };
+  int r;
+  do r = fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl);
+  while (r != 0 && errno == EINTR);
+  return r;
+}
+
+typedef struct Entry {
+  char path[3600];
+  uint64_t size;
+  struct timespec mtime;
+} Entry;
+
+static int by_mtime(const void *a, const void *b) {
+  const Entry *x = a, *y = b;
+  if (x->mtime.tv_sec != y->mtime.tv_sec) return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+  return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : x->mtime.tv_nsec > y->mtime.tv_nsec;
+}
+
+static int is_hex16(const char *s, size_t n) {
+  if (strlen(s) < n) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return 1;
+}
+
+/* Remove the file at PATH if it can be locked exclusively now (nobody
+** holds it) and is still the file at PATH.  Returns 1 if removed. */
+static int evict_one(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;
+  int gone = 0;
+  struct stat a, b;
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino
+      && a.st_dev == b.st_dev)
+    gone = unlink(path) == 0;
+  close(fd);
+  return gone;
+}
+
+/* Scan the cache: its bytes now; if TARGET is not UINT64_MAX, evict the
+** least recently held chunks until it holds at most TARGET.  Caller holds
+** the usage lock. */
+static uint64_t scan(const Cfg *cfg, uint64_t target) {
+  DIR *top = opendir(cfg->dir);
+  if (!top) return UINT64_MAX;
+  Entry *e = NULL;
+  size_t n = 0, cap = 0;
+  uint64_t total = 0;
+  time_t now = time(NULL);
+  struct dirent *d;
+  while ((d = readdir(top))) {
+    if (strlen(d->d_name) != 16 || !is_hex16(d->d_name, 16)) continue;
+    char sub[3200];
+    snprintf(sub, sizeof sub, "%s/%s", cfg->dir, d->d_name);
+    DIR *dd = opendir(sub);
+    if (!dd) continue;
+    struct dirent *f;
+    while ((f = readdir(dd))) {
+      if (!is_hex16(f->d_name, 16) || f->d_name[16] != '.') continue;
+      char path[3600];
+      snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
+      struct stat st;
+      if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (f->d_name[17] == 't') {
+        /* A writer's temporary counts as the bytes its name reserves (it
+        ** may not have them yet); one left by a writer that died long ago
+        ** is removed. */
+        const char *dot = strrchr(f->d_name, '.');
+        unsigned long long want = strtoull(dot + 1, NULL, 10);
+        if (now - st.st_mtime > 600) unlink(path);
+        else total += want > (uint64_t)st.st_size && want <= HDR + (64u << 20) ? want : (uint64_t)st.st_size;
+        continue;
+      }
+      if (f->d_name[17] != 'c' || f->d_name[18]) continue;
+      total += (uint64_t)st.st_size;
+      if (n == cap) {
+        size_t nc = cap ? cap * 2 : 256;
+        Entry *ne = realloc(e, nc * sizeof *e);
+        if (!ne) continue;
+        e = ne;
+        cap = nc;
+      }
+      snprintf(e[n].path, sizeof e[n].path, "%s", path);
+      e[n].size = (uint64_t)st.st_size;
+      e[n].mtime = st.st_mtim;
+      n++;
+    }
+    closedir(dd);
+  }
+  closedir(top);
+  if (target != UINT64_MAX && total > target) {
+    qsort(e, n, sizeof *e, by_mtime);
+    for (size_t i = 0; i < n && total > target; i++) {
+      if (evict_one(e[i].path)) {
+        total -= e[i].size;
+        atomic_fetch_add(&rmt_stats.evictions, 1);
+      }
+    }
+  }
+  free(e);
+  return total;
+}
+
+static uint64_t usage_read(int fd) {
+  uint8_t b[16];
+  if (pread(fd, b, sizeof b, 0) != (ssize_t)sizeof b || pdb_get64(b + 8) != pdb_checksum(b, 8))
+    return UINT64_MAX;
+  return pdb_get64(b);
+}
+
+static void usage_write(int fd, uint64_t v) {
+  uint8_t b[16];
+  pdb_put64(b, v);
+  pdb_put64(b + 8, pdb_checksum(b, 8));
+  if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b) {
+    /* A usage we could not record is recomputed by the next reserve. */
+    if (ftruncate(fd, 0) != 0) { /* then the checksum fails: the same */ }
+  }
+}
+
+/* Reserve N bytes (DELTA > 0) or give them back (DELTA < 0).  Returns 0 if
+** the reservation could not be made without passing the bound. */
+static int usage_add(const Cfg *cfg, int64_t delta) {
+  /* Opened per call: a descriptor kept open would outlive every handle. */
+  char path[3200];
+  snprintf(path, sizeof path, "%s/usage", cfg->dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return 0;
+  if (ofd_lock(fd, F_WRLCK, 0, 0, 1) != 0) {
+    close(fd);
+    return 0;
+  }
+  uint64_t u = usage_read(fd);
+  if (u == UINT64_MAX) u = scan(cfg, UINT64_MAX);
+  int ok = 1;
+  if (delta < 0) {
+    u = u > (uint64_t)-delta ? u + (uint64_t)delta : 0;
+  } else if (u == UINT64_MAX) {
+    ok = 0;
+  } else if (u + (uint64_t)delta > cfg->bound) {
+    /* Evict down to leave a tenth of the bound free, so that the scans
+    ** stay rare while a cold epoch streams in. */
+    uint64_t want = (uint64_t)delta > cfg->bound ? 0 : cfg->bound - (uint64_t)delta;
+    uint64_t low = want - want / 10 > 0 ? want - want / 10 : want;
+    u = scan(cfg, low);
+    if (u == UINT64_MAX || u + (uint64_t)delta > cfg->bound) ok = 0;
+    if (u == UINT64_MAX) u = 0;
+  }
+  if (ok && delta > 0) u += (uint64_t)delta;
+  usage_write(fd, u);
+  close(fd);                /* drops the lock */
+  return ok;
+}
+
+/* --- objects ------------------------------------------------------------------ */
+
+int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) {
+  *out = NULL;
+  RcObj *c = pdb_calloc(1, sizeof *c);
+  if (!c) return PAGEDB_NOMEM;
+  int rc = cfg_init(&c->cfg, msg, cap);
+  if (rc != PAGEDB_OK) {
+    pdb_free(c);
+    return rc;
+  }
+  c->obj = o;
+  c->size = rmt_size(o);
+  c->nchunk = (c->size + c->cfg.chunk - 1) / c->cfg.chunk;
+  if (!(c->vino = pdb_calloc(c->nchunk ? c->nchunk : 1, sizeof *c->vino))) {
+    pdb_free(c);
+    return PAGEDB_NOMEM;
+  }
+  c->key = rmt_key(o);
+  c->keylen = strlen(c->key);
+  if (c->keylen >= KEY_MAX) {
+    pdb_free(c->vino);
+    pdb_free(c);
+    snprintf(msg, cap, "%s: the URL is too long for the cache", rmt_url(o));
+    return PAGEDB_CANTOPEN;
+  }
+  snprintf(c->dir, sizeof c->dir, "%s/%016llx", c->cfg.dir, (unsigned long long)pdb_sum(c->key, c->keylen));
+  snprintf(c->lockpath, sizeof c->lockpath, "%s/lock", c->dir);
+  int fd = -1;
+  if ((mkdir(c->dir, 0755) != 0 && errno != EEXIST) || (fd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+    snprintf(msg, cap, "cache directory %s: %s", c->dir, strerror(errno));
+    pdb_free(c->vino);
+    pdb_free(c);
+    return PAGEDB_CANTOPEN;
+  }
+  close(fd);
+  *out = c;
+  return PAGEDB_OK;
+}
+
+void rc_close(RcObj *c) {
+  if (!c) return;
+  pdb_free(c->vino);
+  pdb_free(c);
+}
+
+uint64_t rc_chunk_size(const RcObj *c) {
+  return c->cfg.chunk;
+}
+
+uint64_t rc_bound(const RcObj *c) {
+  return c->cfg.bound;
+}
+
+static size_t chunk_len(const RcObj *c, uint64_t k) {
+  uint64_t off = k * c->cfg.chunk;
+  return (size_t)(c->size - off < c->cfg.chunk ? c->size - off : c->cfg.chunk);
+}
+
+static void chunk_path(const RcObj *c, uint64_t k, char *out, size_t cap) {
+  snprintf(out, cap, "%s/%016llx.c", c->dir, (unsigned long long)k);
+}
+
+static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
+
+/* Put a fixed mapping at AT back to an inaccessible reservation. */
+static void unfix(void *at, size_t len) {
+  mmap(at, page_round(len), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+}
+
+void rc_release(RcHeld *h, int fixed) {
+  if (!h->base) return;
+  if (fixed) unfix(h->base, h->maplen);
+  else munmap(h->base, h->maplen);
+  h->base = NULL;
+}
+
+static void encode(const RcObj *c, uint64_t k, const uint8_t *data, size_t len, uint8_t *h) {
+  memset(h, 0, HDR);
+  memcpy(h, kMagic, 8);
+  pdb_put32(h + 8, 1);
+  pdb_put32(h + 12, (uint32_t)c->keylen);
+  pdb_put64(h + 16, k * c->cfg.chunk);
+  pdb_put64(h + 24, len);
+  pdb_put64(h + 32, pdb_sum(data, len));
+  pdb_put64(h + 40, c->cfg.chunk);
+  memcpy(h + 48, c->key, c->keylen);
+  pdb_put64(h + HDR - 8, pdb_checksum(h, HDR - 8));
+}
+
+/* Whether header H describes chunk K of C; *SUM receives its data sum. */
+static int header_ok(const RcObj *c, uint64_t k, const uint8_t *h, uint64_t *sum) {
+  size_t len = chunk_len(c, k);
+  if (memcmp(h, kMagic, 8) != 0 || pdb_get32(h + 8) != 1 || pdb_get64(h + HDR - 8) != pdb_checksum(h, HDR - 8))
+    return 0;
+  if (pdb_get32(h + 12) != c->keylen || memcmp(h + 48, c->key, c->keylen) != 0) return 0;   /* foreign */
+  if (pdb_get64(h + 16) != k * c->cfg.chunk || pdb_get64(h + 24) != len || pdb_get64(h + 40) != c->cfg.chunk) return 0;
+  *sum = pdb_get64(h + 32);
+  return 1;
+}
+
+/* Remove a chunk file found bad, if PATH still names FD's file. */
+static void drop_bad(const RcObj *c, const char *path, int fd) {
+  struct stat a, b;
+  atomic_fetch_add(&rmt_stats.chunk_bad, 1);
+  if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev && unlink(path) == 0)
+    usage_add(&c->cfg, -(int64_t)a.st_size);
+}
+
+/* The identity of the chunk file open as FD whose header says SUM, for
+** the verified table (hold_file); 0 when the file system keeps no birth
+** time (then the bytes are summed at every hold). */
+static uint64_t file_id(int fd, uint64_t sum) {
+  struct statx sx;
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) != 0 || !(sx.stx_mask & STATX_BTIME)) return 0;
+  uint64_t id = pdb_mix64(sx.stx_ino ^ pdb_mix64(((uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor)
+                                                 ^ pdb_mix64((uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec)))
+                ^ sum;
+  return id + (id == 0);
+}
+
+/* Hold chunk K from its cache file (invariants 2, 3).  Returns 1 on
+** success, 0 if there is no good file. */
+static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
+  char path[3300];
+  chunk_path(c, k, path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t len = chunk_len(c, k);
+  uint8_t *h = NULL;
+  struct stat st;
+  uint64_t sum = 0;
+  int ok = 0;
+  /* Shared lock first: an evictor holding it is removing the file. */
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0 || fstat(fd, &st) != 0 || st.st_nlink == 0) {
+    close(fd);
+    return 0;
+  }
+  if (!(h = malloc(HDR)) || pread(fd, h, HDR, 0) != HDR || !header_ok(c, k, h, &sum) || (uint64_t)st.st_size != HDR + len) {
+    if (h) drop_bad(c, path, fd);
+    free(h);
+    close(fd);
+    return 0;
+  }
+  free(h);
+  void *base;
+  const uint8_t *data;
+  size_t maplen;
+  if (at) {
+    /* MAP_POPULATE: the pages are in the page cache (written or read
+    ** just now); mapping them in one go costs far less than a fault per
+    ** page on first touch. */
+    base = mmap(at, page_round(len), PROT_READ, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, HDR);
+    data = base;
+    maplen = len;
+  } else {
+    maplen = HDR + len;
+    base = mmap(NULL, maplen, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    data = (const uint8_t *)base + HDR;
+  }
+  if (base == MAP_FAILED) {
+    if (at) unfix(at, len);
+    close(fd);
+    return 0;
+  }
+  /* The bytes are summed the first time this process holds this file:
+  ** files are never changed in place (invariant 1), so the same file with
+  ** the same header holds the same bytes.  "Same" is inode, device, birth
+  ** time and the header's sum, so a file made anew in a reused inode is
+  ** summed again; without a birth time (a file system that keeps none)
+  ** every hold sums. */
+  uint64_t id = file_id(fd, sum);
+  if ((id == 0 || atomic_load_explicit(&c->vino[k], memory_order_relaxed) != id) && pdb_sum(data, len) != sum) {
+    drop_bad(c, path, fd);
+    if (at) unfix(at, len);
+    else munmap(base, maplen);
+    close(fd);
+    return 0;
+  }
+  atomic_store_explicit(&c->vino[k], id, memory_order_relaxed);
+  ok = 1;
+  /* Most recently held: the eviction order (invariant 4).  To the minute:
+  ** a metadata write per read would cost more than the read. */
+  if (time(NULL) - st.st_mtime >= 60) futimens(fd, NULL);
+  close(fd);          /* the mapping keeps the file and its flock */
+  atomic_fetch_add(&rmt_stats.chunk_hits, 1);
+  *out = (RcHeld){ k, data, len, base, maplen };
+  return ok;
+}
+
+/* Hold LEN bytes at DATA in private memory (no room in the cache). */
+static int hold_mem(uint64_t k, const uint8_t *data, size_t len, void *at, RcHeld *out) {
+  size_t maplen = page_round(len ? len : 1);
+  void *base = mmap(at, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED : 0), -1, 0);
+  if (base == MAP_FAILED) return 0;
+  memcpy(base, data, len);
+  mprotect(base, maplen, PROT_READ);
+  atomic_fetch_add(&rmt_stats.uncached, 1);
+  *out = (RcHeld){ k, base, len, base, at ? len : maplen };
+  return 1;
+}
+
+/* Store fetched chunk K (DATA, LEN bytes) and hold it. */
+static int store(RcObj *c, uint64_t k, const uint8_t *data, size_t len, void *at, RcHeld *out) {
+  uint64_t need = HDR + len;
+  char tmp[3400], path[3300];
+  chunk_path(c, k, path, sizeof path);
+  /* The temporary exists, its name saying how many bytes it will hold,
+  ** before the space is reserved: a scan from then on counts it (scan),
+  ** so no eviction pass forgets a reservation in flight. */
+  snprintf(tmp, sizeof tmp, "%s/%016llx.t.%ld.%llu.%llu", c->dir, (unsigned long long)k, (long)getpid(),
+           (unsigned long long)atomic_fetch_add(&tmpseq, 1), (unsigned long long)need);
+  uint8_t *h = malloc(HDR);
+  int fd = h ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
+  int ok = fd >= 0 && usage_add(&c->cfg, (int64_t)need);
+  int reserved = ok;
+  if (ok) {
+    encode(c, k, data, len, h);
+    ok = pwrite(fd, h, HDR, 0) == HDR && pwrite(fd, data, len, HDR) == (ssize_t)len;
+    /* Bytes this process has just summed and written need no second
+    ** reading (the table is keyed by this very file). */
+    if (ok) atomic_store_explicit(&c->vino[k], file_id(fd, pdb_get64(h + 32)), memory_order_relaxed);
+  }
+  if (fd >= 0) ok = close(fd) == 0 && ok;
+  ok = ok && rename(tmp, path) == 0;
+  if (!ok && fd >= 0) unlink(tmp);
+  free(h);
+  if (ok && hold_file(c, k, at, out)) {
+    atomic_fetch_sub(&rmt_stats.chunk_hits, 1);   /* a fetch, not a hit */
+    return 1;
+  }
+  if (!ok && reserved) usage_add(&c->cfg, -(int64_t)need);
+  return hold_mem(k, data, len, at, out);
+}
+
+/* A fetch in progress: each chunk is stored as soon as it has arrived. */
+typedef struct Fetch {
+  RcObj *c;
+  const uint64_t *k;
+  void *const *at;
+  RcHeld *out;
+  RmtRange *r;
+  uint8_t *held;            /* per chunk: stored and held */
+  int nomem;
+  int lockfd;               /* holds the chunks' fetch locks */
+} Fetch;
+
+static void arrived(void *ctx, int i) {
+  Fetch *f = ctx;
+  if (store(f->c, f->k[i], f->r[i].buf, f->r[i].n, f->at ? f->at[i] : NULL, &f->out[i])) {
+    f->held[i] = 1;
+    atomic_fetch_add(&rmt_stats.chunk_fetches, 1);
+  } else {
+    f->nomem = 1;
+  }
+  /* Stored: a process waiting for this chunk may take it now, before the
+  ** rest of the batch has arrived. */
+  ofd_lock(f->lockfd, F_UNLCK, (off_t)f->k[i], 1, 0);
+}
+
+/* Fetch chunks K[0..N) (their fetch locks held on LOCKFD, each let go as
+** soon as its chunk is stored) and hold them in OUT. */
+static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, int lockfd, char *msg,
+                       size_t cap) {
+  RmtRange *r = pdb_calloc((size_t)n, sizeof *r);
+  uint8_t *held = pdb_calloc((size_t)n, 1);
+  int rc = r && held ? PAGEDB_OK : PAGEDB_NOMEM;
+  for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
+    r[i].n = chunk_len(c, k[i]);
+    r[i].off = k[i] * c->cfg.chunk;
+    r[i].buf = NULL;        /* from the pool as each starts (rmt_fetch_each) */
+  }
+  if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory fetching %d chunks of %s", n, rmt_url(c->obj));
+  Fetch f = { c, k, at, out, r, held, 0, lockfd };
+  if (rc == PAGEDB_OK) rc = rmt_fetch_each(c->obj, r, n, arrived, &f, msg, cap);
+  if (rc == PAGEDB_OK && f.nomem) {
+    rc = PAGEDB_NOMEM;
+    snprintf(msg, cap, "out of memory holding a chunk of %s", rmt_url(c->obj));
+  }
+  for (int i = 0; i < n && rc != PAGEDB_OK && held; i++)
+    if (held[i]) rc_release(&out[i], at != NULL);
+  pdb_free(r);
+  pdb_free(held);
+  return rc;
+}
+
+int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, char *msg, size_t cap) {
+  uint8_t *st = pdb_calloc((size_t)n, 1);   /* 0 to do, 1 held, 2 locked by us, 3 another's */
+  uint64_t *mine = pdb_malloc((size_t)n * sizeof *mine);
+  void **mat = pdb_malloc((size_t)n * sizeof *mat);
+  RcHeld *mout = pdb_malloc((size_t)n * sizeof *mout);
+  int *midx = pdb_malloc((size_t)n * sizeof *midx);
+  int rc = st && mine && mat && mout && midx ? PAGEDB_OK : PAGEDB_NOMEM;
+  if (rc != PAGEDB_OK) snprintf(msg, cap, "out of memory reading %s", rmt_url(c->obj));
+  for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
+    assert(k[i] < c->nchunk);
+    if (hold_file(c, k[i], at ? at[i] : NULL, &out[i])) st[i] = 1;
+  }
+  /* Invariant 5: the missing ones whose fetch lock is free are ours.  The
+  ** lock file is opened per call: OFD locks of one open file description
+  ** do not exclude each other, and threads must. */
+  int nm = 0, lockfd = -1;
+  for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
+    if (st[i]) continue;
+    if (lockfd < 0 && (lockfd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+      rc = PAGEDB_IOERR_LOCK;
+      snprintf(msg, cap, "cache %s: %s", c->lockpath, strerror(errno));
+      break;
+    }
+    if (ofd_lock(lockfd, F_WRLCK, (off_t)k[i], 1, 0) != 0) {
+      st[i] = 3;
+      continue;
+    }
+    if (hold_file(c, k[i], at ? at[i] : NULL, &out[i])) {   /* finished meanwhile */
+      ofd_lock(lockfd, F_UNLCK, (off_t)k[i], 1, 0);
+      st[i] = 1;
+      continue;
+    }
+    st[i] = 2;
+    mine[nm] = k[i];
+    mat[nm] = at ? at[i] : NULL;
+    midx[nm++] = i;
+  }
+  if (rc == PAGEDB_OK && nm > 0) {
+    rc = fetch_store(c, mine, nm, mat, mout, lockfd, msg, cap);
+    for (int j = 0; j < nm; j++) {
+      ofd_lock(lockfd, F_UNLCK, (off_t)mine[j], 1, 0);
+      if (rc == PAGEDB_OK) {
+        out[midx[j]] = mout[j];
+        st[midx[j]] = 1;
+      } else {
+        st[midx[j]] = 0;
+      }
+    }
+  }
+  /* Those another process or thread was fetching: wait, holding nothing
+  ** locked, then take the file (or fetch it, if that fetch failed). */
+  for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
+    if (st[i] != 3) continue;
+    if (ofd_lock(lockfd, F_WRLCK, (off_t)k[i], 1, 1) != 0) {
+      rc = PAGEDB_IOERR_LOCK;
+      snprintf(msg, cap, "cache %s: waiting for chunk %llu: %s", c->dir, (unsigned long long)k[i], strerror(errno));
+      break;
+    }
+    void *a = at ? at[i] : NULL;
+    if (!hold_file(c, k[i], a, &out[i])) rc = fetch_store(c, &k[i], 1, &a, &out[i], lockfd, msg, cap);
+    ofd_lock(lockfd, F_UNLCK, (off_t)k[i], 1, 0);
+    if (rc == PAGEDB_OK) st[i] = 1;
+  }
+  if (rc != PAGEDB_OK)
+    for (int i = 0; i < n && st; i++)
+      if (st[i] == 1) rc_release(&out[i], at != NULL);
+  if (lockfd >= 0) close(lockfd);   /* drops any lock still held */
+  pdb_free(st);
+  pdb_free(mine);
+  pdb_free(mat);
+  pdb_free(mout);
+  pdb_free(midx);
+  return rc;
+}

@@ -1,0 +1,565 @@
+/*
+** http.c -- byte ranges of one remote object, through libcurl.
+**
+** An object is an http(s) URL, or s3://BUCKET/KEY: with AWS_ENDPOINT_URL
+** set, the path-style URL ENDPOINT/BUCKET/KEY (Ceph, MinIO, ...), else
+** AWS's virtual-hosted https://BUCKET.s3.REGION.amazonaws.com/KEY.  S3
+** requests are signed with AWS Signature V4 by libcurl (CURLOPT_AWS_SIGV4)
+** from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and
+** AWS_REGION (default us-east-1), with the payload declared unsigned
+** (x-amz-content-sha256: UNSIGNED-PAYLOAD, which the gateways require).
+**
+** INVARIANTS
+**
+**   1. The version read is the one seen at open: its size and ETag (or,
+**      without an ETag, its Last-Modified) are pinned by rmt_open, every
+**      GET carries If-Match (so a server that honours it answers 412 to a
+**      changed object) and every response's validator is compared too, so
+**      a read never mixes two versions: it fails with PAGEDB_IOERR_CHANGED.
+**   2. A range is delivered only whole: status 206, a Content-Range that
+**      names exactly the bytes asked and the pinned size, and a body of
+**      exactly that length (a longer one is cut off at the first extra
+**      byte).  Anything else is a failure, never bytes.
+**   3. Nothing waits forever: every attempt has a total timeout
+**      (PAGEDB_REMOTE_TIMEOUT_MS), a transient failure (5xx, 408, 429, a
+**      reset, a timeout, a truncated body) is retried at most
+**      PAGEDB_REMOTE_RETRIES times with exponential backoff, so a fetch
+**      ends within (retries + 1) x (timeout + 2 s).
+**
+** Connections: a fetch borrows a curl multi handle with its easy handles
+** from the object's idle pool (under the object's mutex) and gives it back
+** after, so their connections are reused by the next fetch, and a batch
+** keeps up to PAGEDB_REMOTE_CONNECTIONS requests in flight at once.
+*/
+#define _GNU_SOURCE
+#include "remote.h"
+
+#include <curl/curl.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+RmtStats rmt_stats;
+
+#define MAX_FLIGHT 64
+
+typedef struct Conn {
+  struct Conn *next;
+  CURLM *multi;
+  CURL *easy[MAX_FLIGHT];
+} Conn;
+
+struct RmtObject {
+  char *path;               /* as given, for messages */
+  char *url;                /* what is fetched */
+  char *key;                /* url, validator and size: the cache's key */
+  int s3;
+  char *sigv4;              /* "aws:amz:REGION:s3" */
+  char *userpwd;            /* "KEY:SECRET" */
+  struct curl_slist *hdrs;  /* signing and If-Match headers */
+  uint64_t size;
+  char etag[256];           /* "" when the server gives none */
+  char lastmod[128];
+  long timeout_ms;
+  int retries;
+  int flight;
+  pthread_mutex_t mu;       /* guards idle */
+  Conn *idle;
+};
+
+/* A response's headers of interest. */
+typedef struct Resp {
+  char etag[256];
+  char lastmod[128];
+  char crange[128];
+} Resp;
+
+typedef struct Xfer {
+  RmtRange *r;
+  size_t got;
+  int overflow;             /* the body was longer than asked */
+  int attempt;
+  long long due;            /* ms: when to (re)start */
+  Resp h;
+  char err[CURL_ERROR_SIZE];
+} Xfer;
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long env_long(const char *name, long dflt, long lo, long hi) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  char *end;
+  long v = strtol(s, &end, 10);
+  return (*end || v < lo || v > hi) ? dflt : v;
+}
+
+static void curl_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+static void curl_once(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, curl_init);
+}
+
+/* Append S to OUT (CAP bytes), escaping what a URL path may not hold; '/'
+** kept.  Returns 0 on overflow. */
+static int url_escape(char *out, size_t cap, const char *s) {
+  size_t o = strlen(out);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    int keep = isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/';
+    if (o + 4 >= cap) return 0;
+    if (keep) out[o++] = (char)c;
+    else o += (size_t)snprintf(out + o, cap - o, "%%%02X", c);
+  }
+  out[o] = 0;
+  return 1;
+}
+
+/* Fill O's url and signing from its path. */
+static int parse(RmtObject *o, char *msg, size_t cap) {
+  const char *p = o->path;
+  if (strncmp(p, "http://", 7) == 0 || strncmp(p, "https://", 8) == 0) {
+    const char *host = strstr(p, "://") + 3;
+    if (!*host || *host == '/' || !strchr(host, '/') || strchr(p, '#') || strchr(p, '?')) {
+      snprintf(msg, cap, "%s: not a URL of an object (http://HOST[:PORT]/PATH, no query)", p);
+      return PAGEDB_CANTOPEN;
+    }
+    return (o->url = pdb_strdup(p)) ? PAGEDB_OK : PAGEDB_NOMEM;
+  }
+  if (strncmp(p, "s3://", 5) != 0) {
+    snprintf(msg, cap, "%s: unknown URL scheme", p);
+    return PAGEDB_CANTOPEN;
+  }
+  const char *bucket = p + 5, *slash = strchr(bucket, '/');
+  if (!slash || slash == bucket || !slash[1]) {
+    snprintf(msg, cap, "%s: an S3 path is s3://BUCKET/KEY", p);
+    return PAGEDB_CANTOPEN;
+  }
+  const char *id = getenv("AWS_ACCESS_KEY_ID"), *secret = getenv("AWS_SECRET_ACCESS_KEY");
+  if (!id || !*id || !secret || !*secret) {
+    snprintf(msg, cap, "%s: no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", p);
+    return PAGEDB_CANTOPEN;
+  }
+  const char *region = getenv("AWS_REGION");
+  if (!region || !*region) region = getenv("AWS_DEFAULT_REGION");
+  if (!region || !*region) region = "us-east-1";
+  const char *endpoint = getenv("AWS_ENDPOINT_URL_S3");
+  if (!endpoint || !*endpoint) endpoint = getenv("AWS_ENDPOINT_URL");
+  char url[8192];
+  int blen = (int)(slash - bucket);
+  if (endpoint && *endpoint) {
+    size_t e = strlen(endpoint);
+    while (e > 0 && endpoint[e - 1] == '/') e--;
+    snprintf(url, sizeof url, "%.*s/%.*s/", (int)e, endpoint, blen, bucket);
+  } else {
+    snprintf(url, sizeof url, "https://%.*s.s3.%s.amazonaws.com/", blen, bucket, region);
+  }
+  if (!url_escape(url, sizeof url, slash + 1)) {
+    snprintf(msg, cap, "%s: the key is too long", p);
+    return PAGEDB_CANTOPEN;
+  }
+  char sig[128], hdr[4096];
+  snprintf(sig, sizeof sig, "aws:amz:%s:s3", region);
+  o->s3 = 1;
+  o->url = pdb_strdup(url);
+  o->sigv4 = pdb_strdup(sig);
+  o->userpwd = pdb_malloc(strlen(id) + strlen(secret) + 2);
+  if (!o->url || !o->sigv4 || !o->userpwd) return PAGEDB_NOMEM;
+  sprintf(o->userpwd, "%s:%s", id, secret);
+  struct curl_slist *l = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+  const char *token = getenv("AWS_SESSION_TOKEN");
+  if (l && token && *token) {
+    snprintf(hdr, sizeof hdr, "x-amz-security-token: %s", token);
+    struct curl_slist *t = curl_slist_append(l, hdr);
+    if (!t) curl_slist_free_all(l);
+    l = t;
+  }
+  if (!l) return PAGEDB_NOMEM;
+  o->hdrs = l;
+  return PAGEDB_OK;
+}
+
+/* --- one request ---------------------------------------------------------- */
+
+static size_t on_header(char *b, size_t size, size_t n, void *ctx) {
+  Resp *h = ctx;
+  size_t len = size * n;
+  /* A new status line starts a new response (after a 100 Continue). */
+  if (len > 5 && strncmp(b, "HTTP/", 5) == 0) memset(h, 0, sizeof *h);
+  static const struct { const char *name; size_t off, cap; } want[] = {
+    { "etag:", offsetof(Resp, etag), sizeof ((Resp *)0)->etag },
+    { "last-modified:", offsetof(Resp, lastmod), sizeof ((Resp *)0)->lastmod },
+    { "content-range:", offsetof(Resp, crange), sizeof ((Resp *)0)->crange },
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    size_t nl = strlen(want[i].name);
+    if (len > nl && strncasecmp(b, want[i].name, nl) == 0) {
+      const char *v = b + nl, *e = b + len;
+      while (v < e && (*v == ' ' || *v == '\t')) v++;
+      while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ')) e--;
+      char *dst = (char *)h + want[i].off;
+      size_t k = (size_t)(e - v) < want[i].cap - 1 ? (size_t)(e - v) : want[i].cap - 1;
+      memcpy(dst, v, k);
+      dst[k] = 0;
+    }
+  }
+  return len;
+}
+
+static size_t on_body(char *b, size_t size, size_t n, void *ctx) {
+  Xfer *x = ctx;
+  size_t len = size * n;
+  if (x->got + len > x->r->n) {
+    x->overflow = 1;        /* invariant 2: never more than asked */
+    return 0;
+  }
+  memcpy(x->r->buf + x->got, b, len);
+  x->got += len;
+  return len;
+}
+
+/* Set E up for O: shared options of every request. */
+static void common(RmtObject *o, CURL *e, Resp *h, char *err) {
+  curl_easy_reset(e);
+  curl_easy_setopt(e, CURLOPT_URL, o->url);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, o->timeout_ms < 10000 ? o->timeout_ms : 10000L);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  err[0] = 0;
+  if (o->s3) {
+    curl_easy_setopt(e, CURLOPT_AWS_SIGV4, o->sigv4);
+    curl_easy_setopt(e, CURLOPT_USERPWD, o->userpwd);
+  }
+}
+
+/* --- open ----------------------------------------------------------------- */
+
+void rmt_close(RmtObject *o) {
+  if (!o) return;
+  for (Conn *c = o->idle, *next; c; c = next) {
+    next = c->next;
+    for (int i = 0; i < MAX_FLIGHT; i++)
+      if (c->easy[i]) curl_easy_cleanup(c->easy[i]);
+    curl_multi_cleanup(c->multi);
+    pdb_free(c);
+  }
+  curl_slist_free_all(o->hdrs);
+  pthread_mutex_destroy(&o->mu);
+  pdb_free(o->path);
+  pdb_free(o->url);
+  pdb_free(o->key);
+  pdb_free(o->sigv4);
+  pdb_free(o->userpwd);
+  pdb_free(o);
+}
+
+int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
+  *out = NULL;
+  curl_once();
+  RmtObject *o = pdb_calloc(1, sizeof *o);
+  if (!o) return PAGEDB_NOMEM;
+  pthread_mutex_init(&o->mu, NULL);
+  o->timeout_ms = env_long("PAGEDB_REMOTE_TIMEOUT_MS", 30000, 100, 3600000);
+  o->retries = (int)env_long("PAGEDB_REMOTE_RETRIES", 5, 0, 100);
+  o->flight = (int)env_long("PAGEDB_REMOTE_CONNECTIONS", 16, 1, MAX_FLIGHT);
+  int rc = (o->path = pdb_strdup(path)) ? parse(o, msg, cap) : PAGEDB_NOMEM;
+  CURL *e = rc == PAGEDB_OK ? curl_easy_init() : NULL;
+  if (rc == PAGEDB_OK && !e) rc = PAGEDB_NOMEM;
+  long status = 0;
+  curl_off_t len = -1;
+  Resp h;
+  for (int attempt = 0; rc == PAGEDB_OK; attempt++) {
+    char err[CURL_ERROR_SIZE];
+    memset(&h, 0, sizeof h);
+    common(o, e, &h, err);
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    if (o->hdrs) curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs);
+    CURLcode cc = curl_easy_perform(e);
+    status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    int transient = cc != CURLE_OK || status >= 500 || status == 429 || status == 408;
+    if (transient && attempt < o->retries) {
+      atomic_fetch_add(&rmt_stats.retries, 1);
+      usleep((useconds_t)(100000u << (attempt < 4 ? attempt : 4)));
+      continue;
+    }
+    if (cc != CURLE_OK) {
+      snprintf(msg, cap, "%s: HEAD %s failed: %s", path, o->url, err[0] ? err : curl_easy_strerror(cc));
+      rc = PAGEDB_CANTOPEN;
+    } else if (status == 404) {
+      snprintf(msg, cap, "%s: no such %s (HTTP 404 from %s)", path, o->s3 ? "bucket or key" : "object", o->url);
+      rc = PAGEDB_CANTOPEN_NOENT;
+    } else if (status == 403 || status == 401) {
+      snprintf(msg, cap, "%s: access denied (HTTP %ld from %s)%s", path, status, o->url,
+               o->s3 ? ": check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION" : "");
+      rc = PAGEDB_CANTOPEN;
+    } else if (status != 200) {
+      snprintf(msg, cap, "%s: HEAD %s answered HTTP %ld", path, o->url, status);
+      rc = PAGEDB_CANTOPEN;
+    } else if (curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len) != CURLE_OK || len < 0) {
+      snprintf(msg, cap, "%s: HEAD %s gave no Content-Length", path, o->url);
+      rc = PAGEDB_CANTOPEN;
+    }
+    break;
+  }
+  if (e) curl_easy_cleanup(e);
+  if (rc == PAGEDB_OK) {
+    o->size = (uint64_t)len;
+    snprintf(o->etag, sizeof o->etag, "%s", h.etag);
+    snprintf(o->lastmod, sizeof o->lastmod, "%s", h.lastmod);
+    char hdr[320];
+    snprintf(hdr, sizeof hdr, "If-Match: %s", o->etag);
+    if (o->etag[0]) {
+      struct curl_slist *l = curl_slist_append(o->hdrs, hdr);
+      if (!l) rc = PAGEDB_NOMEM;
+      else o->hdrs = l;
+    }
+    size_t kl = strlen(o->url) + strlen(o->etag) + strlen(o->lastmod) + 64;
+    if (rc == PAGEDB_OK && (o->key = pdb_malloc(kl)))
+      snprintf(o->key, kl, "%s\n%s\n%s\n%llu", o->url, o->etag, o->etag[0] ? "" : o->lastmod,
+               (unsigned long long)o->size);
+    else rc = PAGEDB_NOMEM;
+  }
+  if (rc != PAGEDB_OK) {
+    if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory opening %s", path);
+    rmt_close(o);
+    return rc;
+  }
+  *out = o;
+  return PAGEDB_OK;
+}
+
+uint64_t rmt_size(const RmtObject *o) { return o->size; }
+const char *rmt_key(const RmtObject *o) { return o->key; }
+const char *rmt_url(const RmtObject *o) { return o->path; }
+
+/* --- ranged GETs ------------------------------------------------------------ */
+
+static Conn *conn_get(RmtObject *o) {
+  pthread_mutex_lock(&o->mu);
+  Conn *c = o->idle;
+  if (c) o->idle = c->next;
+  pthread_mutex_unlock(&o->mu);
+  if (c) return c;
+  c = pdb_calloc(1, sizeof *c);
+  if (c && !(c->multi = curl_multi_init())) {
+    pdb_free(c);
+    c = NULL;
+  }
+  if (c) curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)o->flight);
+  return c;
+}
+
+static void conn_put(RmtObject *o, Conn *c) {
+  pthread_mutex_lock(&o->mu);
+  c->next = o->idle;
+  o->idle = c;
+  pthread_mutex_unlock(&o->mu);
+}
+
+enum { DONE_OK, DONE_RETRY, DONE_FAIL };
+
+/* Judge finished transfer X (curl result CC, status STATUS). */
+static int judge(RmtObject *o, Xfer *x, CURLcode cc, long status, char *why, size_t cap, int *rc) {
+  RmtRange *r = x->r;
+  unsigned long long a = r->off, b = r->off + r->n - 1;
+  *rc = PAGEDB_IOERR_REMOTE;
+  if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && x->overflow)) {
+    snprintf(why, cap, "%s", x->err[0] ? x->err : curl_easy_strerror(cc));
+    return cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_PEER_FAILED_VERIFICATION
+           ? DONE_FAIL : DONE_RETRY;
+  }
+  if (status == 412 || status == 416) {
+    *rc = PAGEDB_IOERR_CHANGED;
+    snprintf(why, cap, "HTTP %ld: the object changed since it was opened", status);
+    return DONE_FAIL;
+  }
+  if (status >= 500 || status == 429 || status == 408) {
+    snprintf(why, cap, "HTTP %ld", status);
+    return DONE_RETRY;
+  }
+  if (status != 206) {
+    snprintf(why, cap, "HTTP %ld%s", status, status == 200 ? " (the server ignores Range requests)" : "");
+    return DONE_FAIL;
+  }
+  const char *validator = o->etag[0] ? o->etag : o->lastmod;
+  const char *got = o->etag[0] ? x->h.etag : x->h.lastmod;
+  if (validator[0] && got[0] && strcmp(validator, got) != 0) {
+    *rc = PAGEDB_IOERR_CHANGED;
+    snprintf(why, cap, "HTTP 206 with %s %s, but %s at open: the object changed", o->etag[0] ? "ETag" : "Last-Modified",
+             got, validator);
+    return DONE_FAIL;
+  }
+  unsigned long long ca, cb, ct;
+  if (sscanf(x->h.crange, "bytes %llu-%llu/%llu", &ca, &cb, &ct) != 3 || ca != a || cb != b) {
+    snprintf(why, cap, "HTTP 206 with Content-Range '%s'", x->h.crange);
+    return DONE_RETRY;
+  }
+  if (ct != o->size) {
+    *rc = PAGEDB_IOERR_CHANGED;
+    snprintf(why, cap, "HTTP 206: the object is %llu bytes now, %llu at open", ct, (unsigned long long)o->size);
+    return DONE_FAIL;
+  }
+  if (x->overflow || x->got != r->n) {
+    snprintf(why, cap, "HTTP 206 with a body of %s%zu bytes", x->overflow ? "more than " : "", x->got);
+    return DONE_RETRY;
+  }
+  return DONE_OK;
+}
+
+int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap) {
+  return rmt_fetch_each(o, r, n, NULL, NULL, msg, cap);
+}
+
+int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int i), void *ctx, char *msg,
+                   size_t cap) {
+  if (n <= 0) return PAGEDB_OK;
+  /* Ranges wait in QUEUE in index order; a retried one goes back with a
+  ** due time.  Ranges without a buffer (OWN) get one from the pool when
+  ** they start, given back once EACH has used it: only the requests in
+  ** flight hold memory. */
+  Conn *c = conn_get(o);
+  Xfer *xs = pdb_calloc((size_t)n, sizeof *xs);
+  int *queue = pdb_malloc((size_t)n * sizeof *queue);
+  uint8_t *own = pdb_calloc((size_t)n, 1);
+  if (!c || !xs || !queue || !own) {
+    if (c) conn_put(o, c);
+    pdb_free(xs);
+    pdb_free(queue);
+    pdb_free(own);
+    snprintf(msg, cap, "out of memory fetching %d ranges of %s", n, o->path);
+    for (int i = 0; i < n; i++) r[i].rc = PAGEDB_NOMEM;
+    return PAGEDB_NOMEM;
+  }
+  int slot_of[MAX_FLIGHT];        /* range in each easy slot, or -1 */
+  for (int s = 0; s < MAX_FLIGHT; s++) slot_of[s] = -1;
+  int done = 0, first = PAGEDB_OK, active = 0, qhead = 0, qlen = 0;
+  for (int i = 0; i < n; i++) {
+    xs[i].r = &r[i];
+    r[i].rc = PAGEDB_OK;
+    own[i] = r[i].buf == NULL;
+    assert(each || !own[i]);
+    queue[qlen++] = i;
+  }
+  while (done < n) {
+    long long t = now_ms(), wait = 200;
+    /* Start what is due, in free slots. */
+    for (int s = 0; s < o->flight && qlen > 0; s++) {
+      if (slot_of[s] >= 0) continue;
+      int i = queue[qhead];
+      if (xs[i].due > t) {
+        wait = xs[i].due - t < wait ? xs[i].due - t : wait;
+        break;
+      }
+      qhead = (qhead + 1) % n;
+      qlen--;
+      if ((!c->easy[s] && !(c->easy[s] = curl_easy_init()))
+          || (!r[i].buf && !(r[i].buf = pdb_buf_alloc(r[i].n ? r[i].n : 1, NULL)))) {
+        r[i].rc = PAGEDB_NOMEM;
+        if (first == PAGEDB_OK) {
+          first = PAGEDB_NOMEM;
+          snprintf(msg, cap, "out of memory fetching from %s", o->path);
+        }
+        done++;
+        continue;
+      }
+      Xfer *x = &xs[i];
+      CURL *e = c->easy[s];
+      x->got = 0;
+      x->overflow = 0;
+      memset(&x->h, 0, sizeof x->h);
+      common(o, e, &x->h, x->err);
+      char range[64];
+      snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)r[i].off,
+               (unsigned long long)(r[i].off + r[i].n - 1));
+      curl_easy_setopt(e, CURLOPT_RANGE, range);
+      curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+      curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+      if (o->hdrs) curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs);
+      curl_easy_setopt(e, CURLOPT_PRIVATE, (void *)(intptr_t)s);
+      curl_multi_add_handle(c->multi, e);
+      slot_of[s] = i;
+      active++;
+    }
+    int running = 0;
+    curl_multi_perform(c->multi, &running);
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(c->multi, &left))) {
+      if (m->msg != CURLMSG_DONE) continue;
+      CURL *e = m->easy_handle;
+      CURLcode cc = m->data.result;
+      void *priv = NULL;
+      curl_easy_getinfo(e, CURLINFO_PRIVATE, &priv);
+      int s = (int)(intptr_t)priv, i = slot_of[s];
+      long status = 0;
+      curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+      curl_multi_remove_handle(c->multi, e);
+      slot_of[s] = -1;
+      active--;
+      Xfer *x = &xs[i];
+      char why[CURL_ERROR_SIZE + 1024];
+      int rc, verdict = judge(o, x, cc, status, why, sizeof why, &rc);
+      if (verdict == DONE_RETRY && x->attempt < o->retries) {
+        atomic_fetch_add(&rmt_stats.retries, 1);
+        x->attempt++;
+        /* 100 ms, doubling to 2 s, with jitter so that retrying clients
+        ** do not return together. */
+        long long back = 100LL << (x->attempt - 1 < 5 ? x->attempt - 1 : 5);
+        if (back > 2000) back = 2000;
+        x->due = now_ms() + back / 2 + (long long)(rand() % (int)(back / 2 + 1));
+        queue[(qhead + qlen) % n] = i;
+        qlen++;
+        continue;
+      }
+      done++;
+      if (verdict == DONE_OK) {
+        atomic_fetch_add(&rmt_stats.requests, 1);
+        atomic_fetch_add(&rmt_stats.bytes, (int64_t)x->got);
+        if (each) {
+          each(ctx, i);
+          if (own[i]) pdb_buf_free(r[i].buf), r[i].buf = NULL;
+        }
+        continue;
+      }
+      atomic_fetch_add(&rmt_stats.failures, 1);
+      r[i].rc = rc;
+      if (first == PAGEDB_OK) {
+        first = rc;
+        snprintf(msg, cap, "GET %s (%s), bytes %llu-%llu: %s%s", o->path, o->url, (unsigned long long)r[i].off,
+                 (unsigned long long)(r[i].off + r[i].n - 1), why,
+                 verdict == DONE_RETRY ? " (retry budget spent)" : "");
+        if (verdict == DONE_RETRY) {
+          size_t l = strlen(msg);
+          snprintf(msg + l, cap - l, " after %d attempts", x->attempt + 1);
+        }
+      }
+    }
+    if (done < n) {
+      if (active > 0) curl_multi_poll(c->multi, NULL, 0, (int)wait, NULL);
+      else if (qlen > 0) {
+        long long d = xs[queue[qhead]].due - now_ms();
+        if (d > 0) usleep((useconds_t)(d * 1000));
+      }
+    }
+  }
+  for (int i = 0; i < n; i++)
+    if (own[i] && r[i].buf) pdb_buf_free(r[i].buf), r[i].buf = NULL;
+  pdb_free(own);
+  pdb_free(queue);
+  pdb_free(xs);
+  conn_put(o, c);
+  return first;
+}

@@ -1,0 +1,561 @@
+/*
+** os_remote.c -- the "http", "https" and "s3" VFSes: datasets on web
+** servers and object stores, read-only, through the local chunk cache.
+**
+** A path with one of these schemes is served by the VFS of that name,
+** whichever VFS the caller named (the built-in VFSes hand such paths over:
+** rmt_vfs_for), so pagedb_open("s3://bucket/x.pagedb", ...) just works.
+** Every byte comes from a chunk held from the cache (cache.c), which
+** fetches what it lacks through http.c; nothing is ever written: xWrite,
+** xTruncate, xSync, xLock and xDelete answer PAGEDB_READONLY, and an open
+** asking to write fails with it.
+**
+** Copy reads (xRead, xReadBatch) copy out of held chunks.  A file keeps the
+** chunks it used last held (up to an eighth of the cache's bound, more
+** while threads use them: each held chunk has a reference count), so a run
+** of small reads costs no system call; a batch holds every chunk it needs at once, so
+** that the misses are fetched together, many requests in flight.
+**
+** Zero-copy reads (xMap, xMapFill): xMap reserves address space, with no
+** access; xMapFill maps the chunks a range needs into it at their places,
+** from the cache files (or private memory when the cache has no room),
+** before the reader touches them.  A placed chunk stays mapped, and so
+** shared-locked against eviction (cache.c, invariant 3), until xUnmap.
+**
+** The object's ETag is pinned at open (http.c): a changed object makes the
+** reads fail with PAGEDB_IOERR_CHANGED.  The cache is keyed by URL, ETag
+** and size, so chunks of two versions never mix either.
+*/
+#define _GNU_SOURCE
+#include "remote.h"
+
+#include <stdio.h>
+#include <sys/mman.h>
+
+/* Chunks a file keeps held when no read uses them: an eighth of what the
+** cache may hold, from 32 to 4096 (held chunks cannot be evicted, and a
+** few processes share the bound). */
+#define KEEP_MIN 32
+#define KEEP_MAX 4096
+
+typedef struct Slot {
+  RcHeld h;
+  int refs;
+  uint64_t used;            /* tick of the last use */
+} Slot;
+
+/* A reservation made by xMap, and the chunks placed in it. */
+typedef struct Region {
+  struct Region *next;
+  uint8_t *base;
+  size_t len;
+  uint8_t *placed;          /* one byte per chunk */
+  RcHeld *held;
+} Region;
+
+typedef struct RemoteState {
+  RmtObject *obj;
+  RcObj *cache;
+  uint64_t size, chunk, nchunk;
+  pthread_mutex_t mu;       /* guards everything below */
+  Slot *slots;
+  int nslot, capslot;
+  int keep;                 /* unreferenced slots kept (KEEP_MIN..KEEP_MAX) */
+  int *slot_of;             /* per chunk: its slot, or -1 */
+  uint64_t tick;
+  Region *regions;
+  char err[RMT_ERR_MAX];    /* the latest failure, for xErrmsg */
+} RemoteState;
+
+typedef struct RemoteFile {
+  pagedb_file base;         /* must be first */
+  RemoteState *s;
+} RemoteFile;
+
+static RemoteState *st(pagedb_file *f) { return ((RemoteFile *)f)->s; }
+
+static int failed(RemoteState *s, int rc, const char *msg) {
+  pthread_mutex_lock(&s->mu);
+  snprintf(s->err, sizeof s->err, "%s", msg);
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+/* --- held chunks for copy reads ------------------------------------------ */
+
+/* Drop unreferenced slots beyond KEEP, least recently used first.  Caller
+** holds mu.  (A linear pass per drop: slots are few, drops rarer.) */
+static void trim(RemoteState *s) {
+  while (s->nslot > s->keep) {
+    int victim = -1;
+    for (int i = 0; i < s->nslot; i++)
+      if (s->slots[i].refs == 0 && (victim < 0 || s->slots[i].used < s->slots[victim].used)) victim = i;
+    if (victim < 0) return;
+    rc_release(&s->slots[victim].h, 0);
+    s->slot_of[s->slots[victim].h.k] = -1;
+    s->slots[victim] = s->slots[--s->nslot];
+    if (victim < s->nslot) s->slot_of[s->slots[victim].h.k] = victim;
+  }
+}
+
+static int find_slot(RemoteState *s, uint64_t k) { return s->slot_of[k]; }
+
+/*
+** Reference chunks K[0..N) (distinct) into OUT, holding those not held
+** yet in one go.  Each referenced chunk must be given back with unref.
+*/
+static int ref_chunks(RemoteState *s, const uint64_t *k, int n, RcHeld *out) {
+  uint64_t small[64];
+  uint64_t *miss = n <= 64 ? small : pdb_malloc((size_t)n * sizeof *miss);
+  RcHeld *got = pdb_malloc((size_t)(n ? n : 1) * sizeof *got);
+  if (!miss || !got) {
+    if (miss != small) pdb_free(miss);
+    pdb_free(got);
+    return failed(s, PAGEDB_NOMEM, "out of memory reading a remote file");
+  }
+  int nmiss = 0;
+  pthread_mutex_lock(&s->mu);
+  for (int i = 0; i < n; i++) {
+    int j = find_slot(s, k[i]);
+    if (j >= 0) {
+      s->slots[j].refs++;
+      s->slots[j].used = ++s->tick;
+      out[i] = s->slots[j].h;
+    } else {
+      miss[nmiss++] = k[i];
+      out[i].base = NULL;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  int rc = PAGEDB_OK;
+  if (nmiss > 0) {
+    char msg[RMT_ERR_MAX];
+    rc = rc_hold(s->cache, miss, nmiss, NULL, got, msg, sizeof msg);
+    if (rc != PAGEDB_OK) failed(s, rc, msg);
+  }
+  pthread_mutex_lock(&s->mu);
+  for (int m = 0; m < nmiss; m++) {
+    int j = rc == PAGEDB_OK ? find_slot(s, miss[m]) : -1;
+    if (rc != PAGEDB_OK) break;
+    if (j >= 0) {
+      /* Another thread held it meanwhile: use its slot, drop ours. */
+      rc_release(&got[m], 0);
+    } else {
+      if (s->nslot == s->capslot) {
+        int nc = s->capslot ? s->capslot * 2 : KEEP_MIN;
+        Slot *ns = pdb_realloc(s->slots, (size_t)nc * sizeof *ns);
+        if (!ns) {
+          for (int q = m; q < nmiss; q++) rc_release(&got[q], 0);
+          rc = PAGEDB_NOMEM;
+          snprintf(s->err, sizeof s->err, "out of memory reading a remote file");
+          break;
+        }
+        s->slots = ns;
+        s->capslot = nc;
+      }
+      j = s->nslot++;
+      s->slots[j] = (Slot){ got[m], 0, 0 };
+      s->slot_of[miss[m]] = j;
+    }
+    s->slots[j].refs++;
+    s->slots[j].used = ++s->tick;
+    for (int i = 0; i < n; i++)
+      if (k[i] == miss[m]) out[i] = s->slots[j].h;
+  }
+  if (rc != PAGEDB_OK) {
+    /* Give back what this call referenced. */
+    for (int i = 0; i < n; i++) {
+      if (!out[i].base) continue;
+      int j = find_slot(s, k[i]);
+      if (j >= 0) s->slots[j].refs--;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (miss != small) pdb_free(miss);
+  pdb_free(got);
+  return rc;
+}
+
+static void unref_chunks(RemoteState *s, const uint64_t *k, int n) {
+  pthread_mutex_lock(&s->mu);
+  for (int i = 0; i < n; i++) {
+    int j = find_slot(s, k[i]);
+    if (j >= 0) s->slots[j].refs--;
+  }
+  trim(s);
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* --- reads ------------------------------------------------------------------ */
+
+/* The distinct chunks the N requests need, sorted, into *OUT (malloc). */
+static int chunks_of(RemoteState *s, const pagedb_iovec *reqs, int n, uint64_t **out, int *nout) {
+  int cap = 0, m = 0;
+  uint64_t *k = NULL;
+  for (int i = 0; i < n; i++) {
+    if (reqs[i].off >= s->size || reqs[i].n == 0) continue;
+    uint64_t end = reqs[i].off + reqs[i].n < s->size ? reqs[i].off + reqs[i].n : s->size;
+    for (uint64_t c = reqs[i].off / s->chunk; c <= (end - 1) / s->chunk; c++) {
+      if (m == cap) {
+        cap = cap ? cap * 2 : 16;
+        uint64_t *nk = pdb_realloc(k, (size_t)cap * sizeof *nk);
+        if (!nk) {
+          pdb_free(k);
+          return PAGEDB_NOMEM;
+        }
+        k = nk;
+      }
+      k[m++] = c;
+    }
+  }
+  /* Sort and deduplicate (insertion sort: batches are read in order). */
+  for (int i = 1; i < m; i++) {
+    uint64_t v = k[i];
+    int j = i;
+    while (j > 0 && k[j - 1] > v) k[j] = k[j - 1], j--;
+    k[j] = v;
+  }
+  int u = 0;
+  for (int i = 0; i < m; i++)
+    if (u == 0 || k[u - 1] != k[i]) k[u++] = k[i];
+  *out = k;
+  *nout = u;
+  return PAGEDB_OK;
+}
+
+/* Copy request R out of the held chunks H (K, N: sorted). */
+static int copy_out(RemoteState *s, pagedb_iovec *r, const uint64_t *k, const RcHeld *h, int n) {
+  uint8_t *b = r->buf;
+  uint64_t off = r->off, left = r->n;
+  while (left > 0 && off < s->size) {
+    uint64_t c = off / s->chunk;
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+      int mid = (lo + hi) / 2;
+      if (k[mid] < c) lo = mid + 1;
+      else hi = mid;
+    }
+    assert(k[lo] == c);
+    uint64_t in = off - c * s->chunk;
+    uint64_t take = h[lo].len - in < left ? h[lo].len - in : left;
+    memcpy(b, h[lo].data + in, (size_t)take);
+    b += take;
+    off += take;
+    left -= take;
+  }
+  if (left > 0) {
+    memset(b, 0, (size_t)left);   /* the xRead contract past the end */
+    return PAGEDB_IOERR_SHORT_READ;
+  }
+  return PAGEDB_OK;
+}
+
+static int rm_read_batch(pagedb_file *f, pagedb_iovec *reqs, int n) {
+  RemoteState *s = st(f);
+  uint64_t *k = NULL;
+  int nk = 0;
+  int rc = chunks_of(s, reqs, n, &k, &nk);
+  RcHeld *h = rc == PAGEDB_OK ? pdb_malloc((size_t)(nk ? nk : 1) * sizeof *h) : NULL;
+  if (!h) {
+    pdb_free(k);
+    for (int i = 0; i < n; i++) reqs[i].rc = PAGEDB_NOMEM;
+    return failed(s, PAGEDB_NOMEM, "out of memory reading a remote file");
+  }
+  rc = ref_chunks(s, k, nk, h);
+  int first = PAGEDB_OK;
+  for (int i = 0; i < n; i++) {
+    reqs[i].rc = rc == PAGEDB_OK ? copy_out(s, &reqs[i], k, h, nk) : rc;
+    if (reqs[i].rc != PAGEDB_OK && first == PAGEDB_OK) first = reqs[i].rc;
+  }
+  if (rc == PAGEDB_OK) unref_chunks(s, k, nk);
+  pdb_free(h);
+  pdb_free(k);
+  return first;
+}
+
+static int rm_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
+  pagedb_iovec r = { buf, n, off, PAGEDB_OK };
+  return rm_read_batch(f, &r, 1);
+}
+
+/* --- maps --------------------------------------------------------------------- */
+
+static int rm_map(pagedb_file *f, size_t n, const void **pp) {
+  RemoteState *s = st(f);
+  *pp = NULL;
+  Region *g = pdb_calloc(1, sizeof *g);
+  uint64_t nch = (n + s->chunk - 1) / s->chunk;
+  if (g) {
+    g->placed = pdb_calloc(nch ? nch : 1, 1);
+    g->held = pdb_calloc(nch ? nch : 1, sizeof *g->held);
+  }
+  if (!g || !g->placed || !g->held) {
+    if (g) pdb_free(g->placed), pdb_free(g->held);
+    pdb_free(g);
+    return failed(s, PAGEDB_NOMEM, "out of memory mapping a remote file");
+  }
+  /* No access until a chunk is placed: a stray touch faults at once. */
+  void *m = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
+    pdb_free(g->placed);
+    pdb_free(g->held);
+    pdb_free(g);
+    return failed(s, PAGEDB_IOERR_MMAP, "cannot reserve address space to map a remote file");
+  }
+  g->base = m;
+  g->len = n;
+  pthread_mutex_lock(&s->mu);
+  g->next = s->regions;
+  s->regions = g;
+  pthread_mutex_unlock(&s->mu);
+  *pp = m;
+  return PAGEDB_OK;
+}
+
+static int rm_unmap(pagedb_file *f, const void *p, size_t n) {
+  RemoteState *s = st(f);
+  pthread_mutex_lock(&s->mu);
+  Region **pp = &s->regions;
+  while (*pp && (*pp)->base != p) pp = &(*pp)->next;
+  Region *g = *pp;
+  if (g) *pp = g->next;
+  pthread_mutex_unlock(&s->mu);
+  if (!g) return PAGEDB_OK;
+  /* One munmap drops every placed chunk's mapping, and so its lock. */
+  munmap(g->base, g->len);
+  (void)n;
+  pdb_free(g->placed);
+  pdb_free(g->held);
+  pdb_free(g);
+  return PAGEDB_OK;
+}
+
+static int rm_map_fill(pagedb_file *f, const void *map, const uint64_t *off, const uint64_t *len, int n) {
+  RemoteState *s = st(f);
+  pagedb_iovec small[16] = { { 0 } };
+  pagedb_iovec *r = n <= 16 ? small : pdb_malloc((size_t)n * sizeof *r);
+  if (!r) return failed(s, PAGEDB_NOMEM, "out of memory mapping a remote file");
+  for (int i = 0; i < n; i++) r[i] = (pagedb_iovec){ NULL, (size_t)len[i], off[i], 0 };
+  uint64_t *k = NULL;
+  int nk = 0;
+  int rc = chunks_of(s, r, n, &k, &nk);
+  if (r != small) pdb_free(r);
+  if (rc != PAGEDB_OK) return failed(s, rc, "out of memory mapping a remote file");
+  /* Placement is serialised per file: two threads must not map one chunk
+  ** twice into the same place. */
+  pthread_mutex_lock(&s->mu);
+  Region *g = s->regions;
+  while (g && g->base != map) g = g->next;
+  if (!g) {
+    pthread_mutex_unlock(&s->mu);
+    pdb_free(k);
+    return failed(s, PAGEDB_MISUSE, "xMapFill of a map this file did not make");
+  }
+  int m = 0;
+  for (int i = 0; i < nk; i++) {
+    uint64_t clen = s->size - k[i] * s->chunk < s->chunk ? s->size - k[i] * s->chunk : s->chunk;
+    if (k[i] * s->chunk + ((clen + 4095) & ~(uint64_t)4095) > g->len) {
+      pthread_mutex_unlock(&s->mu);
+      pdb_free(k);
+      return failed(s, PAGEDB_IOERR_MMAP, "a range past the end of the map");
+    }
+    if (!g->placed[k[i]]) k[m++] = k[i];
+  }
+  void **at = m ? pdb_malloc((size_t)m * sizeof *at) : NULL;
+  RcHeld *h = m ? pdb_malloc((size_t)m * sizeof *h) : NULL;
+  char msg[RMT_ERR_MAX];
+  if (m && (!at || !h)) {
+    rc = PAGEDB_NOMEM;
+    snprintf(msg, sizeof msg, "out of memory mapping a remote file");
+  }
+  for (int i = 0; i < m && rc == PAGEDB_OK; i++) at[i] = g->base + k[i] * s->chunk;
+  if (rc == PAGEDB_OK && m) rc = rc_hold(s->cache, k, m, at, h, msg, sizeof msg);
+  for (int i = 0; i < m && rc == PAGEDB_OK; i++) {
+    g->placed[k[i]] = 1;
+    g->held[k[i]] = h[i];
+  }
+  if (rc != PAGEDB_OK) snprintf(s->err, sizeof s->err, "%s", msg);
+  pthread_mutex_unlock(&s->mu);
+  pdb_free(at);
+  pdb_free(h);
+  pdb_free(k);
+  return rc;
+}
+
+/* --- the rest of the methods ------------------------------------------------- */
+
+static int rm_readonly(pagedb_file *f) {
+  return failed(st(f), PAGEDB_READONLY, "a remote dataset is read-only");
+}
+static int rm_write(pagedb_file *f, const void *b, size_t n, uint64_t off) {
+  (void)b, (void)n, (void)off;
+  return rm_readonly(f);
+}
+static int rm_truncate(pagedb_file *f, uint64_t size) {
+  (void)size;
+  return rm_readonly(f);
+}
+static int rm_sync(pagedb_file *f, int flags) {
+  (void)flags;
+  return rm_readonly(f);
+}
+static int rm_lock(pagedb_file *f, int level) {
+  return level == PAGEDB_LOCK_NONE ? PAGEDB_OK : rm_readonly(f);
+}
+static int rm_size(pagedb_file *f, uint64_t *size) {
+  *size = st(f)->size;
+  return PAGEDB_OK;
+}
+static int rm_sector(pagedb_file *f) {
+  (void)f;
+  return 4096;
+}
+static int rm_caps(pagedb_file *f) {
+  (void)f;
+  return PAGEDB_IOCAP_MMAP | PAGEDB_IOCAP_BATCH | PAGEDB_IOCAP_IMMUTABLE;
+}
+static int rm_advise(pagedb_file *f, uint64_t off, uint64_t n, int hint) {
+  (void)f, (void)off, (void)n;
+  return hint >= 0 && hint <= PAGEDB_ADVISE_DONTNEED ? PAGEDB_OK : PAGEDB_MISUSE;
+}
+static int rm_errno(pagedb_file *f) {
+  (void)f;
+  return 0;
+}
+static int rm_errmsg(pagedb_file *f, char *buf, size_t n) {
+  RemoteState *s = st(f);
+  pthread_mutex_lock(&s->mu);
+  snprintf(buf, n, "%s", s->err);
+  pthread_mutex_unlock(&s->mu);
+  return PAGEDB_OK;
+}
+
+static int rm_close(pagedb_file *f) {
+  RemoteState *s = st(f);
+  if (!s) return PAGEDB_OK;
+  while (s->regions) rm_unmap(f, s->regions->base, s->regions->len);
+  for (int i = 0; i < s->nslot; i++) rc_release(&s->slots[i].h, 0);
+  pdb_free(s->slots);
+  pdb_free(s->slot_of);
+  rc_close(s->cache);
+  rmt_close(s->obj);
+  pthread_mutex_destroy(&s->mu);
+  pdb_free(s);
+  ((RemoteFile *)f)->s = NULL;
+  return PAGEDB_OK;
+}
+
+static const pagedb_io_methods rm_methods = {
+  .iVersion = 3,
+  .xClose = rm_close,
+  .xRead = rm_read,
+  .xWrite = rm_write,
+  .xTruncate = rm_truncate,
+  .xSync = rm_sync,
+  .xFileSize = rm_size,
+  .xLock = rm_lock,
+  .xSectorSize = rm_sector,
+  .xDeviceCharacteristics = rm_caps,
+  .xMap = rm_map,
+  .xUnmap = rm_unmap,
+  .xReadBatch = rm_read_batch,
+  .xAdvise = rm_advise,
+  .xLastErrno = rm_errno,
+  .xErrmsg = rm_errmsg,
+  .xMapFill = rm_map_fill,
+};
+
+/* --- the VFS ------------------------------------------------------------------ */
+
+static int rm_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags) {
+  (void)vfs;
+  RemoteFile *p = (RemoteFile *)f;
+  char msg[RMT_ERR_MAX];
+  if (flags & (PAGEDB_VFS_READWRITE | PAGEDB_VFS_CREATE)) {
+    pdb_os_set_why("%s: a remote dataset is read-only: open it with PAGEDB_OPEN_READONLY", path);
+    return PAGEDB_READONLY;
+  }
+  RemoteState *s = pdb_calloc(1, sizeof *s);
+  if (!s) return PAGEDB_NOMEM;
+  pthread_mutex_init(&s->mu, NULL);
+  int rc = rmt_open(path, &s->obj, msg, sizeof msg);
+  if (rc == PAGEDB_OK) rc = rc_open(s->obj, &s->cache, msg, sizeof msg);
+  if (rc != PAGEDB_OK) {
+    pdb_os_set_why("%s", msg);
+    rmt_close(s->obj);
+    pthread_mutex_destroy(&s->mu);
+    pdb_free(s);
+    return rc;
+  }
+  s->size = rmt_size(s->obj);
+  s->chunk = rc_chunk_size(s->cache);
+  s->nchunk = (s->size + s->chunk - 1) / s->chunk;
+  if (!(s->slot_of = pdb_malloc((size_t)(s->nchunk ? s->nchunk : 1) * sizeof *s->slot_of))) {
+    rc_close(s->cache);
+    rmt_close(s->obj);
+    pthread_mutex_destroy(&s->mu);
+    pdb_free(s);
+    return PAGEDB_NOMEM;
+  }
+  for (uint64_t i = 0; i < s->nchunk; i++) s->slot_of[i] = -1;
+  uint64_t keep = rc_bound(s->cache) / s->chunk / 8;
+  s->keep = keep < KEEP_MIN ? KEEP_MIN : keep > KEEP_MAX ? KEEP_MAX : (int)keep;
+  p->s = s;
+  p->base.pMethods = &rm_methods;
+  return PAGEDB_OK;
+}
+
+static int rm_access(pagedb_vfs *vfs, const char *path, int *exists) {
+  (void)vfs;
+  RmtObject *o = NULL;
+  char msg[RMT_ERR_MAX];
+  int rc = rmt_open(path, &o, msg, sizeof msg);
+  rmt_close(o);
+  /* Only a 404 says "absent"; any other failure is left for the open to
+  ** report with its reason. */
+  *exists = rc != PAGEDB_CANTOPEN_NOENT;
+  return PAGEDB_OK;
+}
+
+static int rm_delete(pagedb_vfs *vfs, const char *path, int syncDir) {
+  (void)vfs, (void)syncDir;
+  pdb_os_set_why("%s: a remote dataset is read-only", path);
+  return PAGEDB_READONLY;
+}
+
+static int rm_sync_dir(pagedb_vfs *vfs, const char *path) {
+  (void)vfs, (void)path;
+  return PAGEDB_READONLY;
+}
+
+#define RM_VFS(name) { .iVersion = 1, .szFile = sizeof(RemoteFile), .zName = name, \
+    .xOpen = rm_open, .xDelete = rm_delete, .xAccess = rm_access, .xSyncDir = rm_sync_dir }
+static pagedb_vfs http_vfs = RM_VFS("http");
+static pagedb_vfs https_vfs = RM_VFS("https");
+static pagedb_vfs s3_vfs = RM_VFS("s3");
+
+pagedb_vfs *pdb_http_vfs(void) { return &http_vfs; }
+pagedb_vfs *pdb_https_vfs(void) { return &https_vfs; }
+pagedb_vfs *pdb_s3_vfs(void) { return &s3_vfs; }
+
+pagedb_vfs *rmt_vfs_for(const char *path) {
+  if (!path) return NULL;
+  if (strncmp(path, "http://", 7) == 0) return &http_vfs;
+  if (strncmp(path, "https://", 8) == 0) return &https_vfs;
+  if (strncmp(path, "s3://", 5) == 0) return &s3_vfs;
+  return NULL;
+}
+
+int pagedb_remote_stats(pagedb_remote_counters *out) {
+  if (!out) return PAGEDB_MISUSE;
+  out->requests = atomic_load(&rmt_stats.requests);
+  out->bytes = atomic_load(&rmt_stats.bytes);
+  out->retries = atomic_load(&rmt_stats.retries);
+  out->failures = atomic_load(&rmt_stats.failures);
+  out->chunk_fetches = atomic_load(&rmt_stats.chunk_fetches);
+  out->chunk_hits = atomic_load(&rmt_stats.chunk_hits);
+  out->chunk_bad = atomic_load(&rmt_stats.chunk_bad);
+  out->evictions = atomic_load(&rmt_stats.evictions);
+  out->uncached = atomic_load(&rmt_stats.uncached);
+  return PAGEDB_OK;
+}

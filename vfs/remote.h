@@ -1,0 +1,123 @@
+/*
+** remote.h -- what the remote VFS (os_remote.c), its chunk cache (cache.c)
+** and its HTTP transport (http.c) share.  Nothing here is public.
+**
+**   os_remote.c  the "http", "https" and "s3" VFSes: read-only files whose
+**                bytes come from the cache
+**   cache.c      fixed-size chunks of remote objects in files under
+**                PAGEDB_CACHE_DIR, shared by every process of the machine
+**   http.c       ranged GETs of one object through libcurl, many at once,
+**                with retries; S3 signing; the ETag that pins a version
+*/
+#ifndef PAGEDB_REMOTE_H
+#define PAGEDB_REMOTE_H
+
+#include "os.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RMT_ERR_MAX 512
+
+/* One remote object: where it is, how to sign, and the version pinned at
+** open (size and validator).  Immutable after rmt_open except the idle
+** connection pool, which has its own lock. */
+typedef struct RmtObject RmtObject;
+
+/* One ranged GET.  The transport fills BUF with exactly N bytes at OFF or
+** sets RC (and leaves BUF's contents unspecified). */
+typedef struct RmtRange {
+  uint8_t *buf;
+  size_t n;
+  uint64_t off;
+  int rc;
+} RmtRange;
+
+/* Process-wide counters (pagedb_remote_stats). */
+typedef struct RmtStats {
+  _Atomic int64_t requests;     /* ranged GETs that delivered their bytes */
+  _Atomic int64_t bytes;        /* bytes they delivered */
+  _Atomic int64_t retries;      /* attempts repeated after a transient failure */
+  _Atomic int64_t failures;     /* GETs that failed after the retry budget */
+  _Atomic int64_t chunk_fetches;/* chunks fetched from the server into the cache */
+  _Atomic int64_t chunk_hits;   /* chunks found in the cache and verified */
+  _Atomic int64_t chunk_bad;    /* cached chunks rejected (damaged, truncated, foreign) */
+  _Atomic int64_t evictions;    /* chunk files evicted to keep the bound */
+  _Atomic int64_t uncached;     /* chunks held in memory: no room in the cache */
+} RmtStats;
+extern RmtStats rmt_stats;
+
+/* Whether PATH is a URL a remote VFS serves ("http://", "https://",
+** "s3://"); the VFS of its scheme, or NULL. */
+pagedb_vfs *rmt_vfs_for(const char *path);
+
+/* --- http.c --- */
+
+/* Open PATH: parse it, read the credentials it needs, and ask the server
+** for its size and ETag (HEAD).  On failure *OUT is NULL and MSG says why:
+** PAGEDB_CANTOPEN_NOENT (404, no such bucket or key), PAGEDB_CANTOPEN
+** (403, missing credentials, bad URL, server unreachable), PAGEDB_NOMEM. */
+int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap);
+void rmt_close(RmtObject *o);
+uint64_t rmt_size(const RmtObject *o);
+/* The object's identity for the cache: URL, validator and size. */
+const char *rmt_key(const RmtObject *o);
+const char *rmt_url(const RmtObject *o);
+
+/*
+** Fetch the N ranges (each within the object) with up to the configured
+** number of requests in flight, retrying transient failures (5xx, 429,
+** resets, timeouts, truncated bodies) with exponential backoff.  Every
+** response is checked: status 206, a Content-Range naming exactly the
+** range asked and the object's size, a body of exactly that length, and
+** the validator pinned at open (If-Match, and the response's ETag).
+** Returns the first failure (each range's RC says which): PAGEDB_IOERR_REMOTE
+** after the retry budget or on a permanent error, PAGEDB_IOERR_CHANGED if
+** the object is no longer the version opened, PAGEDB_NOMEM; MSG then names
+** the URL, the range and the HTTP status.
+*/
+int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap);
+/* As rmt_fetch, calling DONE(CTX, i) as soon as range i has arrived whole
+** (so its bytes can be used while the others are in flight).  A range
+** whose BUF is NULL gets a buffer from the pool when it starts, valid
+** during DONE only: so only the requests in flight hold memory. */
+int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*done)(void *ctx, int i), void *ctx, char *msg,
+                   size_t cap);
+
+/* --- cache.c --- */
+
+typedef struct RcObj RcObj;
+
+/* A chunk held by this process: its bytes stay mapped and shared-locked
+** (so no other process evicts its file) until rc_release. */
+typedef struct RcHeld {
+  uint64_t k;               /* chunk number */
+  const uint8_t *data;      /* its bytes */
+  size_t len;               /* how many */
+  void *base;               /* the mapping to release */
+  size_t maplen;
+} RcHeld;
+
+/* The cache's view of object O (owned by the caller, who closes it after
+** rc_close).  PAGEDB_NOMEM or PAGEDB_CANTOPEN (cache directory unusable). */
+int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap);
+void rc_close(RcObj *c);
+uint64_t rc_chunk_size(const RcObj *c);
+uint64_t rc_bound(const RcObj *c);
+
+/*
+** Hold chunks K[0..N): each from a verified cache file, else fetched (by
+** this process, or by another that was fetching it already: then waited
+** for) and stored.  AT, if not NULL, gives for each chunk a page-aligned
+** address where its bytes must be mapped (MAP_FIXED, within a reservation
+** of the caller's); else the mapping goes anywhere.  A chunk the cache has
+** no room for is held in private memory.  On failure the chunks already
+** held are released and MSG says why.
+*/
+int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, char *msg, size_t cap);
+/* Release H: unmapped (or, for a fixed address, put back to an inaccessible
+** reservation), which drops its shared lock. */
+void rc_release(RcHeld *h, int fixed);
+
+#endif /* PAGEDB_REMOTE_H */
