@@ -73,6 +73,7 @@ struct Index {
   _Atomic(Table *) tab;
   _Atomic uint64_t used;    /* keys in tab, tombstones included */
   _Atomic uint64_t count;   /* visible samples */
+  Dx *dx;                   /* the persistent index, or NULL (idx_set_disk) */
 };
 
 static Table *table_new(uint64_t cap) {
@@ -111,8 +112,19 @@ static void arena_free(Arena *a) {
   pdb_free(a);
 }
 
+void idx_set_disk(Index *x, Dx *dx) {
+  assert(atomic_load(&x->count) == 0);
+  if (x->dx != dx) dx_close(x->dx);
+  x->dx = dx;
+}
+
+Dx *idx_disk(Index *x) { return x ? x->dx : NULL; }
+
+int idx_damaged(Index *x, int64_t id) { return x->dx && dx_find(x->dx, id) == DX_BAD; }
+
 void idx_free(Index *x) {
   if (!x) return;
+  dx_close(x->dx);
   for (Table *t = atomic_load(&x->tab), *o; t; t = o) {
     o = t->older;
     pdb_free(t);
@@ -234,7 +246,7 @@ static int claim(Index *x, uint64_t key) {
   }
 }
 
-int idx_reserve(Index *x, int64_t id) {
+static int reserve_mem(Index *x, int64_t id) {
   assert(id >= 0);
   for (;;) {
     uint64_t d = atomic_load_explicit(&x->dense, memory_order_acquire);
@@ -262,6 +274,17 @@ int idx_reserve(Index *x, int64_t id) {
     if (full) grow(x, -1);  /* a failure only leaves the table fuller */
     return rc;
   }
+}
+
+int idx_reserve(Index *x, int64_t id) {
+  int rc = reserve_mem(x, id);
+  /* Reserve first, then look in the snapshot: a commit publishes there
+  ** before it releases here, so one of the two sees the id taken. */
+  if (rc == PAGEDB_OK && x->dx && dx_find(x->dx, id)) {
+    idx_release(x, id);
+    rc = PAGEDB_CONSTRAINT;
+  }
+  return rc;
 }
 
 void idx_release(Index *x, int64_t id) {
@@ -350,6 +373,10 @@ int idx_remove(Index *x, int64_t id) {
 }
 
 const uint64_t *idx_find(Index *x, int64_t id) {
+  if (x->dx) {
+    const uint64_t *s = dx_find(x->dx, id);
+    return s == DX_BAD ? NULL : s;
+  }
   if (id < 0) return NULL;
   if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
     uint64_t *s = arena_slot(x, x->darena, (uint64_t)id, 0);
@@ -361,9 +388,12 @@ const uint64_t *idx_find(Index *x, int64_t id) {
   return v ? arena_slot(x, x->sarena, v - 1, 0) : NULL;
 }
 
-uint64_t idx_count(Index *x) { return atomic_load_explicit(&x->count, memory_order_relaxed); }
+uint64_t idx_count(Index *x) {
+  return x->dx ? dx_count(x->dx) : atomic_load_explicit(&x->count, memory_order_relaxed);
+}
 
 int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
+  if (x->dx) return dx_scan(x->dx, xcb, ctx);
   uint64_t d = atomic_load_explicit(&x->dense, memory_order_acquire);
   for (uint64_t id = 0; id < d; id++) {
     uint64_t *s = arena_slot(x, x->darena, id, 0);
