@@ -139,6 +139,7 @@ typedef struct Prefetch {
   pthread_cond_t cv;
   pthread_t thread;
   int on;                   /* mu and cv exist: pf_free has work */
+  pid_t pid;                /* the process whose thread reads ahead (fork: prefetch.c) */
   int thread_on, stop;
   pdb_msg err;              /* the worker's; a failed window is read again */
 } Prefetch;

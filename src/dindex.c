@@ -240,8 +240,9 @@ int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot)
 /* --- the file -------------------------------------------------------- */
 
 static int ioerr(Dx *x, pdb_msg *m, int rc, const char *what) {
-  return pdb_err(x->db, m, rc, "index %s: %s: %s", x->tmp ? x->tmp : x->path, what,
-                 strerror(pdb_os_errno(x->f) ? pdb_os_errno(x->f) : EIO));
+  int e = x->f ? pdb_os_errno(x->f) : 0;
+  if (!e) e = rc == PAGEDB_FULL ? ENOSPC : EIO;
+  return pdb_err(x->db, m, rc, "index %s: %s: %s", x->tmp ? x->tmp : x->path, what, strerror(e));
 }
 
 static void encode_header(const Dx *x, const uint8_t uuid[16], uint8_t h[DX_HDR]) {
