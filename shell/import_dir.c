@@ -275,6 +275,16 @@ int importFolder(Import *imp, int64_t *n, char *emsg, size_t nemsg){
       imp->aOwnIno[imp->nOwn++] = st.st_ino;
     }
   }
+  /* ...nor its index file (src/dindex.c), or a rewrite of it. */
+  static const char *azIndex[] = { "-index", "-index.new" };
+  for(int k = 0; k < 2; k++){
+    char zName[4200];
+    snprintf(zName, sizeof zName, "%s%s", pagedb_path(imp->db), azIndex[k]);
+    if( stat(zName, &st) == 0 ){
+      imp->aOwnDev[imp->nOwn] = st.st_dev;
+      imp->aOwnIno[imp->nOwn++] = st.st_ino;
+    }
+  }
   int dfd = dup(imp->rootFd);
   int rc = dfd < 0 ? PAGEDB_IOERR : ifScan(imp, dfd, "", 0, emsg, nemsg);
   if( dfd < 0 ) xfer_msg(emsg, nemsg, "dup: %s", strerror(errno));

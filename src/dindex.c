@@ -357,7 +357,7 @@ int dx_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const u
   do pdb_random(&x->fid, sizeof x->fid), x->fid &= INT64_MAX;
   while (!x->fid);
   vfs->xDelete(vfs, x->tmp, 0);   /* a rewrite's leftover */
-  int rc = pdb_os_open(vfs, x->tmp, PAGEDB_VFS_READWRITE | PAGEDB_VFS_CREATE, &x->f);
+  int rc = pdb_os_open(vfs, x->tmp, PAGEDB_VFS_READWRITE | PAGEDB_VFS_CREATE | PAGEDB_VFS_PLAIN, &x->f);
   if (rc != PAGEDB_OK) {
     rc = pdb_err(db, m, rc, "cannot create index %s: %s", x->tmp, strerror(errno));
     x->f = NULL;
@@ -453,7 +453,7 @@ static int open_file(Dx *x, pdb_msg *m, pagedb_vfs *vfs, const char *path, const
   int exists = 0;
   vfs->xAccess(vfs, path, &exists);
   if (!exists) return pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: missing", path);
-  int rc = pdb_os_open(vfs, path, x->writable ? PAGEDB_VFS_READWRITE : PAGEDB_VFS_READONLY, &x->f);
+  int rc = pdb_os_open(vfs, path, (x->writable ? PAGEDB_VFS_READWRITE : PAGEDB_VFS_READONLY) | PAGEDB_VFS_PLAIN, &x->f);
   if (rc != PAGEDB_OK) {
     x->f = NULL;
     return pdb_err(x->db, m, rc, "cannot open index %s: %s", path, strerror(errno));

@@ -1018,6 +1018,10 @@ struct pagedb_io_methods {
 #define PAGEDB_VFS_CREATE     0x04
 #define PAGEDB_VFS_EXCLUSIVE  0x08   /* with CREATE: fail if it exists */
 #define PAGEDB_VFS_DIRECT     0x10   /* bypass the page cache if the backend can */
+#define PAGEDB_VFS_PLAIN      0x20   /* through the page cache, with no batches or asynchronous
+                                     ** writes to set up, whatever the backend's default (the
+                                     ** index file: small unaligned writes, read through a map);
+                                     ** a backend may ignore it */
 
 /* A system call as xGetSystemCall gives it: cast to and from its real type. */
 typedef void (*pagedb_syscall_ptr)(void);
