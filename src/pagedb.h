@@ -556,8 +556,12 @@ PAGEDB_API int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **r);
 ** value for FIELD); PAGEDB_RANGE; PAGEDB_MISMATCH (a scalar field);
 ** PAGEDB_CORRUPT (a checksum mismatch under PAGEDB_READ_VERIFY, or a
 ** compressed value that does not decompress to its recorded size: the
-** message names the sample and the field); PAGEDB_IOERR* (copy mode);
-** PAGEDB_NOMEM.
+** message names the sample and the field); PAGEDB_CORRUPT_INDEX (the
+** sample's entry in the index file NAME-index fails its checksum, id or
+** extent check: no bytes are returned; pagedb_check lists such entries,
+** and deleting NAME-index has the next read-write open rebuild it);
+** PAGEDB_IOERR* (copy mode); PAGEDB_NOMEM.  (pagedb_read_batch and the
+** scalar reads report such an entry as PAGEDB_NOTFOUND.)
 */
 PAGEDB_API int pagedb_read(pagedb_reader *r, int64_t id, int field,
                            const void **data, size_t *n);
