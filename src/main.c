@@ -932,41 +932,17 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   return rc;
 }
 
-/* pagedb_close in a process forked after the open: free this process's
-** copy without committing, joining the catalog thread (which exists only
-** in the parent) or unlocking anything the parent holds. */
-static int close_forked(pagedb *db) {
-  while (db->readers) {
-    pagedb_reader *r = db->readers;
-    db->readers = r->next;
-    api_reader_free(r);
-  }
-  while (db->writers) {
-    pagedb_writer *w = db->writers;
-    db->writers = w->next;
-    pdb_msg err = { 0 };
-    api_writer_free(w, &err);   /* writes nothing in a child */
-  }
-  free_runs(db->todo);
-  free_runs(db->inserted);
-  pdb_free(db->del);
-  pager_close(db->pager);
-  /* The catalog's SQLite connection is not closed: SQLite forbids using
-  ** a connection across fork(), and closing it here could checkpoint and
-  ** delete the WAL the parent has open.  Its memory is the child's loss. */
-  idx_free(db->idx);
-  pdb_free(db->path);
-  pdb_free(db->catpath);
-  pdb_err_forget(db);
-  pdb_free(db);
-  atomic_fetch_sub(&pdb_handles, 1);
-  return PAGEDB_OK;
-}
-
 int pagedb_close(pagedb *db) {
   if (!db) return PAGEDB_OK;
-  if (db->pid != getpid()) return close_forked(db);
-  pthread_mutex_lock(&db->mu);
+  /* In a process forked after the open, close frees this process's copy
+  ** only: no lock (another thread of the parent may have held one at the
+  ** fork), no commit, no catalog thread to join (it is the parent's), and
+  ** the catalog's SQLite connection is not closed: SQLite forbids using a
+  ** connection across fork(), and closing it could checkpoint and delete
+  ** the WAL the parent has open (its memory is the child's loss).  Writers
+  ** write nothing in a child (api_writer_free). */
+  int forked = db->pid != getpid();
+  if (!forked) pthread_mutex_lock(&db->mu);
   while (db->readers) {
     pagedb_reader *r = db->readers;
     db->readers = r->next;
@@ -978,11 +954,13 @@ int pagedb_close(pagedb *db) {
     db->writers = w->next;
     pdb_msg err = { 0 };
     int wrc = api_writer_free(w, &err);
-    if (rc == PAGEDB_OK && wrc != PAGEDB_OK) rc = pdb_err_copy(db, &db->err, &err);
+    if (rc == PAGEDB_OK && wrc != PAGEDB_OK && !forked) rc = pdb_err_copy(db, &db->err, &err);
   }
-  pthread_mutex_unlock(&db->mu);
-  stop_thread(db);
-  if (!db->failed && !db->readonly && !atomic_load(&db->broken)) {
+  if (!forked) {
+    pthread_mutex_unlock(&db->mu);
+    stop_thread(db);
+  }
+  if (!forked && !db->failed && !db->readonly && !atomic_load(&db->broken)) {
     int crc = pagedb_commit(db);
     if (rc == PAGEDB_OK) rc = crc;
   }
@@ -990,13 +968,15 @@ int pagedb_close(pagedb *db) {
   free_runs(db->inserted);
   pdb_free(db->del);
   pager_close(db->pager);
-  cat_close(db->cat);
+  if (!forked) cat_close(db->cat);
   idx_free(db->idx);
-  pthread_mutex_destroy(&db->mu);
-  pthread_mutex_destroy(&db->commit_mu);
-  pthread_mutex_destroy(&db->cat_mu);
-  pthread_mutex_destroy(&db->wake_mu);
-  pthread_cond_destroy(&db->wake_cv);
+  if (!forked) {
+    pthread_mutex_destroy(&db->mu);
+    pthread_mutex_destroy(&db->commit_mu);
+    pthread_mutex_destroy(&db->cat_mu);
+    pthread_mutex_destroy(&db->wake_mu);
+    pthread_cond_destroy(&db->wake_cv);
+  }
   pdb_free(db->path);
   pdb_free(db->catpath);
   if (rc == PAGEDB_OK) pdb_err_forget(db);
