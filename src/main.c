@@ -1074,8 +1074,10 @@ static int field_add_disk(pagedb *db, const CatField *f) {
     cat_rollback(db->cat);
     dx_close(x);
     atomic_store(&db->broken, rc);
+    char why[PDB_MSG_MAX];
+    snprintf(why, sizeof why, "%s", pdb_msg_text(m));
     return pdb_err(db, m, rc, "%s: field '%s' added, but its index could not be recorded (%s); reopen", db->path,
-                   f->name, pagedb_errstr(rc));
+                   f->name, why);
   }
   db->ixmeta = xm;
   rc = install_index(db, m, x);
@@ -1255,8 +1257,10 @@ static int update_disk(pagedb *db, Dx *dx, const uint64_t *src, size_t n) {
   if (rc != PAGEDB_OK) {
     /* The update is committed; the index file is marked stale. */
     atomic_store(&db->broken, rc);
+    char why[PDB_MSG_MAX];
+    snprintf(why, sizeof why, "%s", pdb_msg_text(m));
     rc = pdb_err(db, m, rc, "%s: updated, but the index could not take the new values (%s); reopen to rebuild it",
-                 db->path, pagedb_errstr(rc));
+                 db->path, why);
   }
   pdb_free(buf);
   pdb_free(ch);
