@@ -65,7 +65,8 @@
 ** 2 bytes per 1,024 dense samples) and writes its new slots; a commit that
 ** deletes or changes samples copies each chunk it touches (640 KiB at 80
 ** bytes a slot).  Copies left behind are dead space, reported by dx_space;
-** the caller compacts by rewriting when dead space exceeds live.
+** nothing compacts automatically yet: a rewrite (a field add, or a rebuild
+** after the file is deleted) writes the file anew without it.
 **
 ** The writer maps a window larger than the file and replaces it by a
 ** larger one when the file outgrows it; older windows stay mapped until

@@ -82,8 +82,7 @@ int dx_publish(Dx *x, pdb_msg *m);
 void dx_abort(Dx *x);
 
 /* Bytes of the file that no directory in force refers to, and bytes it
-** refers to: a caller compacts (rewrites) when the first far exceeds the
-** second. */
+** refers to (for a compaction policy: none runs yet, see dindex.c). */
 void dx_space(const Dx *x, uint64_t *dead, uint64_t *live);
 
 /* The slot of ID as of the snapshot in force (NW words), or NULL; DX_BAD
