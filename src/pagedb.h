@@ -30,7 +30,11 @@
 ** the opener's, and pagedb_close in a child commits nothing (it only
 ** frees the child's copy; the parent's handle is unaffected).  Nor may a
 ** child run pagedb_sql on an inherited handle (SQLite connections must
-** not cross fork()): open a handle of its own.  Any number of processes
+** not cross fork()): open a handle of its own.  Read-ahead set up before
+** the fork (pagedb_reader_prefetch) is dropped in a child, whose reads then
+** go the usual way.  On the "io_uring" VFS a child must not make batched
+** reads (pagedb_read_batch in copy mode) through an inherited handle: its
+** submission ring is the parent's; zero-copy readers are safe there.  Any number of processes
 ** that open the same dataset share one copy of its index and data in the
 ** page cache.
 **
