@@ -164,9 +164,10 @@ static void *longMain(void *pArg){
 }
 
 static void removeDataset(const char *zFile){
-  static const char *azSuffix[] = { "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal" };
+  static const char *azSuffix[] = { "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal", "-index",
+                                     "-index.new" };
   char buf[4200];
-  for(int i = 0; i < 5; i++){
+  for(int i = 0; i < 7; i++){
     snprintf(buf, sizeof buf, "%s%s", zFile, azSuffix[i]);
     unlink(buf);
   }

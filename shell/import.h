@@ -76,8 +76,8 @@ struct Import {
   int64_t nClass, nClassAlloc;
   int fData, fLabel, fPath;
   int nOwn;                   /* the dataset's own files (never imported) */
-  dev_t aOwnDev[5];
-  ino_t aOwnIno[5];
+  dev_t aOwnDev[7];
+  ino_t aOwnIno[7];
   /* Tar */
   char **azShard;
   int nShard, iShard;

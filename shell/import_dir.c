@@ -362,26 +362,30 @@ static int ifLoad(Import *imp, Job *j, char *emsg, size_t nemsg){
   return PAGEDB_OK;
 }
 
+/* Note the file at PATH, if it exists, as one of the dataset's own. */
+static void ownFile(Import *imp, const char *zPath){
+  struct stat st;
+  if( imp->nOwn < (int)(sizeof imp->aOwnIno / sizeof imp->aOwnIno[0]) && stat(zPath, &st) == 0 ){
+    imp->aOwnDev[imp->nOwn] = st.st_dev;
+    imp->aOwnIno[imp->nOwn++] = st.st_ino;
+  }
+}
+
 int importFolder(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   imp->rootFd = open(imp->zSource, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if( imp->rootFd < 0 ){
     xfer_msg(emsg, nemsg, "cannot open the directory: %s", strerror(errno));
     return PAGEDB_CANTOPEN;
   }
-  /* A dataset inside SOURCE must not import itself as it grows. */
-  static const char *azSuffix[] = { "", "-journal", "-wal", "-shm" };
-  struct stat st;
-  if( stat(pagedb_path(imp->db), &st) == 0 ){
-    imp->aOwnDev[imp->nOwn] = st.st_dev;
-    imp->aOwnIno[imp->nOwn++] = st.st_ino;
-  }
-  for(int k = 0; k < 4; k++){
+  /* A dataset inside SOURCE must not import itself as it grows: its data
+  ** file, its catalog's files and its index file (src/dindex.c). */
+  static const char *azSuffix[] = { "-catalog", "-catalog-journal", "-catalog-wal", "-catalog-shm", "-index",
+                                    "-index.new" };
+  ownFile(imp, pagedb_path(imp->db));
+  for(int k = 0; k < 6; k++){
     char zName[4200];
-    snprintf(zName, sizeof zName, "%s%s", pagedb_catalog_path(imp->db), azSuffix[k]);
-    if( stat(zName, &st) == 0 ){
-      imp->aOwnDev[imp->nOwn] = st.st_dev;
-      imp->aOwnIno[imp->nOwn++] = st.st_ino;
-    }
+    snprintf(zName, sizeof zName, "%s%s", pagedb_path(imp->db), azSuffix[k]);
+    ownFile(imp, zName);
   }
   int dfd = dup(imp->rootFd);
   int rc = dfd < 0 ? PAGEDB_IOERR : ifScan(imp, dfd, "", 0, emsg, nemsg);

@@ -11,6 +11,7 @@
 #include "pager.h"
 
 #include <pthread.h>
+#include <sys/types.h>
 
 /* A written run and the slots of the samples on it (see index.h). */
 typedef struct PageRecs {
@@ -24,6 +25,13 @@ struct pagedb {
   int readonly;
   int check;                /* PAGEDB_OPEN_CHECK: bad samples were left out */
   int failed;               /* open failed: only errmsg and close work */
+  pid_t pid;                /* the opener's process: a forked child may read, never write */
+  /* The index (dindex.h): how this open got it (PAGEDB_INDEX_*), why, and
+  ** what the catalog records of it as of the last commit (cat_mu). */
+  int ixstate;
+  char ixwhy[PDB_MSG_MAX];
+  DxMeta ixmeta;
+  uint8_t isbytes[PAGEDB_MAX_FIELDS];   /* per field: stored in pages */
   pagedb_vfs *vfs;
   Pager *pager;
   Catalog *cat;
@@ -131,6 +139,7 @@ typedef struct Prefetch {
   pthread_cond_t cv;
   pthread_t thread;
   int on;                   /* mu and cv exist: pf_free has work */
+  pid_t pid;                /* the process whose thread reads ahead (fork: prefetch.c) */
   int thread_on, stop;
   pdb_msg err;              /* the worker's; a failed window is read again */
 } Prefetch;
@@ -159,6 +168,11 @@ int api_hint_batch(pagedb_reader *r, int n, const uint64_t *off, const uint64_t 
 /* PAGEDB_OK if DB can take another call: its open succeeded and no earlier
 ** failure made it unusable (db->broken); otherwise the reason, in M. */
 int api_usable(pagedb *db, pdb_msg *m);
+
+/* PAGEDB_OK if DB may be written through by the calling process: a child
+** forked after the open gets PAGEDB_MISUSE (its writes would race the
+** parent's, whose locks and catalog connection it does not own). */
+int api_own(pagedb *db, pdb_msg *m);
 
 /* Land every writer's write in flight, so that commit sees its pages
 ** (db->mu not held). */

@@ -413,6 +413,7 @@ int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int
   pdb_msg *m = &db->err;
   int rc = api_usable(db, m);
   if (rc != PAGEDB_OK) return rc;
+  if ((rc = api_own(db, m)) != PAGEDB_OK) return rc;
   if (db->readonly)
     return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: nothing can be attached to it", db->path);
   if (!other || !other[0]) return pdb_err(db, m, PAGEDB_MISUSE, "pagedb_attach: no dataset to attach given");

@@ -297,6 +297,11 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
     else if (strcmp(key, "committed_pages") == 0) meta->committed = (uint64_t)v, seen |= 8;
     else if (strcmp(key, "samples") == 0) meta->nsample = (uint64_t)v, seen |= 16;
     else if (strcmp(key, "moved_samples") == 0) meta->moved = (uint64_t)v;   /* optional */
+    else if (strcmp(key, "index_id") == 0) meta->ix_id = (uint64_t)v;          /* optional: dindex.c */
+    else if (strcmp(key, "index_dir") == 0) meta->ix_dir = (uint64_t)v;
+    else if (strcmp(key, "index_len") == 0) meta->ix_len = (uint64_t)v;
+    else if (strcmp(key, "index_samples") == 0) meta->ix_samples = (uint64_t)v;
+    else if (strcmp(key, "index_pages") == 0) meta->ix_pages = (uint64_t)v;
   }
   if (src != SQLITE_DONE && src != SQLITE_ROW) rc = sq_fail(c, m, c->w, src, "reading meta");
   sqlite3_finalize(st);
@@ -560,6 +565,29 @@ int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f) {
   sqlite3_free(sql);
   sqlite3_finalize(c->ins_sample);
   c->ins_sample = NULL;
+  return rc;
+}
+
+int cat_last_run(Catalog *c, pdb_msg *m, CatRun *run, int *found) {
+  *found = 0;
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT pgno, npages, used, nsamples FROM page WHERE used > 0 ORDER BY pgno DESC LIMIT 1",
+                   &st);
+  if (rc != PAGEDB_OK) return rc;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) {
+    for (int i = 0; i < 4 && rc == PAGEDB_OK; i++)
+      if (sqlite3_column_type(st, i) != SQLITE_INTEGER || sqlite3_column_int64(st, i) < 0)
+        rc = corrupt(c, m, "%s", "table page has a non-integer or negative value in its last row");
+    if (rc == PAGEDB_OK) {
+      *run = (CatRun){ (uint64_t)sqlite3_column_int64(st, 0), (uint32_t)sqlite3_column_int64(st, 1),
+                       (uint32_t)sqlite3_column_int64(st, 3), (uint64_t)sqlite3_column_int64(st, 2) };
+      *found = 1;
+    }
+  } else if (src != SQLITE_DONE) {
+    rc = sq_fail(c, m, c->w, src, "reading the page table");
+  }
+  sqlite3_finalize(st);
   return rc;
 }
 

@@ -25,6 +25,10 @@ typedef struct CatMeta {
   uint64_t nsample;         /* committed samples */
   uint64_t moved;           /* moved_samples: samples writers carried to a fresh
                             ** page (0 when the key is absent) */
+  /* The persistent index (dindex.h) this commit is indexed by: meta keys
+  ** index_id, index_dir, index_len, index_samples, index_pages; all 0
+  ** when absent (a dataset of the previous format, or made stale). */
+  uint64_t ix_id, ix_dir, ix_len, ix_samples, ix_pages;
 } CatMeta;
 
 /* A committed run, as the page table records it. */
@@ -60,6 +64,11 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
 
 /* Add field number IDX (durable on return). */
 int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f);
+
+/* The end of the data written: the page and bytes used of the last run
+** in use (*FOUND 0 when none).  One indexed row, for an open that does
+** not read the page table. */
+int cat_last_run(Catalog *c, pdb_msg *m, CatRun *run, int *found);
 
 /* The page table in page order: *RUNS (malloc'd, caller frees), *N runs. */
 int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n);

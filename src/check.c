@@ -2,8 +2,10 @@
 ** check.c -- pagedb_check: the integrity check, as SQLite's PRAGMA
 ** integrity_check.
 **
-** Nothing is taken from the in-memory index, which holds only what the open
-** accepted: the catalog is read as stored (cat_snap_*), in one read
+** Nothing is taken from the index, which holds only what the open accepted
+** (it is checked instead: with an index file, step 3 looks up every row's
+** entry and compares it with the row, and step 4 checks every entry of
+** the file and their number): the catalog is read as stored (cat_snap_*), in one read
 ** transaction of a connection of the check's own, so that every row is seen
 ** at one commit, and the data file through the pager.  Every problem is
 ** reported and the check goes on; only a failure to read (I/O, memory)
@@ -21,7 +23,8 @@
 **      it, so memory is the page table, the samples of one run and the
 **      largest run.  Records arriving in offset order also make the overlap
 **      check one comparison each: a record must start at or after the
-**      farthest end seen so far.
+**      farthest end seen so far;
+**   4. the index file, when the handle reads the commit checked.
 */
 #include "api.h"
 #include "os.h"
@@ -78,6 +81,8 @@ typedef struct Check {
   size_t cap;
   uint8_t *zbuf;            /* a decompressed value */
   size_t zcap;
+  const Dx *dx;             /* the index file, when it indexes the commit checked */
+  uint64_t nix;             /* sample rows whose index entry matched */
 } Check;
 
 /* Count a problem and, within the first PAGEDB_CHECK_MAX_REPORTS, report it. */
@@ -177,7 +182,85 @@ static int check_meta(Check *k, CatSnap *s) {
     report(k, -1, -1, -1, "catalog: meta.page_size is %" PRId64 ", but the data file's page size is %u", page_size,
            k->ps);
   if ((rc = meta_int(k, s, "committed_pages", &k->committed)) != PAGEDB_OK) return rc;
-  return meta_int(k, s, "samples", &k->nsample);
+  if ((rc = meta_int(k, s, "samples", &k->nsample)) != PAGEDB_OK) return rc;
+  /* The index file is checked when it is the one the checked commit
+  ** records and the handle reads that commit (another process may have
+  ** committed since this handle's snapshot). */
+  CatVal id, dir;
+  Dx *dx = idx_disk(k->db->idx);
+  if (dx && (rc = cat_snap_meta(s, &k->m, "index_id", &id, text, sizeof text)) == PAGEDB_OK
+      && (rc = cat_snap_meta(s, &k->m, "index_dir", &dir, text, sizeof text)) == PAGEDB_OK && id.type == CAT_INTEGER
+      && dir.type == CAT_INTEGER && (uint64_t)id.i == k->db->ixmeta.id && (uint64_t)dir.i == k->db->ixmeta.dir
+      && (uint64_t)id.i == dx_id(dx))
+    k->dx = dx;
+  return rc;
+}
+
+/* The index entry of the sample of row V (id ID, at PAGE and OFF): it
+** must exist, pass its checks, and say what the row says. */
+static void check_index_row(Check *k, const CatVal *v, int64_t id, int64_t page, int64_t off) {
+  const uint64_t *s = dx_find(k->dx, id);
+  if (!s) {
+    report(k, page, id, -1, "sample %" PRId64 ": the index file has no entry for it", id);
+    return;
+  }
+  if (s == DX_BAD) {
+    report(k, page, id, -1, "sample %" PRId64 ": its entry in the index file fails its checks (checksum, id or extent)",
+           id);
+    return;
+  }
+  k->nix++;
+  const pagedb *db = k->db;
+  int nf = db->nfield, bad = -2;
+  if (s[1] != (uint64_t)page * k->ps + (uint64_t)off) bad = -1;
+  for (int f = 0, col = 3; f < nf && bad == -2; f++) {
+    int t = db->fields[f].type;
+    const CatVal *c = &v[col];
+    int present = c->type != CAT_NULL;
+    if (present != slot_has(s, f)) bad = f;
+    if (t == PAGEDB_BYTES || t == PAGEDB_TEXT) {
+      col += 3;
+      if (!present || bad != -2) continue;
+      const uint64_t *e = slot_cext(s, nf, f);
+      uint64_t stored = c[1].type == CAT_INTEGER ? (uint64_t)c[1].i : (uint64_t)c->i;
+      if (slot_get(s, nf, f) != (uint64_t)c->i || (e[0] & ~SLOT_Z) != stored
+          || !!(e[0] & SLOT_Z) != (c[1].type == CAT_INTEGER) || e[1] != (uint64_t)c[2].i)
+        bad = f;
+      continue;
+    }
+    col++;
+    if (!present || bad != -2) continue;
+    uint64_t want = (uint64_t)c->i;
+    if (t == PAGEDB_REAL) {
+      double d = c->type == CAT_FLOAT ? c->r : (double)c->i;
+      memcpy(&want, &d, sizeof want);
+    }
+    if (slot_get(s, nf, f) != want) bad = f;
+  }
+  if (bad == -1)
+    report(k, page, id, -1, "sample %" PRId64 ": the index file places its record at data byte %" PRIu64
+           ", the catalog at page %" PRId64 " offset %" PRId64, id, s[1], page, off);
+  else if (bad >= 0)
+    report(k, page, id, bad, "sample %" PRId64 ", field '%s': the index file's entry disagrees with the catalog", id,
+           field_name(k, bad));
+}
+
+static int count_entry(void *ctx, int64_t id, const uint64_t *slot) {
+  (void)id, (void)slot;
+  ++*(uint64_t *)ctx;
+  return PAGEDB_OK;
+}
+
+/* Every entry of the index file passes its checks, and there are as many
+** as catalog rows (each row found its own above). */
+static void check_index(Check *k) {
+  uint64_t n = 0;
+  int rc = dx_scan(k->dx, count_entry, &n);
+  if (rc != PAGEDB_OK)
+    report(k, -1, -1, -1, "the index file: %s", pagedb_errmsg(k->db));
+  else if (n != k->nrows || dx_count(k->dx) != k->nrows)
+    report(k, -1, -1, -1, "the index file holds %" PRIu64 " entries (its directory says %" PRIu64 "), the catalog %"
+           PRIu64 " samples", n, dx_count(k->dx), k->nrows);
 }
 
 /* --- 2: the page table ---------------------------------------------------- */
@@ -490,6 +573,7 @@ static int sample_row(void *ctx, const CatVal *v, int n) {
              field_name(k, f), type_name(vt), t == PAGEDB_REAL ? " real" : "n int",
              t == PAGEDB_REAL ? "numbers" : "integers");
   }
+  if (k->dx) check_index_row(k, v, id, page, off);
   /* A record outside its run, or in no run, is reported already. */
   if (rc != PAGEDB_OK || !layout || at == (uint64_t)off || !place || off < PDB_PAGE_HDR || at > place->used)
     return rc;
@@ -531,6 +615,7 @@ static int run_check(Check *k) {
              " (%" PRIu64 " pages)", k->committed, k->next ? k->next - 1 : 0, k->next);
     if (rc == PAGEDB_OK) rc = cat_snap_samples(s, &k->m, k->db->fields, k->db->nfield, sample_row, k);
     while (rc == PAGEDB_OK && k->cur < k->nrun) rc = finish_run(k, &k->runs[k->cur++]);
+    if (rc == PAGEDB_OK && k->dx) check_index(k);
     if (rc == PAGEDB_OK && k->nsample >= 0 && (uint64_t)k->nsample != k->nrows)
       report(k, -1, -1, -1, "catalog: meta.samples is %" PRId64 ", but table sample has %" PRIu64 " rows", k->nsample,
              k->nrows);

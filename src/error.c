@@ -46,6 +46,7 @@
   X(PAGEDB_CORRUPT_HEADER,    "data file header is damaged") \
   X(PAGEDB_CORRUPT_TRUNCATED, "data file is truncated") \
   X(PAGEDB_CORRUPT_CATALOG,   "catalog is inconsistent") \
+  X(PAGEDB_CORRUPT_INDEX,     "index file is damaged or stale") \
   X(PAGEDB_NOTADB_VERSION,    "format version too new") \
   X(PAGEDB_NOTADB_MISMATCH,   "catalog of another data file") \
   X(PAGEDB_BUSY_LOCKED,       "another writer holds the dataset") \

@@ -67,12 +67,16 @@ struct Index {
   uint64_t max;             /* slots an arena can hold: 2^bits * MAX_CHUNKS */
   pthread_rwlock_t lock;    /* shared: hash operations; exclusive: growth */
   _Atomic uint64_t dense;   /* D: ids below it are dense */
-  Arena *darena;            /* slot of dense id i at position i */
-  Arena *sarena;            /* slots of sparse ids, in publish order */
+  /* Each arena is 2 MiB of chunk pointers, allocated at its first use, so
+  ** that an index that only keeps reservations over a persistent one
+  ** (idx_set_disk), in a handle that never writes, costs nothing. */
+  _Atomic(Arena *) darena;  /* slot of dense id i at position i */
+  _Atomic(Arena *) sarena;  /* slots of sparse ids, in publish order */
   uint64_t nsparse;         /* sparse slots handed out (publisher only) */
   _Atomic(Table *) tab;
   _Atomic uint64_t used;    /* keys in tab, tombstones included */
   _Atomic uint64_t count;   /* visible samples */
+  Dx *dx;                   /* the persistent index, or NULL (idx_set_disk) */
 };
 
 static Table *table_new(uint64_t cap) {
@@ -89,12 +93,8 @@ int idx_create(Index **pi, int nw) {
   x->bits = 8;
   while (((uint64_t)2 << x->bits) * (uint64_t)nw * 8 <= CHUNK_BYTES) x->bits++;
   x->max = ((uint64_t)1 << x->bits) * MAX_CHUNKS;
-  x->darena = pdb_calloc(1, sizeof *x->darena);
-  x->sarena = pdb_calloc(1, sizeof *x->sarena);
   Table *t = table_new(1024);
-  if (!x->darena || !x->sarena || !t) {
-    pdb_free(x->darena);
-    pdb_free(x->sarena);
+  if (!t) {
     pdb_free(t);
     pdb_free(x);
     return PAGEDB_NOMEM;
@@ -107,18 +107,30 @@ int idx_create(Index **pi, int nw) {
 }
 
 static void arena_free(Arena *a) {
+  if (!a) return;
   for (uint64_t c = 0; c < MAX_CHUNKS; c++) pdb_free(atomic_load_explicit(&a->chunk[c], memory_order_relaxed));
   pdb_free(a);
 }
 
+void idx_set_disk(Index *x, Dx *dx) {
+  assert(atomic_load(&x->count) == 0);
+  if (x->dx != dx) dx_close(x->dx);
+  x->dx = dx;
+}
+
+Dx *idx_disk(Index *x) { return x ? x->dx : NULL; }
+
+int idx_damaged(Index *x, int64_t id) { return x->dx && dx_find(x->dx, id) == DX_BAD; }
+
 void idx_free(Index *x) {
   if (!x) return;
+  dx_close(x->dx);
   for (Table *t = atomic_load(&x->tab), *o; t; t = o) {
     o = t->older;
     pdb_free(t);
   }
-  arena_free(x->darena);
-  arena_free(x->sarena);
+  arena_free(atomic_load_explicit(&x->darena, memory_order_relaxed));
+  arena_free(atomic_load_explicit(&x->sarena, memory_order_relaxed));
   pthread_rwlock_destroy(&x->lock);
   pdb_free(x);
 }
@@ -126,7 +138,19 @@ void idx_free(Index *x) {
 /* Slot N of arena A, allocating its chunk if MAKE; NULL if absent or no
 ** memory.  Acquire pairs with the release of the CAS that installed the
 ** chunk, so its zeroes are seen. */
-static uint64_t *arena_slot(const Index *x, Arena *a, uint64_t n, int make) {
+static uint64_t *arena_slot(const Index *x, _Atomic(Arena *) *ap, uint64_t n, int make) {
+  /* Acquire pairs with the CAS that installed the arena: its zeroes are seen. */
+  Arena *a = atomic_load_explicit(ap, memory_order_acquire);
+  if (!a && make) {
+    Arena *fresh = pdb_calloc(1, sizeof *fresh);
+    if (!fresh) return NULL;
+    if (atomic_compare_exchange_strong_explicit(ap, &a, fresh, memory_order_acq_rel, memory_order_acquire)) {
+      a = fresh;
+    } else {
+      pdb_free(fresh);      /* another thread installed it first */
+    }
+  }
+  if (!a) return NULL;
   _Atomic(uint64_t *) *cp = &a->chunk[n >> x->bits];
   uint64_t *c = atomic_load_explicit(cp, memory_order_acquire);
   if (!c && make) {
@@ -156,10 +180,10 @@ static Entry *probe(Table *t, uint64_t key) {
 
 /* Copy entry E of the hash table into the dense arena.  Exclusive lock. */
 static int migrate(Index *x, uint64_t id, const Entry *e) {
-  uint64_t *d = arena_slot(x, x->darena, id, 1);
+  uint64_t *d = arena_slot(x, &x->darena, id, 1);
   if (!d) return PAGEDB_NOMEM;
   uint64_t v = atomic_load_explicit(&e->val, memory_order_relaxed);
-  if (v) memcpy(d + 1, arena_slot(x, x->sarena, v - 1, 0) + 1, (size_t)(x->nw - 1) * sizeof *d);
+  if (v) memcpy(d + 1, arena_slot(x, &x->sarena, v - 1, 0) + 1, (size_t)(x->nw - 1) * sizeof *d);
   atomic_store_explicit(state(d), v ? D_VISIBLE : D_RESERVED, memory_order_release);
   return PAGEDB_OK;
 }
@@ -234,12 +258,12 @@ static int claim(Index *x, uint64_t key) {
   }
 }
 
-int idx_reserve(Index *x, int64_t id) {
+static int reserve_mem(Index *x, int64_t id) {
   assert(id >= 0);
   for (;;) {
     uint64_t d = atomic_load_explicit(&x->dense, memory_order_acquire);
     if ((uint64_t)id < d) {
-      uint64_t *s = arena_slot(x, x->darena, (uint64_t)id, 1);
+      uint64_t *s = arena_slot(x, &x->darena, (uint64_t)id, 1);
       if (!s) return PAGEDB_NOMEM;
       uint64_t free_state = D_FREE;
       return atomic_compare_exchange_strong_explicit(state(s), &free_state, D_RESERVED, memory_order_acq_rel,
@@ -264,9 +288,20 @@ int idx_reserve(Index *x, int64_t id) {
   }
 }
 
+int idx_reserve(Index *x, int64_t id) {
+  int rc = reserve_mem(x, id);
+  /* Reserve first, then look in the snapshot: a commit publishes there
+  ** before it releases here, so one of the two sees the id taken. */
+  if (rc == PAGEDB_OK && x->dx && dx_find(x->dx, id)) {
+    idx_release(x, id);
+    rc = PAGEDB_CONSTRAINT;
+  }
+  return rc;
+}
+
 void idx_release(Index *x, int64_t id) {
   if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
-    uint64_t *s = arena_slot(x, x->darena, (uint64_t)id, 0);
+    uint64_t *s = arena_slot(x, &x->darena, (uint64_t)id, 0);
     assert(s && atomic_load(state(s)) == D_RESERVED);
     if (s) atomic_store_explicit(state(s), D_FREE, memory_order_release);
     return;
@@ -286,7 +321,7 @@ void idx_release(Index *x, int64_t id) {
 int idx_publish(Index *x, const uint64_t *slot) {
   uint64_t id = slot[0];
   if (id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
-    uint64_t *s = arena_slot(x, x->darena, id, 0);
+    uint64_t *s = arena_slot(x, &x->darena, id, 0);
     if (NEVER(!s || atomic_load_explicit(state(s), memory_order_relaxed) != D_RESERVED)) return PAGEDB_MISUSE;
     memcpy(s + 1, slot + 1, (size_t)(x->nw - 1) * sizeof *s);
     /* Release: a reader that sees the state sees the words above. */
@@ -295,7 +330,7 @@ int idx_publish(Index *x, const uint64_t *slot) {
     return PAGEDB_OK;
   }
   uint64_t n = x->nsparse;
-  uint64_t *s = n < x->max ? arena_slot(x, x->sarena, n, 1) : NULL;
+  uint64_t *s = n < x->max ? arena_slot(x, &x->sarena, n, 1) : NULL;
   if (!s) return PAGEDB_NOMEM;
   memcpy(s, slot, (size_t)x->nw * sizeof *s);
   x->nsparse = n + 1;
@@ -321,7 +356,7 @@ int idx_publish(Index *x, const uint64_t *slot) {
 int idx_remove(Index *x, int64_t id) {
   if (id < 0) return PAGEDB_NOTFOUND;
   if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
-    uint64_t *s = arena_slot(x, x->darena, (uint64_t)id, 0);
+    uint64_t *s = arena_slot(x, &x->darena, (uint64_t)id, 0);
     uint64_t visible = D_VISIBLE;
     /* Release: a writer that reserves the id next (its CAS acquires) and
     ** publishes over the slot comes after this store. */
@@ -350,23 +385,30 @@ int idx_remove(Index *x, int64_t id) {
 }
 
 const uint64_t *idx_find(Index *x, int64_t id) {
+  if (x->dx) {
+    const uint64_t *s = dx_find(x->dx, id);
+    return s == DX_BAD ? NULL : s;
+  }
   if (id < 0) return NULL;
   if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
-    uint64_t *s = arena_slot(x, x->darena, (uint64_t)id, 0);
+    uint64_t *s = arena_slot(x, &x->darena, (uint64_t)id, 0);
     return s && atomic_load_explicit(state(s), memory_order_acquire) == D_VISIBLE ? s : NULL;
   }
   Entry *e = probe(atomic_load_explicit(&x->tab, memory_order_acquire), key_of(id));
   if (!e) return NULL;
   uint64_t v = atomic_load_explicit(&e->val, memory_order_acquire);
-  return v ? arena_slot(x, x->sarena, v - 1, 0) : NULL;
+  return v ? arena_slot(x, &x->sarena, v - 1, 0) : NULL;
 }
 
-uint64_t idx_count(Index *x) { return atomic_load_explicit(&x->count, memory_order_relaxed); }
+uint64_t idx_count(Index *x) {
+  return x->dx ? dx_count(x->dx) : atomic_load_explicit(&x->count, memory_order_relaxed);
+}
 
 int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
+  if (x->dx) return dx_scan(x->dx, xcb, ctx);
   uint64_t d = atomic_load_explicit(&x->dense, memory_order_acquire);
   for (uint64_t id = 0; id < d; id++) {
-    uint64_t *s = arena_slot(x, x->darena, id, 0);
+    uint64_t *s = arena_slot(x, &x->darena, id, 0);
     if (!s) {
       id |= ((uint64_t)1 << x->bits) - 1;    /* skip an absent chunk */
       continue;
@@ -376,7 +418,7 @@ int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), 
     if (rc != PAGEDB_OK) return rc;
   }
   for (uint64_t n = 0; n < x->nsparse; n++) {
-    const uint64_t *s = arena_slot(x, x->sarena, n, 0);
+    const uint64_t *s = arena_slot(x, &x->sarena, n, 0);
     /* A sparse slot whose id now lies below D was copied to the dense
     ** arena (and visited there). */
     if (s[0] < d || idx_find(x, (int64_t)s[0]) != s) continue;

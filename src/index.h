@@ -17,6 +17,7 @@
 #define PAGEDB_INDEX_H
 
 #include "pagedbInt.h"
+#include "dindex.h"
 #include <pthread.h>
 
 typedef struct Index Index;
@@ -78,5 +79,22 @@ int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), 
 
 /* Committed samples. */
 uint64_t idx_count(Index *x);
+
+/*
+** Back X by the persistent index DX (dindex.h), which X then owns (closed
+** by idx_free or the next idx_set_disk): committed samples are looked up,
+** counted and scanned in DX's snapshot, and the memory part keeps only
+** the reservations of samples being written, so that a writer's open
+** loads nothing per sample.  X must hold no visible sample.  The commit
+** that makes reserved samples visible publishes them in DX (dx_publish)
+** and then releases them here (idx_release): a reservation racing with it
+** sees the id taken either way.  DX NULL: memory only again.
+*/
+void idx_set_disk(Index *x, Dx *dx);
+/* The persistent index behind X, or NULL. */
+Dx *idx_disk(Index *x);
+/* Whether X's persistent index holds an entry for ID that fails its
+** checks (so idx_find said NULL for a damaged entry, not for no sample). */
+int idx_damaged(Index *x, int64_t id);
 
 #endif /* PAGEDB_INDEX_H */

@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* --- the catalog thread ------------------------------------------------- */
 
@@ -119,6 +120,55 @@ int api_usable(pagedb *db, pdb_msg *m) {
   return PAGEDB_OK;
 }
 
+int api_own(pagedb *db, pdb_msg *m) {
+  if (db->pid != getpid())
+    return pdb_err(db, m, PAGEDB_MISUSE,
+                   "%s: this handle was opened by process %ld; process %ld (a fork) may read through it but not write",
+                   db->path, (long)db->pid, (long)getpid());
+  return PAGEDB_OK;
+}
+
+/* Stage in the open catalog transaction what makes the index file valid
+** (XM all zero: no valid index). */
+static int stage_ix_meta(pagedb *db, pdb_msg *m, const DxMeta *xm) {
+  int rc = cat_stage_meta(db->cat, m, "index_id", (int64_t)xm->id);
+  if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "index_dir", (int64_t)xm->dir);
+  if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "index_len", (int64_t)xm->len);
+  if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "index_samples", (int64_t)xm->samples);
+  if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "index_pages", (int64_t)xm->pages);
+  return rc;
+}
+
+/* The failure RC of writing the index: a failed sync leaves it in doubt,
+** as for the data file, so the handle is poisoned. */
+static int ix_failed(pagedb *db, int rc) {
+  if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
+  return rc;
+}
+
+/*
+** Write the index entries of the runs inserted and of the deletions DEL[0..
+** NDEL) after the index in force and sync them (dx_stage), for a commit of
+** END pages; *XM receives what the catalog must record.  commit_mu held.
+*/
+static int stage_index(pagedb *db, pdb_msg *m, Dx *dx, uint64_t ndel, uint64_t end, DxMeta *xm) {
+  size_t n = ndel;
+  for (PageRecs *r = db->inserted; r; r = (PageRecs *)r->d.next) n += r->d.nsamples;
+  DxChange *ch = pdb_malloc((n ? n : 1) * sizeof *ch);
+  if (!ch) return pdb_err(db, m, PAGEDB_NOMEM, "%s: out of memory indexing %zu samples", db->path, n);
+  size_t k = 0;
+  for (PageRecs *r = db->inserted; r; r = (PageRecs *)r->d.next)
+    for (uint32_t i = 0; i < r->d.nsamples; i++) {
+      const uint64_t *s = r->slots + (size_t)i * db->nw;
+      ch[k++] = (DxChange){ (int64_t)s[0], s };
+    }
+  for (uint64_t i = 0; i < ndel; i++) ch[k++] = (DxChange){ db->del[i], NULL };
+  uint64_t ps = pager_page_size(db->pager);
+  int rc = dx_stage(dx, m, ch, n, 1, end, end * ps, xm);
+  pdb_free(ch);
+  return ix_failed(db, rc);
+}
+
 static int cmp_id(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return x < y ? -1 : x > y;
@@ -172,14 +222,23 @@ static int commit_locked(pagedb *db) {
   n -= ndel;
   uint64_t moved = atomic_load_explicit(&db->moved, memory_order_relaxed);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "moved_samples", (int64_t)moved);
+  /* The index entries written and synced before the catalog records them
+  ** (dindex.c, invariant 2); without an index file, the catalog records
+  ** none, so that no later open trusts a stale one. */
+  Dx *dx = idx_disk(db->idx);
+  DxMeta xm = { 0 };
+  if (rc == PAGEDB_OK && dx) rc = stage_index(db, m, dx, ndel, end, &xm);
+  if (rc == PAGEDB_OK) rc = stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, end, n);
   /* A failed catalog sync leaves this commit in doubt: it may be durable
   ** or not, so its pages must never be reused (see catvfs.c). */
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
   if (rc != PAGEDB_OK) {
+    if (dx) dx_abort(dx);
     abandon(db);
     return rc;
   }
+  db->ixmeta = xm;
   db->nsample = n;
   db->moved_committed = moved;
   atomic_store(&db->committed, end);
@@ -187,7 +246,13 @@ static int commit_locked(pagedb *db) {
   if (atomic_load(&db->want_map)) {
     rc = pager_map_ensure(db->pager, m, end * ps);
   }
-  for (PageRecs *r = db->inserted; r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next) {
+  if (dx && rc == PAGEDB_OK) {
+    /* Visible in the snapshot first, then the reservations go (index.h). */
+    rc = dx_publish(dx, m);
+    for (PageRecs *r = db->inserted; r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next)
+      for (uint32_t i = 0; i < r->d.nsamples; i++) idx_release(db->idx, (int64_t)r->slots[(size_t)i * db->nw]);
+  }
+  for (PageRecs *r = db->inserted; !dx && r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next) {
     for (uint32_t i = 0; i < r->d.nsamples && rc == PAGEDB_OK; i++)
       rc = idx_publish(db->idx, r->slots + (size_t)i * db->nw);
   }
@@ -198,7 +263,7 @@ static int commit_locked(pagedb *db) {
                  db->path, pagedb_errstr(rc));
   }
   /* Deleted ids vanish only now, when the catalog no longer has them. */
-  for (size_t i = 0; i < ndel; i++) idx_remove(db->idx, db->del[i]);
+  for (size_t i = 0; i < ndel && !dx; i++) idx_remove(db->idx, db->del[i]);
   if (ndel) db->ndel = 0;
   free_runs(db->inserted);
   db->inserted = NULL;
@@ -211,6 +276,7 @@ int pagedb_commit(pagedb *db) {
   int rc = api_usable(db, &db->err);
   if (rc != PAGEDB_OK) return rc;
   if (db->readonly) return pdb_err(db, &db->err, PAGEDB_READONLY, "%s is open read-only: nothing to commit", db->path);
+  if ((rc = api_own(db, &db->err)) != PAGEDB_OK) return rc;
   pthread_mutex_lock(&db->commit_mu);
   pthread_mutex_lock(&db->cat_mu);
   rc = commit_locked(db);
@@ -226,6 +292,7 @@ int pagedb_delete(pagedb *db, int64_t id) {
   if (db->readonly)
     return pdb_err(db, &db->err, PAGEDB_READONLY, "%s is open read-only: cannot delete sample %lld", db->path,
                    (long long)id);
+  if ((rc = api_own(db, &db->err)) != PAGEDB_OK) return rc;
   pthread_mutex_lock(&db->commit_mu);
   if (!idx_find(db->idx, id)) {
     rc = pdb_err(db, &db->err, PAGEDB_NOTFOUND, "%s: cannot delete sample %lld: no committed sample has that id",
@@ -493,6 +560,217 @@ static int load(pagedb *db, const CatMeta *meta) {
   return PAGEDB_OK;
 }
 
+static void set_isbytes(pagedb *db) {
+  for (int f = 0; f < db->nfield; f++) db->isbytes[f] = (uint8_t)api_is_bytes(db, f);
+}
+
+/* The path of the index file of the dataset at PATH: NAME-index. */
+static char *index_path(const char *path) {
+  char *p = pdb_malloc(strlen(path) + 7);
+  if (p) sprintf(p, "%s-index", path);
+  return p;
+}
+
+/* Rebuilding an index file from an index (build_one per sample). */
+typedef struct Build {
+  pagedb *db;
+  pdb_msg *m;
+  Dx *x;
+  DxChange *ch;             /* a batch of changes... */
+  uint64_t *store;          /* ...and, when widening, their slots */
+  size_t n, cap;
+  int widen;                /* the slots gain a field: old slots have nfield-1 */
+} Build;
+
+#define BUILD_BATCH 65536
+
+/* Re-lay out slot S of NF fields for NF+1 fields (index.h): presence bits,
+** values and extents move to their new words; the new field is absent.
+** Word 1, the record's offset, is unchanged: the new field is last in
+** schema order, so no record gains bytes. */
+static void widen_slot(uint64_t *t, int64_t id, const uint64_t *s, int nf) {
+  memset(t, 0, (size_t)slot_words(nf + 1) * sizeof *t);
+  t[0] = (uint64_t)id;      /* a dense memory slot's word 0 is its state, not its id */
+  t[1] = s[1];
+  for (int f = 0; f < nf; f++) {
+    if (slot_has(s, f)) slot_set(t, f);
+    *slot_val(t, nf + 1, f) = slot_get(s, nf, f);
+    memcpy(slot_ext(t, nf + 1, f), slot_cext(s, nf, f), 2 * sizeof *t);
+  }
+}
+
+static int build_one(void *ctx, int64_t id, const uint64_t *s) {
+  Build *b = ctx;
+  if (b->widen) {
+    uint64_t *t = b->store + b->n * (size_t)slot_words(b->db->nfield + 1);
+    widen_slot(t, id, s, b->db->nfield);
+    s = t;
+  }
+  b->ch[b->n++] = (DxChange){ id, s };
+  if (b->n < b->cap) return PAGEDB_OK;
+  int rc = dx_stage(b->x, b->m, b->ch, b->n, 0, 0, 0, NULL);
+  b->n = 0;
+  return rc;
+}
+
+/*
+** Write a new index file (NAME-index.new) holding every sample of index
+** SRC, widened by one field if WIDEN, for the committed pages; *OUT the new
+** file, *XM what the catalog must record.  Nothing is in force until the
+** caller commits XM and installs OUT.  commit_mu held (or the open).
+*/
+static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, Dx **out, DxMeta *xm) {
+  *out = NULL;
+  char *path = index_path(db->path);
+  if (!path) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing the index of %s", db->path);
+  int nf = db->nfield + (widen ? 1 : 0);
+  uint8_t isbytes[PAGEDB_MAX_FIELDS];
+  memcpy(isbytes, db->isbytes, sizeof isbytes);
+  if (widen) isbytes[db->nfield] = (uint8_t)(widen == 2);
+  Build b = { db, m, NULL, pdb_malloc(BUILD_BATCH * sizeof *b.ch), NULL, 0, BUILD_BATCH, widen };
+  if (widen) b.store = pdb_malloc(BUILD_BATCH * (size_t)slot_words(nf) * sizeof(uint64_t));
+  int rc = !b.ch || (widen && !b.store) ? pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing index %s", path)
+         : dx_create(db, m, db->vfs, path, pager_uuid(db->pager), slot_words(nf), nf, isbytes, &b.x);
+  if (rc == PAGEDB_OK) rc = idx_scan(src, build_one, &b);
+  uint64_t end = atomic_load(&db->committed);
+  if (rc == PAGEDB_OK) rc = dx_stage(b.x, m, b.ch, b.n, 1, end, end * pager_page_size(db->pager), xm);
+  if (rc == PAGEDB_OK && NEVER(xm->samples != idx_count(src)))
+    rc = pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "index %s: wrote %llu samples of %llu", path,
+                 (unsigned long long)xm->samples, (unsigned long long)idx_count(src));
+  pdb_free(b.ch);
+  pdb_free(b.store);
+  pdb_free(path);
+  if (rc != PAGEDB_OK) {
+    dx_close(b.x);
+    return rc;
+  }
+  *out = b.x;
+  return PAGEDB_OK;
+}
+
+/* Put the new index file X (written by write_index, XM committed) in
+** force: rename it in, and make DB's index a memory part for reservations
+** over it.  A failure to rename leaves NAME-index.new, which the next open
+** renames in (dx_open); this handle goes on with X either way. */
+static int install_index(pagedb *db, pdb_msg *m, Dx *x) {
+  Index *ix;
+  if (idx_create(&ix, 1) != PAGEDB_OK) {
+    dx_close(x);
+    return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening the index of %s", db->path);
+  }
+  int rc = dx_install(x, m);
+  int prc = dx_publish(x, m);
+  if (rc == PAGEDB_OK) rc = prc;
+  idx_set_disk(ix, x);
+  idx_free(db->idx);
+  db->idx = ix;
+  return rc;
+}
+
+/* A read-write open without a usable index file: write one from the
+** in-memory index that load() built, and commit it. */
+static int rebuild_index(pagedb *db, pdb_msg *m) {
+  Dx *x;
+  DxMeta xm;
+  int rc = write_index(db, m, db->idx, 0, &x, &xm);
+  if (rc != PAGEDB_OK) return rc;
+  rc = stage_ix_meta(db, m, &xm);
+  if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, atomic_load(&db->committed), db->nsample);
+  if (rc != PAGEDB_OK) {
+    cat_rollback(db->cat);
+    dx_close(x);
+    return rc;
+  }
+  db->ixmeta = xm;
+  return install_index(db, m, x);
+}
+
+/*
+** Open with the index file in force (X): nothing is read per sample.  The
+** data file is checked against the end of the last run in use.
+*/
+static int open_mapped(pagedb *db, const CatMeta *meta, Dx *x) {
+  pdb_msg *m = &db->err;
+  uint32_t ps = pager_page_size(db->pager);
+  CatRun last;
+  int found;
+  int rc = cat_last_run(db->cat, m, &last, &found);
+  if (rc == PAGEDB_OK && found
+      && (last.pgno >= meta->committed || last.used < PDB_PAGE_HDR || last.used > (uint64_t)last.npages * ps
+          || last.npages > meta->committed - last.pgno))
+    rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the last run in use (page %llu) lies outside the %llu"
+                 " committed pages", db->catpath, (unsigned long long)last.pgno, (unsigned long long)meta->committed);
+  uint64_t data_end = found ? last.pgno * ps + last.used : 0;
+  if (rc == PAGEDB_OK) rc = pager_recover(db->pager, m, meta->committed, data_end, !db->readonly);
+  if (rc == PAGEDB_OK && idx_create(&db->idx, 1) != PAGEDB_OK)
+    rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening %s", db->path);
+  if (rc != PAGEDB_OK) {
+    dx_close(x);
+    return rc;
+  }
+  idx_set_disk(db->idx, x);
+  db->nsample = meta->nsample;
+  db->moved_committed = meta->moved;
+  atomic_store(&db->moved, meta->moved);
+  atomic_store(&db->committed, meta->committed);
+  atomic_store(&db->next_auto, dx_next_id(x));
+  return PAGEDB_OK;
+}
+
+/*
+** Find the sample index: the index file when the catalog vouches for it,
+** else a scan of the catalog (load) and, for a read-write open, a new
+** index file written from it (db->ixstate and ixwhy say which and why).
+*/
+static int open_index(pagedb *db, const CatMeta *meta) {
+  pdb_msg note = { 0 };
+  db->ixmeta = (DxMeta){ meta->ix_id, meta->ix_dir, meta->ix_len, meta->ix_samples, meta->ix_pages };
+  if (db->check) {
+    db->ixstate = PAGEDB_INDEX_MEMORY;
+    snprintf(db->ixwhy, sizeof db->ixwhy, "PAGEDB_OPEN_CHECK: every catalog row is loaded and checked");
+    return load(db, meta);
+  }
+  Dx *x = NULL;
+  char *path = index_path(db->path);
+  int rc;
+  if (!path) {
+    rc = pdb_err(db, &note, PAGEDB_NOMEM, "out of memory opening %s", db->path);
+  } else if (meta->ix_id && (meta->ix_samples != meta->nsample || meta->ix_pages != meta->committed)) {
+    /* A commit by a pagedb that does not know of the index. */
+    rc = pdb_err(db, &note, PAGEDB_CORRUPT_INDEX, "index %s: stale: it indexes %llu samples of %llu pages, the"
+                 " catalog records %llu of %llu", path, (unsigned long long)meta->ix_samples,
+                 (unsigned long long)meta->ix_pages, (unsigned long long)meta->nsample,
+                 (unsigned long long)meta->committed);
+  } else {
+    rc = dx_open(db, &note, db->vfs, path, pager_uuid(db->pager), db->nw, db->nfield, db->isbytes, &db->ixmeta,
+                 !db->readonly, &x);
+  }
+  pdb_free(path);
+  if (rc == PAGEDB_OK) {
+    db->ixstate = PAGEDB_INDEX_MAPPED;
+    db->ixwhy[0] = 0;
+    return open_mapped(db, meta, x);
+  }
+  snprintf(db->ixwhy, sizeof db->ixwhy, "%s", pdb_msg_text(&note));
+  rc = load(db, meta);
+  if (rc != PAGEDB_OK) return rc;
+  db->ixstate = PAGEDB_INDEX_MEMORY;
+  if (db->readonly) return PAGEDB_OK;
+  pdb_msg bm = { 0 };
+  if (rebuild_index(db, &bm) == PAGEDB_OK) {
+    db->ixstate = PAGEDB_INDEX_REBUILT;
+  } else {
+    size_t n = strlen(db->ixwhy);
+    snprintf(db->ixwhy + n, sizeof db->ixwhy - n, "; not rebuilt: %s", pdb_msg_text(&bm));
+  }
+  return PAGEDB_OK;
+}
+
+int pagedb_index_state(pagedb *db, const char **why) {
+  if (why) *why = db && !db->failed ? db->ixwhy : "";
+  return db && !db->failed ? db->ixstate : 0;
+}
+
 /* Create a new dataset at db->path (no data file, no catalog). */
 static int create(pagedb *db) {
   int rc = pager_create(db, &db->err, db->vfs, db->path, PAGEDB_DEFAULT_PAGE_SIZE, &db->pager);
@@ -594,7 +872,9 @@ static int open_dataset(pagedb *db, int flags) {
     if (rc != PAGEDB_OK) return rc;
   }
   db->nw = slot_words(db->nfield);
-  rc = load(db, &meta);
+  set_isbytes(db);
+  rc = open_index(db, &meta);
+  if (rc == PAGEDB_OK) pdb_err_forget(db);   /* open_index's notes are for pagedb_index_state */
   if (rc == PAGEDB_OK) rc = cat_snapshot(db->cat, m, 0);
   return rc;
 }
@@ -624,6 +904,7 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   pthread_mutex_init(&db->wake_mu, NULL);
   pthread_cond_init(&db->wake_cv, NULL);
   db->inserted_tail = &db->inserted;
+  db->pid = getpid();
   pdb_err_forget(db);       /* a message left by a closed handle at this address */
   *out = db;
   int rc;
@@ -653,7 +934,15 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
 
 int pagedb_close(pagedb *db) {
   if (!db) return PAGEDB_OK;
-  pthread_mutex_lock(&db->mu);
+  /* In a process forked after the open, close frees this process's copy
+  ** only: no lock (another thread of the parent may have held one at the
+  ** fork), no commit, no catalog thread to join (it is the parent's), and
+  ** the catalog's SQLite connection is not closed: SQLite forbids using a
+  ** connection across fork(), and closing it could checkpoint and delete
+  ** the WAL the parent has open (its memory is the child's loss).  Writers
+  ** write nothing in a child (api_writer_free). */
+  int forked = db->pid != getpid();
+  if (!forked) pthread_mutex_lock(&db->mu);
   while (db->readers) {
     pagedb_reader *r = db->readers;
     db->readers = r->next;
@@ -665,11 +954,13 @@ int pagedb_close(pagedb *db) {
     db->writers = w->next;
     pdb_msg err = { 0 };
     int wrc = api_writer_free(w, &err);
-    if (rc == PAGEDB_OK && wrc != PAGEDB_OK) rc = pdb_err_copy(db, &db->err, &err);
+    if (rc == PAGEDB_OK && wrc != PAGEDB_OK && !forked) rc = pdb_err_copy(db, &db->err, &err);
   }
-  pthread_mutex_unlock(&db->mu);
-  stop_thread(db);
-  if (!db->failed && !db->readonly && !atomic_load(&db->broken)) {
+  if (!forked) {
+    pthread_mutex_unlock(&db->mu);
+    stop_thread(db);
+  }
+  if (!forked && !db->failed && !db->readonly && !atomic_load(&db->broken)) {
     int crc = pagedb_commit(db);
     if (rc == PAGEDB_OK) rc = crc;
   }
@@ -677,13 +968,15 @@ int pagedb_close(pagedb *db) {
   free_runs(db->inserted);
   pdb_free(db->del);
   pager_close(db->pager);
-  cat_close(db->cat);
+  if (!forked) cat_close(db->cat);
   idx_free(db->idx);
-  pthread_mutex_destroy(&db->mu);
-  pthread_mutex_destroy(&db->commit_mu);
-  pthread_mutex_destroy(&db->cat_mu);
-  pthread_mutex_destroy(&db->wake_mu);
-  pthread_cond_destroy(&db->wake_cv);
+  if (!forked) {
+    pthread_mutex_destroy(&db->mu);
+    pthread_mutex_destroy(&db->commit_mu);
+    pthread_mutex_destroy(&db->cat_mu);
+    pthread_mutex_destroy(&db->wake_mu);
+    pthread_cond_destroy(&db->wake_cv);
+  }
   pdb_free(db->path);
   pdb_free(db->catpath);
   if (rc == PAGEDB_OK) pdb_err_forget(db);
@@ -697,6 +990,7 @@ int pagedb_close(pagedb *db) {
 /* A dataset's schema is open until its first page is claimed. */
 static int schema_open(pagedb *db, const char *what) {
   int rc = api_usable(db, &db->err);
+  if (rc == PAGEDB_OK && !db->readonly) rc = api_own(db, &db->err);
   if (rc != PAGEDB_OK) return rc;
   if (db->readonly) return pdb_err(db, &db->err, PAGEDB_READONLY, "%s: %s: the dataset is open read-only", db->path, what);
   pthread_mutex_lock(&db->mu);
@@ -716,6 +1010,7 @@ static int schema_open(pagedb *db, const char *what) {
 */
 static int field_add_open(pagedb *db) {
   int rc = api_usable(db, &db->err);
+  if (rc == PAGEDB_OK && !db->readonly) rc = api_own(db, &db->err);
   if (rc != PAGEDB_OK) return rc;
   if (db->readonly)
     return pdb_err(db, &db->err, PAGEDB_READONLY, "%s: cannot add a field: the dataset is open read-only", db->path);
@@ -741,25 +1036,53 @@ typedef struct Widen {
   uint64_t *slot;           /* a new slot being built */
 } Widen;
 
-/* Re-lay out slot S of sample ID for NFIELD+1 fields (index.h): presence
-** bits, values and extents move to their new words; the new field is
-** absent.  Word 1, the record's offset, is unchanged: the new field is
-** last in schema order, so no record gains bytes. */
 static int widen_one(void *ctx, int64_t id, const uint64_t *s) {
   Widen *w = ctx;
-  int nf = w->nfield;
-  uint64_t *t = w->slot;
-  memset(t, 0, (size_t)slot_words(nf + 1) * sizeof *t);
-  t[0] = (uint64_t)id;      /* a dense slot's word 0 is its state, not its id */
-  t[1] = s[1];
-  for (int f = 0; f < nf; f++) {
-    if (slot_has(s, f)) slot_set(t, f);
-    *slot_val(t, nf + 1, f) = slot_get(s, nf, f);
-    memcpy(slot_ext(t, nf + 1, f), slot_cext(s, nf, f), 2 * sizeof *t);
-  }
+  widen_slot(w->slot, id, s, w->nfield);
   int rc = idx_reserve(w->x, id);
-  if (rc == PAGEDB_OK) rc = idx_publish(w->x, t);
+  if (rc == PAGEDB_OK) rc = idx_publish(w->x, w->slot);
   return rc == PAGEDB_CONSTRAINT ? PAGEDB_CORRUPT : rc;   /* an id twice: the old index was wrong */
+}
+
+/*
+** pagedb_field_add with an index file: a new file of wider slots is
+** written (NAME-index.new), the field is added to the catalog, then the
+** catalog records the new file and it is renamed in.  A crash before that
+** second commit leaves the old file, whose slots no longer fit the schema:
+** the next open finds it stale and rebuilds it.  commit_mu and cat_mu held.
+*/
+static int field_add_disk(pagedb *db, const CatField *f) {
+  pdb_msg *m = &db->err;
+  Dx *x;
+  DxMeta xm;
+  int rc = write_index(db, m, db->idx, f->type == PAGEDB_BYTES || f->type == PAGEDB_TEXT ? 2 : 1, &x, &xm);
+  if (rc != PAGEDB_OK) return rc;
+  rc = cat_field_add(db->cat, m, db->nfield, f);
+  if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);   /* the field is in doubt */
+  if (rc != PAGEDB_OK) {
+    dx_close(x);
+    return rc;
+  }
+  db->fields[db->nfield++] = *f;
+  db->nw = slot_words(db->nfield);
+  set_isbytes(db);
+  rc = stage_ix_meta(db, m, &xm);
+  if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, atomic_load(&db->committed), db->nsample);
+  if (rc != PAGEDB_OK) {
+    /* The field is added; the index file is stale until the next open
+    ** rebuilds it, and this handle cannot go on with the old slots. */
+    cat_rollback(db->cat);
+    dx_close(x);
+    atomic_store(&db->broken, rc);
+    char why[PDB_MSG_MAX];
+    snprintf(why, sizeof why, "%s", pdb_msg_text(m));
+    return pdb_err(db, m, rc, "%s: field '%s' added, but its index could not be recorded (%s); reopen", db->path,
+                   f->name, why);
+  }
+  db->ixmeta = xm;
+  rc = install_index(db, m, x);
+  if (rc != PAGEDB_OK) atomic_store(&db->broken, rc);
+  return rc;
 }
 
 int pagedb_set_page_size(pagedb *db, size_t bytes) {
@@ -813,6 +1136,14 @@ int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
     return pdb_err(db, &db->err, PAGEDB_TOOBIG, "%s: a dataset has at most %d fields", db->path, PAGEDB_MAX_FIELDS);
   CatField f = { .type = type, .codec = codec };
   snprintf(f.name, sizeof f.name, "%s", name);
+  if (idx_disk(db->idx)) {
+    pthread_mutex_lock(&db->commit_mu);
+    pthread_mutex_lock(&db->cat_mu);
+    rc = field_add_disk(db, &f);
+    pthread_mutex_unlock(&db->cat_mu);
+    pthread_mutex_unlock(&db->commit_mu);
+    return rc;
+  }
   /* The index holds slots of the old width: build the new one first, so
   ** that running out of memory leaves the schema as it was. */
   Widen w = { NULL, db->nfield, pdb_malloc((size_t)slot_words(db->nfield + 1) * sizeof(uint64_t)) };
@@ -838,6 +1169,7 @@ int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
   if (rc == PAGEDB_OK) {
     db->fields[db->nfield++] = f;
     db->nw = slot_words(db->nfield);
+    set_isbytes(db);
     idx_free(db->idx);
     db->idx = w.x;
     w.x = NULL;
@@ -881,6 +1213,60 @@ int64_t pagedb_page_count(pagedb *db) {
 const char *pagedb_path(pagedb *db) { return db ? db->path : NULL; }
 const char *pagedb_catalog_path(pagedb *db) { return db ? db->catpath : NULL; }
 
+/*
+** pagedb_sql_update with an index file: the N changed samples (SRC: their
+** new INT and REAL values, index.h's layout) get new slots, copied from
+** the old with those values, written copy-on-write and recorded in a
+** second transaction.  commit_mu and cat_mu held.
+*/
+static int update_disk(pagedb *db, Dx *dx, const uint64_t *src, size_t n) {
+  pdb_msg *m = &db->err;
+  size_t nw = (size_t)db->nw;
+  uint64_t *buf = pdb_malloc((n ? n : 1) * nw * sizeof *buf);
+  DxChange *ch = pdb_malloc((n ? n : 1) * sizeof *ch);
+  int rc = buf && ch ? PAGEDB_OK : pdb_err(db, m, PAGEDB_NOMEM, "%s: out of memory updating %zu samples", db->path, n);
+  for (size_t i = 0; rc == PAGEDB_OK && i < n; i++) {
+    const uint64_t *u = src + i * nw, *old = dx_find(dx, (int64_t)u[0]);
+    uint64_t *t = buf + i * nw;
+    if (!old || old == DX_BAD) {
+      rc = pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s: updated sample %lld has no valid index entry", db->path,
+                   (long long)u[0]);
+      break;
+    }
+    memcpy(t, old, nw * sizeof *t);
+    for (int f = 0; f < db->nfield; f++) {
+      if (api_is_bytes(db, f)) continue;
+      *slot_val(t, db->nfield, f) = slot_get(u, db->nfield, f);
+      if (slot_has(u, f)) slot_set(t, f);
+      else slot_clear(t, f);
+    }
+    ch[i] = (DxChange){ (int64_t)u[0], t };
+  }
+  uint64_t end = atomic_load(&db->committed);
+  DxMeta xm;
+  if (rc == PAGEDB_OK) rc = ix_failed(db, dx_stage(dx, m, ch, n, 1, end, end * pager_page_size(db->pager), &xm));
+  if (rc == PAGEDB_OK) rc = stage_ix_meta(db, m, &xm);
+  if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, end, db->nsample);
+  if (rc == PAGEDB_OK) {
+    db->ixmeta = xm;
+    rc = dx_publish(dx, m);
+  } else {
+    cat_rollback(db->cat);
+    dx_abort(dx);
+  }
+  if (rc != PAGEDB_OK) {
+    /* The update is committed; the index file is marked stale. */
+    atomic_store(&db->broken, rc);
+    char why[PDB_MSG_MAX];
+    snprintf(why, sizeof why, "%s", pdb_msg_text(m));
+    rc = pdb_err(db, m, rc, "%s: updated, but the index could not take the new values (%s); reopen to rebuild it",
+                 db->path, why);
+  }
+  pdb_free(buf);
+  pdb_free(ch);
+  return rc;
+}
+
 int pagedb_sql_update(pagedb *db, const char *sql, int64_t *nchanged) {
   if (nchanged) *nchanged = 0;
   if (!db || !sql) return PAGEDB_MISUSE;
@@ -888,6 +1274,7 @@ int pagedb_sql_update(pagedb *db, const char *sql, int64_t *nchanged) {
   int rc = api_usable(db, m);
   if (rc != PAGEDB_OK) return rc;
   if (db->readonly) return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: no update", db->path);
+  if ((rc = api_own(db, m)) != PAGEDB_OK) return rc;
   pthread_mutex_lock(&db->mu);
   const char *busy = db->writers ? "a writer is open" : db->readers ? "a reader is open" : NULL;
   pthread_mutex_unlock(&db->mu);
@@ -897,10 +1284,16 @@ int pagedb_sql_update(pagedb *db, const char *sql, int64_t *nchanged) {
   pthread_mutex_lock(&db->commit_mu);
   pthread_mutex_lock(&db->cat_mu);
   rc = commit_locked(db);
+  /* With an index file, the update's transaction marks it stale, and a
+  ** second one records it again once the changed slots are written: a
+  ** crash between them leaves a stale index, rebuilt at the next open. */
+  Dx *dx = idx_disk(db->idx);
+  if (rc == PAGEDB_OK && dx) rc = stage_ix_meta(db, m, &(DxMeta){ 0 });
   if (rc == PAGEDB_OK) rc = cat_update(db->cat, m, sql, db->fields, db->nfield, &slots, &n);
+  if (rc == PAGEDB_OK && dx) rc = update_disk(db, dx, slots, n);
   /* Committed: the index takes the new values.  No reader is open, so no
   ** read sees a slot change under it. */
-  for (size_t i = 0; rc == PAGEDB_OK && i < n; i++) {
+  for (size_t i = 0; rc == PAGEDB_OK && !dx && i < n; i++) {
     const uint64_t *src = slots + i * (size_t)db->nw;
     uint64_t *s = (uint64_t *)idx_find(db->idx, (int64_t)src[0]);
     if (NEVER(!s)) continue;

@@ -20,6 +20,24 @@
 ** (pagedb_set_page_size, pagedb_field_add) and pagedb_close() must not run
 ** concurrently with anything else on the same handle.
 **
+** Processes.  A handle, and the readers opened on it, may be inherited
+** through fork(): every child can read through them (lookups use the
+** shared map of NAME-index and of the data file, and run no SQL), as a
+** data-loading program's workers do.  A child must not write through an
+** inherited handle: pagedb_writer_open, pagedb_commit, pagedb_delete,
+** pagedb_field_add, pagedb_set_page_size, pagedb_sql_update,
+** pagedb_vacuum and pagedb_attach return PAGEDB_MISUSE in any process but
+** the opener's, and pagedb_close in a child commits nothing (it only
+** frees the child's copy; the parent's handle is unaffected).  Nor may a
+** child run pagedb_sql on an inherited handle (SQLite connections must
+** not cross fork()): open a handle of its own.  Read-ahead set up before
+** the fork (pagedb_reader_prefetch) is dropped in a child, whose reads then
+** go the usual way.  On the "io_uring" VFS a child must not make batched
+** reads (pagedb_read_batch in copy mode) through an inherited handle: its
+** submission ring is the parent's; zero-copy readers are safe there.  Any number of processes
+** that open the same dataset share one copy of its index and data in the
+** page cache.
+**
 ** Tiers.  The core API comes first; the VFS interface (for new storage
 ** backends) follows it.
 */
@@ -82,6 +100,7 @@ PAGEDB_API const char *pagedb_libversion(void);
 #define PAGEDB_CORRUPT_HEADER     (PAGEDB_CORRUPT | (1<<8))  /* data file header is damaged */
 #define PAGEDB_CORRUPT_TRUNCATED  (PAGEDB_CORRUPT | (2<<8))  /* data file shorter than committed */
 #define PAGEDB_CORRUPT_CATALOG    (PAGEDB_CORRUPT | (3<<8))  /* catalog rows are inconsistent */
+#define PAGEDB_CORRUPT_INDEX      (PAGEDB_CORRUPT | (4<<8))  /* the index file NAME-index is damaged or stale */
 #define PAGEDB_NOTADB_VERSION     (PAGEDB_NOTADB | (1<<8))   /* format version from the future */
 #define PAGEDB_NOTADB_MISMATCH    (PAGEDB_NOTADB | (2<<8))   /* catalog of another data file */
 #define PAGEDB_BUSY_LOCKED        (PAGEDB_BUSY | (1<<8))     /* a writer holds the write lock */
@@ -268,6 +287,27 @@ PAGEDB_API int64_t pagedb_count(pagedb *db);
 
 /* The number of committed pages. */
 PAGEDB_API int64_t pagedb_page_count(pagedb *db);
+
+/*
+** How the open of DB found its sample index (doc/format.md, "The index
+** file"): PAGEDB_INDEX_MAPPED, the persistent index NAME-index as the last
+** commit left it, mapped (an open reads its header and one directory
+** record, whatever the number of samples); PAGEDB_INDEX_REBUILT, a
+** read-write open found it missing, stale, damaged or from another
+** dataset, or the dataset had none yet (the format before it), and wrote
+** it anew from the catalog in one pass; PAGEDB_INDEX_MEMORY, an index
+** built in this process's memory by a scan of the catalog, as before the
+** persistent index: a read-only open that found no usable index file, an
+** open with PAGEDB_OPEN_CHECK, or a read-write open that could not write
+** one (its commits then mark the index file stale).  *WHY (if WHY is not
+** NULL) receives what the open found, e.g. "index /d/x-index: missing",
+** or "" for PAGEDB_INDEX_MAPPED; it is owned by DB and lives as long as
+** it.  Returns 0 for a NULL or failed DB.
+*/
+#define PAGEDB_INDEX_MAPPED   1
+#define PAGEDB_INDEX_REBUILT  2
+#define PAGEDB_INDEX_MEMORY   3
+PAGEDB_API int pagedb_index_state(pagedb *db, const char **why);
 
 /* ------------------------------------------------------------------ */
 /* Writing                                                             */
@@ -525,8 +565,12 @@ PAGEDB_API int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **r);
 ** value for FIELD); PAGEDB_RANGE; PAGEDB_MISMATCH (a scalar field);
 ** PAGEDB_CORRUPT (a checksum mismatch under PAGEDB_READ_VERIFY, or a
 ** compressed value that does not decompress to its recorded size: the
-** message names the sample and the field); PAGEDB_IOERR* (copy mode);
-** PAGEDB_NOMEM.
+** message names the sample and the field); PAGEDB_CORRUPT_INDEX (the
+** sample's entry in the index file NAME-index fails its checksum, id or
+** extent check: no bytes are returned; pagedb_check lists such entries,
+** and deleting NAME-index has the next read-write open rebuild it);
+** PAGEDB_IOERR* (copy mode); PAGEDB_NOMEM.  (pagedb_read_batch and the
+** scalar reads report such an entry as PAGEDB_NOTFOUND.)
 */
 PAGEDB_API int pagedb_read(pagedb_reader *r, int64_t id, int field,
                            const void **data, size_t *n);
@@ -1042,6 +1086,10 @@ struct pagedb_io_methods {
 #define PAGEDB_VFS_CREATE     0x04
 #define PAGEDB_VFS_EXCLUSIVE  0x08   /* with CREATE: fail if it exists */
 #define PAGEDB_VFS_DIRECT     0x10   /* bypass the page cache if the backend can */
+#define PAGEDB_VFS_PLAIN      0x20   /* through the page cache, with no batches or asynchronous
+                                     ** writes to set up, whatever the backend's default (the
+                                     ** index file: small unaligned writes, read through a map);
+                                     ** a backend may ignore it */
 
 /* A system call as xGetSystemCall gives it: cast to and from its real type. */
 typedef void (*pagedb_syscall_ptr)(void);

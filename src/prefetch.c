@@ -36,6 +36,8 @@
 */
 #include "api.h"
 
+#include <unistd.h>
+
 enum { PF_EMPTY, PF_QUEUED, PF_LOADING, PF_READY, PF_FAILED };
 
 /*
@@ -185,8 +187,21 @@ static void hint(pagedb_reader *r, int64_t pos) {
   pf->hinted = pos + (k ? k : 1);
 }
 
+/*
+** A reader inherited through fork(): its worker thread is the parent's and
+** does not exist here, and its mutex may have been held at the fork.  The
+** child drops the read-ahead (leaking its buffers, which the parent owns
+** the originals of) and reads by the usual path.  Returns 1 if dropped.
+*/
+static int forked(Prefetch *pf) {
+  if (!pf->on || pf->pid == getpid()) return 0;
+  memset(pf, 0, sizeof *pf);
+  return 1;
+}
+
 int pf_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
   Prefetch *pf = &r->pf;
+  if (forked(pf)) return 0;
   if (field != pf->field || pf->pos >= pf->n || pf->ids[pf->pos] != id) return 0;
   int64_t pos = pf->pos++;
   if (!windowed(r)) {
@@ -203,6 +218,7 @@ int pf_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *
 
 int pf_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes) {
   Prefetch *pf = &r->pf;
+  if (forked(pf)) return 0;
   if (field != pf->field || n > pf->n - pf->pos) return 0;
   for (int i = 0; i < n; i++)
     if (pf->ids[pf->pos + i] != ids[i]) return 0;
@@ -225,7 +241,7 @@ int pf_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const 
 }
 
 void pf_free(Prefetch *pf) {
-  if (!pf->on) return;
+  if (!pf->on || forked(pf)) return;
   if (pf->thread_on) {
     pthread_mutex_lock(&pf->mu);
     pf->stop = 1;
@@ -260,6 +276,7 @@ int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int 
   pthread_mutex_init(&pf->mu, NULL);
   pthread_cond_init(&pf->cv, NULL);
   pf->on = 1;
+  pf->pid = getpid();
   int ok = (pf->ids = pdb_malloc((size_t)n * sizeof *ids)) != NULL;
   for (int i = 0; i < 2 && ok && windowed(r); i++) {
     PfWindow *w = &pf->win[i];

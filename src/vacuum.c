@@ -31,6 +31,9 @@
 **       connections to it are closed;
 **   (c) rename NAME.vacuum-catalog over NAME-catalog, fsync the directory;
 **   (d) rename NAME.vacuum over NAME, fsync the directory;
+**   (e) rename NAME.vacuum-index over NAME-index (dindex.c), fsync the
+**       directory: before it lands, NAME-index is the old dataset's, which
+**       an open finds stale (its uuid) and rebuilds;
 **   then the handle opens the new files (api_reopen).
 **
 ** INVARIANTS
@@ -94,7 +97,8 @@ static char *path_with(const char *a, const char *b) {
 /* Delete the files of the dataset at PATH (SQLite's side files too), those
 ** that exist, and sync the directory. */
 static void remove_dataset(pagedb *db, const char *path) {
-  static const char *const kSuffix[] = { "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal" };
+  static const char *const kSuffix[] = { "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal",
+                                         "-index", "-index.new" };
   for (size_t i = 0; i < sizeof kSuffix / sizeof *kSuffix; i++) {
     char *p = path_with(path, kSuffix[i]);
     if (p) db->vfs->xDelete(db->vfs, p, 0);
@@ -105,7 +109,8 @@ static void remove_dataset(pagedb *db, const char *path) {
 
 /* Whether any file of the dataset at PATH exists. */
 static int dataset_exists(pagedb *db, const char *path) {
-  static const char *const kSuffix[] = { "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal" };
+  static const char *const kSuffix[] = { "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal",
+                                         "-index" };
   int any = 0;
   for (size_t i = 0; i < sizeof kSuffix / sizeof *kSuffix && !any; i++) {
     char *p = path_with(path, kSuffix[i]);
@@ -421,6 +426,14 @@ static int vacuum_in_place(pagedb *db, uint32_t ps, const char *vdata, const cha
   /* (d) */
   rc = rename_over(db, m, vdata, db->path);
   if (rc == PAGEDB_IOERR_SYNC && unsynced.rc == PAGEDB_OK) unsynced = *m;
+  /* (e) the new dataset's index file NAME.vacuum-index over NAME-index.
+  ** Until it lands, NAME-index is the old dataset's (another uuid): the
+  ** reopen finds it stale and rebuilds it, so a failure here costs time,
+  ** not correctness. */
+  char *vix = path_with(vdata, "-index"), *ix = path_with(db->path, "-index");
+  if (vix && ix && rename(vix, ix) == 0 && db->vfs->xSyncDir) db->vfs->xSyncDir(db->vfs, ix);
+  pdb_free(vix);
+  pdb_free(ix);
   pager_close(hold);
   /* If (d) failed, the reopen's recovery finishes it (or the next open's). */
   rc = api_reopen(db);
@@ -444,6 +457,7 @@ int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size) {
   if (!dest && db->readonly)
     return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: it cannot be vacuumed in place (vacuum into a"
                    " new path instead)", db->path);
+  if (!dest && (rc = api_own(db, m)) != PAGEDB_OK) return rc;
   if (page_size == 0) page_size = pager_page_size(db->pager);
   if (page_size < PAGEDB_MIN_PAGE_SIZE || page_size > PAGEDB_MAX_PAGE_SIZE || (page_size & (page_size - 1)))
     return pdb_err(db, m, PAGEDB_RANGE, "cannot vacuum %s: page size %zu is not a power of two from %u to %u",

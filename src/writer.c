@@ -27,6 +27,8 @@
 */
 #include "api.h"
 
+#include <unistd.h>
+
 #include <stdio.h>
 
 /* The writer's state allows another call. */
@@ -41,6 +43,8 @@ static int usable(pagedb_writer *w) {
   if (w->failed)
     return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "the writer of %s failed earlier (%s): close it", w->db->path,
                    pagedb_errname(w->failed));
+  int own = api_own(w->db, &w->err);
+  if (own != PAGEDB_OK) return own;
   int broken = atomic_load(&w->db->broken);
   if (broken)
     return pdb_err(w->db, &w->err, broken, "%s: an earlier failure made the handle unusable (%s)", w->db->path,
@@ -54,6 +58,8 @@ int pagedb_writer_open(pagedb *db, pagedb_writer **out) {
   if (!db) return PAGEDB_MISUSE;
   if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");
   if (db->readonly) return pdb_err(db, &db->err, PAGEDB_READONLY, "%s is open read-only: no writers", db->path);
+  int own = api_own(db, &db->err);
+  if (own != PAGEDB_OK) return own;
   if (db->nfield == 0)
     return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s has no fields: add fields before writing", db->path);
   int broken = atomic_load(&db->broken);
@@ -496,6 +502,12 @@ int pagedb_writer_flush(pagedb_writer *w) {
 }
 
 int api_writer_free(pagedb_writer *w, pdb_msg *out) {
+  if (w->db->pid != getpid()) {
+    /* A forked child's copy: nothing is written, nothing waited for (the
+    ** parent's write in flight is the parent's). */
+    w->failed = PAGEDB_MISUSE;
+    w->fly = NULL;
+  }
   pagedb_sample_cancel(w);
   int rc = w->failed ? w->failed : pagedb_writer_flush(w);
   /* Whatever happened, no write may stay in flight from a freed buffer. */

@@ -40,6 +40,14 @@
 #      agree (every sample on a committed page, the file long enough);
 #   6. the dataset goes on: ingest after the highest id, read back, commit,
 #      close, reopen read-only, the same count, everything verified.
+#   0. (before 1, so that recovery cannot repair it first) the index file
+#      NAME-index as the crash left it: a read-only open either maps it
+#      (index_state "mapped": then it must be exactly the last commit's:
+#      the same count as the catalog, every visible sample read through it
+#      intact, and pagedb_check's comparison of every entry with its row
+#      clean) or finds it stale and says why ("memory"); after recovery
+#      (1) the read-write handle has a mapped or rebuilt index, which 3, 5
+#      and 6 read and check in turn.
 #
 # Leaks: the handles opened here are closed on every path; tester.tcl's
 # finish_test then checks handles, memory and fds for the whole file.
@@ -80,8 +88,36 @@ proc check_invariants {path args} {
   set gen [list -seed $o(-seed) -min $o(-min) -max $o(-max)]
   set vfs [expr {$o(-vfs) eq "" ? {} : [list -vfs $o(-vfs)]}]
   set bad {}
+  # 0: the index file as the crash left it.  A read-only open that fails
+  # (a vacuum or creation cut short, which only a read-write open
+  # finishes) leaves the index to 1.
+  if {![catch {pagedb ::invdb $path -readonly {*}$vfs}]} {
+    if {[catch {
+      set st [::invdb index_state]
+      if {[lindex $st 0] eq "mapped"} {
+        set n0 [::invdb count]
+        set c0 [::invdb sql {SELECT count(*) FROM sample}]
+        if {$n0 != $c0} { lappend bad "index as left: count $n0, the catalog has $c0 rows" }
+        if {[catch {::invdb verify -checksums {*}$gen} v]} {
+          lappend bad "index as left: verify: $v"
+        } elseif {$v != $n0} {
+          lappend bad "index as left: verified $v of $n0"
+        }
+        lassign [::invdb check] nprob probs
+        if {$nprob != 0} { lappend bad "index as left: pagedb_check: $nprob problem(s): [lrange $probs 0 5]" }
+      } elseif {[lindex $st 0] ne "memory"} {
+        lappend bad "index as left: read-only open says [lindex $st 0]"
+      }
+    } msg]} {
+      lappend bad "index as left: $msg"
+    }
+    catch {::invdb close}
+  }
   # 1: recovery.
   if {[catch {pagedb ::invdb $path {*}$vfs} msg]} { return [list "reopen: $msg"] }
+  if {[lindex [::invdb index_state] 0] ni {mapped rebuilt}} {
+    lappend bad "after recovery: index_state [::invdb index_state]"
+  }
   if {[catch {
     # 2
     set n [::invdb count]

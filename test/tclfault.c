@@ -41,7 +41,8 @@
 ** Counted calls are those whose kind is in the -ops mask, on the files
 ** -files selects: the data file ("data"), the catalog and its WAL and
 ** journal ("catalog": the catalog's SQLite I/O goes through pagedb's VFS,
-** see src/catvfs.c), or both ("all").  -crash N counts these calls only,
+** see src/catvfs.c), the index file NAME-index and its rewrite
+** NAME-index.new ("index"), or all three ("all", the default).  -crash N counts these calls only,
 ** but the power loss undoes the unsynced writes of every file
 ** opened through this VFS, whatever it holds.
 ** (Under the "direct" VFS the catalog falls back to "posix", which this
@@ -49,7 +50,7 @@
 **
 **   pagedb_faultvfs register ?-default?
 **   pagedb_faultvfs config ?-ops {read write sync truncate size lock map open}?
-**                          ?-files data|catalog|all?
+**                          ?-files data|catalog|index|all?
 **                          ?-ioerr N? ?-persist BOOL? ?-full BOOL? ?-short BOOL?
 **                          ?-crash N?
 **                          ?-crashsync N? ?-crashafter BOOL?
@@ -99,6 +100,8 @@
 /* -files */
 #define FFILE_DATA    1
 #define FFILE_CATALOG 2
+#define FFILE_INDEX   4   /* NAME-index and NAME-index.new (src/dindex.c) */
+#define FFILE_ALL     (FFILE_DATA | FFILE_CATALOG | FFILE_INDEX)
 
 /* A write not yet synced: where, and the bytes it replaced (OLD, NOLD
 ** bytes: the part of the range that was inside the file before). */
@@ -130,7 +133,7 @@ struct FaultFile {
   pagedb_file base;            /* first: methods */
   pagedb_file *real;           /* the wrapped VFS's file */
   int injected;                /* the last failure was injected: errno EIO */
-  int kind;                    /* FFILE_DATA or FFILE_CATALOG */
+  int kind;                    /* FFILE_DATA, FFILE_CATALOG or FFILE_INDEX */
   pthread_mutex_t mu;          /* guards img */
   FaultImage img;
   FaultFile *pNext;            /* fv.pFiles */
@@ -165,7 +168,7 @@ static struct {
   pthread_mutex_t mu;          /* guards pFiles, pGhosts and methods */
   FaultFile *pFiles;
   FaultGhost *pGhosts;
-} fv = { .mu = PTHREAD_MUTEX_INITIALIZER, .opsMask = 0xff, .filesMask = FFILE_DATA | FFILE_CATALOG };
+} fv = { .mu = PTHREAD_MUTEX_INITIALIZER, .opsMask = 0xff, .filesMask = FFILE_ALL };
 
 /* Whether PATH is the catalog (PATH-catalog, -catalog-wal, -catalog-journal). */
 static int faultFileKind(const char *path){
@@ -175,6 +178,9 @@ static int faultFileKind(const char *path){
   for(i = 0; i < 3; i++){
     size_t k = strlen(azSuffix[i]);
     if( n >= k && strcmp(path + n - k, azSuffix[i]) == 0 ) return FFILE_CATALOG;
+  }
+  if( (n >= 6 && strcmp(path + n - 6, "-index") == 0) || (n >= 10 && strcmp(path + n - 10, "-index.new") == 0) ){
+    return FFILE_INDEX;
   }
   return FFILE_DATA;
 }
@@ -781,10 +787,11 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
           continue;
         }
         if( strcmp(z, "-files") == 0 ){
-          static const char *azFiles[] = {"data", "catalog", "all", 0};
+          static const char *azFiles[] = {"data", "catalog", "index", "all", 0};
+          static const int aMask[] = {FFILE_DATA, FFILE_CATALOG, FFILE_INDEX, FFILE_ALL};
           int iFiles;
           if( Tcl_GetIndexFromObj(interp, objv[i+1], azFiles, "files", 0, &iFiles) ) return TCL_ERROR;
-          atomic_store(&fv.filesMask, iFiles + 1);
+          atomic_store(&fv.filesMask, aMask[iFiles]);
           continue;
         }
         if( Tcl_GetWideIntFromObj(interp, objv[i+1], &w) ) return TCL_ERROR;
@@ -824,7 +831,7 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
       atomic_store(&fv.count, 0);
       atomic_store(&fv.hits, 0);
       atomic_store(&fv.opsMask, 0xff);
-      atomic_store(&fv.filesMask, FFILE_DATA | FFILE_CATALOG);
+      atomic_store(&fv.filesMask, FFILE_ALL);
       return TCL_OK;
     case F_COUNT:
       Tcl_SetObjResult(interp, Tcl_NewWideIntObj(atomic_load(&fv.count)));

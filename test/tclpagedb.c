@@ -35,7 +35,7 @@
 **
 **   DB close | field_add NAME TYPE ?CODEC? | field_index NAME | fields |
 **      count | pages | page_size | set_page_size N | commit | errmsg |
-**      path | catalog_path | sql SQL | sql_update SQL | sql_user SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
+**      path | catalog_path | index_state | forkread N FIELD | sql SQL | sql_update SQL | sql_user SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
 **      ingest ?OPTIONS? | verify ?OPTIONS? | stats | field_stats FIELD |
 **      delete ID | vacuum ?DEST? ?-page-size N? |
 **          pagedb_delete; pagedb_vacuum into DEST, or in place without it
@@ -110,6 +110,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include <tcl.h>
 
@@ -841,17 +842,116 @@ static int dbCheck(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]
   return TCL_OK;
 }
 
+/*
+** DB forkread N FIELD: the fork() test of index.test.  This process opens a
+** zero-copy and a copy reader, takes the random order of epoch 0 and reads
+** FIELD of every sample in it (the bytes expected), then forks N children.
+** Child k reads positions k, k+N, k+2N, ... through the inherited readers,
+** both modes, comparing every byte, then tries to write through the
+** inherited handle: pagedb_writer_open, pagedb_commit and pagedb_delete
+** must each return PAGEDB_MISUSE (PAGEDB_READONLY for a read-only handle); it closes the handle (which must write
+** nothing) and exits with 0, or with the number of the first check that
+** failed (1 bytes differ, 2 a read failed, 3 writer_open, 4 commit, 5
+** delete, 6 no sample read).  Returns the N exit codes.
+*/
+static int dbForkRead(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
+  int nchild, field, rc, i;
+  int64_t n = 0, *ids = 0, k;
+  pagedb_reader *rm = 0, *rcp = 0;
+  unsigned char *want = 0;
+  size_t *at = 0, total = 0, cap = 0;
+  Tcl_Obj *pRes;
+  if( objc != 4 ){
+    Tcl_WrongNumArgs(interp, 2, objv, "N FIELD");
+    return TCL_ERROR;
+  }
+  if( Tcl_GetIntFromObj(interp, objv[2], &nchild) || Tcl_GetIntFromObj(interp, objv[3], &field) ) return TCL_ERROR;
+  if( nchild < 1 || nchild > 64 ){
+    Tcl_SetObjResult(interp, Tcl_NewStringObj("forkread: N must be 1 to 64", -1));
+    return TCL_ERROR;
+  }
+  rc = pagedb_order(p->db, PAGEDB_ORDER_RANDOM, 7, 0, 0, 1, 0, &n);
+  if( rc == PAGEDB_OK && !(ids = malloc((size_t)(n ? n : 1) * sizeof *ids)) ) rc = PAGEDB_NOMEM;
+  if( rc == PAGEDB_OK ) rc = pagedb_order(p->db, PAGEDB_ORDER_RANDOM, 7, 0, 0, 1, ids, &n);
+  if( rc == PAGEDB_OK ) rc = pagedb_reader_open(p->db, PAGEDB_READ_MMAP, &rm);
+  if( rc == PAGEDB_OK ) rc = pagedb_reader_open(p->db, PAGEDB_READ_COPY, &rcp);
+  if( rc == PAGEDB_OK && !(at = malloc((size_t)(n + 1) * sizeof *at)) ) rc = PAGEDB_NOMEM;
+  for(k = 0; rc == PAGEDB_OK && k < n; k++){
+    const void *data;
+    size_t sz;
+    rc = pagedb_read(rcp, ids[k], field, &data, &sz);
+    if( rc != PAGEDB_OK ) break;
+    if( total + sz > cap ){
+      unsigned char *nw;
+      cap = (total + sz) * 2 + 64;
+      if( !(nw = realloc(want, cap)) ){ rc = PAGEDB_NOMEM; break; }
+      want = nw;
+    }
+    at[k] = total;
+    memcpy(want + total, data, sz);
+    total += sz;
+  }
+  if( at ) at[n] = total;
+  pRes = Tcl_NewObj();
+  int nforked = 0;
+  pid_t pids[64];
+  for(i = 0; rc == PAGEDB_OK && i < nchild; i++){
+    pid_t pid = fork();
+    if( pid == 0 ){
+      int code = 0, nread = 0;
+      pagedb_writer *w = 0;
+      for(k = i; k < n && !code; k += nchild){
+        pagedb_reader *rr = (k / nchild) % 2 ? rm : rcp;
+        const void *data;
+        size_t sz;
+        if( pagedb_read(rr, ids[k], field, &data, &sz) != PAGEDB_OK ) code = 2;
+        else if( sz != at[k + 1] - at[k] || memcmp(data, want + at[k], sz) != 0 ) code = 1;
+        nread++;
+      }
+      /* PAGEDB_READONLY comes first for a read-only handle. */
+#define FORK_REFUSED(x) ((x) == PAGEDB_MISUSE || (x) == PAGEDB_READONLY)
+      if( !code && !FORK_REFUSED(pagedb_writer_open(p->db, &w)) ) code = 3;
+      if( !code && !FORK_REFUSED(pagedb_commit(p->db)) ) code = 4;
+      if( !code && n > 0 && !FORK_REFUSED(pagedb_delete(p->db, ids[0])) ) code = 5;
+      if( !code && nread == 0 && n >= nchild ) code = 6;
+      pagedb_close(p->db);
+      _exit(code);
+    }
+    if( pid < 0 ){
+      rc = PAGEDB_ERROR;
+      break;
+    }
+    pids[nforked++] = pid;
+  }
+  for(i = 0; i < nforked; i++){
+    int st = 0;
+    waitpid(pids[i], &st, 0);
+    Tcl_ListObjAppendElement(0, pRes, Tcl_NewIntObj(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st)));
+  }
+  pagedb_reader_close(rm);
+  pagedb_reader_close(rcp);
+  free(ids);
+  free(at);
+  free(want);
+  if( rc != PAGEDB_OK ){
+    Tcl_DecrRefCount(pRes);
+    return pdbError(interp, rc, pagedb_errmsg(p->db));
+  }
+  Tcl_SetObjResult(interp, pRes);
+  return TCL_OK;
+}
+
 static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
     "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
-    "delete", "vacuum", "sql_update", "sql_user", 0
+    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
          D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
-         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER };
+         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -943,6 +1043,17 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     case D_CATALOG_PATH:
       Tcl_SetObjResult(interp, Tcl_NewStringObj(pagedb_catalog_path(db), -1));
       return TCL_OK;
+    case D_INDEX_STATE: {
+      /* {mapped|rebuilt|memory WHY} (pagedb_index_state) */
+      static const char *azState[] = { "none", "mapped", "rebuilt", "memory" };
+      const char *why;
+      int st = pagedb_index_state(db, &why);
+      Tcl_Obj *pRes = Tcl_NewObj();
+      Tcl_ListObjAppendElement(0, pRes, Tcl_NewStringObj(azState[st >= 0 && st <= 3 ? st : 0], -1));
+      Tcl_ListObjAppendElement(0, pRes, Tcl_NewStringObj(why, -1));
+      Tcl_SetObjResult(interp, pRes);
+      return TCL_OK;
+    }
     case D_SQL: {
       Tcl_Obj *pList;
       if( objc != 3 ){
@@ -1042,6 +1153,8 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       return dbAttach(interp, p, objc, objv);
     case D_CHECK:
       return dbCheck(interp, p, objc, objv);
+    case D_FORKREAD:
+      return dbForkRead(interp, p, objc, objv);
     case D_STATS:
       return dbStats(interp, p, objc, objv, 0);
     case D_FIELD_STATS:

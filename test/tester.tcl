@@ -106,7 +106,7 @@ file mkdir $::TC(testdir)
 proc forcedelete {args} {
   foreach path $args {
     foreach f [glob -nocomplain -- $path $path-catalog $path-catalog-wal \
-                   $path-catalog-shm $path-catalog-journal] {
+                   $path-catalog-shm $path-catalog-journal $path-index $path-index.new] {
       file delete -force $f
     }
   }

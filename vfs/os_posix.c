@@ -325,9 +325,10 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
   /* A URL is the remote VFS's, whose file object fits in ours. */
   if (url) return url->szFile <= vfs->szFile ? url->xOpen(url, path, f, flags) : PAGEDB_CANTOPEN;
   int kind = vfs->pAppData ? *(const int *)vfs->pAppData : 0;
-  int direct = (flags & PAGEDB_VFS_DIRECT) || (kind & K_DIRECT);
+  int plain = (flags & PAGEDB_VFS_PLAIN) != 0;
+  int direct = !plain && ((flags & PAGEDB_VFS_DIRECT) || (kind & K_DIRECT));
   PdbRings *rings = NULL;
-  if (kind & K_URING) {
+  if ((kind & K_URING) && !plain) {
     /* The io_uring VFS must work or fail here, at open, never at the first
     ** read; the direct VFS uses it for batches when the kernel allows. */
     int e = pdb_rings_open(&rings);

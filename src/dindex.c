@@ -1,0 +1,829 @@
+/*
+** dindex.c -- the persistent sample index, NAME-index.
+**
+** WHY A THIRD FILE.  The index is rewritten as a whole now and then (a
+** field added widens every slot; compaction drops dead copies), and a
+** rewrite must never change a byte that an open reader maps: a file of its
+** own is replaced atomically by rename(2) while readers keep the old inode
+** mapped, and the data file's page claiming stays as it is.
+**
+** LAYOUT (little-endian 64-bit words; doc/format.md has the table):
+**
+**   header (4096 bytes): "pagedb index" magic, version, words per slot,
+**       fields, chunk bits, the dataset's uuid, the file's random id, and
+**       a checksum of those bytes.  Written once, when the file is made.
+**   records, appended after it, never changed once a directory in force
+**   refers to them:
+**     chunk copy   2^13 slots of the dense ids c*2^13 .. (c+1)*2^13-1: the
+**                  slot of id i at (i mod 2^13) * slot bytes.  Space for
+**                  all 2^13 is reserved (a hole on disk until written).
+**     segment      COUNT slots of ids that fall in no chunk, sorted by id.
+**     directory    what is in force: per chunk c its copy's offset and HI
+**                  (slots 0..HI-1 are in the snapshot), per segment its
+**                  offset and count, the sample count, 1 + the largest id,
+**                  the data-region bytes every record lies within, the
+**                  end of the file in force, and a checksum.
+**   A disk slot is index.h's slot (NW words) plus one word: a checksum of
+**   the NW words, with bit 0 set; 0 means "no sample" (never written).
+**
+** LOOKUP (dx_find): the directory in force is one pointer (the snapshot);
+** a dense id's slot is at map + chunk[c].offset + (id mod 2^13) * slot
+** bytes: two loads, then the slot's id, checksum and extent are checked,
+** so a damaged index yields DX_BAD, never another sample.  Other ids are
+** found by a binary search of each segment (at most about log2 of their
+** number: see "segments" below).
+**
+** INVARIANTS
+**   1. Bytes below the length a directory in force records are never
+**      written again, except slots at positions >= HI of a chunk copy,
+**      which no directory in force shows (a later commit writes them,
+**      zeroes included, before showing them).  So a reader that mapped the
+**      length of its open keeps its snapshot whole, and a slot is never
+**      seen half written.
+**   2. The catalog's meta.index_{id,dir,len,samples,pages} name the
+**      directory in force; they are committed in the same SQLite
+**      transaction as the samples they index, after the index bytes are
+**      synced (commit order: data synced -> index written and synced ->
+**      catalog committed -> visible).  A crash at any instant leaves the
+**      last commit's directory in force (bytes written past it are
+**      garbage that nothing refers to and the next commit overwrites).
+**   3. A dense id is kept in a chunk when its chunk exists or when the
+**      chunk number c < 2 * (chunks in use) + 4, so the directory stays
+**      proportional to the chunks in use; other ids go to segments.
+**   4. Changes are copy-on-write: a commit that deletes or changes a slot,
+**      or adds one below HI, writes a new copy of the chunk (or segment)
+**      and the directory points to it; one that adds ids at or past HI
+**      writes them in place (invariant 1).
+**
+** SEGMENTS.  A commit's new non-chunk ids form a new sorted segment; then,
+** like a binary counter, while the previous segment is at most twice the
+** size of the last, the two are merged into a new one.  Segment sizes so
+** halve from first to last: there are at most about log2(n) of them, and
+** each slot is copied O(log n) times over its life.
+**
+** COSTS.  Each commit appends a directory record (16 bytes per chunk, i.e.
+** 2 bytes per 1,024 dense samples) and writes its new slots; a commit that
+** deletes or changes samples copies each chunk it touches (640 KiB at 80
+** bytes a slot).  Copies left behind are dead space, reported by dx_space;
+** nothing compacts automatically yet: a rewrite (a field add, or a rebuild
+** after the file is deleted) writes the file anew without it.
+**
+** The writer maps a window larger than the file and replaces it by a
+** larger one when the file outgrows it; older windows stay mapped until
+** dx_close, so a lock-free lookup that loaded an older snapshot reads
+** valid memory.  A backend without a map (xMap) is read into memory once
+** at a read-only open (a copy of the index bytes, no per-sample work), and
+** a writable open on it is refused (the caller keeps the in-memory index).
+*/
+#include "dindex.h"
+#include "index.h"
+#include "os.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#define DX_MAGIC     "pagedb index\0\0\0"   /* 16 bytes with the NUL */
+#define DX_VERSION   1u
+#define DX_C         ((uint64_t)1 << DX_CBITS)
+#define DX_DIR_MAGIC 0x3152494458424450ull  /* "PDBXIDR1" */
+#define DX_WINDOW    ((uint64_t)64 << 20)   /* a writer's first map */
+
+const uint64_t dx_bad_slot[1] = { 0 };
+
+typedef struct Retired {
+  struct Retired *next;
+  const void *p;
+  size_t n;
+} Retired;
+
+struct Dx {
+  pagedb *db;
+  pagedb_vfs *vfs;
+  pagedb_file *f;
+  char *path;               /* NAME-index */
+  char *tmp;                /* NAME-index.new: dx_create's file, until installed */
+  int nw;                   /* words of a slot; a disk slot has one more */
+  uint64_t wsb;             /* bytes of a disk slot */
+  int nfield;
+  uint8_t isbytes[PAGEDB_MAX_FIELDS];
+  uint64_t fid;             /* the file's id */
+  int writable;
+  /* The snapshot in force: its directory record, inside MAP. */
+  _Atomic(const uint64_t *) snap;
+  const uint8_t *map;       /* the current map, from offset 0 */
+  size_t maplen;
+  int heap;                 /* MAP is a heap copy (no xMap) */
+  Retired *retired;         /* older maps, unmapped at close */
+  /* The writer's working state: the snapshot plus what dx_stage staged. */
+  uint64_t *ch;             /* per chunk: offset, hi */
+  uint64_t nch, capch;
+  uint64_t *sg;             /* per segment: offset, count */
+  uint64_t nsg, capsg;
+  uint64_t count, live, next, end;
+  uint64_t staged_dir;      /* the directory dx_stage wrote, 0 if none */
+};
+
+/* --- slots ----------------------------------------------------------- */
+
+static uint64_t slot_sum(const uint64_t *s, int nw) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)nw;
+  for (int i = 0; i < nw; i++) {
+    h = (h ^ s[i]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  return pdb_mix64(h) | 1;
+}
+
+/* Slot S of ID, found through directory D: checked before it is trusted. */
+static const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id) {
+  if (s[0] != (uint64_t)id || s[x->nw] != slot_sum(s, x->nw)) return DX_BAD;
+  uint64_t lim = d[8], len = 0;
+  for (int f = 0; f < x->nfield; f++) {
+    if (!x->isbytes[f] || !slot_has(s, f)) continue;
+    uint64_t st = slot_stored(s, x->nfield, f);
+    if (st > lim || len > lim - st) return DX_BAD;
+    len += st;
+  }
+  return s[1] > lim || len > lim - s[1] ? DX_BAD : s;
+}
+
+static inline const uint64_t *seg_slot(const Dx *x, const uint8_t *base, uint64_t off, uint64_t i) {
+  return (const uint64_t *)(base + off + i * x->wsb);
+}
+
+/* Binary search of the segment at OFF (COUNT slots) for ID, or NULL. */
+static const uint64_t *seg_find(const Dx *x, const uint8_t *base, uint64_t off, uint64_t count, int64_t id) {
+  uint64_t lo = 0, hi = count;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    const uint64_t *s = seg_slot(x, base, off, mid);
+    if ((int64_t)s[0] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < count) {
+    const uint64_t *s = seg_slot(x, base, off, lo);
+    if ((int64_t)s[0] == id) return s;
+  }
+  return NULL;
+}
+
+const uint64_t *dx_find(const Dx *x, int64_t id) {
+  /* Acquire: pairs with dx_publish's release, so the records the
+  ** directory names are seen whole. */
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  if (!d || id < 0) return NULL;
+  const uint8_t *base = (const uint8_t *)d - d[1];
+  uint64_t c = (uint64_t)id >> DX_CBITS;
+  if (c < d[2]) {
+    const uint64_t *e = d + DX_DIRW + 2 * c;
+    uint64_t i = (uint64_t)id & (DX_C - 1);
+    if (i < e[1]) {
+      const uint64_t *s = (const uint64_t *)(base + e[0] + i * x->wsb);
+      if (s[x->nw]) return verify(x, d, s, id);
+    }
+  }
+  const uint64_t *sg = d + DX_DIRW + 2 * d[2];
+  for (uint64_t k = 0; k < d[3]; k++) {
+    const uint64_t *s = seg_find(x, base, sg[2 * k], sg[2 * k + 1], id);
+    if (s) return verify(x, d, s, id);
+  }
+  return NULL;
+}
+
+uint64_t dx_count(const Dx *x) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  return d ? d[4] : 0;
+}
+
+int64_t dx_next_id(const Dx *x) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  return d ? (int64_t)d[6] : 0;
+}
+
+uint64_t dx_id(const Dx *x) { return x->fid; }
+
+void dx_space(const Dx *x, uint64_t *dead, uint64_t *live) {
+  *live = x->live;
+  *dead = x->end > x->live + DX_HDR ? x->end - x->live - DX_HDR : 0;
+}
+
+int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  if (!d) return PAGEDB_OK;
+  const uint8_t *base = (const uint8_t *)d - d[1];
+  for (uint64_t c = 0; c < d[2]; c++) {
+    const uint64_t *e = d + DX_DIRW + 2 * c;
+    for (uint64_t i = 0; i < e[1]; i++) {
+      const uint64_t *s = (const uint64_t *)(base + e[0] + i * x->wsb);
+      if (!s[x->nw]) continue;
+      int64_t id = (int64_t)(c * DX_C + i);
+      if (verify(x, d, s, id) == DX_BAD)
+        return pdb_err(x->db, NULL, PAGEDB_CORRUPT_INDEX, "index %s: the entry of sample %lld is damaged", x->path,
+                       (long long)id);
+      int rc = xcb(ctx, id, s);
+      if (rc != PAGEDB_OK) return rc;
+    }
+  }
+  const uint64_t *sg = d + DX_DIRW + 2 * d[2];
+  for (uint64_t k = 0; k < d[3]; k++) {
+    for (uint64_t i = 0; i < sg[2 * k + 1]; i++) {
+      const uint64_t *s = seg_slot(x, base, sg[2 * k], i);
+      if (verify(x, d, s, (int64_t)s[0]) == DX_BAD || (i && (int64_t)s[-(int)x->nw - 1] >= (int64_t)s[0]))
+        return pdb_err(x->db, NULL, PAGEDB_CORRUPT_INDEX, "index %s: entry %llu of segment %llu is damaged", x->path,
+                       (unsigned long long)i, (unsigned long long)k);
+      int rc = xcb(ctx, (int64_t)s[0], s);
+      if (rc != PAGEDB_OK) return rc;
+    }
+  }
+  return PAGEDB_OK;
+}
+
+/* --- the file -------------------------------------------------------- */
+
+static int ioerr(Dx *x, pdb_msg *m, int rc, const char *what) {
+  int e = x->f ? pdb_os_errno(x->f) : 0;
+  if (!e) e = rc == PAGEDB_FULL ? ENOSPC : EIO;
+  return pdb_err(x->db, m, rc, "index %s: %s: %s", x->tmp ? x->tmp : x->path, what, strerror(e));
+}
+
+static void encode_header(const Dx *x, const uint8_t uuid[16], uint8_t h[DX_HDR]) {
+  memset(h, 0, DX_HDR);
+  memcpy(h, DX_MAGIC, 16);
+  pdb_put32(h + 16, DX_VERSION);
+  pdb_put32(h + 20, (uint32_t)x->nw + 1);
+  pdb_put32(h + 24, (uint32_t)x->nfield);
+  pdb_put32(h + 28, DX_CBITS);
+  memcpy(h + 32, uuid, 16);
+  pdb_put64(h + 48, x->fid);
+  pdb_put64(h + 56, pdb_checksum(h, 56));
+}
+
+/* Make the writer's map cover bytes [0, END). */
+static int ensure_map(Dx *x, pdb_msg *m, uint64_t end) {
+  if (end <= x->maplen) return PAGEDB_OK;
+  uint64_t n = x->maplen ? 2 * (uint64_t)x->maplen : DX_WINDOW;
+  while (n < end) n *= 2;
+  const void *p;
+  int rc = pdb_os_map(x->f, (size_t)n, &p);
+  if (rc != PAGEDB_OK) return ioerr(x, m, rc, "cannot map it");
+  if (x->map) {
+    Retired *r = pdb_malloc(sizeof *r);
+    if (!r) {
+      pdb_os_unmap(x->f, p, (size_t)n);
+      return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory mapping index %s", x->path);
+    }
+    *r = (Retired){ x->retired, x->map, x->maplen };
+    x->retired = r;
+  }
+  x->map = p;
+  x->maplen = (size_t)n;
+  return PAGEDB_OK;
+}
+
+static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_t *isbytes) {
+  Dx *x = pdb_calloc(1, sizeof *x);
+  if (!x) return NULL;
+  x->db = db;
+  x->nw = nw;
+  x->wsb = (uint64_t)(nw + 1) * 8;
+  x->nfield = nfield;
+  if (nfield) memcpy(x->isbytes, isbytes, (size_t)nfield);
+  x->end = DX_HDR;
+  x->path = pdb_strdup(path);
+  if (!x->path) {
+    pdb_free(x);
+    return NULL;
+  }
+  return x;
+}
+
+void dx_close(Dx *x) {
+  if (!x) return;
+  if (x->map && !x->heap) pdb_os_unmap(x->f, x->map, x->maplen);
+  if (x->heap) pdb_free((void *)x->map);
+  for (Retired *r = x->retired, *n; r; r = n) {
+    n = r->next;
+    pdb_os_unmap(x->f, r->p, r->n);
+    pdb_free(r);
+  }
+  pdb_os_close(x->f);
+  if (x->tmp && x->vfs) x->vfs->xDelete(x->vfs, x->tmp, 0);
+  pdb_free(x->ch);
+  pdb_free(x->sg);
+  pdb_free(x->tmp);
+  pdb_free(x->path);
+  pdb_free(x);
+}
+
+/* Load the working state from the snapshot in force (or empty). */
+static int load_work(Dx *x, pdb_msg *m) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_relaxed);
+  uint64_t nch = d ? d[2] : 0, nsg = d ? d[3] : 0;
+  if (nch > x->capch) {
+    uint64_t *v = pdb_realloc(x->ch, 2 * nch * sizeof *v);
+    if (!v) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory loading index %s", x->path);
+    x->ch = v;
+    x->capch = nch;
+  }
+  if (nsg > x->capsg) {
+    uint64_t *v = pdb_realloc(x->sg, 2 * nsg * sizeof *v);
+    if (!v) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory loading index %s", x->path);
+    x->sg = v;
+    x->capsg = nsg;
+  }
+  x->nch = nch;
+  x->nsg = nsg;
+  if (nch) memcpy(x->ch, d + DX_DIRW, 2 * nch * sizeof *d);
+  if (nsg) memcpy(x->sg, d + DX_DIRW + 2 * nch, 2 * nsg * sizeof *d);
+  x->count = d ? d[4] : 0;
+  x->live = d ? d[5] : 0;
+  x->next = d ? d[6] : 0;
+  x->end = d ? d[7] : DX_HDR;
+  x->staged_dir = 0;
+  return PAGEDB_OK;
+}
+
+int dx_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
+              int nfield, const uint8_t *isbytes, Dx **out) {
+  *out = NULL;
+  Dx *x = dx_new(db, path, nw, nfield, isbytes);
+  if (x) x->tmp = pdb_malloc(strlen(path) + 5);
+  if (!x || !x->tmp) {
+    dx_close(x);
+    return pdb_err(db, m, PAGEDB_NOMEM, "out of memory creating index %s", path);
+  }
+  sprintf(x->tmp, "%s.new", path);
+  x->vfs = vfs;
+  x->writable = 1;
+  do pdb_random(&x->fid, sizeof x->fid), x->fid &= INT64_MAX;
+  while (!x->fid);
+  vfs->xDelete(vfs, x->tmp, 0);   /* a rewrite's leftover */
+  int rc = pdb_os_open(vfs, x->tmp, PAGEDB_VFS_READWRITE | PAGEDB_VFS_CREATE | PAGEDB_VFS_PLAIN, &x->f);
+  if (rc != PAGEDB_OK) {
+    rc = pdb_err(db, m, rc, "cannot create index %s: %s", x->tmp, strerror(errno));
+    x->f = NULL;
+    pdb_free(x->tmp);
+    x->tmp = NULL;          /* nothing to delete */
+    dx_close(x);
+    return rc;
+  }
+  uint8_t *h = pdb_malloc(DX_HDR);
+  if (!h) rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory creating index %s", path);
+  if (h) {
+    encode_header(x, uuid, h);
+    rc = pdb_os_write(x->f, h, DX_HDR, 0);
+    if (rc != PAGEDB_OK) rc = ioerr(x, m, rc, "cannot write its header");
+    pdb_free(h);
+  }
+  if (rc == PAGEDB_OK) rc = ensure_map(x, m, DX_HDR);
+  if (rc != PAGEDB_OK) {
+    dx_close(x);
+    return rc;
+  }
+  *out = x;
+  return PAGEDB_OK;
+}
+
+int dx_install(Dx *x, pdb_msg *m) {
+  if (!x->tmp) return PAGEDB_OK;
+  /* rename(2) directly, as vacuum.c does: the VFS has no rename. */
+  if (rename(x->tmp, x->path) != 0)
+    return pdb_err(x->db, m, PAGEDB_IOERR, "cannot rename %s to %s: %s", x->tmp, x->path, strerror(errno));
+  pdb_free(x->tmp);
+  x->tmp = NULL;
+  pagedb_vfs *vfs = x->vfs;
+  if (vfs->xSyncDir && vfs->xSyncDir(vfs, x->path) != PAGEDB_OK)
+    return pdb_err(x->db, m, PAGEDB_IOERR_SYNC, "renamed %s, but cannot sync its directory: %s", x->path,
+                   strerror(errno));
+  return PAGEDB_OK;
+}
+
+/* --- open ------------------------------------------------------------ */
+
+static int stale(Dx *x, pdb_msg *m, const char *fmt, const char *what) {
+  return pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: %s%s", x->path, fmt, what ? what : "");
+}
+
+/* Read and check the header of the open file; *FID receives its id. */
+static int read_header(Dx *x, pdb_msg *m, const uint8_t uuid[16], uint64_t *fid) {
+  uint8_t *h = pdb_malloc(DX_HDR);
+  if (!h) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory opening index %s", x->path);
+  int rc = pdb_os_read(x->f, h, DX_HDR, 0);
+  const char *bad = NULL;
+  if (rc == PAGEDB_IOERR_SHORT_READ) bad = "shorter than its header";
+  else if (rc != PAGEDB_OK) rc = ioerr(x, m, rc, "cannot read its header");
+  else if (memcmp(h, DX_MAGIC, 16) != 0) bad = "not an index file (bad magic)";
+  else if (pdb_get64(h + 56) != pdb_checksum(h, 56)) bad = "header checksum mismatch";
+  else if (pdb_get32(h + 16) != DX_VERSION) bad = "unknown version";
+  else if (memcmp(h + 32, uuid, 16) != 0) bad = "it belongs to another dataset (uuid)";
+  else if (pdb_get32(h + 20) != (uint32_t)x->nw + 1 || pdb_get32(h + 24) != (uint32_t)x->nfield
+           || pdb_get32(h + 28) != DX_CBITS)
+    bad = "its slots do not fit the schema";
+  *fid = pdb_get64(h + 48);
+  pdb_free(h);
+  if (bad) return stale(x, m, bad, NULL);
+  return rc == PAGEDB_IOERR_SHORT_READ ? PAGEDB_OK : rc;
+}
+
+/* Check directory record D at OFF of a file in force of LEN bytes. */
+static int check_dir(Dx *x, pdb_msg *m, const uint64_t *d, uint64_t off, const DxMeta *meta) {
+  uint64_t len = meta->len;
+  if (d[0] != DX_DIR_MAGIC || d[1] != off) return stale(x, m, "no directory record where the catalog says", NULL);
+  uint64_t room = (len - off) / 8;
+  if (d[2] > room || d[3] > room || DX_DIRW + 2 * (d[2] + d[3]) + 1 > room)
+    return stale(x, m, "the directory record runs past the end", NULL);
+  uint64_t words = DX_DIRW + 2 * (d[2] + d[3]);
+  if (d[words] != pdb_checksum(d, words * 8)) return stale(x, m, "directory checksum mismatch", NULL);
+  if (d[7] != len || off + (words + 1) * 8 != len) return stale(x, m, "the directory's length disagrees", NULL);
+  if (d[4] != meta->samples || d[9] != meta->pages)
+    return stale(x, m, "its counts disagree with the catalog", NULL);
+  for (uint64_t c = 0; c < d[2]; c++) {
+    const uint64_t *e = d + DX_DIRW + 2 * c;
+    if (e[1] > DX_C || (e[1] && (e[0] % 8 || e[0] < DX_HDR || e[0] > off || e[1] * x->wsb > off - e[0])))
+      return stale(x, m, "a chunk lies outside the file", NULL);
+  }
+  for (uint64_t k = 0; k < d[3]; k++) {
+    const uint64_t *e = d + DX_DIRW + 2 * d[2] + 2 * k;
+    if (!e[1] || e[0] % 8 || e[0] < DX_HDR || e[0] > off || e[1] > (off - e[0]) / x->wsb)
+      return stale(x, m, "a segment lies outside the file", NULL);
+  }
+  return PAGEDB_OK;
+}
+
+static int open_file(Dx *x, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], uint64_t *fid) {
+  int exists = 0;
+  vfs->xAccess(vfs, path, &exists);
+  if (!exists) return pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: missing", path);
+  int rc = pdb_os_open(vfs, path, (x->writable ? PAGEDB_VFS_READWRITE : PAGEDB_VFS_READONLY) | PAGEDB_VFS_PLAIN, &x->f);
+  if (rc != PAGEDB_OK) {
+    x->f = NULL;
+    return pdb_err(x->db, m, rc, "cannot open index %s: %s", path, strerror(errno));
+  }
+  return read_header(x, m, uuid, fid);
+}
+
+int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
+            int nfield, const uint8_t *isbytes, const DxMeta *meta, int writable, Dx **out) {
+  *out = NULL;
+  Dx *x = dx_new(db, path, nw, nfield, isbytes);
+  if (!x) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening index %s", path);
+  x->writable = writable;
+  x->vfs = vfs;
+  int rc;
+  uint64_t fid = 0;
+  if (!meta->id) {
+    rc = stale(x, m, "the catalog records no index (a dataset of the previous format, or an index made stale)",
+               NULL);
+  } else {
+    rc = open_file(x, m, vfs, path, uuid, &fid);
+    if ((rc == PAGEDB_OK && fid != meta->id) || rc == PAGEDB_CORRUPT_INDEX) {
+      /* A rewrite whose catalog commit landed but whose rename did not. */
+      char *tmp = pdb_malloc(strlen(path) + 5);
+      if (tmp) {
+        sprintf(tmp, "%s.new", path);
+        pdb_msg scratch;
+        Dx *y = dx_new(db, path, nw, nfield, isbytes);
+        uint64_t yid = 0;
+        if (y) y->writable = writable;
+        if (y && open_file(y, &scratch, vfs, tmp, uuid, &yid) == PAGEDB_OK && yid == meta->id
+            && (!writable || rename(tmp, path) == 0)) {
+          if (writable && vfs->xSyncDir) vfs->xSyncDir(vfs, path);
+          pdb_os_close(x->f);
+          x->f = y->f;
+          y->f = NULL;
+          fid = yid;
+          rc = PAGEDB_OK;
+        }
+        dx_close(y);
+        pdb_free(tmp);
+      }
+      if (rc == PAGEDB_OK && fid != meta->id) rc = stale(x, m, "stale: its id is not the one the catalog records", NULL);
+    }
+  }
+  x->fid = fid;
+  uint64_t size = 0;
+  if (rc == PAGEDB_OK && pdb_os_size(x->f, &size) != PAGEDB_OK) rc = ioerr(x, m, PAGEDB_IOERR_FSTAT, "cannot stat it");
+  if (rc == PAGEDB_OK && (size < meta->len || meta->len < DX_HDR || meta->dir < DX_HDR || meta->dir % 8
+                          || meta->dir > meta->len - (DX_DIRW + 1) * 8))
+    rc = stale(x, m, size < meta->len ? "truncated" : "the catalog's record of it is impossible", NULL);
+  if (rc == PAGEDB_OK && writable) {
+    rc = ensure_map(x, m, meta->len);
+  } else if (rc == PAGEDB_OK) {
+    const void *p;
+    if (pdb_os_map(x->f, (size_t)meta->len, &p) == PAGEDB_OK) {
+      x->map = p;
+      x->maplen = (size_t)meta->len;
+    } else {
+      /* No map: one read of the bytes in force, no per-sample work. */
+      uint8_t *buf = pdb_malloc((size_t)meta->len);
+      if (!buf) rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading index %s", path);
+      else if ((rc = pdb_os_read(x->f, buf, (size_t)meta->len, 0)) != PAGEDB_OK) rc = ioerr(x, m, rc, "cannot read it");
+      if (rc == PAGEDB_OK) {
+        x->map = buf;
+        x->maplen = (size_t)meta->len;
+        x->heap = 1;
+      } else {
+        pdb_free(buf);
+      }
+    }
+  }
+  if (rc == PAGEDB_OK) rc = check_dir(x, m, (const uint64_t *)(x->map + meta->dir), meta->dir, meta);
+  if (rc == PAGEDB_OK) {
+    atomic_store_explicit(&x->snap, (const uint64_t *)(x->map + meta->dir), memory_order_release);
+    if (writable) rc = load_work(x, m);
+  }
+  if (rc != PAGEDB_OK) {
+    dx_close(x);
+    return rc;
+  }
+  *out = x;
+  return PAGEDB_OK;
+}
+
+/* --- commit ---------------------------------------------------------- */
+
+static int by_change_id(const void *a, const void *b) {
+  int64_t x = ((const DxChange *)a)->id, y = ((const DxChange *)b)->id;
+  return x < y ? -1 : x > y;
+}
+
+static int put(Dx *x, pdb_msg *m, const void *buf, uint64_t n, uint64_t off) {
+  int rc = pdb_os_write(x->f, buf, (size_t)n, off);
+  return rc == PAGEDB_OK ? rc : ioerr(x, m, rc, "cannot write it");
+}
+
+/* Fill disk slot T from change C (or zero it for a deletion). */
+static void fill(const Dx *x, uint64_t *t, const DxChange *c) {
+  if (!c->slot) {
+    memset(t, 0, x->wsb);
+    return;
+  }
+  memcpy(t, c->slot, (size_t)x->nw * 8);
+  t[0] = (uint64_t)c->id;
+  t[x->nw] = slot_sum(t, x->nw);
+}
+
+static int grow_pairs(Dx *x, pdb_msg *m, uint64_t **v, uint64_t *cap, uint64_t want) {
+  if (want <= *cap) return PAGEDB_OK;
+  uint64_t n = *cap ? *cap : 16;
+  while (n < want) n *= 2;
+  uint64_t *p = pdb_realloc(*v, 2 * n * sizeof *p);
+  if (!p) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+  memset(p + 2 * *cap, 0, 2 * (n - *cap) * sizeof *p);
+  *v = p;
+  *cap = n;
+  return PAGEDB_OK;
+}
+
+/* Working lookup: the slot of ID in chunk or segment, or NULL; *SEG the
+** segment's number (or -1 for a chunk).  The map covers x->end. */
+static const uint64_t *find_work(const Dx *x, int64_t id, int64_t *seg) {
+  uint64_t c = (uint64_t)id >> DX_CBITS, i = (uint64_t)id & (DX_C - 1);
+  *seg = -1;
+  if (c < x->nch && i < x->ch[2 * c + 1]) {
+    const uint64_t *s = (const uint64_t *)(x->map + x->ch[2 * c] + i * x->wsb);
+    if (s[x->nw]) return s;
+  }
+  for (uint64_t k = 0; k < x->nsg; k++) {
+    const uint64_t *s = seg_find(x, x->map, x->sg[2 * k], x->sg[2 * k + 1], id);
+    if (s) {
+      *seg = (int64_t)k;
+      return s;
+    }
+  }
+  return NULL;
+}
+
+/* Chunk C takes the sorted changes CH[0..N): in place past HI when they
+** are all new ids there, else as a new copy. */
+static int apply_chunk(Dx *x, pdb_msg *m, uint64_t c, const DxChange *ch, size_t n) {
+  int rc = grow_pairs(x, m, &x->ch, &x->capch, c + 1);
+  if (rc != PAGEDB_OK) return rc;
+  if (c >= x->nch) x->nch = c + 1;
+  uint64_t base = x->ch[2 * c], hi = x->ch[2 * c + 1];
+  uint64_t first = (uint64_t)ch[0].id & (DX_C - 1), last = (uint64_t)ch[n - 1].id & (DX_C - 1);
+  uint64_t newhi = last + 1 > hi ? last + 1 : hi;
+  int inplace = hi > 0 && first >= hi;
+  uint64_t from = inplace ? hi : 0;
+  uint64_t *buf = pdb_calloc(newhi - from, x->wsb);
+  if (!buf) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+  if (!inplace && hi) memcpy(buf, x->map + base, hi * x->wsb);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t *t = buf + (((uint64_t)ch[i].id & (DX_C - 1)) - from) * (x->wsb / 8);
+    if (ch[i].slot && !t[x->nw]) x->count++;
+    else if (!ch[i].slot && t[x->nw]) x->count--;
+    fill(x, t, &ch[i]);
+  }
+  if (inplace) {
+    rc = put(x, m, buf, (newhi - hi) * x->wsb, base + hi * x->wsb);
+  } else {
+    rc = put(x, m, buf, newhi * x->wsb, x->end);
+    if (rc == PAGEDB_OK) {
+      if (hi) x->live -= DX_C * x->wsb;
+      x->live += DX_C * x->wsb;
+      x->ch[2 * c] = x->end;
+      x->end += DX_C * x->wsb;   /* room to grow in place; a hole until written */
+    }
+  }
+  if (rc == PAGEDB_OK) x->ch[2 * c + 1] = newhi;
+  pdb_free(buf);
+  return rc;
+}
+
+/* Append a segment of N disk slots BUF (sorted) as segment number K (K ==
+** x->nsg: a new one). */
+static int put_segment(Dx *x, pdb_msg *m, const uint64_t *buf, uint64_t n, uint64_t k) {
+  int rc = grow_pairs(x, m, &x->sg, &x->capsg, x->nsg + 1);
+  if (rc == PAGEDB_OK && n) rc = put(x, m, buf, n * x->wsb, x->end);
+  if (rc != PAGEDB_OK) return rc;
+  if (k < x->nsg) x->live -= x->sg[2 * k + 1] * x->wsb;
+  else x->nsg++;
+  x->sg[2 * k] = x->end;
+  x->sg[2 * k + 1] = n;
+  x->live += n * x->wsb;
+  x->end += n * x->wsb;
+  return PAGEDB_OK;
+}
+
+/* Segment K takes the sorted changes CH[0..N) (deletions and changes of
+** ids it holds, or, for K == x->nsg, new ids). */
+static int apply_segment(Dx *x, pdb_msg *m, uint64_t k, const DxChange *ch, size_t n) {
+  uint64_t old = k < x->nsg ? x->sg[2 * k + 1] : 0, off = k < x->nsg ? x->sg[2 * k] : 0;
+  uint64_t w = x->wsb / 8, j = 0, o = 0;
+  uint64_t *buf = pdb_malloc((old + n) * x->wsb + 8);
+  if (!buf) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+  for (size_t i = 0; i <= n; i++) {
+    int64_t id = i < n ? ch[i].id : INT64_MAX;
+    while (j < old && (int64_t)seg_slot(x, x->map, off, j)[0] < id) memcpy(buf + o++ * w, seg_slot(x, x->map, off, j++), x->wsb);
+    if (i == n) break;
+    if (j < old && (int64_t)seg_slot(x, x->map, off, j)[0] == id) j++, x->count--;   /* replaced or deleted */
+    if (ch[i].slot) fill(x, buf + o++ * w, &ch[i]), x->count++;
+  }
+  int rc;
+  if (o == 0 && k < x->nsg) {
+    x->live -= old * x->wsb;
+    memmove(x->sg + 2 * k, x->sg + 2 * k + 2, (x->nsg - k - 1) * 2 * sizeof *x->sg);
+    x->nsg--;
+    rc = PAGEDB_OK;
+  } else {
+    rc = o ? put_segment(x, m, buf, o, k) : PAGEDB_OK;
+  }
+  pdb_free(buf);
+  return rc;
+}
+
+/* The binary counter: merge the last two segments while the older is at
+** most twice the size of the newer. */
+static int merge_segments(Dx *x, pdb_msg *m) {
+  int rc = PAGEDB_OK;
+  while (rc == PAGEDB_OK && x->nsg >= 2 && x->sg[2 * (x->nsg - 2) + 1] <= 2 * x->sg[2 * (x->nsg - 1) + 1]) {
+    uint64_t a = x->sg[2 * (x->nsg - 2)], na = x->sg[2 * (x->nsg - 2) + 1];
+    uint64_t b = x->sg[2 * (x->nsg - 1)], nb = x->sg[2 * (x->nsg - 1) + 1];
+    uint64_t w = x->wsb / 8, i = 0, j = 0, o = 0;
+    rc = ensure_map(x, m, x->end);
+    uint64_t *buf = rc == PAGEDB_OK ? pdb_malloc((na + nb) * x->wsb) : NULL;
+    if (rc == PAGEDB_OK && !buf) rc = pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+    if (rc != PAGEDB_OK) break;
+    while (i < na || j < nb) {
+      const uint64_t *s = j >= nb || (i < na && (int64_t)seg_slot(x, x->map, a, i)[0] < (int64_t)seg_slot(x, x->map, b, j)[0])
+                        ? seg_slot(x, x->map, a, i++) : seg_slot(x, x->map, b, j++);
+      memcpy(buf + o++ * w, s, x->wsb);
+    }
+    x->live -= (na + nb) * x->wsb;
+    x->nsg -= 2;
+    rc = put_segment(x, m, buf, o, x->nsg);
+    pdb_free(buf);
+  }
+  return rc;
+}
+
+/* 1 + the largest id in the working state. */
+static uint64_t work_next(const Dx *x) {
+  uint64_t next = 0;
+  for (uint64_t c = x->nch; c-- > 0 && !next;) {
+    for (uint64_t i = x->ch[2 * c + 1]; i-- > 0;) {
+      if (((const uint64_t *)(x->map + x->ch[2 * c] + i * x->wsb))[x->nw]) {
+        next = c * DX_C + i + 1;
+        break;
+      }
+    }
+  }
+  for (uint64_t k = 0; k < x->nsg; k++) {
+    uint64_t id = seg_slot(x, x->map, x->sg[2 * k], x->sg[2 * k + 1] - 1)[0];
+    if (id + 1 > next) next = id + 1;
+  }
+  return next;
+}
+
+int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t pages, uint64_t data_end,
+             DxMeta *out) {
+  assert(x->writable);
+  if (n > 1) qsort(ch, n, sizeof *ch, by_change_id);
+  int rc = ensure_map(x, m, x->end);
+  if (rc != PAGEDB_OK) return rc;
+  /* Sort the changes into chunk changes (CC), changes of segment ids (SC,
+  ** with their segment numbers in SK) and new non-chunk ids (NC). */
+  DxChange *cc = pdb_malloc((n ? n : 1) * 3 * sizeof *cc), *sc = cc + n, *nc = cc + 2 * n;
+  uint64_t *sk = pdb_malloc((n ? n : 1) * sizeof *sk);
+  if (!cc || !sk) {
+    pdb_free(cc);
+    pdb_free(sk);
+    return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+  }
+  size_t ncc = 0, nsc = 0, nnc = 0;
+  uint64_t inuse = 0, lastc = UINT64_MAX;
+  for (uint64_t c = 0; c < x->nch; c++) inuse += x->ch[2 * c + 1] > 0;
+  int delmax = 0;
+  for (size_t i = 0; i < n && rc == PAGEDB_OK; i++) {
+    int64_t id = ch[i].id, k;
+    if (id < 0 || (i && id == ch[i - 1].id)) {
+      rc = pdb_err(x->db, m, PAGEDB_MISUSE, "index %s: sample %lld changed twice in one commit", x->path, (long long)id);
+      break;
+    }
+    const uint64_t *s = find_work(x, id, &k);
+    uint64_t c = (uint64_t)id >> DX_CBITS;
+    if (!s && !ch[i].slot) {
+      rc = pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: sample %lld, to be deleted, is not in it", x->path,
+                   (long long)id);
+    } else if (s && k >= 0) {
+      sc[nsc] = ch[i];
+      sk[nsc++] = (uint64_t)k;
+    } else if (s || (c < x->nch && x->ch[2 * c + 1]) || c < 2 * inuse + 4) {
+      if (!s && c != lastc && !(c < x->nch && x->ch[2 * c + 1])) inuse++;
+      lastc = c;
+      cc[ncc++] = ch[i];
+    } else {
+      nc[nnc++] = ch[i];
+    }
+    if (!ch[i].slot && (uint64_t)id + 1 == x->next) delmax = 1;
+    if (ch[i].slot && (uint64_t)id + 1 > x->next) x->next = (uint64_t)id + 1;
+  }
+  for (size_t a = 0, b; a < ncc && rc == PAGEDB_OK; a = b) {
+    uint64_t c = (uint64_t)cc[a].id >> DX_CBITS;
+    for (b = a + 1; b < ncc && (uint64_t)cc[b].id >> DX_CBITS == c; b++) {}
+    rc = apply_chunk(x, m, c, cc + a, b - a);
+  }
+  /* Segments, highest number first, so that removing an emptied one
+  ** does not renumber those still to do (at most about log2 n of them). */
+  for (uint64_t k = x->nsg; k-- > 0 && rc == PAGEDB_OK && nsc;) {
+    size_t g = 0;
+    for (size_t i = 0; i < nsc; i++)
+      if (sk[i] == k) cc[g++] = sc[i];   /* cc is free again: reuse it */
+    if (g) rc = apply_segment(x, m, k, cc, g);
+  }
+  if (rc == PAGEDB_OK && nnc) {
+    rc = apply_segment(x, m, x->nsg, nc, nnc);
+    if (rc == PAGEDB_OK) rc = merge_segments(x, m);
+  }
+  pdb_free(cc);
+  pdb_free(sk);
+  if (rc == PAGEDB_OK) rc = ensure_map(x, m, x->end);
+  if (rc == PAGEDB_OK && delmax) x->next = work_next(x);
+  if (rc != PAGEDB_OK || !final) return rc;
+  /* The directory record, then the sync that makes all of it durable. */
+  uint64_t words = DX_DIRW + 2 * (x->nch + x->nsg);
+  uint64_t *d = pdb_malloc((words + 1) * 8);
+  if (!d) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+  uint64_t off = x->end;
+  d[0] = DX_DIR_MAGIC;
+  d[1] = off;
+  d[2] = x->nch;
+  d[3] = x->nsg;
+  d[4] = x->count;
+  d[5] = x->live;
+  d[6] = x->next;
+  d[7] = off + (words + 1) * 8;
+  d[8] = data_end;
+  d[9] = pages;
+  if (x->nch) memcpy(d + DX_DIRW, x->ch, 2 * x->nch * 8);
+  if (x->nsg) memcpy(d + DX_DIRW + 2 * x->nch, x->sg, 2 * x->nsg * 8);
+  d[words] = pdb_checksum(d, words * 8);
+  rc = put(x, m, d, (words + 1) * 8, off);
+  pdb_free(d);
+  if (rc != PAGEDB_OK) return rc;
+  x->end = off + (words + 1) * 8;
+  rc = pdb_os_sync(x->f, PAGEDB_SYNC_FULL);
+  if (rc != PAGEDB_OK) return ioerr(x, m, PAGEDB_IOERR_SYNC, "cannot sync it");
+  x->staged_dir = off;
+  *out = (DxMeta){ x->fid, off, x->end, x->count, pages };
+  return PAGEDB_OK;
+}
+
+int dx_publish(Dx *x, pdb_msg *m) {
+  assert(x->staged_dir);
+  int rc = ensure_map(x, m, x->end);
+  if (rc != PAGEDB_OK) return rc;
+  /* Release: a lookup that loads this directory sees every record it
+  ** names (written with pwrite before, through the same page cache). */
+  atomic_store_explicit(&x->snap, (const uint64_t *)(x->map + x->staged_dir), memory_order_release);
+  x->staged_dir = 0;
+  return PAGEDB_OK;
+}
+
+void dx_abort(Dx *x) {
+  pdb_msg scratch;
+  if (load_work(x, &scratch) != PAGEDB_OK) {
+    /* Could not restore: the next stage must start over from the file. */
+    x->nch = x->nsg = 0;
+  }
+}

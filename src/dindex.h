@@ -1,0 +1,108 @@
+/*
+** dindex.h -- the persistent sample index, NAME-index: the id -> slot map
+** on disk, read through a shared map, so that opening a dataset of any
+** size reads a header and one directory record, and every process that
+** reads a dataset shares one copy of its index through the page cache.
+**
+** The layout, its invariants and the commit protocol are at the top of
+** dindex.c and in doc/format.md ("The index file").
+*/
+#ifndef PAGEDB_DINDEX_H
+#define PAGEDB_DINDEX_H
+
+#include "pagedbInt.h"
+
+typedef struct Dx Dx;
+
+#define DX_HDR 4096u          /* the file's header; records follow */
+#define DX_CBITS 13           /* a chunk holds 2^13 dense slots */
+#define DX_DIRW 10            /* words of a directory record before its entries */
+
+/* What the catalog records of the index (meta.index_*), all 0 if none. */
+typedef struct DxMeta {
+  uint64_t id;              /* the file's random id (63 bits), 0: no index */
+  uint64_t dir;             /* offset of the directory record in force */
+  uint64_t len;             /* bytes of the file in force (a reader maps these) */
+  uint64_t samples;         /* samples it holds: must equal meta.samples */
+  uint64_t pages;           /* committed pages it was written for: must equal meta.committed_pages */
+} DxMeta;
+
+/* A change to the index: a new or changed slot (NW words, word 0 the id)
+** or, with SLOT NULL, the deletion of ID. */
+typedef struct DxChange {
+  int64_t id;
+  const uint64_t *slot;
+} DxChange;
+
+/*
+** Open the index of a dataset: PATH (or, when PATH's id is not META's,
+** PATH.new, a rewrite whose rename a crash cut short: a writable open
+** renames it in).  Checks the header (magic, version, checksum, UUID, NW,
+** NFIELD), that the file's id is META->id, that it holds META->len bytes,
+** and the directory record at META->dir (checksum, bounds of every entry),
+** and maps the file.  ISBYTES[f] says whether field f has stored bytes.
+** PAGEDB_CORRUPT_INDEX with a message saying what is wrong when the index
+** is missing, stale or damaged (the caller rebuilds or falls back); other
+** codes for I/O and memory.
+*/
+int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
+            int nfield, const uint8_t *isbytes, const DxMeta *meta, int writable, Dx **out);
+
+/*
+** Start a new index file PATH.new for a rewrite (rebuild, field add,
+** compaction): header written, no slot.  Fill it with dx_stage, then
+** dx_install it once the catalog records it, or dx_close it to drop it.
+*/
+int dx_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
+              int nfield, const uint8_t *isbytes, Dx **out);
+
+/* Rename a created index over PATH and sync the directory. */
+int dx_install(Dx *x, pdb_msg *m);
+
+/* Close; a created index not installed is deleted.  NULL is a no-op. */
+void dx_close(Dx *x);
+
+/*
+** Write the N changes CH (any order; sorted in place by id) after the
+** bytes in force, copy-on-write: no byte that a snapshot can see changes.
+** With FINAL, also a directory record and a sync, and *OUT receives what
+** the catalog must record for the result to be in force (PAGES: the
+** committed pages the catalog will record; DATA_END: bytes of the data
+** region they hold, the bound every record must lie within).  Without
+** FINAL (a rewrite in batches) nothing is synced.  A failure leaves the
+** bytes in force untouched; call dx_abort.  One thread (the committer).
+*/
+int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t pages, uint64_t data_end,
+             DxMeta *out);
+
+/* The catalog committed what dx_stage staged: lookups see it now. */
+int dx_publish(Dx *x, pdb_msg *m);
+
+/* The catalog did not commit: forget what dx_stage staged. */
+void dx_abort(Dx *x);
+
+/* Bytes of the file that no directory in force refers to, and bytes it
+** refers to (for a compaction policy: none runs yet, see dindex.c). */
+void dx_space(const Dx *x, uint64_t *dead, uint64_t *live);
+
+/* The slot of ID as of the snapshot in force (NW words), or NULL; DX_BAD
+** if the index holds an entry for ID that fails its checks (checksum, id,
+** extent outside the committed data).  Lock-free: a few loads. */
+extern const uint64_t dx_bad_slot[1];
+#define DX_BAD (dx_bad_slot)
+const uint64_t *dx_find(const Dx *x, int64_t id);
+
+/* Samples in the snapshot in force; 1 + its largest id (0 if none). */
+uint64_t dx_count(const Dx *x);
+int64_t dx_next_id(const Dx *x);
+
+/* Call XCB with every sample of the snapshot in force: chunked ids in
+** increasing order, then the others, segment by segment, each in
+** increasing order.  A damaged entry stops the scan with
+** PAGEDB_CORRUPT_INDEX. */
+int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
+
+/* The file's id (DxMeta.id). */
+uint64_t dx_id(const Dx *x);
+
+#endif /* PAGEDB_DINDEX_H */
