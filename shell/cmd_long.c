@@ -163,7 +163,7 @@ static void *longMain(void *pArg){
   return 0;
 }
 
-static void removeDataset(const char *zFile){
+void shellRemoveDataset(const char *zFile){
   static const char *azSuffix[] = { "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal", "-index",
                                      "-index.new" };
   char buf[4200];
@@ -196,7 +196,7 @@ static int runLong(LongOp *op){
       shellProgressEnd(p);
       fprintf(stderr, ".%s abandoned; the dataset is at its last commit\n",
               p->zCmdName ? p->zCmdName : "command");
-      if( op->zAbandon ) removeDataset(op->zAbandon);
+      if( op->zAbandon ) shellRemoveDataset(op->zAbandon);
       _exit(130);
     }
     if( p->progress ){
@@ -607,7 +607,7 @@ int dotBench(ShellState *p, int nArg, char **azArg){
       snprintf(zFile, sizeof zFile, "%s/bench.pagedb", zDir);
       bad = benchWrite(p, r, zFile, seq, n, &done, &bytes, &t);
       if( !bad ) benchLine(p, "write + commit:", done, bytes, t);
-      removeDataset(zFile);
+      shellRemoveDataset(zFile);
       rmdir(zDir);
     }
   }

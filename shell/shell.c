@@ -369,18 +369,9 @@ static void dropCreated(ShellState *p, int rc){
   p->createdNow = 0;
   if( !created || rc != 1 || p->db == 0 || pagedb_count(p->db) > 0 ) return;
   char *zFile = strdup(pagedb_path(p->db));
-  char *zCat = zFile ? malloc(strlen(zFile) + 40) : 0;
-  if( zCat == 0 ){ free(zFile); return; }
+  if( zFile == 0 ) return;
   shellCloseDb(p);
-  /* The catalog's WAL and shared memory are gone after a clean close;
-  ** they are named here in case the close could not remove them. */
-  static const char *azSuffix[] = { "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal" };
-  unlink(zFile);
-  for(int i = 0; i < 4; i++){
-    sprintf(zCat, "%s%s", zFile, azSuffix[i]);
-    unlink(zCat);
-  }
-  free(zCat);
+  shellRemoveDataset(zFile);
   free(p->zPending);
   p->zPending = zFile;
   fprintf(stderr, "note: %s was not created (the command failed before writing a sample)\n", zFile);

@@ -86,6 +86,11 @@ void shellError(ShellState *p, const char *fmt, ...)
 ** create it. */
 int shellNeedDb(ShellState *p, const char *zCmd);
 
+/* Remove every file of the dataset at ZFILE (data, catalog and its WAL,
+** shared memory and journal, index): a dataset this shell made and
+** abandoned.  Files that do not exist are passed over. */
+void shellRemoveDataset(const char *zFile);
+
 /* 1 (after an error message naming ZCMD) if no dataset can be written:
 ** none open, or open read-only. */
 int shellNeedWritable(ShellState *p, const char *zCmd);
