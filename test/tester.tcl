@@ -45,6 +45,12 @@ set ::TC(skip_list) {}
 set ::TC(file) [file rootname [file tail $::argv0]]
 set ::TC(srcdir) [file normalize [file dirname [info script]]]
 set ::TC(verbose) [expr {[info exists ::env(PAGEDB_VERBOSE)] && $::env(PAGEDB_VERBOSE)}]
+# Under all.tcl, a line "#PROGRESS" after every test tells it the file is
+# not hung (its timeout counts from the last one; all.tcl hides the line).
+set ::TC(progress) [expr {[info exists ::env(PAGEDB_PROGRESS)] && $::env(PAGEDB_PROGRESS)}]
+proc progress {} {
+  if {$::TC(progress)} { puts "#PROGRESS"; flush stdout }
+}
 
 # Load the extension.
 if {![info exists ::env(PAGEDB_TCLLIB)]} {
@@ -82,6 +88,20 @@ if {[info exists ::env(PAGEDB_SEED)] && $::env(PAGEDB_SEED) ne ""} {
 }
 expr {srand($::TC(seed))}
 proc test_seed {} { return $::TC(seed) }
+
+# SECS scaled by PAGEDB_TIME_SCALE (default 1, and 5 under the sanitizers):
+# for how long to wait for an event that must come before calling it lost
+# (a hang), never for how long something may take.  Such limits are
+# generous, so that a busy machine (other work, two suites at once) cannot
+# reach them; a test that waits ends as soon as its event comes.
+proc scaled {secs} {
+  set k 1
+  if {[info exists ::env(PAGEDB_SANITIZERS)] && $::env(PAGEDB_SANITIZERS)} { set k 5 }
+  if {[info exists ::env(PAGEDB_TIME_SCALE)] && $::env(PAGEDB_TIME_SCALE) ne ""} {
+    set k $::env(PAGEDB_TIME_SCALE)
+  }
+  return [expr {$secs * $k}]
+}
 
 # A deterministic random integer in [lo, hi].
 proc randint {lo hi} {
@@ -155,6 +175,7 @@ proc do_test {name cmd expected} {
     puts "! errorCode: [dict get $opts -errorcode]"
     puts [dict get $opts -errorinfo]
     fail_test $name
+    progress
     return
   }
   set ok 0
@@ -174,6 +195,7 @@ proc do_test {name cmd expected} {
     fail_test $name
   }
   flush stdout
+  progress
 }
 
 # do_execsql_test NAME SQL EXPECTED ?DB?
@@ -209,6 +231,7 @@ proc do_skip {name reason} {
   lappend ::TC(skip_list) $name
   puts "$name... skipped: $reason"
   flush stdout
+  progress
 }
 
 # The message of the error SCRIPT raises ("no error: RESULT" if none).
