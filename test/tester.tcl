@@ -93,7 +93,9 @@ proc test_seed {} { return $::TC(seed) }
 # for how long to wait for an event that must come before calling it lost
 # (a hang), never for how long something may take.  Such limits are
 # generous, so that a busy machine (other work, two suites at once) cannot
-# reach them; a test that waits ends as soon as its event comes.
+# reach them; a test that waits ends as soon as its event comes.  Keep
+# [scaled SECS] of one test below all.tcl's 900 s without progress (SECS
+# <= 150), so that a lost event fails its test, not its whole file.
 proc scaled {secs} {
   set k 1
   if {[info exists ::env(PAGEDB_SANITIZERS)] && $::env(PAGEDB_SANITIZERS)} { set k 5 }
