@@ -48,7 +48,7 @@ set ::TC(verbose) [expr {[info exists ::env(PAGEDB_VERBOSE)] && $::env(PAGEDB_VE
 # Under all.tcl, a line "#PROGRESS" after every test tells it the file is
 # not hung (its timeout counts from the last one; all.tcl hides the line).
 set ::TC(progress) [expr {[info exists ::env(PAGEDB_PROGRESS)] && $::env(PAGEDB_PROGRESS)}]
-proc progress {} {
+proc tc_progress {} {
   if {$::TC(progress)} { puts "#PROGRESS"; flush stdout }
 }
 
@@ -177,7 +177,7 @@ proc do_test {name cmd expected} {
     puts "! errorCode: [dict get $opts -errorcode]"
     puts [dict get $opts -errorinfo]
     fail_test $name
-    progress
+    tc_progress
     return
   }
   set ok 0
@@ -197,7 +197,7 @@ proc do_test {name cmd expected} {
     fail_test $name
   }
   flush stdout
-  progress
+  tc_progress
 }
 
 # do_execsql_test NAME SQL EXPECTED ?DB?
@@ -233,7 +233,7 @@ proc do_skip {name reason} {
   lappend ::TC(skip_list) $name
   puts "$name... skipped: $reason"
   flush stdout
-  progress
+  tc_progress
 }
 
 # The message of the error SCRIPT raises ("no error: RESULT" if none).
