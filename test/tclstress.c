@@ -16,8 +16,8 @@
 ** once they have done their part while the run lasted), but never past
 ** -maxseconds (default 600): so that a busy machine, which may leave a
 ** thread or another process without the CPU for seconds, lengthens the
-** run instead of leaving it without what the test checks; reader I reads zero-copy when I
-** is even, by copy when it is odd.  Writer T writes the samples with keys
+** run instead of leaving it without what the test checks.  Reader I reads
+** zero-copy when I is even, by copy when it is odd.  Writer T writes the samples with keys
 ** T, T+N, T+2N, ... below -maxkeys (default 2^22), each as DB ingest writes
 ** it (the same -seed, -min, -max: DB verify checks them afterwards), but
 ** begins every 16th key (by a hash of it) with other bytes and cancels it;
