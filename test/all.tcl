@@ -15,7 +15,15 @@
 #
 # Environment: PAGEDB_TCLLIB, PAGEDB_SHELL, PAGEDB_LIB, PAGEDB_BENCH (set by
 # make check); PAGEDB_SEED (one seed for every file); PAGEDB_TIMEOUT (seconds
-# per file, default 900).
+# a file may go without finishing a test before it is killed as hung,
+# default 900).
+#
+# The timeout counts from the last test the file finished (tester.tcl
+# prints "#PROGRESS" after each when PAGEDB_PROGRESS is set, as here), not
+# from the file's start: a file that is slow because the machine is busy
+# (other work, two suites at once, a sanitizer build) keeps going as long
+# as its tests keep finishing, and a file stuck in one test is still killed
+# PAGEDB_TIMEOUT seconds after its last one.
 
 set srcdir [file normalize [file dirname [info script]]]
 
@@ -54,6 +62,7 @@ if {[llength $names]} {
 
 set timeout 900
 if {[info exists env(PAGEDB_TIMEOUT)]} { set timeout $env(PAGEDB_TIMEOUT) }
+set env(PAGEDB_PROGRESS) 1
 
 set total(pass) 0
 set total(fail) 0
@@ -65,6 +74,9 @@ proc on_readable {chan} {
   if {[gets $chan line] >= 0} {
     if {[regexp {^#RESULT passed=(\d+) failed=(\d+) skipped=(\d+)} $line -> p f s]} {
       set state(result) [list $p $f $s]
+    } elseif {$line eq "#PROGRESS"} {
+      # A test finished: the file is not hung.
+      arm_timer
     } else {
       puts $line
       flush stdout
@@ -75,6 +87,13 @@ proc on_readable {chan} {
     fileevent $chan readable {}
     set state(done) eof
   }
+}
+
+# (Re)start the timer that kills the file after $timeout s without progress.
+proc arm_timer {} {
+  global state timeout
+  if {[info exists state(timer)]} { after cancel $state(timer) }
+  set state(timer) [after [expr {$timeout * 1000}] on_timeout]
 }
 
 proc on_timeout {} {
@@ -97,9 +116,9 @@ foreach f $files {
   set state(pids) [pid $chan]
   fconfigure $chan -blocking 0 -buffering line
   fileevent $chan readable [list on_readable $chan]
-  set timer [after [expr {$timeout * 1000}] on_timeout]
+  arm_timer
   vwait state(done)
-  after cancel $timer
+  after cancel $state(timer)
   fconfigure $chan -blocking 1
   # Drain what is left after a timeout.
   set status ok
@@ -115,7 +134,7 @@ foreach f $files {
     }
   }
   set secs [expr {([clock milliseconds] - $t1) / 1000.0}]
-  if {$state(timedout)} { set status "timed out after $timeout s" }
+  if {$state(timedout)} { set status "timed out: no test finished in $timeout s" }
   if {[llength $state(result)]} {
     lassign $state(result) p fl s
     incr total(pass) $p

@@ -165,10 +165,11 @@ proc check_invariants {path args} {
 }
 
 # Read lines from CHAN (non-blocking) until WANT "committed" lines were seen
-# or 30 s passed; return {acked seen eof}.
+# or [scaled 150] s passed (a child that stopped committing: "timeout");
+# return {acked seen eof}.
 proc read_commits {chan want acked} {
   set seen 0
-  set deadline [expr {[clock milliseconds] + 30000}]
+  set deadline [expr {[clock milliseconds] + 1000 * [scaled 150]}]
   while {$seen < $want} {
     set n [gets $chan line]
     if {$n >= 0} {

@@ -5,12 +5,19 @@
 **
 **   pagedb_stress PATH ?-writers N? ?-readers N? ?-seconds S? ?-seed S?
 **                 ?-min BYTES? ?-max BYTES? ?-commitevery N? ?-flagfile F?
-**                 ?-maxkeys N?
+**                 ?-maxkeys N? ?-until FILES? ?-maxseconds S?
 **
 ** opens the dataset at PATH read-write (its field 0 must be BYTES or TEXT)
 ** and for S seconds (default 3) runs N writer threads (default 4) and N
-** reader threads (default 4) on the handle; reader I reads zero-copy when I
-** is even, by copy when it is odd.  Writer T writes the samples with keys
+** reader threads (default 4) on the handle.  With -until, the run goes on
+** past S seconds until it has done every kind of work it counts (a commit,
+** a cancelled sample, a read by each read mode it has readers of, a sample
+** seen) and every file of the list FILES exists (other processes make them
+** once they have done their part while the run lasted), but never past
+** -maxseconds (default 600): so that a busy machine, which may leave a
+** thread or another process without the CPU for seconds, lengthens the
+** run instead of leaving it without what the test checks.  Reader I reads
+** zero-copy when I is even, by copy when it is odd.  Writer T writes the samples with keys
 ** T, T+N, T+2N, ... below -maxkeys (default 2^22), each as DB ingest writes
 ** it (the same -seed, -min, -max: DB verify checks them afterwards), but
 ** begins every 16th key (by a hash of it) with other bytes and cancels it;
@@ -55,7 +62,11 @@ typedef struct Stress Stress;
 struct Stress {
   Job job;                     /* first: the threads are given &job */
   int nWriter;
-  struct timespec end;         /* CLOCK_MONOTONIC: when writers stop */
+  struct timespec end;         /* CLOCK_MONOTONIC: when writers may stop */
+  struct timespec hardEnd;     /* -until: when they stop whatever is missing */
+  int nUntil;                  /* -until: the files that must exist */
+  const char **azUntil;
+  atomic_int goalsMet;         /* -until: everything was done (sticky) */
   int64_t nKey;                /* keys below this (aState's size) */
   _Atomic uint64_t *aState;    /* per key, as above */
   atomic_ullong nCommitBegun;  /* commits called (counted before the call) */
@@ -65,11 +76,39 @@ struct Stress {
   atomic_llong aRead[2];       /* reads by mmap and copy readers */
 };
 
-static int timeUp(const Stress *s){
+static int isPast(const struct timespec *now, const struct timespec *t){
+  return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
+/* Whether the run has done everything -until asks for (see the header). */
+static int goalsMet(Stress *s){
+  int i;
+  if( atomic_load(&s->goalsMet) ) return 1;
+  if( atomic_load(&s->nCommit) == 0 || atomic_load(&s->nCancelled) == 0 ) return 0;
+  if( s->job.nReader >= 1 && (atomic_load(&s->aRead[0]) == 0 || atomic_load(&s->nSeen) == 0) ) return 0;
+  if( s->job.nReader >= 2 && atomic_load(&s->aRead[1]) == 0 ) return 0;
+  for(i = 0; i < s->nUntil; i++){
+    if( access(s->azUntil[i], F_OK) != 0 ) return 0;
+  }
+  atomic_store(&s->goalsMet, 1);
+  return 1;
+}
+
+/* Whether the writers stop now: S seconds passed and, with -until, the
+** goals met or -maxseconds passed. */
+static int timeUp(Stress *s){
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  return now.tv_sec > s->end.tv_sec
-      || (now.tv_sec == s->end.tv_sec && now.tv_nsec >= s->end.tv_nsec);
+  if( !isPast(&now, &s->end) ) return 0;
+  return s->azUntil == 0 || isPast(&now, &s->hardEnd) || goalsMet(s);
+}
+
+/* T = now + SECS. */
+static void deadlineIn(struct timespec *t, double secs){
+  clock_gettime(CLOCK_MONOTONIC, t);
+  t->tv_sec += (time_t)secs;
+  t->tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+  if( t->tv_nsec >= 1000000000L ){ t->tv_sec++; t->tv_nsec -= 1000000000L; }
 }
 
 /* Begin KEY through W, give field 0 bytes it never has, and cancel it. */
@@ -216,8 +255,8 @@ static void *stressReader(void *arg){
 
 /* Parse the options into S (whose job has its defaults).  TCL_OK or an
 ** error in the interpreter. */
-static int stressOptions(Tcl_Interp *interp, Stress *s, double *pSecs, const char **pzFlag,
-                         int objc, Tcl_Obj *const objv[]){
+static int stressOptions(Tcl_Interp *interp, Stress *s, double *pSecs, double *pMax,
+                         const char **pzFlag, int objc, Tcl_Obj *const objv[]){
   int i;
   for(i = 2; i < objc; i += 2){
     const char *z = Tcl_GetString(objv[i]);
@@ -236,6 +275,22 @@ static int stressOptions(Tcl_Interp *interp, Stress *s, double *pSecs, const cha
       *pzFlag = Tcl_GetString(objv[i+1]);
       continue;
     }
+    if( strcmp(z, "-maxseconds") == 0 ){
+      if( Tcl_GetDoubleFromObj(interp, objv[i+1], pMax) ) return TCL_ERROR;
+      continue;
+    }
+    if( strcmp(z, "-until") == 0 ){
+      /* The list's elements stay valid while objv[i+1] does: the call. */
+      Tcl_Obj **ap;
+      int n, j;
+      if( Tcl_ListObjGetElements(interp, objv[i+1], &n, &ap) ) return TCL_ERROR;
+      free(s->azUntil);
+      s->azUntil = calloc((size_t)n + 1, sizeof(char *));
+      if( s->azUntil == 0 ) return pdbError(interp, PAGEDB_NOMEM, "-until");
+      for(j = 0; j < n; j++) s->azUntil[j] = Tcl_GetString(ap[j]);
+      s->nUntil = n;
+      continue;
+    }
     if( Tcl_GetWideIntFromObj(interp, objv[i+1], &w) ) return TCL_ERROR;
     if( strcmp(z, "-readers") == 0 && w >= 0 && w <= 64 ) s->job.nReader = (int)w;
     else if( strcmp(z, "-commitevery") == 0 && w >= 1 ) s->job.commitEvery = w;
@@ -246,14 +301,15 @@ static int stressOptions(Tcl_Interp *interp, Stress *s, double *pSecs, const cha
 usage:
   Tcl_SetObjResult(interp, Tcl_ObjPrintf(
       "bad option \"%s\": pagedb_stress PATH ?-writers N? ?-readers 0..64? ?-seconds S? "
-      "?-seed S? ?-min BYTES? ?-max BYTES? ?-commitevery N>=1? ?-flagfile F? ?-maxkeys N?",
+      "?-seed S? ?-min BYTES? ?-max BYTES? ?-commitevery N>=1? ?-flagfile F? ?-maxkeys N? "
+      "?-until FILES? ?-maxseconds S?",
       Tcl_GetString(objv[i])));
   return TCL_ERROR;
 }
 
 /* Open, run the threads, close; the first error is left in S's job. */
 static void stressRun(Tcl_Interp *interp, Stress *s, const char *zPath, double secs,
-                      const char *zFlag){
+                      double maxSecs, const char *zFlag){
   Job *job = &s->job;
   int rc = pagedb_open(zPath, &job->db, PAGEDB_OPEN_READWRITE, 0);
   if( rc != PAGEDB_OK ){
@@ -271,10 +327,8 @@ static void stressRun(Tcl_Interp *interp, Stress *s, const char *zPath, double s
     jobFail(job, PAGEDB_MISUSE, "%s: field 0 must be BYTES or TEXT", zPath);
   }else{
     s->nWriter = job->nThread;
-    clock_gettime(CLOCK_MONOTONIC, &s->end);
-    s->end.tv_sec += (time_t)secs;
-    s->end.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
-    if( s->end.tv_nsec >= 1000000000L ){ s->end.tv_sec++; s->end.tv_nsec -= 1000000000L; }
+    deadlineIn(&s->end, secs);
+    deadlineIn(&s->hardEnd, maxSecs > secs ? maxSecs : secs);
     jobRun(interp, job, stressWriter, stressReader);
   }
   if( zFlag ) unlink(zFlag);
@@ -285,7 +339,7 @@ static void stressRun(Tcl_Interp *interp, Stress *s, const char *zPath, double s
 
 static int stressCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   Stress s;
-  double secs = 3;
+  double secs = 3, maxSecs = 600;
   const char *zFlag = 0;
   int rc = TCL_ERROR;
   Tcl_Obj *res;
@@ -301,11 +355,11 @@ static int stressCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
   s.job.progressFd = -1;
   s.job.g.maxSz = 1000;
   s.nKey = (int64_t)1 << 22;
-  if( stressOptions(interp, &s, &secs, &zFlag, objc, objv) != TCL_OK ) goto out;
+  if( stressOptions(interp, &s, &secs, &maxSecs, &zFlag, objc, objv) != TCL_OK ) goto out;
   s.aState = malloc((size_t)s.nKey * sizeof(*s.aState));
   if( s.aState == 0 ){ rc = pdbError(interp, PAGEDB_NOMEM, "stress key states"); goto out; }
   memset(s.aState, 0xff, (size_t)s.nKey * sizeof(*s.aState));
-  stressRun(interp, &s, Tcl_GetString(objv[1]), secs, zFlag);
+  stressRun(interp, &s, Tcl_GetString(objv[1]), secs, maxSecs, zFlag);
   if( s.job.rc != PAGEDB_OK ){
     Tcl_SetObjResult(interp, Tcl_NewStringObj(s.job.zErr ? s.job.zErr : "stress failed", -1));
     Tcl_SetErrorCode(interp, "PAGEDB", pagedb_errname(s.job.rc), (char *)NULL);
@@ -326,6 +380,7 @@ static int stressCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
   rc = TCL_OK;
 out:
   free((void *)s.aState);
+  free(s.azUntil);
   jobFree(&s.job);
   return rc;
 }

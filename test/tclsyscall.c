@@ -30,6 +30,15 @@
 **        faults injected so far (in all, or into NAME)
 **   pagedb_syscall reset
 **        every original call back, the counters zeroed
+**
+**   pagedb_deny_io_uring
+**        from now on io_uring_setup(2) fails with EPERM in this process and
+**        every process it starts, as kernel.io_uring_disabled=2 makes it
+**        fail for all (a seccomp filter; it cannot be undone, so tests call
+**        it in a child process).  backend.test refuses io_uring this way
+**        rather than by the machine-wide sysctl, which would fail the
+**        io_uring tests of any other suite running on the machine.  An
+**        error where seccomp filters or the architecture are not supported.
 */
 #define _GNU_SOURCE
 #include "config.h"
@@ -38,8 +47,14 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "tclpagedb.h"
 
@@ -269,6 +284,46 @@ static int syscallCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *cons
   return TCL_ERROR;
 }
 
+#if defined(__x86_64__)
+# define DENY_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+# define DENY_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+static int denyUringCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  (void)cd;
+  if( objc != 1 ){
+    Tcl_WrongNumArgs(interp, 1, objv, "");
+    return TCL_ERROR;
+  }
+#if defined(DENY_ARCH) && defined(__NR_io_uring_setup)
+  {
+    /* Another architecture's calls (a 32-bit ABI) pass untouched. */
+    struct sock_filter aF[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, DENY_ARCH, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { (unsigned short)(sizeof(aF) / sizeof(aF[0])), aF };
+    if( prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+     || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0 ){
+      Tcl_SetObjResult(interp, Tcl_ObjPrintf("pagedb_deny_io_uring: seccomp: %s", strerror(errno)));
+      return TCL_ERROR;
+    }
+    return TCL_OK;
+  }
+#else
+  Tcl_SetObjResult(interp, Tcl_NewStringObj(
+      "pagedb_deny_io_uring: no seccomp filter for this architecture", -1));
+  return TCL_ERROR;
+#endif
+}
+
 void Tclsyscall_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_syscall", syscallCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_deny_io_uring", denyUringCmd, 0, 0);
 }

@@ -45,6 +45,12 @@ set ::TC(skip_list) {}
 set ::TC(file) [file rootname [file tail $::argv0]]
 set ::TC(srcdir) [file normalize [file dirname [info script]]]
 set ::TC(verbose) [expr {[info exists ::env(PAGEDB_VERBOSE)] && $::env(PAGEDB_VERBOSE)}]
+# Under all.tcl, a line "#PROGRESS" after every test tells it the file is
+# not hung (its timeout counts from the last one; all.tcl hides the line).
+set ::TC(progress) [expr {[info exists ::env(PAGEDB_PROGRESS)] && $::env(PAGEDB_PROGRESS)}]
+proc tc_progress {} {
+  if {$::TC(progress)} { puts "#PROGRESS"; flush stdout }
+}
 
 # Load the extension.
 if {![info exists ::env(PAGEDB_TCLLIB)]} {
@@ -82,6 +88,22 @@ if {[info exists ::env(PAGEDB_SEED)] && $::env(PAGEDB_SEED) ne ""} {
 }
 expr {srand($::TC(seed))}
 proc test_seed {} { return $::TC(seed) }
+
+# SECS scaled by PAGEDB_TIME_SCALE (default 1, and 5 under the sanitizers):
+# for how long to wait for an event that must come before calling it lost
+# (a hang), never for how long something may take.  Such limits are
+# generous, so that a busy machine (other work, two suites at once) cannot
+# reach them; a test that waits ends as soon as its event comes.  Keep
+# [scaled SECS] of one test below all.tcl's 900 s without progress (SECS
+# <= 150), so that a lost event fails its test, not its whole file.
+proc scaled {secs} {
+  set k 1
+  if {[info exists ::env(PAGEDB_SANITIZERS)] && $::env(PAGEDB_SANITIZERS)} { set k 5 }
+  if {[info exists ::env(PAGEDB_TIME_SCALE)] && $::env(PAGEDB_TIME_SCALE) ne ""} {
+    set k $::env(PAGEDB_TIME_SCALE)
+  }
+  return [expr {$secs * $k}]
+}
 
 # A deterministic random integer in [lo, hi].
 proc randint {lo hi} {
@@ -155,6 +177,7 @@ proc do_test {name cmd expected} {
     puts "! errorCode: [dict get $opts -errorcode]"
     puts [dict get $opts -errorinfo]
     fail_test $name
+    tc_progress
     return
   }
   set ok 0
@@ -174,6 +197,7 @@ proc do_test {name cmd expected} {
     fail_test $name
   }
   flush stdout
+  tc_progress
 }
 
 # do_execsql_test NAME SQL EXPECTED ?DB?
@@ -209,6 +233,7 @@ proc do_skip {name reason} {
   lappend ::TC(skip_list) $name
   puts "$name... skipped: $reason"
   flush stdout
+  tc_progress
 }
 
 # The message of the error SCRIPT raises ("no error: RESULT" if none).
