@@ -19,6 +19,11 @@
 #   - a signed request needs "x-amz-content-sha256: UNSIGNED-PAYLOAD"
 #     (pagedb sends it; s3cmd signs its payloads itself).
 set -e
+# Waits end at their event; their limits scale as the suite's do
+# (tester.tcl's [scaled]), so a busy machine does not fail a start.
+K=${PAGEDB_TIME_SCALE:-}
+[ -n "$K" ] || { K=1; [ "${PAGEDB_SANITIZERS:-0}" = 1 ] && K=5; }
+K=${K%%.*}; case $K in ""|*[!0-9]*|0) K=1 ;; esac   # whole seconds: 1.5 -> 1
 # The servers and their tools are not ours to instrument: a sanitizer build
 # preloads its runtime into the test's processes (Makefile.am), not theirs.
 unset LD_PRELOAD
@@ -37,7 +42,7 @@ stop() {
   for f in "$D"/run/*.pid; do
     [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
   done
-  for i in $(seq 50); do
+  for i in $(seq $((150 * K))); do
     alive=0
     for f in "$D"/run/*.pid; do
       [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1
@@ -106,7 +111,7 @@ CONF
   ceph-mon --id a --mkfs --monmap "$D/monmap" --keyring "$D/keyring" --setuser $U --setgroup $G \
     >"$D/log/mon-mkfs.out" 2>&1 || fail "ceph-mon --mkfs failed"
   ceph-mon --id a --setuser $U --setgroup $G >"$D/log/mon.out" 2>&1 || fail "ceph-mon did not start"
-  timeout 60 ceph osd create >/dev/null 2>"$D/log/osd-create.err" || fail "the monitor does not answer"
+  timeout $((150 * K)) ceph osd create >/dev/null 2>"$D/log/osd-create.err" || fail "the monitor does not answer"
   ceph auth get-or-create osd.0 mon 'allow profile osd' osd 'allow *' mgr 'allow profile osd' >> "$D/keyring"
   ceph osd crush add osd.0 1 root=default host=localhost >/dev/null 2>&1 || true
   ceph-osd --id 0 --mkfs --setuser $U --setgroup $G >"$D/log/osd-mkfs.out" 2>&1 || fail "ceph-osd --mkfs failed"
@@ -114,14 +119,14 @@ CONF
   ceph auth get-or-create client.rgw.a mon 'allow rw' osd 'allow rwx' >> "$D/keyring"
   radosgw -n client.rgw.a --setuser $U --setgroup $G >"$D/log/rgw.out" 2>&1 || fail "radosgw did not start"
   up=0
-  for i in $(seq 90); do
+  for i in $(seq $((300 * K))); do
     curl -s -m 2 -o /dev/null "http://127.0.0.1:$RGWPORT/" && { up=1; break; }
     sleep 1
   done
-  [ $up = 1 ] || fail "the gateway does not answer on port $RGWPORT after 90 s"
+  [ $up = 1 ] || fail "the gateway does not answer on port $RGWPORT after $((300 * K)) s"
   AK=PDBTEST$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr a-f A-F)
   SK=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-  timeout 60 radosgw-admin user create --uid=pagedb --display-name=pagedb --access-key="$AK" --secret-key="$SK" \
+  timeout $((150 * K)) radosgw-admin user create --uid=pagedb --display-name=pagedb --access-key="$AK" --secret-key="$SK" \
     >"$D/log/user.out" 2>&1 || fail "radosgw-admin user create failed"
   echo "$RGWPORT $AK $SK" > "$D/endpoint"
   if [ -n "$3" ]; then

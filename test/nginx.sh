@@ -7,6 +7,11 @@
 # the reason when nginx cannot start.  With OWNER_PID (start DIR PID), a
 # watcher stops nginx when that process is gone, however it ended.
 set -e
+# Waits end at their event; their limits scale as the suite's do
+# (tester.tcl's [scaled]), so a busy machine does not fail a start.
+K=${PAGEDB_TIME_SCALE:-}
+[ -n "$K" ] || { K=1; [ "${PAGEDB_SANITIZERS:-0}" = 1 ] && K=5; }
+K=${K%%.*}; case $K in ""|*[!0-9]*|0) K=1 ;; esac   # whole seconds: 1.5 -> 1
 # The servers and their tools are not ours to instrument: a sanitizer build
 # preloads its runtime into the test's processes (Makefile.am), not theirs.
 unset LD_PRELOAD
@@ -57,7 +62,7 @@ http {
 }
 CONF
     if "$NGINX" -p "$D" -c "$D/nginx.conf" -e "$D/log/error.log" 2>"$D/log/start.err"; then
-      for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+      for i in $(seq $((300 * K))); do
         if [ -s "$D/nginx.pid" ]; then
           watch "$3"
           echo "$PORT"
@@ -72,7 +77,7 @@ CONF
   exit 1 ;;
 stop)
   [ -s "$D/nginx.pid" ] && kill "$(cat "$D/nginx.pid")" 2>/dev/null || true
-  for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  for i in $(seq $((300 * K))); do
     [ -e "$D/nginx.pid" ] || exit 0
     sleep 0.1
   done ;;
