@@ -165,6 +165,14 @@ static int add_error_classes(PyObject *m) {
     Py_DECREF(bases);
     if (!c) goto fail;
     code_class[classes[i].code] = c;
+    /* Raised from Python (pagedb/__init__.py) too: the class says its code. */
+    PyObject *code = PyLong_FromLong(classes[i].code);
+    PyObject *cname = PyUnicode_FromString(pagedb_errname(classes[i].code));
+    int bad = !code || !cname || PyObject_SetAttrString(c, "code", code) < 0 ||
+              PyObject_SetAttrString(c, "codename", cname) < 0;
+    Py_XDECREF(code);
+    Py_XDECREF(cname);
+    if (bad) goto fail;
     if (PyModule_AddObject(m, classes[i].name, Py_NewRef(c)) < 0) goto fail;
   }
   Py_DECREF(dict);
