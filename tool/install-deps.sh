@@ -8,7 +8,8 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkgconf \
   libsqlite3-dev sqlite3 liblz4-dev libxxhash-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
-  libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox"
+  libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox \
+  python3-dev python3-numpy python3-pytest python3-torch dataset-fashion-mnist"
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
 missing=""
 for p in $PKGS; do
