@@ -435,9 +435,25 @@ static PyObject *dataset_add_field(PyDataset *ds, PyObject *args, PyObject *kw) 
   return PyLong_FromLong(ds->nfield - 1);
 }
 
+/* A cheap call on the handle, entered all the same: a close() in another
+** thread must not free the handle under it. */
+static int64_t entered_count(PyDataset *ds, int what, PdbErr *e) {
+  int64_t v = -1;
+  Py_BEGIN_ALLOW_THREADS
+  if (ds_enter(ds, e) == 0) {
+    v = what ? (int64_t)pagedb_page_size(ds->db) : pagedb_count(ds->db);
+    ds_leave(ds);
+  }
+  Py_END_ALLOW_THREADS
+  return v;
+}
+
 static Py_ssize_t dataset_len(PyDataset *ds) {
+  PdbErr e;
   if (ds_check_open(ds)) return -1;
-  return (Py_ssize_t)pagedb_count(ds->db);
+  int64_t n = entered_count(ds, 0, &e);
+  if (n < 0) pdberr_raise(&e);
+  return (Py_ssize_t)n;
 }
 
 static PyObject *dataset_fields(PyDataset *ds, void *closure) {
@@ -461,8 +477,10 @@ static PyObject *dataset_zero_copy(PyDataset *ds, void *closure) {
 }
 
 static PyObject *dataset_page_size(PyDataset *ds, void *closure) {
+  PdbErr e;
   if (ds_check_open(ds)) return NULL;
-  return PyLong_FromSize_t(pagedb_page_size(ds->db));
+  int64_t n = entered_count(ds, 1, &e);
+  return n < 0 ? pdberr_raise(&e) : PyLong_FromLongLong(n);
 }
 
 /* ------------------------------------------------------------------ */

@@ -16,7 +16,8 @@
 
 --source memory gives the baseline: the same arrays in memory, through a
 map-style torch Dataset and DataLoader(shuffle=True, num_workers=2).
---steps N stops training after N batches (python/tests/test_example.py).
+--steps N stops training after N batches (python/tests/test_example.py runs
+--steps 150 --no-loader-pass: the full epoch is too slow for the suite).
 """
 import argparse
 import gzip
@@ -167,6 +168,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2, help="torch's compute threads")
+    ap.add_argument("--no-loader-pass", action="store_true", help="skip timing the loader alone")
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
@@ -179,14 +181,15 @@ def main(argv=None):
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     for epoch in range(args.epochs):
         train, test, _ = loaders(args, epoch)
-        # The loader alone: how fast it hands out batches.
-        t0, n = time.perf_counter(), 0
-        for x, y in train:
-            n += len(y)
-        dt = time.perf_counter() - t0
-        print("epoch %d: %s loader alone: %d samples in %.2f s = %.0f samples/s (batch %d, %d workers)"
-              % (epoch, args.source, n, dt, n / dt, args.batch, args.workers))
-        train, test, _ = loaders(args, epoch)
+        if not args.no_loader_pass:
+            # The loader alone: how fast it hands out batches.
+            t0, n = time.perf_counter(), 0
+            for x, y in train:
+                n += len(y)
+            dt = time.perf_counter() - t0
+            print("epoch %d: %s loader alone: %d samples in %.2f s = %.0f samples/s (batch %d, %d workers)"
+                  % (epoch, args.source, n, dt, n / dt, args.batch, args.workers))
+            train, test, _ = loaders(args, epoch)
         model.train()
         t0, n, steps = time.perf_counter(), 0, 0
         for x, y in train:
