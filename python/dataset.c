@@ -108,24 +108,23 @@ static void pool_close(PyDataset *ds) {
   ds->npool = 0;
 }
 
-void ds_writer_unlink(PyWriter *w) {
-  pthread_mutex_lock(&w->ds->poolmu);
-  if (w->pprev) {
-    *w->pprev = w->next;
-    if (w->next) w->next->pprev = w->pprev;
-    w->pprev = NULL;
-  }
-  pthread_mutex_unlock(&w->ds->poolmu);
+void ds_link(PyDataset *ds, PdbLink **head, PdbLink *l) {
+  pthread_mutex_lock(&ds->poolmu);
+  l->next = *head;
+  if (l->next) l->next->pprev = &l->next;
+  l->pprev = head;
+  *head = l;
+  pthread_mutex_unlock(&ds->poolmu);
 }
 
-void ds_iter_unlink(PyIter *it) {
-  pthread_mutex_lock(&it->ds->poolmu);
-  if (it->pprev) {
-    *it->pprev = it->next;
-    if (it->next) it->next->pprev = it->pprev;
-    it->pprev = NULL;
+void ds_unlink(PyDataset *ds, PdbLink *l) {
+  pthread_mutex_lock(&ds->poolmu);
+  if (l->pprev) {
+    *l->pprev = l->next;
+    if (l->next) l->next->pprev = l->pprev;
+    l->pprev = NULL;
   }
-  pthread_mutex_unlock(&it->ds->poolmu);
+  pthread_mutex_unlock(&ds->poolmu);
 }
 
 /* ------------------------------------------------------------------ */
@@ -329,12 +328,14 @@ static void close_locked(PyDataset *ds, PdbErr *e) {
   pagedb *db = ds->db;
   e->rc = PAGEDB_OK;
   pthread_mutex_lock(&ds->poolmu);
-  for (PyWriter *w = ds->writers; w; w = w->next) {
+  for (PdbLink *l = ds->writers; l; l = l->next) {
+    PyWriter *w = (PyWriter *)((char *)l - offsetof(PyWriter, link));
     int rc = pagedb_writer_close(w->w);
     if (rc != PAGEDB_OK && e->rc == PAGEDB_OK) pdberr_set(e, rc, pagedb_errmsg(db));
     w->w = NULL;
   }
-  for (PyIter *it = ds->iters; it; it = it->next) {
+  for (PdbLink *l = ds->iters; l; l = l->next) {
+    PyIter *it = (PyIter *)((char *)l - offsetof(PyIter, link));
     pagedb_reader_close(it->r);
     it->r = NULL;
   }

@@ -42,8 +42,8 @@ PyObject *iter_create(PyDataset *ds, PyObject *args, PyObject *kw) {
   it->pos = 0;
   it->raw = raw;
   it->fields = NULL;
-  it->next = NULL;
-  it->pprev = NULL;
+  it->link.next = NULL;
+  it->link.pprev = NULL;
   pthread_mutex_init(&it->mu, NULL);
   it->ids = PyMem_RawMalloc(sizeof(int64_t) * (it->n ? it->n : 1));
   if (!it->ids) {
@@ -75,14 +75,7 @@ PyObject *iter_create(PyDataset *ds, PyObject *args, PyObject *kw) {
         it->r = NULL;
       }
     }
-    if (rc == PAGEDB_OK) {
-      pthread_mutex_lock(&ds->poolmu);
-      it->next = ds->iters;
-      if (it->next) it->next->pprev = &it->next;
-      it->pprev = &ds->iters;
-      ds->iters = it;
-      pthread_mutex_unlock(&ds->poolmu);
-    }
+    if (rc == PAGEDB_OK) ds_link(ds, &ds->iters, &it->link);
     ds_leave(ds);
   }
   Py_END_ALLOW_THREADS
@@ -118,7 +111,7 @@ static void iter_close_reader(PyIter *it) {
 static void iter_dealloc(PyIter *it) {
   if (it->ds && it->ds->pid == getpid()) {
     iter_close_reader(it);
-    ds_iter_unlink(it);
+    ds_unlink(it->ds, &it->link);
   }
   Py_CLEAR(it->ds);
   PyMem_RawFree(it->ids);

@@ -55,6 +55,11 @@
 typedef struct PyWriter PyWriter;
 typedef struct PyIter PyIter;
 
+/* A place in one of a Dataset's lists of live objects (under its poolmu). */
+typedef struct PdbLink {
+  struct PdbLink *next, **pprev;  /* pprev NULL: not in a list */
+} PdbLink;
+
 typedef struct {
   PyObject_HEAD
   pagedb *db;                     /* NULL once closed (or deferred, see zombie) */
@@ -68,8 +73,8 @@ typedef struct {
   pthread_mutex_t pinmu;          /* guards pins and zombie (invariant 3) */
   int64_t pins;
   pagedb *zombie;                 /* closed from Python, awaiting its last pin */
-  PyWriter *writers;              /* live Writer objects (under poolmu) */
-  PyIter *iters;                  /* live Iterator objects (under poolmu) */
+  PdbLink *writers;               /* live Writer objects (PyWriter.link) */
+  PdbLink *iters;                 /* live Iterator objects (PyIter.link) */
   pid_t pid;                      /* the process that opened it (see fork) */
   /* The schema, cached: entries are only ever appended (fields are never
   ** removed or changed), so readers may look at ftype/fcodec of a field
@@ -87,7 +92,7 @@ struct PyWriter {
   PyDataset *ds;                  /* strong reference */
   pagedb_writer *w;               /* NULL once closed */
   pthread_mutex_t mu;             /* one caller at a time */
-  PyWriter *next, **pprev;        /* in ds->writers */
+  PdbLink link;                   /* in ds->writers */
 };
 
 struct PyIter {
@@ -100,7 +105,7 @@ struct PyIter {
   int *fields;                    /* field numbers to read */
   int nfield;
   int raw;                        /* TEXT as memoryview, not str */
-  PyIter *next, **pprev;          /* in ds->iters */
+  PdbLink link;                   /* in ds->iters */
 };
 
 extern PyTypeObject PyDataset_Type, PyWriter_Type, PyIter_Type, PyMapView_Type, PyHeapView_Type;
@@ -133,12 +138,14 @@ int ds_field_codec(PyDataset *ds, int f);
 /* A pool reader (GIL released, under ds_enter); NULL with E set. */
 pagedb_reader *ds_reader_take(PyDataset *ds, PdbErr *e);
 void ds_reader_give(PyDataset *ds, pagedb_reader *r);
-void ds_writer_unlink(PyWriter *w);
+/* Put L at the head of list *HEAD of DS / take it out (either: a no-op
+** if it is not in one). */
+void ds_link(PyDataset *ds, PdbLink **head, PdbLink *l);
+void ds_unlink(PyDataset *ds, PdbLink *l);
 /* The field numbers FIELDS names (None: all) in *NUMS (PyMem_Free it). */
 int ds_parse_fields(PyDataset *ds, PyObject *fields, int **nums, int *n);
 /* IDS as a C-contiguous 1-d int64 ndarray (a new reference). */
 PyObject *ds_ids_array(PyObject *ids);
-void ds_iter_unlink(PyIter *it);
 
 /*
 ** Reading one value (view.c).  A value is read in two steps: fetch, with

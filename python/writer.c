@@ -45,8 +45,8 @@ PyObject *writer_create(PyDataset *ds) {
   if (!w) return NULL;
   w->ds = (PyDataset *)Py_NewRef(ds);
   w->w = NULL;
-  w->next = NULL;
-  w->pprev = NULL;
+  w->link.next = NULL;
+  w->link.pprev = NULL;
   pthread_mutex_init(&w->mu, NULL);
   PdbErr e;
   int rc = PAGEDB_MISUSE;
@@ -57,12 +57,7 @@ PyObject *writer_create(PyDataset *ds) {
       pdberr_set(&e, rc, pagedb_errmsg(ds->db));
     } else {
       /* Linked while entered: close() (exclusive) sees it and closes it. */
-      pthread_mutex_lock(&ds->poolmu);
-      w->next = ds->writers;
-      if (w->next) w->next->pprev = &w->next;
-      w->pprev = &ds->writers;
-      ds->writers = w;
-      pthread_mutex_unlock(&ds->poolmu);
+      ds_link(ds, &ds->writers, &w->link);
     }
     ds_leave(ds);
   }
@@ -113,7 +108,7 @@ static void writer_dealloc(PyWriter *w) {
       }
       Py_END_ALLOW_THREADS
     }
-    ds_writer_unlink(w);
+    ds_unlink(w->ds, &w->link);
     Py_CLEAR(w->ds);
   }
   pthread_mutex_destroy(&w->mu);
