@@ -102,6 +102,26 @@ void ds_reader_give(PyDataset *ds, pagedb_reader *r) {
   pagedb_reader_close(r);
 }
 
+pagedb_reader *ds_enter_reader(PyDataset *ds, PdbErr *e) {
+  if (ds_enter(ds, e) < 0) return NULL;
+  pagedb_reader *r = ds_reader_take(ds, e);
+  if (!r) ds_leave(ds);
+  return r;
+}
+
+void ds_leave_reader(PyDataset *ds, pagedb_reader *r) {
+  ds_reader_give(ds, r);
+  ds_leave(ds);
+}
+
+void lock_nogil(pthread_mutex_t *mu) {
+  if (pthread_mutex_trylock(mu) != 0) {
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(mu);
+    Py_END_ALLOW_THREADS
+  }
+}
+
 /* Close the pool's readers: under ds->lock held exclusively. */
 static void pool_close(PyDataset *ds) {
   for (int i = 0; i < ds->npool; i++) pagedb_reader_close(ds->pool[i]);
@@ -584,13 +604,10 @@ static PyObject *get_sample(PyDataset *ds, PyObject *ido, PyObject *fields, int 
   PdbErr e;
   int rc = -1;
   Py_BEGIN_ALLOW_THREADS
-  if (ds_enter(ds, &e) == 0) {
-    pagedb_reader *r = ds_reader_take(ds, &e);
-    if (r) {
-      rc = ds_fetch_sample(ds, r, id, nums, n, slots, &e);
-      ds_reader_give(ds, r);
-    }
-    ds_leave(ds);
+  pagedb_reader *r = ds_enter_reader(ds, &e);
+  if (r) {
+    rc = ds_fetch_sample(ds, r, id, nums, n, slots, &e);
+    ds_leave_reader(ds, r);
   }
   Py_END_ALLOW_THREADS
   PyObject *d = rc == 0 ? ds_wrap_sample(ds, nums, n, slots, raw) : pdberr_raise(&e);
@@ -636,19 +653,16 @@ static PyObject *read_value(PyDataset *ds, PyObject *args, PyObject *kw, int as_
   int rc = -1;
   size_t n = 0;
   Py_BEGIN_ALLOW_THREADS
-  if (ds_enter(ds, &e) == 0) {
-    pagedb_reader *r = ds_reader_take(ds, &e);
-    if (r && out != Py_None) {
-      int prc = pagedb_read_into(r, id, f, buf.buf, (size_t)buf.len, &n);
-      if (prc == PAGEDB_OK) rc = 0;
-      else pdberr_set(&e, prc, pagedb_reader_errmsg(r));
-    } else if (r) {
-      rc = slot_fetch(ds, r, id, f, &s, &e);
-      if (rc == 0 && s.missing) rc = -1;
-    }
-    if (r) ds_reader_give(ds, r);
-    ds_leave(ds);
+  pagedb_reader *r = ds_enter_reader(ds, &e);
+  if (r && out != Py_None) {
+    int prc = pagedb_read_into(r, id, f, buf.buf, (size_t)buf.len, &n);
+    if (prc == PAGEDB_OK) rc = 0;
+    else pdberr_set(&e, prc, pagedb_reader_errmsg(r));
+  } else if (r) {
+    rc = slot_fetch(ds, r, id, f, &s, &e);
+    if (rc == 0 && s.missing) rc = -1;
   }
+  if (r) ds_leave_reader(ds, r);
   Py_END_ALLOW_THREADS
   if (out != Py_None) {
     PyBuffer_Release(&buf);
@@ -709,9 +723,9 @@ static PyObject *dataset_read_batch(PyDataset *ds, PyObject *args, PyObject *kw)
   int rc = -1;
   npy_intp done = 0;
   Py_BEGIN_ALLOW_THREADS
-  if (ds_enter(ds, &e) == 0) {
-    pagedb_reader *r = ds_reader_take(ds, &e);
-    if (r && map) {
+  pagedb_reader *r = ds_enter_reader(ds, &e);
+  if (r) {
+    if (map) {
       rc = 0;
       for (npy_intp at = 0; at < n && rc == 0; at += PAGEDB_MAX_BATCH) {
         int k = (int)(n - at < PAGEDB_MAX_BATCH ? n - at : PAGEDB_MAX_BATCH);
@@ -730,7 +744,7 @@ static PyObject *dataset_read_batch(PyDataset *ds, PyObject *args, PyObject *kw)
         ds_pin(ds, n);
         done = n;
       }
-    } else if (r) {
+    } else {
       rc = 0;
       for (npy_intp i = 0; i < n && rc == 0; i++) {
         rc = slot_fetch(ds, r, ids[i], f, &slots[i], &e);
@@ -738,8 +752,7 @@ static PyObject *dataset_read_batch(PyDataset *ds, PyObject *args, PyObject *kw)
         if (rc == 0) done = i + 1;
       }
     }
-    if (r) ds_reader_give(ds, r);
-    ds_leave(ds);
+    ds_leave_reader(ds, r);
   }
   Py_END_ALLOW_THREADS
   PyObject *list = rc == 0 ? PyList_New(n) : NULL;

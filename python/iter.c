@@ -86,14 +86,6 @@ PyObject *iter_create(PyDataset *ds, PyObject *args, PyObject *kw) {
   return (PyObject *)it;
 }
 
-static void iter_lock(PyIter *it) {
-  if (pthread_mutex_trylock(&it->mu) != 0) {
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&it->mu);
-    Py_END_ALLOW_THREADS
-  }
-}
-
 /* Close IT's reader, entered (a no-op once the dataset is closed: close()
 ** closed it then). */
 static void iter_close_reader(PyIter *it) {
@@ -130,7 +122,7 @@ static PyObject *iter_next(PyIter *it) {
   if (!slots) return PyErr_NoMemory();
   PdbErr e;
   int rc = -1, end = 0;
-  iter_lock(it);
+  lock_nogil(&it->mu);
   Py_BEGIN_ALLOW_THREADS
   if (it->pos >= it->n) {
     end = 1;
@@ -150,7 +142,7 @@ static PyObject *iter_next(PyIter *it) {
 
 static PyObject *iter_close(PyIter *it, PyObject *noarg) {
   if (it->ds->pid == getpid()) {
-    iter_lock(it);
+    lock_nogil(&it->mu);
     iter_close_reader(it);
     pthread_mutex_unlock(&it->mu);
   }
@@ -176,7 +168,7 @@ static int iter_set_position(PyIter *it, PyObject *v, void *closure) {
     PyErr_Format(PyExc_ValueError, "position %lld: the iterator has %lld ids", p, (long long)it->n);
     return -1;
   }
-  iter_lock(it);
+  lock_nogil(&it->mu);
   it->pos = p;
   pthread_mutex_unlock(&it->mu);
   return 0;

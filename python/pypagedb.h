@@ -135,6 +135,12 @@ void ds_unpin(PyDataset *ds, int64_t n);          /* any time, GIL held */
 int ds_field_number(PyDataset *ds, PyObject *field);     /* -1 with an exception */
 int ds_field_type(PyDataset *ds, int f);
 int ds_field_codec(PyDataset *ds, int f);
+/* Lock MU, letting other threads run while it waits (GIL held on entry). */
+void lock_nogil(pthread_mutex_t *mu);
+/* ds_enter and a pool reader at once (GIL released): NULL with E set and
+** the handle left; else give it back with ds_leave_reader. */
+pagedb_reader *ds_enter_reader(PyDataset *ds, PdbErr *e);
+void ds_leave_reader(PyDataset *ds, pagedb_reader *r);
 /* A pool reader (GIL released, under ds_enter); NULL with E set. */
 pagedb_reader *ds_reader_take(PyDataset *ds, PdbErr *e);
 void ds_reader_give(PyDataset *ds, pagedb_reader *r);

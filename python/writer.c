@@ -30,15 +30,6 @@ typedef struct {
   double d;
 } Val;
 
-static int writer_lock(PyWriter *w) {
-  if (pthread_mutex_trylock(&w->mu) != 0) {
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&w->mu);
-    Py_END_ALLOW_THREADS
-  }
-  return 0;
-}
-
 PyObject *writer_create(PyDataset *ds) {
   if (ds_check_open(ds)) return NULL;
   PyWriter *w = PyObject_New(PyWriter, &PyWriter_Type);
@@ -73,7 +64,7 @@ PyObject *writer_create(PyDataset *ds) {
 static PyObject *writer_finish(PyWriter *w, int close) {
   PdbErr e;
   int rc = PAGEDB_OK;
-  writer_lock(w);
+  lock_nogil(&w->mu);
   Py_BEGIN_ALLOW_THREADS
   if (ds_enter(w->ds, &e) == 0) {
     if (w->w) {
@@ -213,7 +204,7 @@ static PyObject *writer_append(PyWriter *w, PyObject *args, PyObject *kw) {
   PdbErr e;
   int rc = PAGEDB_MISUSE;
   int64_t got = -1;
-  writer_lock(w);
+  lock_nogil(&w->mu);
   Py_BEGIN_ALLOW_THREADS
   if (ds_enter(w->ds, &e) == 0) {
     if (!w->w) {
