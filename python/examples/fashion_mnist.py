@@ -108,10 +108,10 @@ def convert(src, path, threads=2):
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.c1 = nn.Conv2d(1, 8, 3, padding=1)
-        self.c2 = nn.Conv2d(8, 16, 3, padding=1)
-        self.fc1 = nn.Linear(16 * 7 * 7, 64)
-        self.fc2 = nn.Linear(64, 10)
+        self.c1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.c2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc1 = nn.Linear(32 * 7 * 7, 128)
+        self.fc2 = nn.Linear(128, 10)
 
     def forward(self, x):
         x = F.max_pool2d(F.relu(self.c1(x)), 2)
