@@ -265,7 +265,7 @@ def main():
     print()
     print("%-8s %9s %12s %12s %12s %10s %10s" % ("workload", "samples", "pagedb/s", "memmap/s", "sqlite3/s",
                                                  "vs memmap", "vs sqlite3"))
-    for name, count, res, *_ in rows:
+    for name, count, res, *_ in ([] if args.bare_only else rows):
         p, m, s = (res.get(k, (float("nan"),))[0] for k in ("pagedb", "memmap", "sqlite3"))
         print("%-8s %9d %12.0f %12.0f %12.0f %9.1f%% %9.2fx" % (name, count, p, m, s, 100 * p / m, p / s))
     print()
