@@ -17,6 +17,8 @@ import pagedb                                          # noqa: E402
 from pagedb.torch import DataLoader, IterableDataset, MapDataset   # noqa: E402
 
 N, BATCH = 37, 4
+# 3 workers on a 2-core machine is the point of the 3-worker cases.
+pytestmark = pytest.mark.filterwarnings("ignore:This DataLoader will create")
 
 
 @pytest.fixture(scope="module")
