@@ -10,7 +10,8 @@ import pytest
 from conftest import SANITIZERS
 
 if SANITIZERS:
-    pytest.skip("torch is not run with the ASan runtime preloaded", allow_module_level=True)
+    pytest.skip("the training run is left out of the sanitizer build (minutes of torch's arithmetic)",
+                allow_module_level=True)
 pytest.importorskip("torch")
 SRC = "/usr/share/datasets/fashion-mnist"
 if not os.path.exists(os.path.join(SRC, "train-images-idx3-ubyte.gz")):

@@ -4,13 +4,8 @@ ranks' parts together), the order exactly pagedb_order's for the seed and
 epoch, and a resumed iterator (state_dict / load_state_dict mid-epoch) that
 continues exactly where the saved state was.  The datasets are tiny: spawn
 workers import torch, which is most of this file's time."""
-import numpy as np
 import pytest
 
-from conftest import SANITIZERS
-
-if SANITIZERS:
-    pytest.skip("torch is not run with the ASan runtime preloaded", allow_module_level=True)
 torch = pytest.importorskip("torch")
 
 import pagedb                                          # noqa: E402
