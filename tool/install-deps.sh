@@ -8,10 +8,12 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkgconf \
   libsqlite3-dev sqlite3 liblz4-dev libxxhash-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
-  libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox \
-  python3-dev python3-numpy python3-pytest python3-torch dataset-fashion-mnist"
+  libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox"
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
 missing=""
+# Python (issue 17): headers, NumPy, pytest and torch for python/, and the
+# Fashion-MNIST files of its example.
+PKGS="$PKGS python3-dev python3-numpy python3-pytest python3-torch dataset-fashion-mnist"
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
