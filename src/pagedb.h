@@ -561,6 +561,18 @@ PAGEDB_API int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **r);
 ** outlive it.  In PAGEDB_READ_MMAP mode the bytes are the file's own pages,
 ** read-only.  Costs O(1): no SQL is run.
 **
+** Map lifetime.  In PAGEDB_READ_MMAP mode, the pointer to a value stored as
+** given -- every value of a field whose codec is PAGEDB_CODEC_NONE -- is
+** into the map of the data file, and stays valid until pagedb_close(DB)
+** whatever happens meanwhile: later reads, pagedb_reader_close(R), other
+** readers, commits that grow the file (a map that must grow is replaced,
+** and the old one kept until close).  The one exception is an in-place
+** pagedb_vacuum, which needs every reader closed and replaces the file:
+** pointers taken before it are invalid after it.  Zero-copy bindings rely
+** on this (python/: a view keeps the handle open, not a reader).  A value
+** stored compressed is decompressed into R's buffer: that pointer has only
+** the lifetime above.
+**
 ** Results: PAGEDB_OK; PAGEDB_NOTFOUND (no committed sample ID, or it has no
 ** value for FIELD); PAGEDB_RANGE; PAGEDB_MISMATCH (a scalar field);
 ** PAGEDB_CORRUPT (a checksum mismatch under PAGEDB_READ_VERIFY, or a

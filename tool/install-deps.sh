@@ -14,6 +14,9 @@ PKGS="build-essential autoconf automake libtool pkgconf \
 # one-node Ceph (monitor, OSD, RADOS gateway) and s3cmd for remote.test.
 PKGS="$PKGS libcurl4-openssl-dev curl nginx-light ceph-mon ceph-osd radosgw s3cmd"
 missing=""
+# Python (issue 17): headers, NumPy, pytest and torch for python/, and the
+# Fashion-MNIST files of its example.
+PKGS="$PKGS python3-dev python3-numpy python3-pytest python3-torch dataset-fashion-mnist"
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done

@@ -1,0 +1,95 @@
+"""pagedb: datasets of variable-length samples, read by id in O(1).
+
+The engine is the C library (src/pagedb.h); this package is its Python
+binding: the C extension module ``_pagedb`` (python/*.c), re-exported here,
+plus a little pure Python on top.  ``doc/python.md`` is the manual.
+
+    import pagedb
+    with pagedb.open("cats.pagedb", "c") as ds:
+        ds.add_field("image", "bytes")
+        ds.add_field("label", "int")
+        with ds.writer() as w:
+            w.append({"image": jpeg_bytes, "label": 3})
+        ds.commit()
+        ds[0]          # {'image': <memory ...>, 'label': 3}
+
+``pagedb.torch`` (importable when torch is installed) has the PyTorch
+datasets.
+"""
+import numpy as _np
+
+import _pagedb
+from _pagedb import *  # noqa: F401,F403  (the constants, Error and its subclasses, Field)
+from _pagedb import Error, Writer, Iterator, Field  # noqa: F401
+
+__all__ = [n for n in dir(_pagedb) if not n.startswith("_")] + ["open", "Dataset"]
+__version__ = _pagedb.libversion()
+
+
+class Dataset(_pagedb.Dataset):
+    """A pagedb dataset: ``Dataset(path, mode='r', vfs=None, read_mode='mmap',
+    verify=False, page_size=0)``; see ``pagedb.open``."""
+
+    def __repr__(self):
+        state = "closed" if self.closed else "%d samples" % len(self)
+        return "<pagedb.Dataset %r (%s)>" % (self.path, state)
+
+    def __iter__(self):
+        """The samples (dicts) in the order their bytes lie in the file."""
+        return self.iterate(self.order("sequential"))
+
+    def ids(self):
+        """Every committed id, ascending, as an int64 array."""
+        return _np.sort(self.order("sequential"))
+
+    def sql_ids(self, sql):
+        """The first column of SQL's rows as an int64 array of ids, e.g.
+        ``ds.sql_ids("SELECT id FROM sample WHERE label < 5")``."""
+        rows = self.sql(sql)
+        out = _np.empty(len(rows), dtype=_np.int64)
+        for i, r in enumerate(rows):
+            if not isinstance(r[0], int):
+                raise MismatchError("sql_ids: row %d's first column is %r, not an id" % (i, r[0]))  # noqa: F405
+            out[i] = r[0]
+        return out
+
+    def order(self, kind="random", seed=0, epoch=0, rank=0, world=1, drop_last=False, ids=None):
+        """The ids rank RANK of WORLD reads in epoch EPOCH (pagedb_order), as an
+        int64 array.  With IDS (a subset, e.g. from sql_ids), the global order
+        is restricted to them -- keeping pagedb's order, so 'quasi_random'
+        keeps its page locality -- and split among the ranks as pagedb does:
+        WORLD contiguous equal parts, the last padded from the start (or, with
+        drop_last, cut to a multiple of WORLD)."""
+        if ids is None:
+            return super().order(kind, seed, epoch, rank, world, drop_last)
+        if world < 1 or not 0 <= rank < world:
+            raise MisuseError("order: rank %d of world %d" % (rank, world))  # noqa: F405
+        full = super().order(kind, seed, epoch, 0, 1, False)
+        sub = _np.asarray(ids, dtype=_np.int64)
+        g = full[_np.isin(full, sub)]
+        if len(g) != len(_np.unique(sub)):
+            missing = _np.setdiff1d(sub, full)
+            raise NotFoundError("order: %d of the ids given are not committed samples (the first: %d)"  # noqa: F405
+                                % (len(missing), missing[0]))
+        n = len(g)
+        if drop_last:
+            per = n // world
+        else:
+            per = -(-n // world)
+        if n == 0 or per == 0:
+            return _np.empty(0, dtype=_np.int64)
+        pos = (_np.arange(per, dtype=_np.int64) + rank * per) % n
+        return g[pos]
+
+
+def open(path, mode="r", vfs=None, read_mode="mmap", verify=False, page_size=0):  # noqa: A001
+    """Open the dataset whose data file is PATH (its catalog is PATH-catalog).
+
+    mode: 'r' read-only, 'w' read-write, 'c' read-write, created if missing.
+    vfs: a registered VFS name ('posix', 'io_uring', 'direct'), None: default.
+    read_mode: 'mmap' -- BYTES values are zero-copy memoryviews of the file's
+    map (values of compressed fields are copies) -- or 'copy' (pread into a
+    buffer of each value's own).  verify: check every value's checksum.
+    page_size: for a new dataset, before its first field.
+    """
+    return Dataset(path, mode, vfs, read_mode, verify, page_size)

@@ -1,0 +1,195 @@
+/*
+** view.c -- values read from a dataset, and the buffers behind them.
+**
+** A BYTES value comes back as a read-only memoryview over one of two
+** exporters:
+**
+**   MapView   a pointer into the data file's map (PAGEDB_READ_MMAP, a field
+**             stored as given): nothing is copied.  It holds a strong
+**             reference to its Dataset and one pin on it, so the handle --
+**             and with it the map -- lives until the view and everything
+**             made from it (np.frombuffer, slices, torch.frombuffer) is gone,
+**             even after ds.close() (invariants 2 and 3 of pypagedb.h).
+**   HeapView  a buffer of its own, PyMem_RawMalloc'd, that pagedb filled
+**             with pagedb_read_into (a compressed value is decompressed
+**             straight into it; in copy mode it is pread straight into it).
+**             It refers to nothing: the reader's own buffers, which the next
+**             call reuses, are never handed out (invariant 4).
+**
+** The map is read-only (PROT_READ): both views are read-only, and asking
+** for a writable buffer raises BufferError instead of faulting.
+*/
+#include "pypagedb.h"
+
+#include <string.h>
+
+typedef struct {
+  PyObject_HEAD
+  PyDataset *ds;
+  const void *p;
+  Py_ssize_t n;
+} MapView;
+
+typedef struct {
+  PyObject_HEAD
+  void *p;
+  Py_ssize_t n;
+} HeapView;
+
+static int mapview_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+  MapView *v = (MapView *)self;
+  return PyBuffer_FillInfo(view, self, (void *)v->p, v->n, 1, flags);
+}
+
+static void mapview_dealloc(PyObject *self) {
+  MapView *v = (MapView *)self;
+  PyDataset *ds = v->ds;
+  Py_TYPE(self)->tp_free(self);
+  if (ds) {
+    ds_unpin(ds, 1);
+    Py_DECREF(ds);
+  }
+}
+
+static PyBufferProcs mapview_as_buffer = {mapview_getbuffer, NULL};
+
+PyTypeObject PyMapView_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "_pagedb.MapView",
+  .tp_basicsize = sizeof(MapView),
+  .tp_dealloc = mapview_dealloc,
+  .tp_as_buffer = &mapview_as_buffer,
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_doc = "The bytes of a value in a dataset's map; keeps the dataset's handle open.",
+};
+
+static int heapview_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+  static char empty[1];
+  HeapView *v = (HeapView *)self;
+  return PyBuffer_FillInfo(view, self, v->p ? v->p : empty, v->n, 1, flags);
+}
+
+static void heapview_dealloc(PyObject *self) {
+  HeapView *v = (HeapView *)self;
+  PyMem_RawFree(v->p);
+  Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs heapview_as_buffer = {heapview_getbuffer, NULL};
+
+PyTypeObject PyHeapView_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "_pagedb.HeapView",
+  .tp_basicsize = sizeof(HeapView),
+  .tp_dealloc = heapview_dealloc,
+  .tp_as_buffer = &heapview_as_buffer,
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_doc = "The bytes of a value read into a buffer of its own.",
+};
+
+PyObject *mapview_new(PyDataset *ds, const void *p, size_t n) {
+  MapView *v = PyObject_New(MapView, &PyMapView_Type);
+  if (!v) {
+    ds_unpin(ds, 1);
+    return NULL;
+  }
+  v->ds = (PyDataset *)Py_NewRef(ds);
+  v->p = p;
+  v->n = (Py_ssize_t)n;
+  PyObject *mv = PyMemoryView_FromObject((PyObject *)v);
+  Py_DECREF(v);   /* the memoryview holds it now, or it is freed (unpinned) */
+  return mv;
+}
+
+PyObject *heapview_new(void *own, size_t n) {
+  HeapView *v = PyObject_New(HeapView, &PyHeapView_Type);
+  if (!v) {
+    PyMem_RawFree(own);
+    return NULL;
+  }
+  v->p = own;
+  v->n = (Py_ssize_t)n;
+  PyObject *mv = PyMemoryView_FromObject((PyObject *)v);
+  Py_DECREF(v);
+  return mv;
+}
+
+int view_is_map(PyDataset *ds, int f) {
+  return (ds->readmode & ~PAGEDB_READ_VERIFY) == PAGEDB_READ_MMAP &&
+         PAGEDB_CODEC_KIND(ds_field_codec(ds, f)) == PAGEDB_CODEC_NONE;
+}
+
+static int fail(PdbErr *e, pagedb_reader *r, int rc) {
+  pdberr_set(e, rc, pagedb_reader_errmsg(r));
+  return -1;
+}
+
+int slot_fetch(PyDataset *ds, pagedb_reader *r, int64_t id, int f, Slot *s, PdbErr *e) {
+  memset(s, 0, sizeof *s);
+  s->type = ds_field_type(ds, f);
+  int rc;
+  if (s->type == PAGEDB_INT) {
+    rc = pagedb_read_int(r, id, f, &s->i);
+  } else if (s->type == PAGEDB_REAL) {
+    rc = pagedb_read_real(r, id, f, &s->d);
+  } else if (view_is_map(ds, f)) {
+    rc = pagedb_read(r, id, f, &s->map, &s->n);
+    if (rc == PAGEDB_OK) ds_pin(ds, 1);
+    else s->map = NULL;
+  } else {
+    /* Learn the size, then read (or decompress) straight into our own
+    ** buffer: one pass over the bytes, and nothing of the reader's kept. */
+    size_t n = 0;
+    rc = pagedb_read_into(r, id, f, NULL, 0, &n);
+    if (rc == PAGEDB_TOOBIG && n > 0) {
+      if (n > (size_t)PY_SSIZE_T_MAX || !(s->own = PyMem_RawMalloc(n))) {
+        pdberr_set(e, PAGEDB_NOMEM, "out of memory for a value of a sample");
+        snprintf(e->msg, sizeof e->msg, "out of memory for the %zu bytes of sample %lld, field %d", n,
+                 (long long)id, f);
+        return -1;
+      }
+      rc = pagedb_read_into(r, id, f, s->own, n, &s->n);
+      if (rc != PAGEDB_OK) {
+        PyMem_RawFree(s->own);
+        s->own = NULL;
+        s->n = 0;
+      }
+    }
+  }
+  if (rc == PAGEDB_NOTFOUND) {
+    s->missing = 1;
+    pdberr_set(e, rc, pagedb_reader_errmsg(r));
+    return 0;
+  }
+  return rc == PAGEDB_OK ? 0 : fail(e, r, rc);
+}
+
+void slot_drop(PyDataset *ds, Slot *s) {
+  if (s->map) ds_unpin(ds, 1);
+  PyMem_RawFree(s->own);
+  s->map = NULL;
+  s->own = NULL;
+}
+
+PyObject *slot_wrap(PyDataset *ds, Slot *s, int raw) {
+  PyObject *o;
+  if (s->missing) {
+    o = Py_NewRef(Py_None);
+  } else if (s->type == PAGEDB_INT) {
+    o = PyLong_FromLongLong(s->i);
+  } else if (s->type == PAGEDB_REAL) {
+    o = PyFloat_FromDouble(s->d);
+  } else if (s->type == PAGEDB_TEXT && !raw) {
+    const char *p = s->map ? s->map : s->own;
+    o = PyUnicode_DecodeUTF8(p ? p : "", (Py_ssize_t)s->n, "strict");
+    slot_drop(ds, s);
+  } else if (s->map) {
+    o = mapview_new(ds, s->map, s->n);   /* takes the pin */
+    s->map = NULL;
+  } else {
+    o = heapview_new(s->own, s->n);      /* takes the buffer */
+    s->own = NULL;
+  }
+  slot_drop(ds, s);
+  return o;
+}
