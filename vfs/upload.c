@@ -155,12 +155,12 @@ static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, char *ms
     snprintf(msg, cap, "out of memory uploading %s", rmt_url(o));
     return PAGEDB_NOMEM;
   }
-  int rc = request(o, "POST", "?uploads", -1, NULL, 0, 0, &h, g, msg, cap);
+  int rc = request(o, "POST", "?uploads=", -1, NULL, 0, 0, &h, g, msg, cap);
   char id[1024] = "";
   const char *a = rc == PAGEDB_OK ? strstr(g->buf, "<UploadId>") : NULL;
   const char *b = a ? strstr(a, "</UploadId>") : NULL;
   if (rc == PAGEDB_OK && (!a || !b || b - a - 10 <= 0 || b - a - 10 >= (long)sizeof id - 1)) {
-    snprintf(msg, cap, "POST %s?uploads: no UploadId in the answer", rmt_url(o));
+    snprintf(msg, cap, "POST %s?uploads=: no UploadId in the answer", rmt_url(o));
     rc = PAGEDB_IOERR_REMOTE;
   }
   if (rc != PAGEDB_OK) goto out;
