@@ -165,10 +165,16 @@ static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, char *ms
   }
   if (rc != PAGEDB_OK) goto out;
   /* The id goes into a query string: keep only what needs no escaping. */
-  for (const char *p = a + 10; p < b; p++) {
+  for (const char *p = a + 10; p < b && rc == PAGEDB_OK; p++) {
     size_t k = strlen(id);
-    if (isalnum((unsigned char)*p) || strchr("-_.~", *p)) id[k] = *p, id[k + 1] = 0;
-    else k += (size_t)snprintf(id + k, sizeof id - k, "%%%02X", (unsigned char)*p);
+    if (k + 4 >= sizeof id) {
+      snprintf(msg, cap, "POST %s?uploads=: an UploadId too long to use", rmt_url(o));
+      rc = PAGEDB_IOERR_REMOTE;   /* the upload is aborted below */
+    } else if (isalnum((unsigned char)*p) || strchr("-_.~", *p)) {
+      id[k] = *p, id[k + 1] = 0;
+    } else {
+      snprintf(id + k, sizeof id - k, "%%%02X", (unsigned char)*p);
+    }
   }
   size_t xn = (size_t)snprintf(xml, xcap, "<CompleteMultipartUpload>");
   for (uint64_t i = 0; i < nparts && rc == PAGEDB_OK; i++) {
