@@ -35,9 +35,7 @@
 #include <unistd.h>
 
 #if PAGEDB_HAVE_CURL
-int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, size_t cap);
-int rmt_delete(const char *url, char *msg, size_t cap);
-int rmt_get_file(const char *url, const char *local, char *msg, size_t cap);
+#include "remote.h"     /* rmt_put_file, rmt_delete, rmt_get_file (vfs/upload.c) */
 #endif
 
 /* Dataset files besides the data file and the catalog, uploaded between
