@@ -277,8 +277,10 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
     rc = rmt_get_file(s, t, msg, sizeof msg);
     if (rc == PAGEDB_CANTOPEN_NOENT && i == 1) rc = PAGEDB_OK;   /* no index */
     else if (rc == PAGEDB_OK) got |= 1 << i;
+    /* Each rename durable before the next file: the catalog's never
+    ** reaches the disk before the data file's. */
+    if (rc == PAGEDB_OK && (got & (1 << i))) rc = sync_dir(t, msg);
   }
-  if (rc == PAGEDB_OK) rc = sync_dir(t, msg);
   for (int i = 0; rc != PAGEDB_OK && t && i < 3; i++)
     if (got & (1 << i)) {
       snprintf(t, tl, "%s%s", to, suffix[i]);
