@@ -207,6 +207,23 @@ static const DotCmd aDotCmd[] = {
     "way to label its output.\n",
     "pagedb> .print 'samples per class:'\n"
     "samples per class:\n" },
+  { "pull", dotPull, ".pull SRC DEST",
+    "Download the remote dataset SRC to the local path DEST",
+    "Downloads the dataset at SRC (s3://BUCKET/KEY, http:// or https://) to\n"
+    "DEST (a path, or a directory to put it in): data file, index file if any,\n"
+    "then catalog, each under a temporary name, synced and renamed\n"
+    "(pagedb_pull).  Existing files are never overwritten.\n",
+    "pagedb> .pull s3://sets/imagenet.pagedb /data/\n"
+    "pulled s3://sets/imagenet.pagedb to /data/\n" },
+  { "push", dotPush, ".push DEST",
+    "Copy the committed dataset to s3://, an http(s) PUT URL or a directory",
+    "Copies the open dataset's committed samples to DEST (pagedb_push):\n"
+    "s3://BUCKET/KEY (multipart upload for the data file), an http(s) URL\n"
+    "that takes PUT, or a local path or directory (e.g. one a web server\n"
+    "serves).  A DEST ending in / gets the dataset's file name.  The catalog\n"
+    "goes last: a push that fails part way leaves nothing that opens.\n",
+    "pagedb> .push s3://sets/\n"
+    "pushed imagenet.pagedb to s3://sets/\n" },
   { "put", dotPut, ".put ID|auto FIELD=VALUE|FIELD=@FILE ...",
     "Write one sample (VALUE, or FILE's bytes) and commit",
     "Writes one sample and commits.  VALUE is text for BYTES and TEXT fields,\n"

@@ -209,6 +209,8 @@ int dotDelete(ShellState *p, int nArg, char **azArg);
 /* cmd_long.c */
 int dotCheck(ShellState *p, int nArg, char **azArg);
 int dotVacuum(ShellState *p, int nArg, char **azArg);
+int dotPush(ShellState *p, int nArg, char **azArg);
+int dotPull(ShellState *p, int nArg, char **azArg);
 int dotAttach(ShellState *p, int nArg, char **azArg);
 int dotBench(ShellState *p, int nArg, char **azArg);
 

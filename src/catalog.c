@@ -1183,6 +1183,27 @@ int cat_snap_open(Catalog *c, pdb_msg *m, CatSnap **ps) {
   return PAGEDB_OK;
 }
 
+int cat_snap_backup(CatSnap *s, pdb_msg *m, const char *path) {
+  sqlite3 *dst = NULL;
+  /* A plain file on the default VFS: the copy is not a dataset's catalog
+  ** until it is renamed or uploaded beside its data. */
+  int src = sqlite3_open_v2(path, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+  sqlite3_backup *b = src == SQLITE_OK ? sqlite3_backup_init(dst, "main", s->conn, "main") : NULL;
+  if (b) {
+    src = sqlite3_backup_step(b, -1);
+    int fin = sqlite3_backup_finish(b);
+    if (src == SQLITE_DONE) src = fin;
+  } else if (src == SQLITE_OK) {
+    src = sqlite3_errcode(dst);
+  }
+  int rc = PAGEDB_OK;
+  if (src != SQLITE_OK)
+    rc = pdb_err(s->c->db, m, src == SQLITE_NOMEM ? PAGEDB_NOMEM : src == SQLITE_FULL ? PAGEDB_FULL : PAGEDB_IOERR,
+                 "copying catalog %s to %s: %s", s->c->path, path, dst ? sqlite3_errmsg(dst) : sqlite3_errstr(src));
+  sqlite3_close(dst);
+  return rc;
+}
+
 void cat_snap_close(CatSnap *s) {
   if (!s) return;
   if (s->conn && !sqlite3_get_autocommit(s->conn)) sqlite3_exec(s->conn, "COMMIT", NULL, NULL, NULL);

@@ -175,6 +175,9 @@ typedef struct CatVal {
 ** on it; cat_snap_close ends both.  NULL is a no-op for close. */
 int cat_snap_open(Catalog *c, pdb_msg *m, CatSnap **ps);
 void cat_snap_close(CatSnap *s);
+/* Copy S's snapshot whole into the new SQLite file PATH (SQLite's backup
+** API, default VFS).  PAGEDB_IOERR, PAGEDB_FULL, PAGEDB_NOMEM. */
+int cat_snap_backup(CatSnap *s, pdb_msg *m, const char *path);
 
 /* Meta KEY: *V (CAT_NULL when the key is absent) and, for a text value,
 ** its first CAP-1 bytes in TEXT (NUL-terminated; "" otherwise). */

@@ -515,6 +515,71 @@ PAGEDB_API int pagedb_delete(pagedb *db, int64_t id);
 PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
 
 /* ------------------------------------------------------------------ */
+/* Pushing to and pulling from object storage                          */
+/* ------------------------------------------------------------------ */
+
+/*
+** Copy DB's committed dataset to DEST: an S3 prefix or key
+** ("s3://BUCKET/KEY", credentials and endpoint as the s3 VFS reads them,
+** doc/remote.md), an "http://" or "https://" URL that takes PUT (WebDAV,
+** e.g. nginx's dav_methods PUT), or a local path (e.g. a directory a web
+** server serves).  DEST ending in '/', or naming an existing local
+** directory, gets DB's file name appended; otherwise it is the new
+** dataset's name.  The files written are DEST (the data file up to the
+** committed end), DEST-index if DB has an index file, and DEST-catalog, a
+** consistent snapshot of the committed catalog, LAST; an older
+** DEST-catalog is removed first.  So until the push has succeeded DEST is
+** not a dataset that opens, and a push that fails or is killed part way
+** never leaves one that opens with the wrong bytes.  An S3 data file larger
+** than one part (PAGEDB_PUSH_PART_BYTES, default 32M, at least 5M) goes up
+** by multipart upload, aborted on failure; smaller files by one PUT; a
+** local file is written under a temporary name, synced and renamed, and its
+** directory synced.  Transient server failures are retried as reads are
+** (PAGEDB_REMOTE_RETRIES).
+**
+** DB may be read-only but must be local.  Commits (and pagedb_vacuum) of DB
+** wait until the push ends; writers may go on filling pages meanwhile.
+** Samples committed after the push began are not pushed.  Another process
+** vacuuming the dataset in place meanwhile is not excluded.  Pushing over
+** an existing remote dataset that readers have open makes their reads fail
+** with PAGEDB_IOERR_CHANGED (never mixed bytes).
+**
+** Results: PAGEDB_OK; PAGEDB_MISUSE (DB NULL or failed, DEST NULL or empty,
+** DB remote); PAGEDB_CANTOPEN (a bad URL, missing S3 credentials, a
+** destination directory that does not exist, a build without libcurl);
+** PAGEDB_READONLY (a local destination that refuses writes);
+** PAGEDB_IOERR_REMOTE (the server refused or failed a request: the
+** message, pagedb_errmsg(DB), names the URL, the request and the HTTP
+** status, e.g. 403 AccessDenied, 404 NoSuchBucket, 405); PAGEDB_IOERR*;
+** PAGEDB_FULL; PAGEDB_NOMEM.
+*/
+PAGEDB_API int pagedb_push(pagedb *db, const char *dest);
+
+/*
+** Download the remote dataset SRC (an s3://, http:// or https:// URL, as
+** pagedb_open takes it) to the local path DEST (DEST ending in '/' or
+** naming an existing directory gets SRC's file name appended): its data
+** file, its index file if there is one, then its catalog, each written
+** under a temporary name, synced and renamed.  Existing files are never
+** overwritten.  The result is a dataset pagedb_open opens.  Ranges are
+** fetched many at once with the remote VFS's retries, pinned to the
+** version seen when each file's download began (a file that changes
+** meanwhile fails with PAGEDB_IOERR_CHANGED).
+**
+** ERRMSG, if not NULL, gets a NUL-terminated message (at most CAP bytes;
+** empty on success) naming what failed: there is no handle to ask.  On
+** failure no file of DEST is left.
+**
+** Results: PAGEDB_OK; PAGEDB_MISUSE (SRC not a URL, DEST NULL or empty);
+** PAGEDB_CANTOPEN (DEST's files exist or cannot be created, a bad URL,
+** missing credentials, access denied, a build without libcurl);
+** PAGEDB_CANTOPEN_NOENT (SRC or its catalog does not exist);
+** PAGEDB_IOERR_REMOTE; PAGEDB_IOERR_CHANGED; PAGEDB_IOERR; PAGEDB_NOMEM.
+** Thread-safe.
+*/
+PAGEDB_API int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap);
+
+/* ------------------------------------------------------------------ */
 /* Reading                                                             */
 /* ------------------------------------------------------------------ */
 

@@ -58,6 +58,9 @@ http {
     listen 127.0.0.1:$PORT;
     root $D/www;
     location / { }
+    # push.test: a directory that takes uploads (WebDAV PUT and DELETE;
+    # nginx-light has the dav module); the rest of the root refuses them.
+    location /dav/ { dav_methods PUT DELETE; create_full_put_path on; client_max_body_size 0; }
   }
 }
 CONF

@@ -37,7 +37,7 @@
 **      count | pages | page_size | set_page_size N | commit | errmsg |
 **      path | catalog_path | index_state | forkread N FIELD | sql SQL | sql_update SQL | sql_user SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
 **      ingest ?OPTIONS? | verify ?OPTIONS? | stats | field_stats FIELD |
-**      delete ID | vacuum ?DEST? ?-page-size N? |
+**      delete ID | vacuum ?DEST? ?-page-size N? | push DEST (pagedb_push) |
 **          pagedb_delete; pagedb_vacuum into DEST, or in place without it
 **          (-page-size 0 or absent: keep the page size)
 **      attach OTHER ?-keep|-offset N|-after|-policy N?
@@ -946,12 +946,12 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
     "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
-    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", 0
+    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
          D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
-         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD };
+         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1149,6 +1149,13 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     }
     case D_VACUUM:
       return dbVacuum(interp, p, objc, objv);
+    case D_PUSH:
+      if( objc != 3 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "DEST");
+        return TCL_ERROR;
+      }
+      rc = pagedb_push(db, Tcl_GetString(objv[2]));
+      break;
     case D_ATTACH:
       return dbAttach(interp, p, objc, objv);
     case D_CHECK:

@@ -70,12 +70,7 @@ struct RmtObject {
   Conn *idle;
 };
 
-/* A response's headers of interest. */
-typedef struct Resp {
-  char etag[256];
-  char lastmod[128];
-  char crange[128];
-} Resp;
+typedef RmtResp Resp;
 
 typedef struct Xfer {
   RmtRange *r;
@@ -226,7 +221,8 @@ static size_t on_body(char *b, size_t size, size_t n, void *ctx) {
 }
 
 /* Set E up for O: shared options of every request. */
-static void common(RmtObject *o, CURL *e, Resp *h, char *err) {
+void rmt_setup(RmtObject *o, void *easy, RmtResp *h, char *err) {
+  CURL *e = easy;
   curl_easy_reset(e);
   curl_easy_setopt(e, CURLOPT_URL, o->url);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -265,7 +261,8 @@ void rmt_close(RmtObject *o) {
   pdb_free(o);
 }
 
-int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
+/* O for PATH with its URL and signing, not yet asked anything. */
+static int target(const char *path, RmtObject **out, char *msg, size_t cap) {
   *out = NULL;
   curl_once();
   RmtObject *o = pdb_calloc(1, sizeof *o);
@@ -275,6 +272,25 @@ int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
   o->retries = (int)env_long("PAGEDB_REMOTE_RETRIES", 5, 0, 100);
   o->flight = (int)env_long("PAGEDB_REMOTE_CONNECTIONS", 16, 1, MAX_FLIGHT);
   int rc = (o->path = pdb_strdup(path)) ? parse(o, msg, cap) : PAGEDB_NOMEM;
+  if (rc != PAGEDB_OK) {
+    if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory opening %s", path);
+    rmt_close(o);
+    return rc;
+  }
+  *out = o;
+  return PAGEDB_OK;
+}
+
+int rmt_target(const char *path, RmtObject **out, char *msg, size_t cap) { return target(path, out, msg, cap); }
+const char *rmt_fetch_url(const RmtObject *o) { return o->url; }
+int rmt_is_s3(const RmtObject *o) { return o->s3; }
+void *rmt_headers(const RmtObject *o) { return o->hdrs; }
+int rmt_retries(const RmtObject *o) { return o->retries; }
+
+int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
+  RmtObject *o;
+  int rc = target(path, &o, msg, cap);
+  if (rc != PAGEDB_OK) return rc;
   CURL *e = rc == PAGEDB_OK ? curl_easy_init() : NULL;
   if (rc == PAGEDB_OK && !e) rc = PAGEDB_NOMEM;
   long status = 0;
@@ -283,7 +299,7 @@ int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
   for (int attempt = 0; rc == PAGEDB_OK; attempt++) {
     char err[CURL_ERROR_SIZE];
     memset(&h, 0, sizeof h);
-    common(o, e, &h, err);
+    rmt_setup(o, e, &h, err);
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     if (o->hdrs) curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs);
     CURLcode cc = curl_easy_perform(e);
@@ -480,7 +496,7 @@ int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int
       x->got = 0;
       x->overflow = 0;
       memset(&x->h, 0, sizeof x->h);
-      common(o, e, &x->h, x->err);
+      rmt_setup(o, e, &x->h, x->err);
       char range[64];
       snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)r[i].off,
                (unsigned long long)(r[i].off + r[i].n - 1));

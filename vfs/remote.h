@@ -85,6 +85,45 @@ int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap);
 int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*done)(void *ctx, int i), void *ctx, char *msg,
                    size_t cap);
 
+/* A response's headers of interest (rmt_setup fills them). */
+typedef struct RmtResp {
+  char etag[256];
+  char lastmod[128];
+  char crange[128];
+} RmtResp;
+
+/* O for PATH (a URL) with its address and signing, asking the server
+** nothing (a destination of an upload): PAGEDB_CANTOPEN (bad URL, missing
+** credentials), PAGEDB_NOMEM.  Closed with rmt_close. */
+int rmt_target(const char *path, RmtObject **out, char *msg, size_t cap);
+/* Set curl easy handle EASY up for a request to O's URL: timeouts, S3
+** signing, response headers into H, curl's error text into ERR (of
+** CURL_ERROR_SIZE).  The caller adds method, headers (rmt_headers) and
+** body. */
+void rmt_setup(RmtObject *o, void *easy, RmtResp *h, char *err);
+void *rmt_headers(const RmtObject *o);     /* a struct curl_slist *, or NULL */
+const char *rmt_fetch_url(const RmtObject *o);
+int rmt_is_s3(const RmtObject *o);
+int rmt_retries(const RmtObject *o);
+
+/* --- upload.c --- */
+
+/* Upload the first LEN bytes of local file LOCAL as object URL (s3:// or
+** http(s):// PUT).  An S3 object larger than the part size
+** (PAGEDB_PUSH_PART_BYTES, default 32M, at least 5M) goes up by multipart
+** upload, aborted on failure (so no object appears); anything else by one
+** PUT.  Transient failures are retried as reads are.  PAGEDB_IOERR_REMOTE
+** with MSG naming the URL, the request and the HTTP status;
+** PAGEDB_CANTOPEN (bad URL, no credentials, LOCAL unreadable);
+** PAGEDB_NOMEM. */
+int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, size_t cap);
+/* Delete object URL (absent is fine): PAGEDB_IOERR_REMOTE, CANTOPEN. */
+int rmt_delete(const char *url, char *msg, size_t cap);
+/* Download object URL whole into the new local file LOCAL (created with
+** O_EXCL, synced).  PAGEDB_CANTOPEN_NOENT if it does not exist, else as
+** rmt_open and rmt_fetch; on failure LOCAL is removed. */
+int rmt_get_file(const char *url, const char *local, char *msg, size_t cap);
+
 /* --- cache.c --- */
 
 typedef struct RcObj RcObj;

@@ -1,0 +1,295 @@
+/*
+** push.c -- copying a committed dataset to object storage or a directory
+** (pagedb_push), and a remote dataset to local files (pagedb_pull).
+**
+** THE FILES, IN THIS ORDER
+**
+**   (0) DEST-catalog is removed first (a dataset pushed before is then no
+**       dataset until this push ends: never old catalog over new data);
+**   (1) DEST       the data file, up to the committed end;
+**   (2) DEST-index and any other NAME-SUFFIX file of the dataset that
+**       exists (PUSH_EXTRA);
+**   (3) DEST-catalog, a snapshot of the committed catalog (SQLite's backup
+**       API from a read transaction: no half-done commit in it), LAST.
+**
+** So at every moment before (3) ends, DEST has no catalog and does not open
+** as a dataset; after, every file it names is whole.  An S3 object appears
+** only whole (vfs/upload.c); a file in a directory is written under a
+** temporary name, synced, renamed, and the directory synced.
+**
+** CONSISTENCY: the copy is made with commit_mu held, so no commit of this
+** handle (nor pagedb_vacuum, which takes it too and rewrites the data file)
+** runs meanwhile; the data file only grows past the committed end, so its
+** committed bytes do not change under the copy.  Writers go on filling
+** pages meanwhile; their commits wait for the push.
+*/
+#define _GNU_SOURCE
+#include "api.h"
+#include "catalog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if PAGEDB_HAVE_CURL
+#include "remote.h"     /* rmt_put_file, rmt_delete, rmt_get_file (vfs/upload.c) */
+#endif
+
+/* Dataset files besides the data file and the catalog, uploaded between
+** them when they exist. */
+static const char *const PUSH_EXTRA[] = { "-index" };
+
+#define MSG_CAP 1024
+
+static int is_url(const char *p) {
+  return strncmp(p, "s3://", 5) == 0 || strncmp(p, "http://", 7) == 0 || strncmp(p, "https://", 8) == 0;
+}
+
+/* DEST as the destination dataset's name: a DEST ending in '/' (or naming
+** an existing local directory) gets SRC's last path component appended.
+** Caller frees. */
+static char *dest_name(const char *dest, const char *src) {
+  struct stat st;
+  size_t dl = strlen(dest);
+  int dir = dl > 0 && (dest[dl - 1] == '/' || (!is_url(dest) && stat(dest, &st) == 0 && S_ISDIR(st.st_mode)));
+  const char *base = strrchr(src, '/');
+  base = base ? base + 1 : src;
+  char *out = pdb_malloc(dl + strlen(base) + 2);
+  if (out) sprintf(out, "%s%s%s", dest, dir && dest[dl - 1] != '/' ? "/" : "", dir ? base : "");
+  return out;
+}
+
+/* Sync the directory holding PATH. */
+static int sync_dir(const char *path, char *msg) {
+  char *d = pdb_strdup(path);
+  if (!d) return PAGEDB_NOMEM;
+  char *slash = strrchr(d, '/');
+  if (slash) *(slash == d ? slash + 1 : slash) = 0;
+  int fd = open(slash ? d : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int ok = fd >= 0 && fsync(fd) == 0;
+  if (!ok) snprintf(msg, MSG_CAP, "syncing directory %s: %s", slash ? d : ".", strerror(errno));
+  if (fd >= 0) close(fd);
+  pdb_free(d);
+  return ok ? PAGEDB_OK : PAGEDB_IOERR;
+}
+
+/* Copy LEN bytes of SRC to TMP (created), sync, rename to DEST. */
+static int copy_local(const char *src, uint64_t len, const char *tmp, const char *dest, char *msg) {
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  int out = in >= 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+  if (in < 0 || out < 0) {
+    int e = errno;
+    snprintf(msg, MSG_CAP, "%s: %s", in < 0 ? src : tmp, strerror(e));
+    if (in >= 0) close(in);
+    return in >= 0 && (e == EROFS || e == EACCES || e == EPERM) ? PAGEDB_READONLY : PAGEDB_CANTOPEN;
+  }
+  size_t cap = 1 << 20;
+  uint8_t *buf = pdb_malloc(cap);
+  int rc = buf ? PAGEDB_OK : PAGEDB_NOMEM;
+  if (!buf) snprintf(msg, MSG_CAP, "out of memory copying %s", src);
+  for (uint64_t off = 0; rc == PAGEDB_OK && off < len;) {
+    size_t n = len - off < cap ? (size_t)(len - off) : cap;
+    ssize_t r = pread(in, buf, n, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      snprintf(msg, MSG_CAP, "reading %s at %llu: %s", src, (unsigned long long)off,
+               r < 0 ? strerror(errno) : "the file is shorter than committed");
+      rc = PAGEDB_IOERR;
+      break;
+    }
+    for (ssize_t w, done = 0; rc == PAGEDB_OK && done < r; done += w) {
+      w = pwrite(out, buf + done, (size_t)(r - done), (off_t)(off + (uint64_t)done));
+      if (w < 0 && errno == EINTR) w = 0;
+      else if (w <= 0) {
+        snprintf(msg, MSG_CAP, "writing %s: %s", tmp, w < 0 ? strerror(errno) : "no progress");
+        rc = errno == ENOSPC ? PAGEDB_FULL : PAGEDB_IOERR;
+      }
+    }
+    off += (uint64_t)r;
+  }
+  if (rc == PAGEDB_OK && fsync(out) != 0) {
+    snprintf(msg, MSG_CAP, "syncing %s: %s", tmp, strerror(errno));
+    rc = PAGEDB_IOERR;
+  }
+  pdb_free(buf);
+  close(in);
+  close(out);
+  if (rc == PAGEDB_OK && rename(tmp, dest) != 0) {
+    snprintf(msg, MSG_CAP, "rename %s to %s: %s", tmp, dest, strerror(errno));
+    rc = PAGEDB_IOERR;
+  }
+  if (rc != PAGEDB_OK) unlink(tmp);
+  return rc;
+}
+
+/* Put LEN bytes of local file SRC at DEST (a URL or a local path). */
+static int put(const char *src, uint64_t len, const char *dest, char *msg) {
+  if (is_url(dest)) {
+#if PAGEDB_HAVE_CURL
+    return rmt_put_file(dest, src, len, msg, MSG_CAP);
+#else
+    snprintf(msg, MSG_CAP, "%s: built without libcurl: no uploads", dest);
+    return PAGEDB_CANTOPEN;
+#endif
+  }
+  size_t tl = strlen(dest) + 32;
+  char *tmp = pdb_malloc(tl);
+  if (!tmp) return PAGEDB_NOMEM;
+  snprintf(tmp, tl, "%s.push-%d", dest, (int)getpid());
+  int rc = copy_local(src, len, tmp, dest, msg);
+  if (rc == PAGEDB_OK) rc = sync_dir(dest, msg);
+  pdb_free(tmp);
+  return rc;
+}
+
+/* Remove DEST (absent is fine). */
+static int remove_dest(const char *dest, char *msg) {
+  if (is_url(dest)) {
+#if PAGEDB_HAVE_CURL
+    return rmt_delete(dest, msg, MSG_CAP);
+#else
+    snprintf(msg, MSG_CAP, "%s: built without libcurl: no uploads", dest);
+    return PAGEDB_CANTOPEN;
+#endif
+  }
+  if (unlink(dest) == 0) return sync_dir(dest, msg);
+  if (errno == ENOENT) return PAGEDB_OK;
+  int e = errno;
+  snprintf(msg, MSG_CAP, "removing %s: %s", dest, strerror(e));
+  return e == EROFS || e == EACCES || e == EPERM ? PAGEDB_READONLY : PAGEDB_IOERR;
+}
+
+/* The files of steps (1)-(2), with commit_mu held. */
+static int push_files(pagedb *db, const char *to, char *msg) {
+  size_t tl = strlen(to) + 64, sl = strlen(db->path) + 64;
+  char *t = pdb_malloc(tl), *s = pdb_malloc(sl);
+  int rc = t && s ? PAGEDB_OK : PAGEDB_NOMEM;
+  struct stat st;
+  if (rc == PAGEDB_OK) {
+    snprintf(t, tl, "%s-catalog", to);
+    rc = remove_dest(t, msg);
+  }
+  if (rc == PAGEDB_OK) {
+    uint64_t end = pager_data_off(db->pager) + atomic_load(&db->committed) * pager_page_size(db->pager);
+    /* The last committed page may end before the page does. */
+    if (stat(db->path, &st) != 0) {
+      snprintf(msg, MSG_CAP, "%s: %s", db->path, strerror(errno));
+      rc = PAGEDB_IOERR;
+    } else {
+      rc = put(db->path, (uint64_t)st.st_size < end ? (uint64_t)st.st_size : end, to, msg);
+    }
+  }
+  for (size_t i = 0; rc == PAGEDB_OK && i < sizeof PUSH_EXTRA / sizeof PUSH_EXTRA[0]; i++) {
+    snprintf(s, sl, "%s%s", db->path, PUSH_EXTRA[i]);
+    snprintf(t, tl, "%s%s", to, PUSH_EXTRA[i]);
+    if (stat(s, &st) == 0) rc = put(s, (uint64_t)st.st_size, t, msg);
+  }
+  pdb_free(t);
+  pdb_free(s);
+  return rc;
+}
+
+int pagedb_push(pagedb *db, const char *dest) {
+  if (!db || db->failed || !dest || !*dest) {
+    if (db) pdb_err(db, &db->err, PAGEDB_MISUSE, "pagedb_push: %s", !dest || !*dest ? "no destination" : "a failed handle");
+    return PAGEDB_MISUSE;
+  }
+  if (is_url(db->path))
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "pagedb_push: %s is remote: push copies a local dataset (use pagedb_pull)",
+                   db->path);
+  char *to = dest_name(dest, db->path);
+  char msg[MSG_CAP] = "";
+  const char *tmpdir = getenv("TMPDIR");
+  size_t cl = strlen(tmpdir && *tmpdir ? tmpdir : "/tmp") + 64;
+  char *snap = pdb_malloc(cl), *cat = to ? pdb_malloc(strlen(to) + 16) : NULL;
+  if (!to || !snap || !cat) {
+    pdb_free(to);
+    pdb_free(snap);
+    pdb_free(cat);
+    return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory pushing %s", db->path);
+  }
+  sprintf(cat, "%s-catalog", to);
+  snprintf(snap, cl, "%s/pagedb-push-%d-%p", tmpdir && *tmpdir ? tmpdir : "/tmp", (int)getpid(), (void *)db);
+  pthread_mutex_lock(&db->commit_mu);
+  CatSnap *cs = NULL;
+  int rc = cat_snap_open(db->cat, &db->err, &cs);
+  if (rc == PAGEDB_OK) {
+    unlink(snap);
+    rc = cat_snap_backup(cs, &db->err, snap);
+    cat_snap_close(cs);
+    if (rc == PAGEDB_OK) {
+      rc = push_files(db, to, msg);
+      if (rc == PAGEDB_OK) {
+        struct stat st;
+        rc = stat(snap, &st) == 0 ? put(snap, (uint64_t)st.st_size, cat, msg) : PAGEDB_IOERR;
+        if (rc == PAGEDB_IOERR && !msg[0]) snprintf(msg, MSG_CAP, "%s: %s", snap, strerror(errno));
+      }
+      if (rc != PAGEDB_OK) pdb_err(db, &db->err, rc, "pagedb_push %s to %s: %s", db->path, to, msg);
+    }
+  }
+  pthread_mutex_unlock(&db->commit_mu);
+  unlink(snap);
+  pdb_free(snap);
+  pdb_free(cat);
+  pdb_free(to);
+  return rc;
+}
+
+int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
+  char msg[MSG_CAP] = "";
+  int rc = PAGEDB_OK;
+  char *to = src && dest && *dest ? dest_name(dest, src) : NULL;
+  if (!src || !dest || !*dest || !is_url(src)) {
+    snprintf(msg, sizeof msg, "pagedb_pull: %s", !src || !is_url(src) ? "the source is not an s3://, http:// or https:// URL"
+                                                                       : "no destination");
+    rc = PAGEDB_MISUSE;
+  }
+#if !PAGEDB_HAVE_CURL
+  if (rc == PAGEDB_OK) {
+    snprintf(msg, sizeof msg, "%s: built without libcurl: no remote datasets", src);
+    rc = PAGEDB_CANTOPEN;
+  }
+#else
+  size_t sl = src ? strlen(src) + 32 : 0, tl = to ? strlen(to) + 32 : 0;
+  char *s = sl ? pdb_malloc(sl) : NULL, *t = tl ? pdb_malloc(tl) : NULL;
+  struct stat st;
+  if (rc == PAGEDB_OK && (!to || !s || !t)) {
+    snprintf(msg, sizeof msg, "out of memory pulling %s", src);
+    rc = PAGEDB_NOMEM;
+  }
+  /* The catalog last (it exists only if the whole dataset was pushed);
+  ** nothing is overwritten. */
+  const char *suffix[] = { "", "-index", "-catalog" };
+  for (int i = 0; rc == PAGEDB_OK && i < 3; i++) {
+    snprintf(t, tl, "%s%s", to, suffix[i]);
+    if (lstat(t, &st) == 0) {
+      snprintf(msg, sizeof msg, "%s exists: pagedb_pull does not overwrite", t);
+      rc = PAGEDB_CANTOPEN;
+    }
+  }
+  int got = 0;
+  for (int i = 0; rc == PAGEDB_OK && i < 3; i++) {
+    snprintf(s, sl, "%s%s", src, suffix[i]);
+    snprintf(t, tl, "%s%s", to, suffix[i]);
+    rc = rmt_get_file(s, t, msg, sizeof msg);
+    if (rc == PAGEDB_CANTOPEN_NOENT && i == 1) rc = PAGEDB_OK;   /* no index */
+    else if (rc == PAGEDB_OK) got |= 1 << i;
+    /* Each rename durable before the next file: the catalog's never
+    ** reaches the disk before the data file's. */
+    if (rc == PAGEDB_OK && (got & (1 << i))) rc = sync_dir(t, msg);
+  }
+  for (int i = 0; rc != PAGEDB_OK && t && i < 3; i++)
+    if (got & (1 << i)) {
+      snprintf(t, tl, "%s%s", to, suffix[i]);
+      unlink(t);
+    }
+  pdb_free(s);
+  pdb_free(t);
+#endif
+  pdb_free(to);
+  if (errmsg && cap) snprintf(errmsg, cap, "%s", rc == PAGEDB_OK ? "" : msg);
+  return rc;
+}

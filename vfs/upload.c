@@ -1,0 +1,325 @@
+/*
+** upload.c -- whole objects up and down: what pagedb_push and pagedb_pull
+** (src/push.c) ask of a server.  Requests are made and signed by http.c
+** (rmt_target, rmt_setup): the same URLs, credentials and AWS Signature V4
+** as the reads.
+**
+** INVARIANTS
+**
+**   1. An object appears whole or not at all: an S3 object larger than one
+**      part goes up by multipart upload (CreateMultipartUpload, UploadPart,
+**      CompleteMultipartUpload), which the server makes visible only at
+**      the Complete; a failed upload is aborted (AbortMultipartUpload) so
+**      its parts do not linger.  A smaller object, or an http(s)
+**      destination, is one PUT, which a server stores whole or not at all.
+**   2. A request is judged by its status and, for Complete (which answers
+**      200 and may still fail), by its body: an <Error> is a failure.
+**   3. A download is written under a temporary name beside LOCAL, synced
+**      and renamed: LOCAL never holds part of an object.
+**
+** Parts go up one after another (each is large: the connection's speed,
+** not the request count, bounds the time); each is retried with backoff on
+** a transient failure (5xx, 408, 429, a connection failure), as reads are.
+*/
+#define _GNU_SOURCE
+#include "remote.h"
+
+#include <curl/curl.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MIN_PART (5ull << 20)       /* S3's smallest part but the last */
+#define MAX_PARTS 10000             /* S3's most parts */
+
+/* The body of a request read from a local file, or from memory. */
+typedef struct Body {
+  int fd;                   /* -1: from mem */
+  const char *mem;
+  uint64_t off, left;
+} Body;
+
+/* A response body kept (small: XML answers). */
+typedef struct Got {
+  char buf[8192];
+  size_t n;
+} Got;
+
+static size_t on_read(char *b, size_t size, size_t n, void *ctx) {
+  Body *s = ctx;
+  size_t want = size * n;
+  if (want > s->left) want = (size_t)s->left;
+  if (want == 0) return 0;
+  if (s->fd < 0) {
+    memcpy(b, s->mem + s->off, want);
+  } else {
+    ssize_t r;
+    do r = pread(s->fd, b, want, (off_t)s->off);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) return CURL_READFUNC_ABORT;   /* the file shrank or failed */
+    want = (size_t)r;
+  }
+  s->off += want;
+  s->left -= want;
+  return want;
+}
+
+static size_t on_got(char *b, size_t size, size_t n, void *ctx) {
+  Got *g = ctx;
+  size_t len = size * n, k = len < sizeof g->buf - 1 - g->n ? len : sizeof g->buf - 1 - g->n;
+  memcpy(g->buf + g->n, b, k);
+  g->n += k;
+  g->buf[g->n] = 0;
+  return len;
+}
+
+/*
+** One request: METHOD to O's URL plus QUERY, body from FD at OFF (LEN
+** bytes) or from MEM (LEN bytes), or none (LEN 0 and no MEM).  Retried on a
+** transient failure.  Returns PAGEDB_OK with the response's headers in H
+** and its body in G when the status is 2xx and the body holds no <Error>.
+*/
+static int request(RmtObject *o, const char *method, const char *query, int fd, const char *mem, uint64_t off,
+                   uint64_t len, RmtResp *h, Got *g, char *msg, size_t cap) {
+  CURL *e = curl_easy_init();
+  if (!e) {
+    snprintf(msg, cap, "out of memory: %s %s", method, rmt_url(o));
+    return PAGEDB_NOMEM;
+  }
+  char url[8800];
+  snprintf(url, sizeof url, "%s%s", rmt_fetch_url(o), query ? query : "");
+  int rc = PAGEDB_IOERR_REMOTE;
+  for (int attempt = 0;; attempt++) {
+    char err[CURL_ERROR_SIZE];
+    Body body = { fd, mem, off, len };
+    memset(h, 0, sizeof *h);
+    g->n = 0;
+    g->buf[0] = 0;
+    rmt_setup(o, e, h, err);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    if (rmt_headers(o)) curl_easy_setopt(e, CURLOPT_HTTPHEADER, (struct curl_slist *)rmt_headers(o));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_got);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, g);
+    if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
+      curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+      curl_easy_setopt(e, CURLOPT_READDATA, &body);
+      curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
+    }
+    CURLcode cc = curl_easy_perform(e);
+    long status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    int transient = (cc != CURLE_OK && cc != CURLE_ABORTED_BY_CALLBACK && cc != CURLE_READ_ERROR)
+                    || status >= 500 || status == 429 || status == 408;
+    if (cc == CURLE_OK && status >= 200 && status < 300 && !strstr(g->buf, "<Error>")) {
+      rc = PAGEDB_OK;
+      break;
+    }
+    if (transient && attempt < rmt_retries(o)) {
+      atomic_fetch_add(&rmt_stats.retries, 1);
+      usleep((useconds_t)(100000u << (attempt < 4 ? attempt : 4)));
+      continue;
+    }
+    const char *code = strstr(g->buf, "<Code>");
+    int clen = code ? (int)strcspn(code + 6, "<") : 0;
+    if (cc != CURLE_OK)
+      snprintf(msg, cap, "%s %s (%s): %s after %d attempts", method, rmt_url(o), url,
+               err[0] ? err : curl_easy_strerror(cc), attempt + 1);
+    else
+      snprintf(msg, cap, "%s %s (%s): HTTP %ld%s%.*s%s", method, rmt_url(o), url, status, code ? " " : "", clen,
+               code ? code + 6 : "",
+               status == 403 || status == 401 ? ": access denied (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+               : status == 404 ? ": no such bucket or path"
+               : status == 405 ? ": the server does not take uploads (PUT) there" : "");
+    atomic_fetch_add(&rmt_stats.failures, 1);
+    break;
+  }
+  curl_easy_cleanup(e);
+  return rc;
+}
+
+/* Upload LEN bytes of FD as O by multipart upload of PART-byte parts. */
+static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, char *msg, size_t cap) {
+  RmtResp h;
+  Got *g = pdb_malloc(sizeof *g);
+  uint64_t nparts = (len + part - 1) / part;
+  size_t xcap = 128 + nparts * 400;
+  char *xml = pdb_malloc(xcap);
+  if (!g || !xml) {
+    pdb_free(g);
+    pdb_free(xml);
+    snprintf(msg, cap, "out of memory uploading %s", rmt_url(o));
+    return PAGEDB_NOMEM;
+  }
+  int rc = request(o, "POST", "?uploads=", -1, NULL, 0, 0, &h, g, msg, cap);
+  char id[1024] = "";
+  const char *a = rc == PAGEDB_OK ? strstr(g->buf, "<UploadId>") : NULL;
+  const char *b = a ? strstr(a, "</UploadId>") : NULL;
+  if (rc == PAGEDB_OK && (!a || !b || b - a - 10 <= 0 || b - a - 10 >= (long)sizeof id - 1)) {
+    snprintf(msg, cap, "POST %s?uploads=: no UploadId in the answer", rmt_url(o));
+    rc = PAGEDB_IOERR_REMOTE;
+  }
+  if (rc != PAGEDB_OK) goto out;
+  /* The id goes into a query string: keep only what needs no escaping. */
+  for (const char *p = a + 10; p < b && rc == PAGEDB_OK; p++) {
+    size_t k = strlen(id);
+    if (k + 4 >= sizeof id) {
+      snprintf(msg, cap, "POST %s?uploads=: an UploadId too long to use", rmt_url(o));
+      rc = PAGEDB_IOERR_REMOTE;   /* the upload is aborted below */
+    } else if (isalnum((unsigned char)*p) || strchr("-_.~", *p)) {
+      id[k] = *p, id[k + 1] = 0;
+    } else {
+      snprintf(id + k, sizeof id - k, "%%%02X", (unsigned char)*p);
+    }
+  }
+  size_t xn = (size_t)snprintf(xml, xcap, "<CompleteMultipartUpload>");
+  for (uint64_t i = 0; i < nparts && rc == PAGEDB_OK; i++) {
+    char q[1200];
+    uint64_t off = i * part, n = len - off < part ? len - off : part;
+    snprintf(q, sizeof q, "?partNumber=%llu&uploadId=%s", (unsigned long long)(i + 1), id);
+    rc = request(o, "PUT", q, fd, NULL, off, n, &h, g, msg, cap);
+    if (rc == PAGEDB_OK && !h.etag[0]) {
+      snprintf(msg, cap, "PUT %s part %llu: no ETag in the answer", rmt_url(o), (unsigned long long)(i + 1));
+      rc = PAGEDB_IOERR_REMOTE;
+    }
+    if (rc == PAGEDB_OK)
+      xn += (size_t)snprintf(xml + xn, xcap - xn, "<Part><PartNumber>%llu</PartNumber><ETag>%s</ETag></Part>",
+                             (unsigned long long)(i + 1), h.etag);
+  }
+  if (rc == PAGEDB_OK) {
+    char q[1100];
+    xn += (size_t)snprintf(xml + xn, xcap - xn, "</CompleteMultipartUpload>");
+    snprintf(q, sizeof q, "?uploadId=%s", id);
+    rc = request(o, "POST", q, -1, xml, 0, xn, &h, g, msg, cap);
+  }
+  if (rc != PAGEDB_OK) {
+    /* Invariant 1: nothing of a failed upload stays (best effort: the
+    ** failure reported is the first one). */
+    char q[1100], m2[RMT_ERR_MAX];
+    snprintf(q, sizeof q, "?uploadId=%s", id);
+    request(o, "DELETE", q, -1, NULL, 0, 0, &h, g, m2, sizeof m2);
+  }
+out:
+  pdb_free(xml);
+  pdb_free(g);
+  return rc;
+}
+
+int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, size_t cap) {
+  RmtObject *o;
+  int rc = rmt_target(url, &o, msg, cap);
+  if (rc != PAGEDB_OK) return rc;
+  int fd = open(local, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || (uint64_t)st.st_size < len) {
+    snprintf(msg, cap, "%s: %s", local, fd < 0 ? strerror(errno) : "shorter than the bytes to upload");
+    if (fd >= 0) close(fd);
+    rmt_close(o);
+    return PAGEDB_CANTOPEN;
+  }
+  const char *s = getenv("PAGEDB_PUSH_PART_BYTES");
+  uint64_t part = 32ull << 20;
+  if (s && *s) {
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end == 'M' || *end == 'm') v <<= 20, end++;
+    if (!*end && v >= MIN_PART && v <= (5ull << 30)) part = v;
+  }
+  while ((len + part - 1) / part > MAX_PARTS) part *= 2;
+  if (rmt_is_s3(o) && len > part) {
+    rc = multipart(o, fd, len, part, msg, cap);
+  } else {
+    RmtResp h;
+    Got *g = pdb_malloc(sizeof *g);
+    rc = g ? request(o, "PUT", NULL, fd, NULL, 0, len, &h, g, msg, cap) : PAGEDB_NOMEM;
+    if (!g) snprintf(msg, cap, "out of memory uploading %s", url);
+    pdb_free(g);
+  }
+  close(fd);
+  rmt_close(o);
+  return rc;
+}
+
+int rmt_delete(const char *url, char *msg, size_t cap) {
+  RmtObject *o;
+  int rc = rmt_target(url, &o, msg, cap);
+  if (rc != PAGEDB_OK) return rc;
+  RmtResp h;
+  Got *g = pdb_malloc(sizeof *g);
+  rc = g ? request(o, "DELETE", NULL, -1, NULL, 0, 0, &h, g, msg, cap) : PAGEDB_NOMEM;
+  if (!g) snprintf(msg, cap, "out of memory deleting %s", url);
+  /* An absent object is what was wanted (S3 answers 204 anyway; a web
+  ** server 404). */
+  if (rc == PAGEDB_IOERR_REMOTE && strstr(msg, "HTTP 404")) rc = PAGEDB_OK;
+  pdb_free(g);
+  rmt_close(o);
+  return rc;
+}
+
+/* rmt_get_file's sink: each range written at its offset. */
+typedef struct Sink {
+  int fd;
+  RmtRange *r;
+  int err;
+} Sink;
+
+static void on_range(void *ctx, int i) {
+  Sink *s = ctx;
+  const uint8_t *p = s->r[i].buf;
+  size_t n = s->r[i].n;
+  off_t off = (off_t)s->r[i].off;
+  while (n > 0 && !s->err) {
+    ssize_t w = pwrite(s->fd, p, n, off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) s->err = w < 0 ? errno : ENOSPC;
+    else p += w, n -= (size_t)w, off += w;
+  }
+}
+
+int rmt_get_file(const char *url, const char *local, char *msg, size_t cap) {
+  RmtObject *o;
+  int rc = rmt_open(url, &o, msg, cap);
+  if (rc != PAGEDB_OK) return rc;
+  uint64_t size = rmt_size(o), piece = 8ull << 20;
+  size_t tl = strlen(local) + 32;
+  char *tmp = pdb_malloc(tl);
+  int n = (int)((size + piece - 1) / piece);
+  RmtRange *r = pdb_calloc(n ? (size_t)n : 1, sizeof *r);
+  if (!tmp || !r) {
+    pdb_free(tmp);
+    pdb_free(r);
+    rmt_close(o);
+    snprintf(msg, cap, "out of memory downloading %s", url);
+    return PAGEDB_NOMEM;
+  }
+  snprintf(tmp, tl, "%s.pull-%d", local, (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    snprintf(msg, cap, "%s: %s", tmp, strerror(errno));
+    rc = PAGEDB_CANTOPEN;
+  }
+  for (int i = 0; i < n; i++) {
+    r[i].off = (uint64_t)i * piece;
+    r[i].n = (size_t)(size - r[i].off < piece ? size - r[i].off : piece);
+  }
+  Sink s = { fd, r, 0 };
+  if (rc == PAGEDB_OK) rc = rmt_fetch_each(o, r, n, on_range, &s, msg, cap);
+  if (rc == PAGEDB_OK && (s.err || ftruncate(fd, (off_t)size) != 0 || fsync(fd) != 0)) {
+    snprintf(msg, cap, "%s: %s", tmp, strerror(s.err ? s.err : errno));
+    rc = PAGEDB_IOERR;
+  }
+  if (fd >= 0) close(fd);
+  if (rc == PAGEDB_OK && rename(tmp, local) != 0) {
+    snprintf(msg, cap, "rename %s to %s: %s", tmp, local, strerror(errno));
+    rc = PAGEDB_IOERR;
+  }
+  if (rc != PAGEDB_OK && fd >= 0) unlink(tmp);
+  pdb_free(tmp);
+  pdb_free(r);
+  rmt_close(o);
+  return rc;
+}
