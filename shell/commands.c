@@ -96,8 +96,11 @@ static const DotCmd aDotCmd[] = {
   { "export", dotExport, ".export DEST [--where SQL]",
     "Write samples as files in directory DEST, or as WebDataset tar DEST.tar[.gz]",
     "Writes the samples (those the SQL condition on table sample selects) in\n"
-    "id order: into DEST.tar or DEST.tar.gz, members KEY.FIELD; or into the\n"
-    "directory DEST, each sample's data at its path (an ImageFolder import).\n",
+    "id order: into DEST.tar or DEST.tar.gz, members KEY.FIELD (field id_ as\n"
+    "KEY.id), numbers as WebDataset's writers write them (\"3\"); or into the\n"
+    "directory DEST, each sample's data at its path (an ImageFolder import).\n"
+    "A WebDataset import then export gives back every member's name and\n"
+    "bytes, but an INT member written otherwise (\"3\\n\") comes back as \"3\".\n",
     "pagedb> .export /tmp/threes.tar --where \"label = 3\"\n" },
   { "fields", dotFields, ".fields",
     "List the fields: number, name, type, codec",
@@ -135,8 +138,10 @@ static const DotCmd aDotCmd[] = {
     "Imports with N writer threads, creating the dataset's fields if it has\n"
     "none (a dataset keeps the fields it has):\n"
     "  WebDataset shards (.tar, .tar.gz, .tgz, a glob): __key__ TEXT, and a field\n"
-    "    per extension: .cls .cls2 .class .index .inx .count INT (decimal\n"
-    "    text), .txt TEXT, .json TEXT (must be valid JSON), any other BYTES;\n"
+    "    per extension: .cls .cls2 .class .count .index .inx .id INT (decimal\n"
+    "    text), .txt .text .transcript TEXT, .json .jsn TEXT (must be valid\n"
+    "    JSON), any other BYTES; .id, .page and .off are the fields id_, page_\n"
+    "    and off_ (id, page and off are table sample's own columns);\n"
     "  an ImageFolder directory: data BYTES, label INT (the class's index),\n"
     "    path TEXT; the class names go to the catalog table classes(label, name);\n"
     "  a CSV file with a header row: a column INT if every value is an integer,\n"
@@ -144,7 +149,7 @@ static const DotCmd aDotCmd[] = {
     "--field NAME:TYPE[:CODEC[:LEVEL]] overrides the type (and codec) of\n"
     "field NAME.  A field of the dataset whose type differs from what the\n"
     "source holds is refused, naming the field.\n",
-    "pagedb> .import fm-{000000..000006}.tar\n"
+    "pagedb> .import fm-000000.tar\n"
     "pagedb> .import 'fm-*.tar' --field cls:text --codec lz4\n"
     "pagedb> SELECT cls, count(*) FROM sample GROUP BY cls;\n" },
   { "indexes", dotIndexes, ".indexes [TABLE]",

@@ -5,10 +5,13 @@
 ** WebDataset tar file (never split into shards),
 ** members KEY.FIELD in id order: KEY is the sample's __key__ value, or its
 ** id in decimal when the dataset has no __key__ field; every other field
-** with a value becomes a member named after the field: BYTES and TEXT
-** values as stored (decompressed), INT and REAL values as decimal text.
-** A tar import of a WebDataset shard and an export of it give back every
-** member's bytes.
+** with a value becomes a member named after the field (id_, page_ and
+** off_, the fields an import makes of .id, .page and .off, as those):
+** BYTES and TEXT values as stored (decompressed), INT and REAL values as
+** WebDataset's writers write them (Python's str() of the number).  A tar
+** import of a WebDataset shard and an export of it give back every
+** member's name and bytes, but for numbers written otherwise ("3\n"),
+** which come back as "3" (xfer.h).
 **
 ** Any other DEST: a directory (created if missing; its parent must exist)
 ** into which each sample's data (BYTES) is written at its path (TEXT), as
@@ -29,6 +32,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -225,6 +229,31 @@ static int exportDir(Export *e, const char *dest, int64_t *pn, char *msg, size_t
   return rc;
 }
 
+/* How much of field name Z is its members' extension: all of it, but for
+** id_, page_ and off_ (any case), the fields an import makes of members
+** .id, .page and .off (no field can be named as table sample's own
+** columns), which go back to those names. */
+static size_t memberExtLen(const char *z){
+  static const char *const az[] = { "id_", "page_", "off_" };
+  for(size_t i = 0; i < sizeof az / sizeof az[0]; i++){
+    if( strcasecmp(z, az[i]) == 0 ) return strlen(z) - 1;
+  }
+  return strlen(z);
+}
+
+/* INT and REAL values as WebDataset's writers write them (Python's str()
+** of the number, ASCII): an integer in decimal without blanks or a
+** newline; a real as the shortest text that reads back as the same double
+** (%.17g when nothing shorter does). */
+static size_t numberText(int type, int64_t iv, double rv, char *buf, size_t cap){
+  if( type == PAGEDB_INT ) return (size_t)snprintf(buf, cap, "%lld", (long long)iv);
+  for(int prec = 1; prec <= 17; prec++){
+    snprintf(buf, cap, "%.*g", prec, rv);
+    if( prec == 17 || strtod(buf, 0) == rv ) break;
+  }
+  return strlen(buf);
+}
+
 /* The tar file. */
 static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t nmsg){
   int fKey = pagedb_field_index(e->db, "__key__");
@@ -268,18 +297,12 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
       if( f == fKey ) continue;
       int type = pagedb_field_type(e->db, f);
       char zNum[40];
-      if( type == PAGEDB_INT ){
-        int64_t v;
-        rc = pagedb_read_int(e->rd, id, f, &v);
-        snprintf(zNum, sizeof zNum, "%lld", (long long)v);
+      if( type == PAGEDB_INT || type == PAGEDB_REAL ){
+        int64_t iv = 0;
+        double rv = 0;
+        rc = type == PAGEDB_INT ? pagedb_read_int(e->rd, id, f, &iv) : pagedb_read_real(e->rd, id, f, &rv);
+        n = numberText(type, iv, rv, zNum, sizeof zNum);
         p = zNum;
-        n = strlen(zNum);
-      }else if( type == PAGEDB_REAL ){
-        double v;
-        rc = pagedb_read_real(e->rd, id, f, &v);
-        snprintf(zNum, sizeof zNum, "%.17g", v);
-        p = zNum;
-        n = strlen(zNum);
       }else{
         rc = pagedb_read(e->rd, id, f, &p, &n);
       }
@@ -293,7 +316,7 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
       size_t k = strlen(zKey) + strlen(zField) + 2;
       free(zName);
       if( (zName = malloc(k)) == 0 ){ xfer_msg(msg, nmsg, "out of memory"); rc = PAGEDB_NOMEM; break; }
-      snprintf(zName, k, "%s.%s", zKey, zField);
+      snprintf(zName, k, "%s.%.*s", zKey, (int)memberExtLen(zField), zField);
       /* The member name, not the key alone: a key "dir/" (member
       ** "dir/.hidden") is fine, "../up" is not. */
       const char *why = pathProblem(zName, strlen(zName));

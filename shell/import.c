@@ -107,9 +107,13 @@ int impFields(Import *imp, int n, char **azName, const int *aSrcType, int *aIdx,
     int i = 0;
     while( i < n && strcasecmp(azName[i], o->aField[k].zName) ) i++;
     if( i == n ){
-      xfer_msg(emsg, nemsg, "--field %s: the source has no field \"%s\" (its fields:%s%s%s%s%s)",
-               o->aField[k].zName, o->aField[k].zName, n > 0 ? " " : "", n > 0 ? azName[0] : "",
-               n > 1 ? " " : "", n > 1 ? azName[1] : "", n > 2 ? " ..." : "");
+      const char *z = o->aField[k].zName;
+      int reserved = strcasecmp(z, "id") == 0 || strcasecmp(z, "page") == 0 || strcasecmp(z, "off") == 0;
+      xfer_msg(emsg, nemsg, "--field %s: the source has no field \"%s\" (its fields:%s%s%s%s%s)%s%s%s",
+               z, z, n > 0 ? " " : "", n > 0 ? azName[0] : "",
+               n > 1 ? " " : "", n > 1 ? azName[1] : "", n > 2 ? " ..." : "",
+               reserved ? "; a member or column named " : "", reserved ? z : "",
+               reserved ? " is the field with '_' appended (id is table sample's key)" : "");
       return PAGEDB_MISMATCH;
     }
   }

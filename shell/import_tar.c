@@ -146,11 +146,21 @@ static const char *extProblem(const char *e){
       return "an extension with a character other than letters, digits, '_', '.' and '-'";
     }
   }
-  if( strcasecmp(e, "id") == 0 || strcasecmp(e, "page") == 0 || strcasecmp(e, "off") == 0
-      || strcasecmp(e, "__key__") == 0 ){
-    return "an extension that is a reserved field name (id, page, off, __key__)";
-  }
+  if( strcasecmp(e, "__key__") == 0 ) return "an extension that is the key's field name (__key__)";
   return 0;
+}
+
+/*
+** The field of extension E into OUT (PAGEDB_MAX_NAME + 2 bytes): E itself,
+** but for the names table sample's own columns take (id, page, off, in any
+** case), which no field can have: those get a '_' appended, as a CSV
+** column of that name does ("id" -> "id_"); .export (export.c) writes such
+** a field back as member KEY.id.  A WebDataset .id member (an integer) is
+** field id_.
+*/
+static void extFieldName(const char *e, char *out){
+  int reserved = strcasecmp(e, "id") == 0 || strcasecmp(e, "page") == 0 || strcasecmp(e, "off") == 0;
+  snprintf(out, PAGEDB_MAX_NAME + 2, "%s%s", e, reserved ? "_" : "");
 }
 
 static void planFree(TarPlan *p){
@@ -431,15 +441,15 @@ static const char *extLast(const char *e){
 }
 
 /*
-** The type WebDataset's conventions give the values of extension E:
-** integers in .cls .cls2 .class .index .inx .count (decimal text, as
-** webdataset's decoders read them; .id is one too, but "id" cannot name a
-** field), text in .txt .text and .json (checked to be JSON), bytes in any
+** The type WebDataset's conventions give the values of extension E, by its
+** last part as webdataset's basichandlers decode it: integers in .cls
+** .cls2 .class .count .index .inx .id (decimal text), text in .txt .text
+** .transcript, JSON in .json .jsn (TEXT checked to be JSON), bytes in any
 ** other.
 */
 static int extType(const char *e){
-  static const char *azInt[] = { "cls", "cls2", "class", "index", "inx", "count" };
-  static const char *azText[] = { "txt", "text", "json" };
+  static const char *azInt[] = { "cls", "cls2", "class", "count", "index", "inx", "id" };
+  static const char *azText[] = { "txt", "text", "transcript", "json", "jsn" };
   const char *z = extLast(e);
   for(size_t i = 0; i < sizeof azInt / sizeof azInt[0]; i++){
     if( strcasecmp(z, azInt[i]) == 0 ) return PAGEDB_INT;
@@ -450,7 +460,9 @@ static int extType(const char *e){
   return PAGEDB_BYTES;
 }
 
-static int extIsJson(const char *e){ return strcasecmp(extLast(e), "json") == 0; }
+static int extIsJson(const char *e){
+  return strcasecmp(extLast(e), "json") == 0 || strcasecmp(extLast(e), "jsn") == 0;
+}
 
 /* The field of extension E (which pass 1 saw). */
 static int extField(Import *imp, const char *e){
@@ -643,27 +655,45 @@ int importTar(Import *imp, int64_t *n, char *emsg, size_t nemsg){
            imp->nShard > 1 ? " and the other shards" : "");
     return PAGEDB_NOTFOUND;
   }
+  typedef char FieldName[PAGEDB_MAX_NAME + 2];
   char **azName = malloc((size_t)(imp->nExt + 1) * sizeof(char *));
+  FieldName *aName = malloc((size_t)(imp->nExt + 1) * sizeof(FieldName));
   int *aType = malloc((size_t)(imp->nExt + 1) * sizeof(int));
   int *aIdx = malloc((size_t)(imp->nExt + 1) * sizeof(int));
   imp->aExtField = malloc((size_t)imp->nExt * sizeof(int));
-  if( azName == 0 || aType == 0 || aIdx == 0 || imp->aExtField == 0 ){
+  if( azName == 0 || aName == 0 || aType == 0 || aIdx == 0 || imp->aExtField == 0 ){
     xfer_msg(emsg, nemsg, "out of memory");
     rc = PAGEDB_NOMEM;
   }else{
     azName[0] = "__key__";
     aType[0] = PAGEDB_TEXT;
     for(int i = 0; i < imp->nExt; i++){
-      azName[i + 1] = imp->azExt[i];
+      extFieldName(imp->azExt[i], aName[i + 1]);
+      azName[i + 1] = aName[i + 1];
       aType[i + 1] = extType(imp->azExt[i]);
     }
-    rc = impFields(imp, imp->nExt + 1, azName, aType, aIdx, emsg, nemsg);
+    /* .id and .id_ would both be field id_ (pass 1 made the extensions
+    ** unique, case aside). */
+    for(int i = 0; rc == PAGEDB_OK && i < imp->nExt; i++){
+      for(int k = 0; k < imp->nExt; k++){
+        if( k != i && strcasecmp(azName[i + 1], imp->azExt[k]) == 0 ){
+          xfer_msg(emsg, nemsg, "extensions \"%s\" and \"%s\" would both be field \"%s\" (a member "
+                   ".%s is field %s, since %s is a column of table sample): rename one of them",
+                   imp->azExt[i], imp->azExt[k], azName[i + 1], imp->azExt[i], azName[i + 1],
+                   imp->azExt[i]);
+          rc = PAGEDB_MISMATCH;
+          break;
+        }
+      }
+    }
+    if( rc == PAGEDB_OK ) rc = impFields(imp, imp->nExt + 1, azName, aType, aIdx, emsg, nemsg);
     if( rc == PAGEDB_OK ){
       imp->fKey = aIdx[0];
       for(int i = 0; i < imp->nExt; i++) imp->aExtField[i] = aIdx[i + 1];
     }
   }
   free(azName);
+  free(aName);
   free(aType);
   free(aIdx);
   if( rc ) return rc;

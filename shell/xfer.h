@@ -41,9 +41,12 @@
 **     the first dot of its basename (the directories kept: "a/b/x.seg.png"
 **     has key "a/b/x" and extension "seg.png"); each extension becomes a
 **     field, plus __key__ (TEXT), typed by the extension's last part as
-**     WebDataset's decoders read it: cls, cls2, class, index, inx, count
-**     INT; txt, text TEXT; json TEXT that must be valid JSON; any other
-**     BYTES.  A key is unique across the shards.
+**     WebDataset's decoders read it: cls, cls2, class, count, index, inx,
+**     id INT; txt, text, transcript TEXT; json, jsn TEXT that must be valid
+**     JSON; any other BYTES.  The extensions id, page and off (any case),
+**     the names of table sample's own columns, are the fields id_, page_
+**     and off_ (as CSV columns of those names); a source with both .id and
+**     .id_ is refused.  A key is unique across the shards.
 **     A sample's members are normally adjacent (tar --sort=name); in a plain
 **     tar they need not be: the first pass records where each member's data
 **     lies, and the second reads them by seeking, key by key, the samples in
@@ -52,7 +55,7 @@
 **     Refused, naming the shard and the member, before anything is written:
 **     an absolute name, a ".." component, an extension that cannot name a
 **     field (pagedb names: letters, digits, '_', '.', '-', not a digit
-**     first, not id/page/off/__key__, case-insensitively unique), a declared
+**     first, not __key__, case-insensitively unique), a declared
 **     size past the end of the file, a damaged header.  Reported and
 **     skipped: symbolic and hard links, devices, fifos and other special
 **     members, members without an extension.  Directories are ignored.
@@ -83,8 +86,12 @@
 **   - DEST ends in .tar, .tar.gz or .tgz (gzip): one tar file (never split
 **     into numbered shards),
 **     its members KEY.FIELD for each field with a value, KEY the __key__
-**     value (the decimal id when there is no __key__ field): BYTES and TEXT
-**     values as read (decompressed), INT and REAL values as decimal text.
+**     value (the decimal id when there is no __key__ field), in the order
+**     of the fields (fields id_, page_, off_ as KEY.id, KEY.page, KEY.off):
+**     BYTES and TEXT values as read (decompressed), INT and REAL values as
+**     WebDataset's writers write them (Python's str(): "3", "0.1", the
+**     shortest decimal that reads back as the same double).  Headers are
+**     ustar (pax for long names), mode 0644, owner 0, mtime the export's.
 **     A member name that would leave the archive's root is refused.  An
 **     interrupted or failed export removes the file.
 **   - otherwise DEST is a directory (created if missing, files in it
@@ -93,9 +100,13 @@
 **     path that is absolute, empty, or has an empty, "." or ".." component
 **     is refused naming the sample; directories below DEST are created and
 **     opened with O_NOFOLLOW, so a symbolic link in DEST is not followed.
-** So an import followed by an export gives back every file, byte for byte,
-** but for values an import converted from text to INT or REAL (a .cls
-** member, a --field NAME:int), which come back as their decimal text.
+** So an import followed by an export gives back every file (every tar
+** member: its name and bytes), byte for byte, but for values an import
+** converted from text to INT or REAL (a .cls member, a --field NAME:int)
+** that were not written the way WebDataset's writers write numbers ("3\n",
+** " 3", "+3", "1.50"): those come back as the writers would write them,
+** the same number to every reader (webdataset decodes int("3\n") = 3).
+** Import with --field NAME:bytes to keep such bytes as they are.
 */
 #ifndef PAGEDB_XFER_H
 #define PAGEDB_XFER_H
