@@ -48,7 +48,9 @@ static int onOff(ShellState *p, int nArg, char **azArg, int *pV){
 /* USAGE: .headers on|off
 ** Print the column names before the rows in list and csv modes. */
 int dotHeaders(ShellState *p, int nArg, char **azArg){
-  return onOff(p, nArg, azArg, &p->headers);
+  if( onOff(p, nArg, azArg, &p->headers) ) return 1;
+  p->headersSet = 1;
+  return 0;
 }
 
 /* USAGE: .timer on|off
@@ -73,9 +75,9 @@ int dotWritable(ShellState *p, int nArg, char **azArg){
   return 0;
 }
 
-const char *const shellModeName[6] = { "list", "csv", "json", "line", "table", "box" };
+const char *const shellModeName[7] = { "list", "csv", "json", "line", "table", "box", "column" };
 
-/* USAGE: .mode [list|csv|json|line|table|box]
+/* USAGE: .mode [list|csv|json|line|table|box|column]
 ** Set how results print; without an argument, print the current mode. */
 int dotMode(ShellState *p, int nArg, char **azArg){
   if( nArg == 1 ){
@@ -86,7 +88,7 @@ int dotMode(ShellState *p, int nArg, char **azArg){
   for(int i = 0; i < (int)(sizeof shellModeName / sizeof shellModeName[0]); i++){
     if( strcmp(azArg[1], shellModeName[i]) == 0 ){ p->mode = i; return 0; }
   }
-  shellError(p, ".mode %s: unknown mode (list, csv, json, line, table or box)", azArg[1]);
+  shellError(p, ".mode %s: unknown mode (list, csv, json, line, table, box or column)", azArg[1]);
   return 1;
 }
 
@@ -200,7 +202,10 @@ int dotNullvalue(ShellState *p, int nArg, char **azArg){
 }
 
 /* USAGE: .width N1 N2 ...
-** Minimum widths of the first columns in table and box modes; none resets. */
+** The widths of the first columns in column, table and box modes, as
+** sqlite3's: N > 0 makes the column N characters wide, longer values
+** wrapping onto more lines (names cut at N); -N the same, right-aligned;
+** 0 as wide as its widest value.  No N resets them all to 0. */
 int dotWidth(ShellState *p, int nArg, char **azArg){
   int n = nArg - 1;
   if( n > (int)(sizeof p->aWidth / sizeof p->aWidth[0]) ){
@@ -210,8 +215,8 @@ int dotWidth(ShellState *p, int nArg, char **azArg){
   int aW[sizeof p->aWidth / sizeof p->aWidth[0]];
   for(int i = 0; i < n; i++){
     int64_t v;
-    if( shellInt(azArg[i + 1], &v) || v < 0 || v > 1000 ){
-      shellError(p, ".width %s: not a width (0 to 1000 characters)", azArg[i + 1]);
+    if( shellInt(azArg[i + 1], &v) || v < -1000 || v > 1000 ){
+      shellError(p, ".width %s: not a width (-1000 to 1000 characters; 0: automatic)", azArg[i + 1]);
       return 1;
     }
     aW[i] = (int)v;

@@ -119,10 +119,11 @@ static const DotCmd aDotCmd[] = {
     "a small cat\n"
     "pagedb> .get 1 img cat.jpg\n" },
   { "headers", dotHeaders, ".headers on|off",
-    "Print column names in list and csv modes",
+    "Print column names in list, csv and column modes",
     "With on, SQL results in list and csv modes start with the column names\n"
-    "(table, box, line and json modes always show them).  On by default in an\n"
-    "interactive session, off in scripts, as in sqlite3's list mode.\n",
+    "(table, box, line and json modes always show them; column mode unless\n"
+    ".headers off).  On by default in an interactive session, off in scripts,\n"
+    "as in sqlite3's list mode.\n",
     "pagedb> .headers on\n"
     "pagedb> SELECT id, cls FROM sample LIMIT 1;\n"
     "id|cls\n"
@@ -164,10 +165,11 @@ static const DotCmd aDotCmd[] = {
     "of page 0), the files and their sizes, page size, fields, samples,\n"
     "pages, the VFS, and whether the dataset is open read-only.\n",
     "pagedb> .info\n" },
-  { "mode", dotMode, ".mode [list|csv|json|line|table|box]",
+  { "mode", dotMode, ".mode [list|csv|json|line|table|box|column]",
     "Set the output mode",
     "Chooses how results print: list (cells separated by |), csv (RFC 4180),\n"
-    "json, line (name = value), table (an ASCII grid) or box (Unicode lines).\n"
+    "json, line (name = value), table (an ASCII grid), box (Unicode lines) or\n"
+    "column (sqlite3's: padded columns, names underlined with dashes).\n"
     "Without an argument, prints the current mode.\n",
     "pagedb> .mode box\n"
     "pagedb> SELECT id, cls FROM sample LIMIT 1;\n" },
@@ -304,10 +306,20 @@ static const DotCmd aDotCmd[] = {
     "next .open or .create uses that VFS.\n",
     "pagedb> .vfs io_uring\n" },
   { "width", dotWidth, ".width N1 N2 ...",
-    "Minimum column widths in table and box modes",
-    "Sets the minimum width of the first columns of table and box output, in\n"
-    "characters (0: as wide as the column needs); .width alone resets them.\n",
-    "pagedb> .width 8 20\n" },
+    "Column widths in column, table and box modes (-N right-aligns, 0 auto)",
+    "Sets the widths of the first columns of column, table and box output, in\n"
+    "characters, as sqlite3's .width: N makes the column N wide, a longer\n"
+    "value wrapping onto more lines (the name is cut at N); -N the same,\n"
+    "right-aligned; 0 as wide as its widest value.  .width alone resets all.\n",
+    "pagedb> .mode table\n"
+    "pagedb> .width 4 -6\n"
+    "pagedb> SELECT 'abcdef' AS name, 42 AS n;\n"
+    "+------+--------+\n"
+    "| name |   n    |\n"
+    "+------+--------+\n"
+    "| abcd |     42 |\n"
+    "| ef   |        |\n"
+    "+------+--------+\n" },
   { "writable", dotWritable, ".writable on|off",
     "Let SQL change INT/REAL field values (UPDATE sample SET ...)",
     "With on, SQL that writes runs through pagedb_sql_update, which lets it\n"

@@ -15,8 +15,11 @@
 **          between rows
 **   table  +---+ boxes of ASCII, names centered, always with the names
 **   box    the same with Unicode line-drawing characters
+**   column sqlite3's: columns padded and two blanks apart, the names
+**          underlined with dashes (shown unless .headers off)
 **
-** Widths in table and box modes count UTF-8 characters, not bytes.
+** Widths in column, table and box modes count UTF-8 characters, not
+** bytes; .width sets them as sqlite3's (printColumnar).
 */
 #include "shell.h"
 
@@ -184,53 +187,147 @@ static void printRule(FILE *out, const size_t *aw, int nCol, const char *zLeft,
   fputc('\n', out);
 }
 
-static void printPadded(FILE *out, const char *z, size_t w, int align){
-  size_t n = utf8Width(z);
-  size_t pad = w > n ? w - n : 0;
-  size_t left = align == 0 ? 0 : align > 0 ? pad : pad / 2;
-  fprintf(out, "%*s%s%*s", (int)left, "", z, (int)(pad - left), "");
+/*
+** A cell of the columnar modes is printed as lines: it is cut at each
+** newline and, in a column of width W > 0 (.width), after every W
+** characters, as sqlite3 wraps.  cellLine finds the line that starts at Z:
+** its length in bytes (*PN) and characters (*PCHARS); it returns where the
+** next line starts, or NULL after the last.
+*/
+static const char *cellLine(const char *z, size_t w, size_t *pn, size_t *pChars){
+  size_t n = 0, chars = 0;
+  while( z[n] && z[n] != '\n' ){
+    if( ((unsigned char)z[n] & 0xc0) != 0x80 ){
+      if( w > 0 && chars == w ) break;
+      chars++;
+    }
+    n++;
+  }
+  *pn = n;
+  *pChars = chars;
+  if( z[n] == '\n' ) return z + n + 1;
+  return z[n] ? z + n : 0;
 }
 
-static void printColumnar(ShellState *p, ShellResult *r, int box){
+/* The number of lines of cell Z in a column of width W. */
+static int cellLines(const char *z, size_t w){
+  int k = 0;
+  size_t n, c;
+  do{ k++; z = cellLine(z, w, &n, &c); }while( z );
+  return k;
+}
+
+/* Print N bytes of Z (CHARS characters) padded to W: left-aligned (ALIGN 0),
+** right-aligned (1) or centred (-1). */
+static void printPadded(FILE *out, const char *z, size_t n, size_t chars, size_t w, int align){
+  size_t pad = w > chars ? w - chars : 0;
+  size_t left = align == 0 ? 0 : align > 0 ? pad : pad / 2;
+  fprintf(out, "%*s%.*s%*s", (int)left, "", (int)n, z, (int)(pad - left), "");
+}
+
+/*
+** Column, table and box modes.  Column I is .width's W (0 past them): |W|
+** characters wide when W is not 0, else as wide as its name and widest
+** line; negative W right-aligns it (as do the numeric columns of the
+** dot-commands' tables).  Names are centred in table and box modes, cut at
+** |W| characters.  When a row takes several lines, rows are separated by
+** a rule (a blank line in column mode).  WITHHEADERS: column mode's names.
+*/
+static void printColumnar(ShellState *p, ShellResult *r, int withHeaders){
   FILE *out = p->out;
+  int box = p->mode == MODE_BOX, column = p->mode == MODE_COLUMN;
   size_t *aw = calloc((size_t)r->nCol, sizeof(size_t));
-  if( aw == 0 ){ shellError(p, "out of memory"); return; }
+  size_t *awrap = calloc((size_t)r->nCol, sizeof(size_t));
+  int *aRight = calloc((size_t)r->nCol, sizeof(int));
+  const char **az = calloc((size_t)r->nCol, sizeof(char *));
+  if( aw == 0 || awrap == 0 || aRight == 0 || az == 0 ){
+    shellError(p, "out of memory");
+    goto done;
+  }
+  int multi = 0;
   for(int i = 0; i < r->nCol; i++){
-    aw[i] = utf8Width(r->azName[i]);
-    for(int64_t k = 0; k < r->nRow; k++){
+    int w = i < p->nWidth ? p->aWidth[i] : 0;
+    awrap[i] = (size_t)(w < 0 ? -w : w);
+    aRight[i] = w < 0;
+    size_t n, c;
+    cellLine(r->azName[i], awrap[i], &n, &c);
+    aw[i] = awrap[i] ? awrap[i] : c;
+    for(int64_t k = 0; awrap[i] == 0 && k < r->nRow; k++){
       const char *z = r->azCell[k * r->nCol + i];
-      size_t n = utf8Width(z ? z : p->zNull);
-      if( n > aw[i] ) aw[i] = n;
+      for(z = z ? z : p->zNull; z; ){
+        z = cellLine(z, 0, &n, &c);
+        if( c > aw[i] ) aw[i] = c;
+      }
     }
-    /* .width: at least this wide. */
-    if( i < p->nWidth && (size_t)p->aWidth[i] > aw[i] ) aw[i] = (size_t)p->aWidth[i];
+    for(int64_t k = 0; k < r->nRow && !multi; k++){
+      const char *z = r->azCell[k * r->nCol + i];
+      if( cellLines(z ? z : p->zNull, awrap[i]) > 1 ) multi = 1;
+    }
   }
-  const char *zV = box ? "\xe2\x94\x82" : "|";        /* │ */
-  const char *zH = box ? "\xe2\x94\x80" : "-";        /* ─ */
-  printRule(out, aw, r->nCol, box ? "\xe2\x94\x8c" : "+", zH,   /* ┌ ┬ ┐ */
-            box ? "\xe2\x94\xac" : "+", box ? "\xe2\x94\x90" : "+");
-  fputs(zV, out);
-  for(int i = 0; i < r->nCol; i++){
-    fputc(' ', out);
-    printPadded(out, r->azName[i], aw[i], -1);
-    fprintf(out, " %s", zV);
+  const char *zV = column ? "" : box ? "\xe2\x94\x82" : "|";     /* │ */
+  const char *zH = box ? "\xe2\x94\x80" : "-";                    /* ─ */
+  const char *zSep = column ? "  " : box ? " \xe2\x94\x82 " : " | ";
+  if( !column ){
+    printRule(out, aw, r->nCol, box ? "\xe2\x94\x8c" : "+", zH,   /* ┌ ┬ ┐ */
+              box ? "\xe2\x94\xac" : "+", box ? "\xe2\x94\x90" : "+");
   }
-  fputc('\n', out);
-  printRule(out, aw, r->nCol, box ? "\xe2\x94\x9c" : "+", zH,   /* ├ ┼ ┤ */
-            box ? "\xe2\x94\xbc" : "+", box ? "\xe2\x94\xa4" : "+");
-  for(int64_t k = 0; k < r->nRow; k++){
+  if( !column || withHeaders ){
     fputs(zV, out);
+    if( !column ) fputc(' ', out);
+    for(int i = 0; i < r->nCol; i++){
+      size_t n, c;
+      cellLine(r->azName[i], awrap[i], &n, &c);
+      printPadded(out, r->azName[i], n, c, aw[i], column ? aRight[i] : -1);
+      fputs(i + 1 < r->nCol ? zSep : column ? "" : " ", out);
+    }
+    fprintf(out, "%s\n", zV);
+    if( column ){
+      for(int i = 0; i < r->nCol; i++){
+        for(size_t k = 0; k < aw[i]; k++) fputc('-', out);
+        fputs(i + 1 < r->nCol ? "  " : "\n", out);
+      }
+    }else{
+      printRule(out, aw, r->nCol, box ? "\xe2\x94\x9c" : "+", zH,   /* ├ ┼ ┤ */
+                box ? "\xe2\x94\xbc" : "+", box ? "\xe2\x94\xa4" : "+");
+    }
+  }
+  for(int64_t k = 0; k < r->nRow; k++){
+    int more = 1;
     for(int i = 0; i < r->nCol; i++){
       const char *z = r->azCell[k * r->nCol + i];
-      fputc(' ', out);
-      printPadded(out, z ? z : p->zNull, aw[i], cellIsNum(r, i, z) && r->aNum[i] == 1 ? 1 : 0);
-      fprintf(out, " %s", zV);
+      az[i] = z ? z : p->zNull;
     }
-    fputc('\n', out);
+    while( more ){
+      more = 0;
+      fputs(zV, out);
+      if( !column ) fputc(' ', out);
+      for(int i = 0; i < r->nCol; i++){
+        const char *z = r->azCell[k * r->nCol + i];
+        size_t n = 0, c = 0;
+        const char *zLine = az[i];
+        if( zLine ) az[i] = cellLine(zLine, awrap[i], &n, &c);
+        if( az[i] ) more = 1;
+        int align = aRight[i] || (cellIsNum(r, i, z) && r->aNum[i] == 1) ? 1 : 0;
+        printPadded(out, zLine ? zLine : "", n, c, aw[i], align);
+        fputs(i + 1 < r->nCol ? zSep : column ? "" : " ", out);
+      }
+      fprintf(out, "%s\n", zV);
+    }
+    if( multi && k + 1 < r->nRow ){
+      if( column ) fputc('\n', out);
+      else printRule(out, aw, r->nCol, box ? "\xe2\x94\x9c" : "+", zH,
+                     box ? "\xe2\x94\xbc" : "+", box ? "\xe2\x94\xa4" : "+");
+    }
   }
-  printRule(out, aw, r->nCol, box ? "\xe2\x94\x94" : "+", zH,   /* └ ┴ ┘ */
-            box ? "\xe2\x94\xb4" : "+", box ? "\xe2\x94\x98" : "+");
+  if( !column ){
+    printRule(out, aw, r->nCol, box ? "\xe2\x94\x94" : "+", zH,   /* └ ┴ ┘ */
+              box ? "\xe2\x94\xb4" : "+", box ? "\xe2\x94\x98" : "+");
+  }
+done:
   free(aw);
+  free(awrap);
+  free(aRight);
+  free(az);
 }
 
 void resultPrint(ShellState *p, ShellResult *r, int withHeaders){
@@ -241,7 +338,9 @@ void resultPrint(ShellState *p, ShellResult *r, int withHeaders){
   switch( p->mode ){
     case MODE_TABLE:
     case MODE_BOX:
-      if( r->nCol > 0 ) printColumnar(p, r, p->mode == MODE_BOX);
+    case MODE_COLUMN:
+      /* Column mode shows the names, as sqlite3's, unless .headers said. */
+      if( r->nCol > 0 ) printColumnar(p, r, withHeaders || !p->headersSet);
       break;
     case MODE_JSON:
       for(int64_t k = 0; k < r->nRow; k++){

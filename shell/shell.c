@@ -535,11 +535,11 @@ static const char zUsage[] =
   "a dot-command (\".create FILE ...\", \".open FILE\").  Options:\n"
   "  -bail         stop after the first error\n"
   "  -batch        read standard input as a script even on a terminal\n"
-  "  -box          box output mode (also -csv, -json, -line, -list, -table)\n"
+  "  -box          box output mode (also -column, -csv, -json, -line, -list, -table)\n"
   "  -cmd COMMAND  run COMMAND before the others or standard input (repeatable)\n"
   "  -demo         if FILE does not exist, create a demo dataset there\n"
   "  -echo         print each command before running it\n"
-  "  -header       column names in list and csv modes (-noheader: not)\n"
+  "  -header       column names in list, csv and column modes (-noheader: not)\n"
   "  -help         show this message\n"
   "  -init FILE    run the commands of FILE first, instead of ~/.pagedbrc\n"
   "  -nullvalue S  print NULL as S\n"
@@ -616,10 +616,10 @@ static int parseOption(ShellState *p, MainOpts *mo, int argc, char **argv, int *
     mo->batch = 1;
   }else if( strcmp(z, "-header") == 0 || strcmp(z, "-headers") == 0 ){
     p->headers = 1;
-    mo->headersSet = 1;
+    p->headersSet = mo->headersSet = 1;
   }else if( strcmp(z, "-noheader") == 0 ){
     p->headers = 0;
-    mo->headersSet = 1;
+    p->headersSet = mo->headersSet = 1;
   }else if( strcmp(z, "-demo") == 0 ){
     p->demo = 1;
   }else if( strcmp(z, "-echo") == 0 ){

@@ -37,6 +37,7 @@
 #define MODE_LINE   3   /* one `name = value` line per column, a blank line between rows */
 #define MODE_TABLE  4   /* +---+ ASCII boxes */
 #define MODE_BOX    5   /* Unicode line-drawing boxes */
+#define MODE_COLUMN 6   /* sqlite3's column mode: padded columns, names underlined with dashes */
 
 /* All the state of the shell. */
 typedef struct ShellState {
@@ -50,7 +51,8 @@ typedef struct ShellState {
   const char *zVfs;         /* -vfs NAME or .vfs NAME: the VFS of later opens (NULL: default) */
   int bail;                 /* -bail: stop at the first error */
   int mode;                 /* MODE_* */
-  int headers;              /* .headers on: column names before rows (list, csv) */
+  int headers;              /* .headers on: column names before rows (list, csv, column) */
+  int headersSet;           /* .headers or -header/-noheader was given (else column mode shows them) */
   int timer;                /* .timer on: print the time each command took */
   int writable;             /* .writable on: SQL may update INT/REAL field values */
   int interactive;          /* reading a terminal */
@@ -70,8 +72,8 @@ typedef struct ShellState {
   int64_t nChange;          /* samples the last command wrote, deleted or changed; -1: none */
   int64_t nTotalChange;     /* ...and since the shell started */
   char zNull[64];           /* .nullvalue: how NULL prints (default "") */
-  int nWidth;               /* .width: minimum column widths of table and box modes */
-  int aWidth[64];
+  int nWidth;               /* .width: the widths of the first columns in column, table and */
+  int aWidth[64];           /* box modes: N wraps at N characters, -N too and right-aligns, 0 auto */
 } ShellState;
 
 /* Print "Error: ..." on stderr and count the error. */
@@ -235,7 +237,7 @@ int dotSystem(ShellState *p, int nArg, char **azArg);
 int dotTables(ShellState *p, int nArg, char **azArg);
 int dotIndexes(ShellState *p, int nArg, char **azArg);
 /* The output modes' names, MODE_* order. */
-extern const char *const shellModeName[6];
+extern const char *const shellModeName[7];
 /* Back to stdout after .output/.once (closing the file or pipe). */
 void shellOutputReset(ShellState *p);
 
