@@ -81,6 +81,22 @@ static const DotCmd aDotCmd[] = {
     "in the data file until .vacuum.\n",
     "pagedb> .delete label = 4 AND caption IS NULL\n"
     "deleted 3 samples\n" },
+  { "dump", dotDump, ".dump [--schema-only|--data-only] [PATTERN ...]",
+    "The catalog (tables matching the globs) as SQL text for sqlite3",
+    "Writes the catalog as an SQL script, as sqlite3's .dump: each table's\n"
+    "CREATE TABLE and an INSERT per row (meta, field, page, sample and the\n"
+    "application's tables such as classes), the indexes, the views; sqlite3\n"
+    "runs it to make a database of the catalog.  Table sample holds each\n"
+    "value's length and checksum, not its bytes (.export writes those).  With\n"
+    "PATTERNs, the tables and views whose names match: a view as a table of\n"
+    "its rows, so .dump sample_info names what each column is.\n",
+    "pagedb> .dump classes\n"
+    "-- the catalog of pagedb dataset pets.pagedb (sizes and checksums: ...)\n"
+    "PRAGMA foreign_keys=OFF;\n"
+    "BEGIN TRANSACTION;\n"
+    "CREATE TABLE classes(label INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"
+    "INSERT INTO \"classes\" VALUES(0,'cat');\n"
+    "COMMIT;\n" },
   { "echo", dotEcho, ".echo on|off",
     "Print each command before it runs",
     "With on, each command (dot-command or SQL) is printed to the output\n"

@@ -15,6 +15,7 @@
 **               results and for the tables dot-commands print
 **   cmd_data.c  .create .info .fields .schema .stats .pages .count .get
 **               .put .delete
+**   cmd_dump.c  .dump: the catalog as SQL text
 **   cmd_long.c  .check .vacuum .attach .bench, progress bars and Ctrl-C
 **   import.c, export.c, tar.c (xfer.h)   .import and .export
 **
@@ -207,6 +208,9 @@ int dotCount(ShellState *p, int nArg, char **azArg);
 int dotGet(ShellState *p, int nArg, char **azArg);
 int dotPut(ShellState *p, int nArg, char **azArg);
 int dotDelete(ShellState *p, int nArg, char **azArg);
+
+/* cmd_dump.c */
+int dotDump(ShellState *p, int nArg, char **azArg);
 
 /* cmd_long.c */
 int dotCheck(ShellState *p, int nArg, char **azArg);
