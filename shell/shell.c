@@ -243,7 +243,8 @@ static int makeDemo(ShellState *p, const char *zFile){
 }
 
 /*
-** Open ZFILE as the current dataset: read-write unless -readonly.  A
+** Open ZFILE as the current dataset: read-write unless -readonly or a URL
+** (a remote dataset, which the remote VFS opens read-only).  A
 ** read-write open that fails because another process writes the dataset
 ** (or the file is not writable) falls back to read-only and says so.
 ** With -demo, a missing ZFILE is first made into the demo dataset.
@@ -251,14 +252,17 @@ static int makeDemo(ShellState *p, const char *zFile){
 int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile){
   shellCloseDb(p);
   p->dbReadonly = 0;
-  if( p->demo && access(zFile, F_OK) != 0 ){
+  int isUrl = strstr(zFile, "://") != 0;   /* s3://, http(s)://: remote, read-only */
+  if( p->demo && !isUrl && access(zFile, F_OK) != 0 ){
     if( makeDemo(p, zFile) ) return 1;
   }
   int rc;
   const char *zNote = 0;
-  if( !p->readonly && access(zFile, F_OK) != 0 && errno == ENOENT ){
+  if( !p->readonly && !isUrl && access(zFile, F_OK) != 0 && errno == ENOENT ){
     /* As sqlite3 does: the dataset is made by the first command that
-    ** writes; until then nothing exists, so a typo leaves nothing behind. */
+    ** writes; until then nothing exists, so a typo leaves nothing behind.
+    ** Not a URL (s3://, http://): a remote dataset is opened (read-only)
+    ** or reported missing by the library, never made here. */
     char zCat[4200];
     snprintf(zCat, sizeof zCat, "%s-catalog", zFile);
     if( access(zCat, F_OK) != 0 && errno == ENOENT ){
@@ -267,7 +271,7 @@ int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile){
       return 0;
     }
   }
-  if( !p->readonly ){
+  if( !p->readonly && !isUrl ){
     rc = pagedb_open(zFile, &p->db, PAGEDB_OPEN_READWRITE, p->zVfs);
     int prim = rc & 0xff;
     if( rc == PAGEDB_OK ){
@@ -291,7 +295,7 @@ int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile){
   rc = pagedb_open(zFile, &p->db, PAGEDB_OPEN_READONLY, p->zVfs);
   if( rc ){
     shellError(p, "%s: cannot open \"%s\": %s (%s)%s", zCmd, zFile, pagedb_errname(rc),
-               pagedb_errmsg(p->db), rc == PAGEDB_CANTOPEN_NOENT
+               pagedb_errmsg(p->db), rc == PAGEDB_CANTOPEN_NOENT && !isUrl
                ? "; without -readonly, the first command that writes (.import, .put, .create) creates it" : "");
     pagedb_close(p->db);
     p->db = 0;
