@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,16 +242,61 @@ static size_t memberExtLen(const char *z){
   return strlen(z);
 }
 
-/* INT and REAL values as WebDataset's writers write them (Python's str()
-** of the number, ASCII): an integer in decimal without blanks or a
-** newline; a real as the shortest text that reads back as the same double
-** (%.17g when nothing shorter does). */
-static size_t numberText(int type, int64_t iv, double rv, char *buf, size_t cap){
-  if( type == PAGEDB_INT ) return (size_t)snprintf(buf, cap, "%lld", (long long)iv);
-  for(int prec = 1; prec <= 17; prec++){
-    snprintf(buf, cap, "%.*g", prec, rv);
-    if( prec == 17 || strtod(buf, 0) == rv ) break;
+/*
+** A REAL value as Python's str() writes a float (repr, since Python 3.1):
+** the fewest significant digits that read back as the same double; fixed
+** notation when the decimal exponent is in [-4, 16), with ".0" when there
+** is no fraction ("2.0", "0.0001", "1000000000000000.0"), else d.ddde+XX
+** with at least two exponent digits ("1e+16", "1e-05"); "inf", "-inf",
+** "nan".
+*/
+static void realText(double v, char *buf, size_t cap){
+  if( isnan(v) ){ snprintf(buf, cap, "nan"); return; }
+  if( isinf(v) ){ snprintf(buf, cap, "%sinf", v < 0 ? "-" : ""); return; }
+  char e[48];
+  for(int prec = 0; prec <= 17; prec++){
+    snprintf(e, sizeof e, "%.*e", prec, v);
+    if( strtod(e, 0) == v ) break;
   }
+  /* e is [-]D[.DDD]e(+|-)XX: its digits and decimal exponent. */
+  const char *z = e;
+  int neg = *z == '-';
+  if( neg ) z++;
+  char dig[24];
+  int nd = 0;
+  for(; *z && *z != 'e'; z++) if( *z >= '0' && *z <= '9' && nd < 20 ) dig[nd++] = *z;
+  int x = *z == 'e' ? atoi(z + 1) : 0;
+  while( nd > 1 && dig[nd - 1] == '0' ) nd--;
+  dig[nd] = 0;
+  size_t n = 0;
+  #define PUT(c) do{ if( n + 1 < cap ) buf[n++] = (c); }while(0)
+  if( neg ) PUT('-');
+  if( x >= -4 && x < 16 ){
+    if( x < 0 ){
+      PUT('0'); PUT('.');
+      for(int k = 0; k < -x - 1; k++) PUT('0');
+      for(int k = 0; k < nd; k++) PUT(dig[k]);
+    }else{
+      for(int k = 0; k <= x; k++) PUT(k < nd ? dig[k] : '0');
+      PUT('.');
+      if( nd > x + 1 ) for(int k = x + 1; k < nd; k++) PUT(dig[k]);
+      else PUT('0');
+    }
+    buf[n] = 0;
+  }else{
+    PUT(dig[0]);
+    if( nd > 1 ){ PUT('.'); for(int k = 1; k < nd; k++) PUT(dig[k]); }
+    buf[n] = 0;
+    snprintf(buf + n, cap - n, "e%c%02d", x < 0 ? '-' : '+', x < 0 ? -x : x);
+  }
+  #undef PUT
+}
+
+/* INT and REAL values as WebDataset's writers write them: Python's str()
+** of the number, ASCII (an integer in decimal, no blanks, no newline). */
+static size_t numberText(int type, int64_t iv, double rv, char *buf, size_t cap){
+  if( type == PAGEDB_INT ) snprintf(buf, cap, "%lld", (long long)iv);
+  else realText(rv, buf, cap);
   return strlen(buf);
 }
 

@@ -33,6 +33,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -225,7 +226,9 @@ static int impConvert(Import *imp, Job *j, Put *p, char *emsg, size_t nemsg){
       errno = 0;
       if( want == PAGEDB_INT ) p->iv = strtoll(buf, &end, 10);
       else p->rv = strtod(buf, &end);
-      ok = errno == 0 && *end == 0;
+      /* An underflow (5e-324, 1e-400) reads as the nearest double, as
+      ** Python's float() reads it; an overflow is refused. */
+      ok = (errno == 0 || (errno == ERANGE && want == PAGEDB_REAL && isfinite(p->rv))) && *end == 0;
     }
     if( !ok ){
       jobName(imp, j, zName, sizeof zName);

@@ -11,7 +11,8 @@
 ** else PAGEDB_MISMATCH naming the field, before anything is written.  The
 ** dataset may have other fields.  The writer threads convert each value to
 ** its field's type: numbers to decimal text, decimal text (blanks around it
-** allowed) to INT or REAL; a value that does not convert, or a .json value
+** allowed) to INT or REAL (an underflow to the nearest double, as Python's
+** float() reads it; an overflow does not convert); a value that does not convert, or a .json value
 ** that is not JSON (json.c), is PAGEDB_MISMATCH naming the sample and the
 ** field.
 **
@@ -89,8 +90,9 @@
 **     value (the decimal id when there is no __key__ field), in the order
 **     of the fields (fields id_, page_, off_ as KEY.id, KEY.page, KEY.off):
 **     BYTES and TEXT values as read (decompressed), INT and REAL values as
-**     WebDataset's writers write them (Python's str(): "3", "0.1", the
-**     shortest decimal that reads back as the same double).  Headers are
+**     WebDataset's writers write them (Python's str(): "3"; "0.1", "2.0",
+**     "1e+16": the shortest decimal that reads back as the same double, in
+**     Python's notation).  Headers are
 **     ustar (pax for long names), mode 0644, owner 0, mtime the export's.
 **     A member name that would leave the archive's root is refused.  An
 **     interrupted or failed export removes the file.
