@@ -48,10 +48,6 @@ typedef struct RmtStats {
 } RmtStats;
 extern RmtStats rmt_stats;
 
-/* Whether PATH is a URL a remote VFS serves ("http://", "https://",
-** "s3://"); the VFS of its scheme, or NULL. */
-pagedb_vfs *rmt_vfs_for(const char *path);
-
 /* --- http.c --- */
 
 /* Open PATH: parse it, read the credentials it needs, and ask the server
@@ -105,6 +101,10 @@ void *rmt_headers(const RmtObject *o);     /* a struct curl_slist *, or NULL */
 const char *rmt_fetch_url(const RmtObject *o);
 int rmt_is_s3(const RmtObject *o);
 int rmt_retries(const RmtObject *o);
+
+/* Whether curl result CC is a TLS failure (a certificate that does not
+** verify, a CA bundle that cannot be read): permanent, never retried. */
+int rmt_tls_failure(int cc);
 
 /* --- upload.c --- */
 
