@@ -825,9 +825,15 @@ static int is_unborn(pagedb *db) {
 static int open_dataset(pagedb *db, int flags) {
   pdb_msg *m = &db->err;
   int exists = 0, cat_exists = 0;
-  db->vfs->xAccess(db->vfs, db->path, &exists);
-  db->vfs->xAccess(db->vfs, db->catpath, &cat_exists);
-  int rc;
+  /* A VFS that cannot tell (a remote server's failure other than 404)
+  ** fails the open with its reason. */
+  pdb_os_take_why();
+  int rc = db->vfs->xAccess(db->vfs, db->path, &exists);
+  if (rc == PAGEDB_OK) rc = db->vfs->xAccess(db->vfs, db->catpath, &cat_exists);
+  if (rc != PAGEDB_OK) {
+    const char *why = pdb_os_take_why();
+    return pdb_err(db, m, rc, "cannot open %s: %s", db->path, why[0] ? why : pagedb_errstr(rc));
+  }
   if (!exists) {
     if (!(flags & PAGEDB_OPEN_CREATE))
       return pdb_err(db, m, PAGEDB_CANTOPEN_NOENT, "no dataset at %s: the file does not exist", db->path);

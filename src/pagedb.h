@@ -541,10 +541,13 @@ PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
 ** not a dataset that opens, and a push that fails or is killed part way
 ** never leaves one that opens with the wrong bytes.  An S3 data file larger
 ** than one part (PAGEDB_PUSH_PART_BYTES, default 32M, at least 5M) goes up
-** by multipart upload, aborted on failure; smaller files by one PUT; a
-** local file is written under a temporary name, synced and renamed, and its
-** directory synced.  Transient server failures are retried as reads are
-** (PAGEDB_REMOTE_RETRIES).
+** by multipart upload, PAGEDB_PUSH_PARALLEL parts at once (default 4;
+** pagedb_config options too, see REMOTE DATASETS), aborted on failure;
+** smaller files by one PUT; a local file is written under a temporary
+** name, synced and renamed, and its directory synced.  Transient server
+** failures are retried as reads are (PAGEDB_REMOTE_RETRIES), each part on
+** its own.  The destination's address, credentials and the settings are
+** checked before anything is removed or written.
 **
 ** DB may be read-only but must be local.  Commits (and pagedb_vacuum) of DB
 ** wait until the push ends; writers may go on filling pages meanwhile.
@@ -554,8 +557,9 @@ PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
 ** with PAGEDB_IOERR_CHANGED (never mixed bytes).
 **
 ** Results: PAGEDB_OK; PAGEDB_MISUSE (DB NULL or failed, DEST NULL or empty,
-** DB remote); PAGEDB_CANTOPEN (a bad URL, missing S3 credentials, a
-** destination directory that does not exist, a build without libcurl);
+** DB remote); PAGEDB_CANTOPEN (a bad URL, missing S3 credentials, a bad
+** setting in the environment, a destination directory that does not
+** exist, a build without libcurl);
 ** PAGEDB_READONLY (a local destination that refuses writes);
 ** PAGEDB_IOERR_REMOTE (the server refused or failed a request: the
 ** message, pagedb_errmsg(DB), names the URL, the request and the HTTP
@@ -1195,7 +1199,9 @@ struct pagedb_vfs {
   ** stays NULL and the result says why (PAGEDB_CANTOPEN_NOENT, ...). */
   int (*xOpen)(pagedb_vfs *, const char *path, pagedb_file *file, int flags);
   int (*xDelete)(pagedb_vfs *, const char *path, int syncDir);
-  /* *EXISTS receives 1 if PATH exists. */
+  /* *EXISTS receives 1 if PATH exists.  A backend that cannot tell (a
+  ** remote server's failure) returns an error code: pagedb_open then fails
+  ** with it. */
   int (*xAccess)(pagedb_vfs *, const char *path, int *exists);
   /* fsync the directory that holds PATH, after creating or renaming it. */
   int (*xSyncDir)(pagedb_vfs *, const char *path);

@@ -516,17 +516,17 @@ static int rm_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
 
 static int rm_access(pagedb_vfs *vfs, const char *path, int *exists) {
   RmtObject *o = NULL;
-  if (!own_scheme(vfs, path)) {
-    *exists = 1;            /* the open says why */
-    return PAGEDB_OK;
-  }
+  *exists = 0;
+  if (!own_scheme(vfs, path)) return PAGEDB_CANTOPEN;
   char msg[RMT_ERR_MAX];
   int rc = rmt_open(path, &o, msg, sizeof msg);
   rmt_close(o);
-  /* Only a 404 says "absent"; any other failure is left for the open to
-  ** report with its reason. */
-  *exists = rc != PAGEDB_CANTOPEN_NOENT;
-  return PAGEDB_OK;
+  /* A 404 says "absent"; any other failure cannot tell, and says why
+  ** (pagedb_open reports it as the open's failure). */
+  *exists = rc == PAGEDB_OK;
+  if (rc == PAGEDB_OK || rc == PAGEDB_CANTOPEN_NOENT) return PAGEDB_OK;
+  pdb_os_set_why("%s", msg);
+  return rc;
 }
 
 static int rm_delete(pagedb_vfs *vfs, const char *path, int syncDir) {

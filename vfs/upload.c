@@ -198,11 +198,9 @@ typedef struct Slot {
 ** they finish in.  The first failure for good stops everything: parts on
 ** their way are cut off, and the caller aborts the upload.
 */
-static int upload_parts(RmtObject *o, int fd, uint64_t len, uint64_t part, const char *id, char (*etags)[ETAG_MAX],
-                        char *msg, size_t cap) {
-  int64_t nin;
-  int rc = pdb_rconf_num(PAGEDB_CONFIG_PUSH_PARALLEL, &nin, msg, cap);
-  if (rc != PAGEDB_OK) return rc;
+static int upload_parts(RmtObject *o, int fd, uint64_t len, uint64_t part, int64_t nin, const char *id,
+                        char (*etags)[ETAG_MAX], char *msg, size_t cap) {
+  int rc = PAGEDB_OK;
   uint64_t nparts = (len + part - 1) / part;
   if ((uint64_t)nin > nparts) nin = (int64_t)nparts;
   CURLM *m = curl_multi_init();
@@ -294,8 +292,9 @@ static int upload_parts(RmtObject *o, int fd, uint64_t len, uint64_t part, const
   return rc;
 }
 
-/* Upload LEN bytes of FD as O by multipart upload of PART-byte parts. */
-static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, char *msg, size_t cap) {
+/* Upload LEN bytes of FD as O by multipart upload of PART-byte parts, NIN
+** at once. */
+static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, int64_t nin, char *msg, size_t cap) {
   RmtResp h;
   Got *g = pdb_malloc(sizeof *g);
   uint64_t nparts = (len + part - 1) / part;
@@ -331,7 +330,7 @@ static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, char *ms
     }
   }
   size_t xn = (size_t)snprintf(xml, xcap, "<CompleteMultipartUpload>");
-  if (rc == PAGEDB_OK) rc = upload_parts(o, fd, len, part, id, etags, msg, cap);
+  if (rc == PAGEDB_OK) rc = upload_parts(o, fd, len, part, nin, id, etags, msg, cap);
   for (uint64_t i = 0; i < nparts && rc == PAGEDB_OK; i++)
     xn += (size_t)snprintf(xml + xn, xcap - xn, "<Part><PartNumber>%llu</PartNumber><ETag>%s</ETag></Part>",
                            (unsigned long long)(i + 1), etags[i]);
@@ -355,6 +354,21 @@ out:
   return rc;
 }
 
+/* The part size and the parts at once (rconfig.c). */
+static int push_settings(int64_t *part, int64_t *nin, char *msg, size_t cap) {
+  int rc = pdb_rconf_num(PAGEDB_CONFIG_PUSH_PART_BYTES, part, msg, cap);
+  return rc == PAGEDB_OK ? pdb_rconf_num(PAGEDB_CONFIG_PUSH_PARALLEL, nin, msg, cap) : rc;
+}
+
+int rmt_push_check(const char *url, char *msg, size_t cap) {
+  RmtObject *o;
+  int64_t part, nin;
+  int rc = rmt_target(url, &o, msg, cap);
+  if (rc != PAGEDB_OK) return rc;
+  rmt_close(o);
+  return push_settings(&part, &nin, msg, cap);
+}
+
 int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, size_t cap) {
   RmtObject *o;
   int rc = rmt_target(url, &o, msg, cap);
@@ -367,8 +381,8 @@ int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, si
     rmt_close(o);
     return PAGEDB_CANTOPEN;
   }
-  int64_t bytes;
-  rc = pdb_rconf_num(PAGEDB_CONFIG_PUSH_PART_BYTES, &bytes, msg, cap);
+  int64_t bytes, nin;
+  rc = push_settings(&bytes, &nin, msg, cap);
   if (rc != PAGEDB_OK) {
     close(fd);
     rmt_close(o);
@@ -378,7 +392,7 @@ int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, si
   assert(part >= MIN_PART);
   while ((len + part - 1) / part > MAX_PARTS) part *= 2;
   if (rmt_is_s3(o) && len > part) {
-    rc = multipart(o, fd, len, part, msg, cap);
+    rc = multipart(o, fd, len, part, nin, msg, cap);
   } else {
     RmtResp h;
     Got *g = pdb_malloc(sizeof *g);
