@@ -88,6 +88,13 @@ proc accept {sock addr port} {
   }
   if {$expect} { puts -nonewline $sock "HTTP/1.1 100 Continue\r\n\r\n" }
   set reqbody [expr {$clen > 0 ? [read $sock $clen] : ""}]
+  if {[string length $reqbody] < $clen} {
+    # The client went away (killed, or gave up on a slow answer): nothing
+    # to forward, and a server waiting for the rest would hold us.
+    logline "gone $reqline"
+    close $sock
+    return
+  }
   set up [socket 127.0.0.1 $::upstream]
   fconfigure $up -translation binary -buffering full
   set out "[string map {HTTP/1.1 HTTP/1.0} $reqline]\r\n"

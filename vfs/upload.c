@@ -86,7 +86,8 @@ enum { DONE_OK, DONE_RETRY, DONE_FAIL };
 /* A finished request: curl's result CC, status STATUS, body G. */
 static int judge(CURLcode cc, long status, const Got *g) {
   if (cc == CURLE_OK && status >= 200 && status < 300 && !strstr(g->buf, "<Error>")) return DONE_OK;
-  int transient = (cc != CURLE_OK && cc != CURLE_ABORTED_BY_CALLBACK && cc != CURLE_READ_ERROR && !rmt_tls_failure(cc))
+  int transient = (cc != CURLE_OK && cc != CURLE_ABORTED_BY_CALLBACK && cc != CURLE_READ_ERROR
+                   && !rmt_tls_failure(cc))
                   || status >= 500 || status == 429 || status == 408;
   return transient ? DONE_RETRY : DONE_FAIL;
 }
@@ -97,14 +98,18 @@ static void describe(RmtObject *o, const char *method, const char *url, CURLcode
   const char *code = strstr(g->buf, "<Code>");
   int clen = code ? (int)strcspn(code + 6, "<") : 0;
   if (cc != CURLE_OK)
-    snprintf(msg, cap, "%s %s (%s): %s%s after %d attempts", method, rmt_url(o), url, rmt_tls_failure(cc) ? "TLS: " : "",
-             err[0] ? err : curl_easy_strerror(cc), attempts);
+    snprintf(msg, cap, "%s %s (%s): %s%s after %d attempts", method, rmt_url(o), url,
+             rmt_tls_failure(cc) ? "TLS: " : "", err[0] ? err : curl_easy_strerror(cc), attempts);
   else
     snprintf(msg, cap, "%s %s (%s): HTTP %ld%s%.*s%s", method, rmt_url(o), url, status, code ? " " : "", clen,
              code ? code + 6 : "",
              status == 403 || status == 401 ? ": access denied (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
              : status == 404 ? ": no such bucket or path"
              : status == 405 ? ": the server does not take uploads (PUT) there" : "");
+  if (cc == CURLE_OK && attempts > 1) {
+    size_t n = strlen(msg);
+    snprintf(msg + n, cap - n, " after %d attempts (the retry budget spent)", attempts);
+  }
   atomic_fetch_add(&rmt_stats.failures, 1);
 }
 
