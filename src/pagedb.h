@@ -1400,11 +1400,14 @@ struct pagedb_pool_methods {
 ** any thread; each open of a remote dataset (and each push and pull) reads
 ** them then, so a handle already open keeps its own.  A value set wins over
 ** the environment; a string NULL or a number -1 forgets it (the
-** environment, else the default, applies again).  Strings are copied.
+** environment, else the default, applies again).  Strings are copied;
+** numbers are passed as int64_t (cast a literal: (int64_t)1 << 30).
 ** A bad value (out of the range given, not a power of two for the chunk,
 ** an empty directory or region, a string of 4096 bytes or more) is
-** PAGEDB_MISUSE and leaves the setting as it was.  Accepted in a build
-** without remote datasets too (they then have no effect).
+** PAGEDB_MISUSE and leaves the setting as it was (a cache directory of
+** 3072 bytes or more is accepted here but fails the open, as from the
+** environment).  Accepted in a build without remote datasets too (they
+** then have no effect).
 */
 #define PAGEDB_CONFIG_CACHE_DIR       7  /* const char *: the chunk cache's directory */
 #define PAGEDB_CONFIG_CACHE_BYTES     8  /* int64_t: the cache's bound, >= 1 */
@@ -1435,8 +1438,8 @@ struct pagedb_pool_methods {
 ** op, a bad argument, or an allocator or pool op (1..6 but MEMLIMIT) while
 ** the library is initialized: MEMLIMIT and the remote settings (7..18) may
 ** be used at any time); PAGEDB_NOMEM (PAGEDB_CONFIG_HEAP: an arena too
-** small to hold its own bookkeeping and one block; a remote string setting
-** that cannot be copied); PAGEDB_CANTOPEN (GETREMOTE: see there).
+** small to hold its own bookkeeping and one block); PAGEDB_CANTOPEN
+** (GETREMOTE: see there).
 */
 PAGEDB_API int pagedb_config(int op, ...);
 

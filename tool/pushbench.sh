@@ -5,7 +5,9 @@
 # one-node Ceph cluster on 127.0.0.1 (test/micro-ceph.sh, its memstore
 # enlarged to hold every run's objects: the gateway frees deleted ones
 # hours later), makes a bucket with s3cmd, runs the pushes and stops the
-# cluster.  Needs ceph-mon, ceph-osd, radosgw and s3cmd (tool/install-deps.sh).
+# cluster.  PUSHBENCH_PARALLEL lists the parts-at-once values compared
+# (default "1 4").  Needs ceph-mon, ceph-osd, radosgw and s3cmd
+# (tool/install-deps.sh).
 set -e
 B=$1 W=${2:-W-img:5000} R=${3:-3}
 [ -x "$B/tool/pagedb-pushbench" ] || { echo "usage: $0 BUILD_DIR [W-img[:N]] [ROUNDS]" >&2; exit 2; }
@@ -18,4 +20,4 @@ printf '[default]\naccess_key = %s\nsecret_key = %s\nhost_base = 127.0.0.1:%s\nh
   "$2" "$3" "$1" "$1" > "$d/s3cfg"
 env -u LD_PRELOAD s3cmd -c "$d/s3cfg" mb s3://bench >/dev/null
 AWS_ACCESS_KEY_ID=$2 AWS_SECRET_ACCESS_KEY=$3 AWS_ENDPOINT_URL=http://127.0.0.1:$1 AWS_REGION=us-east-1 \
-  PAGEDB_CACHE_DIR=$d/cache "$B/tool/pagedb-pushbench" "$d/wimg.pagedb" s3://bench "$W" "$R" 1 4
+  PAGEDB_CACHE_DIR=$d/cache "$B/tool/pagedb-pushbench" "$d/wimg.pagedb" s3://bench "$W" "$R" ${PUSHBENCH_PARALLEL:-1 4}

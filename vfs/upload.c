@@ -214,10 +214,9 @@ static int upload_parts(RmtObject *o, int fd, uint64_t len, uint64_t part, int64
   int *attempt = pdb_calloc(nparts, sizeof *attempt);
   long long *due = pdb_calloc(nparts, sizeof *due);       /* when a retry may start */
   if (!m || !sl || !state || !attempt || !due) rc = PAGEDB_NOMEM;
-  for (int s = 0; s < nin && rc == PAGEDB_OK; s++) {
-    sl[s].part = -1;
+  for (int s = 0; sl && s < nin; s++) sl[s].part = -1;
+  for (int s = 0; s < nin && rc == PAGEDB_OK; s++)
     if (!(sl[s].e = curl_easy_init())) rc = PAGEDB_NOMEM;
-  }
   if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory uploading %s", rmt_url(o));
   if (m) curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)nin);
   uint64_t done = 0, lo = 0;      /* parts below LO are done */
