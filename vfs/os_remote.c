@@ -479,11 +479,11 @@ static int own_scheme(pagedb_vfs *vfs, const char *path) {
 static int rm_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags) {
   RemoteFile *p = (RemoteFile *)f;
   char msg[RMT_ERR_MAX];
-  if (!own_scheme(vfs, path)) return PAGEDB_CANTOPEN;
   if (flags & (PAGEDB_VFS_READWRITE | PAGEDB_VFS_CREATE)) {
     pdb_os_set_why("%s: a remote dataset is read-only: open it with PAGEDB_OPEN_READONLY", path);
-    return PAGEDB_READONLY;
+    return PAGEDB_READONLY;   /* whatever the path: these VFSes never write */
   }
+  if (!own_scheme(vfs, path)) return PAGEDB_CANTOPEN;
   RemoteState *s = pdb_calloc(1, sizeof *s);
   if (!s) return PAGEDB_NOMEM;
   pthread_mutex_init(&s->mu, NULL);
