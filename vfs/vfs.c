@@ -6,6 +6,11 @@
 ** first registered with makeDflt, unless the environment variable
 ** PAGEDB_VFS names another (so that a whole test suite or a shell session
 ** can be run on another backend without changing code).
+**
+** A path that is a URL ("SCHEME://...") is opened by the VFS named SCHEME:
+** pagedb_open asks pdb_vfs_choose, here, so that no layer above the
+** registry, and no local backend, ever looks at where the bytes come from.
+** PAGEDB_VFS is the default for local paths only.
 */
 #include "os.h"
 
