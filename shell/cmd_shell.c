@@ -250,6 +250,24 @@ int dotShow(ShellState *p, int nArg, char **azArg){
   fprintf(o, "%12s: %s\n", "vfs", p->db ? p->zDbVfs : v ? v->zName : "?");
   fprintf(o, "%12s: %s\n", "next vfs", v ? v->zName : "?");
   fprintf(o, "%12s: %s\n", "readonly", p->readonly ? "on" : "off");
+  /* The remote datasets' settings, as the next open reads them, and where
+  ** each comes from (pagedb_config, an environment variable, or the
+  ** default). */
+  static const struct { const char *name; int op; } remote[] = {
+    { "cache dir", PAGEDB_CONFIG_CACHE_DIR }, { "cache bytes", PAGEDB_CONFIG_CACHE_BYTES },
+    { "cache chunk", PAGEDB_CONFIG_CACHE_CHUNK }, { "timeout ms", PAGEDB_CONFIG_REMOTE_TIMEOUT },
+    { "retries", PAGEDB_CONFIG_REMOTE_RETRIES }, { "connections", PAGEDB_CONFIG_REMOTE_CONNECTIONS },
+    { "s3 endpoint", PAGEDB_CONFIG_S3_ENDPOINT }, { "s3 region", PAGEDB_CONFIG_S3_REGION },
+    { "ca bundle", PAGEDB_CONFIG_CA_BUNDLE }, { "push part", PAGEDB_CONFIG_PUSH_PART_BYTES },
+    { "push at once", PAGEDB_CONFIG_PUSH_PARALLEL },
+  };
+  for(size_t i = 0; i < sizeof remote / sizeof remote[0]; i++){
+    char buf[4200];
+    const char *src = "";
+    int rc = pagedb_config(PAGEDB_CONFIG_GETREMOTE, remote[i].op, buf, sizeof buf, &src);
+    if( rc ) fprintf(o, "%12s: error: %s\n", remote[i].name, buf);
+    else fprintf(o, "%12s: %s (%s)\n", remote[i].name, buf[0] ? buf : "none", src);
+  }
   return 0;
 }
 

@@ -82,7 +82,7 @@ static int createPending(ShellState *p, const char *zCmd){
   }
   p->db = db;
   p->dbReadonly = 0;
-  p->zDbVfs = pagedb_vfs_find(p->zVfs) ? pagedb_vfs_find(p->zVfs)->zName : "?";
+  p->zDbVfs = pagedb_vfs_name(p->db) ? pagedb_vfs_name(p->db) : "?";
   p->zPending = 0;
   p->createdNow = 1;
   free(zFile);
@@ -275,7 +275,7 @@ int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile){
     rc = pagedb_open(zFile, &p->db, PAGEDB_OPEN_READWRITE, p->zVfs);
     int prim = rc & 0xff;
     if( rc == PAGEDB_OK ){
-      p->zDbVfs = pagedb_vfs_find(p->zVfs) ? pagedb_vfs_find(p->zVfs)->zName : "?";
+      p->zDbVfs = pagedb_vfs_name(p->db) ? pagedb_vfs_name(p->db) : "?";
       return 0;
     }
     /* Not a refusal of the backend (PAGEDB_CANTOPEN_DIRECT, _URING): those
@@ -302,7 +302,7 @@ int shellOpenDb(ShellState *p, const char *zCmd, const char *zFile){
     return 1;
   }
   p->dbReadonly = 1;
-  p->zDbVfs = pagedb_vfs_find(p->zVfs) ? pagedb_vfs_find(p->zVfs)->zName : "?";
+  p->zDbVfs = pagedb_vfs_name(p->db) ? pagedb_vfs_name(p->db) : "?";
   if( zNote ) fprintf(stderr, "note: %s: %s; opened read-only\n", zFile, zNote);
   return 0;
 }

@@ -35,6 +35,7 @@
 **      (api_commit_runs): no concurrent commit sees part of the attach.
 */
 #include "api.h"
+#include "os.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
@@ -423,7 +424,8 @@ int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int
   if (same_file(other, db->path))
     return pdb_err(db, m, PAGEDB_MISUSE, "cannot attach %s to itself", db->path);
   Attach a = { .db = db, .other = other, .after = -1 };
-  rc = pagedb_open(other, &a.o, PAGEDB_OPEN_READONLY, db->vfs->zName);
+  /* OTHER through DB's VFS, or a URL through its scheme's (pdb_vfs_choose). */
+  rc = pagedb_open(other, &a.o, PAGEDB_OPEN_READONLY, pdb_path_scheme(other, NULL, 0) ? NULL : db->vfs->zName);
   if (rc != PAGEDB_OK) {
     char why[PDB_MSG_MAX];
     snprintf(why, sizeof why, "%s", pagedb_errmsg(a.o));

@@ -351,7 +351,7 @@ static int cv_open(sqlite3_vfs *vfs, const char *path, sqlite3_file *f, int flag
   p->sq = (sqlite3_file *)((char *)f + CV_FILE_SIZE);
   p->vfs = v;
   p->path = path;
-  if (path && pdb_vfs_for_url(path)) return open_remote(v, p, path, flags, oflags);
+  if (path && pdb_path_scheme(path, NULL, 0)) return open_remote(v, p, path, flags, oflags);
   int rc = v->sq->xOpen(v->sq, path, p->sq, flags, oflags);
   if (rc != SQLITE_OK) return rc;
   f->pMethods = &cv_methods;
@@ -377,7 +377,7 @@ static int cv_delete(sqlite3_vfs *vfs, const char *path, int syncdir) {
 
 #define SQ(vfs) (((CvVfs *)(vfs))->sq)
 static int cv_access(sqlite3_vfs *vfs, const char *path, int flags, int *out) {
-  if (pdb_vfs_for_url(path)) {
+  if (pdb_path_scheme(path, NULL, 0)) {
     pagedb_vfs *pv = vfs->pAppData;
     *out = 0;
     /* A remote object is never writable; SQLite asks only of -wal and
@@ -388,7 +388,7 @@ static int cv_access(sqlite3_vfs *vfs, const char *path, int flags, int *out) {
   return SQ(vfs)->xAccess(SQ(vfs), path, flags, out);
 }
 static int cv_fullpath(sqlite3_vfs *vfs, const char *path, int n, char *out) {
-  if (pdb_vfs_for_url(path)) {
+  if (pdb_path_scheme(path, NULL, 0)) {
     if ((int)strlen(path) >= n) return SQLITE_CANTOPEN;
     strcpy(out, path);      /* a URL, not a file path to canonicalise */
     return SQLITE_OK;

@@ -825,9 +825,15 @@ static int is_unborn(pagedb *db) {
 static int open_dataset(pagedb *db, int flags) {
   pdb_msg *m = &db->err;
   int exists = 0, cat_exists = 0;
-  db->vfs->xAccess(db->vfs, db->path, &exists);
-  db->vfs->xAccess(db->vfs, db->catpath, &cat_exists);
-  int rc;
+  /* A VFS that cannot tell (a remote server's failure other than 404)
+  ** fails the open with its reason. */
+  pdb_os_take_why();
+  int rc = db->vfs->xAccess(db->vfs, db->path, &exists);
+  if (rc == PAGEDB_OK) rc = db->vfs->xAccess(db->vfs, db->catpath, &cat_exists);
+  if (rc != PAGEDB_OK) {
+    const char *why = pdb_os_take_why();
+    return pdb_err(db, m, rc, "cannot open %s: %s", db->path, why[0] ? why : pagedb_errstr(rc));
+  }
   if (!exists) {
     if (!(flags & PAGEDB_OPEN_CREATE))
       return pdb_err(db, m, PAGEDB_CANTOPEN_NOENT, "no dataset at %s: the file does not exist", db->path);
@@ -908,6 +914,7 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   pdb_err_forget(db);       /* a message left by a closed handle at this address */
   *out = db;
   int rc;
+  char why[PDB_MSG_MAX];
   int mode = flags & (PAGEDB_OPEN_READONLY | PAGEDB_OPEN_READWRITE);
   db->readonly = mode == PAGEDB_OPEN_READONLY;
   db->check = (flags & PAGEDB_OPEN_CHECK) != 0;
@@ -919,9 +926,8 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
     rc = pdb_err(db, &db->err, PAGEDB_MISUSE,
                  "pagedb_open %s: flags 0x%x must be READONLY with optional CHECK, or READWRITE with optional"
                  " CREATE", path, flags);
-  } else if (!(db->vfs = pagedb_vfs_find(vfs))) {
-    rc = pdb_err(db, &db->err, PAGEDB_MISUSE, "pagedb_open %s: no VFS named '%s' is registered", path,
-                 vfs ? vfs : getenv("PAGEDB_VFS"));
+  } else if ((rc = pdb_vfs_choose(path, vfs, !db->readonly, &db->vfs, why, sizeof why)) != PAGEDB_OK) {
+    rc = pdb_err(db, &db->err, rc, "%s", why);
   } else if (!(db->path = pdb_strdup(path)) || !(db->catpath = pdb_malloc(strlen(path) + 9))) {
     rc = pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory opening %s", path);
   } else {
@@ -1212,6 +1218,7 @@ int64_t pagedb_page_count(pagedb *db) {
 
 const char *pagedb_path(pagedb *db) { return db ? db->path : NULL; }
 const char *pagedb_catalog_path(pagedb *db) { return db ? db->catpath : NULL; }
+const char *pagedb_vfs_name(pagedb *db) { return db && db->vfs ? db->vfs->zName : NULL; }
 
 /*
 ** pagedb_sql_update with an index file: the N changed samples (SRC: their

@@ -222,15 +222,12 @@ int pagedb_shutdown(void) {
   return PAGEDB_OK;
 }
 
-int pagedb_config(int op, ...) {
-  va_list ap;
-  va_start(ap, op);
+int pdb_mem_config(int op, va_list ap) {
   int rc = PAGEDB_OK;
   if (op == PAGEDB_CONFIG_MEMLIMIT) {
     int64_t n = va_arg(ap, int64_t);
     if (n < 0) rc = PAGEDB_MISUSE;
     else atomic_store(&g.limit, n);
-    va_end(ap);
     return rc;
   }
   pthread_mutex_lock(&g.mu);
@@ -264,7 +261,6 @@ int pagedb_config(int op, ...) {
     rc = PAGEDB_MISUSE;
   }
   pthread_mutex_unlock(&g.mu);
-  va_end(ap);
   return rc;
 }
 

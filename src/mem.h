@@ -10,6 +10,7 @@
 #ifndef PAGEDB_MEM_H
 #define PAGEDB_MEM_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,10 @@
 ** allocator).  pdb_calloc zeroes and checks N*SZ for overflow;
 ** pdb_realloc(NULL, n) is pdb_malloc(n), and on failure the old block
 ** stays valid.  pdb_free(NULL) is a no-op. */
+/* pagedb_config's allocator and pool ops (and MEMLIMIT), with their
+** arguments: the ops src/config.c hands over. */
+int pdb_mem_config(int op, va_list ap);
+
 void *pdb_malloc(size_t n);
 void *pdb_calloc(size_t n, size_t sz);
 void *pdb_realloc(void *p, size_t n);

@@ -142,10 +142,17 @@ typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
 ** PAGEDB_VFS names another.  The catalog's file I/O goes through the same
 ** VFS (SQLite keeps its own locks and shared memory), except on a VFS that
 ** bypasses the page cache (PAGEDB_IOCAP_DIRECT: "direct"), whose alignment
-** SQLite's writes cannot meet: the catalog then uses "posix".  A PATH that
-** is a URL (http://, https://, s3://) is a remote dataset, served by the
-** VFS of its scheme whichever VFS is named, and opens read-only only (see
-** REMOTE DATASETS below).
+** SQLite's writes cannot meet: the catalog then uses "posix".
+**
+** A PATH that is a URL, "SCHEME://..." (a letter, then letters, digits,
+** '+', '-' or '.'), is opened by the registered VFS named SCHEME: "http",
+** "https" and "s3" are the built-in remote VFSes (see REMOTE DATASETS
+** below), and an embedder may register others.  PAGEDB_VFS does not apply
+** to a URL; a VFS named must be SCHEME itself (or NULL), else
+** PAGEDB_MISUSE (as is naming a remote VFS for a path that is not a URL).  No VFS named SCHEME: PAGEDB_CANTOPEN (for http, https and
+** s3: a build without libcurl).  A remote dataset is read-only: a
+** READWRITE open of one fails with PAGEDB_READONLY before any request is
+** made.  pagedb_vfs_name() says which VFS a handle uses.
 **
 ** A CREATE open of a dataset whose creation never finished (a crash or a
 ** full disk stopped it after the data file's header, before the catalog's
@@ -180,7 +187,9 @@ typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
 ** (the catalog belongs to another data file); PAGEDB_CORRUPT* (damaged
 ** header, a data file shorter than its committed pages, catalog rows that
 ** point outside the committed pages or overlap); PAGEDB_BUSY_LOCKED;
-** PAGEDB_IOERR*; PAGEDB_NOMEM; PAGEDB_MISUSE (bad flags, unknown VFS).
+** PAGEDB_IOERR*; PAGEDB_NOMEM; PAGEDB_MISUSE (bad flags, unknown VFS, a
+** VFS named that is not a URL's scheme); PAGEDB_READONLY (a READWRITE open
+** of a remote dataset).
 */
 PAGEDB_API int pagedb_open(const char *path, pagedb **db, int flags, const char *vfs);
 
@@ -532,10 +541,13 @@ PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
 ** not a dataset that opens, and a push that fails or is killed part way
 ** never leaves one that opens with the wrong bytes.  An S3 data file larger
 ** than one part (PAGEDB_PUSH_PART_BYTES, default 32M, at least 5M) goes up
-** by multipart upload, aborted on failure; smaller files by one PUT; a
-** local file is written under a temporary name, synced and renamed, and its
-** directory synced.  Transient server failures are retried as reads are
-** (PAGEDB_REMOTE_RETRIES).
+** by multipart upload, PAGEDB_PUSH_PARALLEL parts at once (default 4;
+** pagedb_config options too, see REMOTE DATASETS), aborted on failure;
+** smaller files by one PUT; a local file is written under a temporary
+** name, synced and renamed, and its directory synced.  Transient server
+** failures are retried as reads are (PAGEDB_REMOTE_RETRIES), each part on
+** its own.  The destination's address, credentials and the settings are
+** checked before anything is removed or written.
 **
 ** DB may be read-only but must be local.  Commits (and pagedb_vacuum) of DB
 ** wait until the push ends; writers may go on filling pages meanwhile.
@@ -545,8 +557,9 @@ PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
 ** with PAGEDB_IOERR_CHANGED (never mixed bytes).
 **
 ** Results: PAGEDB_OK; PAGEDB_MISUSE (DB NULL or failed, DEST NULL or empty,
-** DB remote); PAGEDB_CANTOPEN (a bad URL, missing S3 credentials, a
-** destination directory that does not exist, a build without libcurl);
+** DB remote); PAGEDB_CANTOPEN (a bad URL, missing S3 credentials, a bad
+** setting in the environment, a destination directory that does not
+** exist, a build without libcurl);
 ** PAGEDB_READONLY (a local destination that refuses writes);
 ** PAGEDB_IOERR_REMOTE (the server refused or failed a request: the
 ** message, pagedb_errmsg(DB), names the URL, the request and the HTTP
@@ -758,8 +771,9 @@ PAGEDB_API const char *pagedb_reader_errmsg(pagedb_reader *r);
 ** Attaching commits, as pagedb_commit does: what this handle's writers had
 ** written (samples ended on a written page) is committed with the attached
 ** samples, which all become visible at once.  OTHER is opened read-only
-** with DB's VFS, never changed, and closed on return; only what it had
-** committed when opened is attached.  Each run read from OTHER is checked
+** with DB's VFS (a URL: the VFS of its scheme, as pagedb_open chooses),
+** never changed, and closed on return; only what it had committed when
+** opened is attached.  Each run read from OTHER is checked
 ** against its header and checksum first.  Memory: two buffers of OTHER's
 ** largest run (one is read while the other is written), OTHER's index (as
 ** opening it loads), and as much again for the new samples' entries.  May run beside DB's writers,
@@ -895,6 +909,10 @@ PAGEDB_API int pagedb_sql_user(pagedb *db, const char *sql, int64_t *nchanged);
 /* Paths of the data file and of the catalog; owned by DB. */
 PAGEDB_API const char *pagedb_path(pagedb *db);
 PAGEDB_API const char *pagedb_catalog_path(pagedb *db);
+/* The name of the VFS DB reads and writes through (chosen at pagedb_open:
+** a URL's scheme, the VFS named, or the default); owned by the VFS.  NULL
+** for a NULL DB or one whose open failed before a VFS was chosen. */
+PAGEDB_API const char *pagedb_vfs_name(pagedb *db);
 
 /* ------------------------------------------------------------------ */
 /* Statistics                                                          */
@@ -1181,7 +1199,9 @@ struct pagedb_vfs {
   ** stays NULL and the result says why (PAGEDB_CANTOPEN_NOENT, ...). */
   int (*xOpen)(pagedb_vfs *, const char *path, pagedb_file *file, int flags);
   int (*xDelete)(pagedb_vfs *, const char *path, int syncDir);
-  /* *EXISTS receives 1 if PATH exists. */
+  /* *EXISTS receives 1 if PATH exists.  A backend that cannot tell (a
+  ** remote server's failure) returns an error code: pagedb_open then fails
+  ** with it. */
   int (*xAccess)(pagedb_vfs *, const char *path, int *exists);
   /* fsync the directory that holds PATH, after creating or renaming it. */
   int (*xSyncDir)(pagedb_vfs *, const char *path);
@@ -1233,34 +1253,61 @@ PAGEDB_API int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, siz
 /*
 ** REMOTE DATASETS (built when configure finds libcurl; --without-curl
 ** leaves them out).  A path "http://HOST[:PORT]/PATH", "https://..." or
-** "s3://BUCKET/KEY" is served by the VFS of that name ("http", "https",
-** "s3"), whichever VFS pagedb_open was given; its catalog is the object
-** PATH-catalog beside it.  Remote datasets are read-only: open them with
-** PAGEDB_OPEN_READONLY (a write open fails with PAGEDB_READONLY).  Every
-** read API works on them unchanged, in both read modes.
+** "s3://BUCKET/KEY" is opened by the VFS of that name ("http", "https",
+** "s3"), which pagedb_open chooses by the scheme (see there); its catalog
+** is the object PATH-catalog beside it.  Remote datasets are read-only:
+** open them with PAGEDB_OPEN_READONLY (a write open fails with
+** PAGEDB_READONLY).  Every read API works on them unchanged, in both read
+** modes.
+**
+** Settings.  Each has a pagedb_config option and an environment variable;
+** the option, once set, wins over the variable, which wins over the
+** default.  Both are read at each open of a remote dataset (and by each
+** pagedb_push and pagedb_pull): a handle keeps what it read at its open.
 **
 **   s3://   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (required),
-**           AWS_SESSION_TOKEN, AWS_REGION (default us-east-1), and
-**           AWS_ENDPOINT_URL (an S3-compatible store, addressed path-style
-**           ENDPOINT/BUCKET/KEY; unset: AWS itself).  Requests are signed
-**           with AWS Signature V4.
-**   cache   PAGEDB_CACHE_DIR (default $XDG_CACHE_HOME/pagedb, else
-**           $HOME/.cache/pagedb), PAGEDB_CACHE_BYTES (its bound, default
-**           4G; K, M, G suffixes), PAGEDB_CACHE_CHUNK (the chunk size, a
-**           power of two from 64K to 64M, default 1M).  Bytes are fetched
-**           in chunks, kept in files every process of the machine shares
-**           (one fetch per chunk per machine), checked against a checksum
-**           whenever a process first uses them, and evicted least recently
-**           used beyond the bound; a chunk in use is never evicted.
-**   network PAGEDB_REMOTE_TIMEOUT_MS (per request, default 30000),
-**           PAGEDB_REMOTE_RETRIES (default 5: 5xx, 408, 429, resets,
-**           timeouts and truncated bodies are retried with backoff),
-**           PAGEDB_REMOTE_CONNECTIONS (requests in flight per batch,
+**           AWS_SESSION_TOKEN (environment only); the region
+**           (PAGEDB_CONFIG_S3_REGION, AWS_REGION, AWS_DEFAULT_REGION;
+**           default us-east-1) and endpoint (PAGEDB_CONFIG_S3_ENDPOINT,
+**           AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL: an S3-compatible store,
+**           addressed path-style ENDPOINT/BUCKET/KEY; unset or "": AWS
+**           itself).  Requests are signed with AWS Signature V4.
+**   https   the server's certificate is always verified (peer and host
+**           name), against the CA bundle PAGEDB_CONFIG_CA_BUNDLE, else
+**           CURL_CA_BUNDLE, else SSL_CERT_FILE (a PEM file, as the curl
+**           tool reads them), else the system's store.  A certificate that
+**           does not verify fails the open with PAGEDB_CANTOPEN and a
+**           message naming the TLS error; there is no insecure mode.
+**   cache   PAGEDB_CONFIG_CACHE_DIR / PAGEDB_CACHE_DIR (default
+**           $XDG_CACHE_HOME/pagedb, else $HOME/.cache/pagedb),
+**           PAGEDB_CONFIG_CACHE_BYTES / PAGEDB_CACHE_BYTES (its bound,
+**           default 4G), PAGEDB_CONFIG_CACHE_CHUNK / PAGEDB_CACHE_CHUNK
+**           (the chunk size, a power of two from 64K to 64M, default 1M).
+**           Bytes are fetched in chunks, kept in files every process of
+**           the machine shares (one fetch per chunk per machine), checked
+**           against a checksum whenever a process first uses them, and
+**           evicted least recently used beyond the bound; a chunk in use
+**           is never evicted.
+**   network PAGEDB_CONFIG_REMOTE_TIMEOUT / PAGEDB_REMOTE_TIMEOUT_MS (one
+**           request attempt, milliseconds, 100..3600000, default 30000),
+**           PAGEDB_CONFIG_REMOTE_RETRIES / PAGEDB_REMOTE_RETRIES (0..100,
+**           default 5: 5xx, 408, 429, resets, timeouts and truncated bodies
+**           are retried with backoff), PAGEDB_CONFIG_REMOTE_CONNECTIONS /
+**           PAGEDB_REMOTE_CONNECTIONS (requests in flight per batch, 1..64,
 **           default 16).
+**   push    PAGEDB_CONFIG_PUSH_PART_BYTES / PAGEDB_PUSH_PART_BYTES (S3
+**           multipart part size, 5M..5G, default 32M),
+**           PAGEDB_CONFIG_PUSH_PARALLEL / PAGEDB_PUSH_PARALLEL (parts in
+**           flight at once, 1..16, default 4).
+** Sizes in the environment are digits with an optional K, M or G suffix
+** (powers of 1024).  An environment value that is not a number in range
+** fails the open (or push, or pull) with PAGEDB_CANTOPEN and a message
+** naming the variable: never silently the default.
 **
 ** Errors: at open, PAGEDB_CANTOPEN_NOENT (HTTP 404: no such bucket, key or
 ** file), PAGEDB_CANTOPEN (403, missing credentials, unreachable server, a
-** cache directory that cannot be used), PAGEDB_READONLY; on a read,
+** TLS certificate that does not verify, a cache directory that cannot be
+** used, a bad setting in the environment), PAGEDB_READONLY; on a read,
 ** PAGEDB_IOERR_REMOTE (the retry budget spent, or a permanent error: the
 ** message names the URL, the byte range and the HTTP status) and
 ** PAGEDB_IOERR_CHANGED (the object is not the version opened: its ETag
@@ -1347,12 +1394,52 @@ struct pagedb_pool_methods {
 #define PAGEDB_CONFIG_POOL       5  /* const pagedb_pool_methods *: copied (NULL:
                                     ** the default) */
 #define PAGEDB_CONFIG_GETPOOL    6  /* pagedb_pool_methods *: receives the current ones */
+/*
+** Settings of remote datasets (see REMOTE DATASETS above for what each
+** means and its environment variable).  They may be set at any time, from
+** any thread; each open of a remote dataset (and each push and pull) reads
+** them then, so a handle already open keeps its own.  A value set wins over
+** the environment; a string NULL or a number -1 forgets it (the
+** environment, else the default, applies again).  Strings are copied;
+** numbers are passed as int64_t (cast a literal: (int64_t)1 << 30).
+** A bad value (out of the range given, not a power of two for the chunk,
+** an empty directory or region, a string of 4096 bytes or more) is
+** PAGEDB_MISUSE and leaves the setting as it was (a cache directory of
+** 3072 bytes or more is accepted here but fails the open, as from the
+** environment).  Accepted in a build without remote datasets too (they
+** then have no effect).
+*/
+#define PAGEDB_CONFIG_CACHE_DIR       7  /* const char *: the chunk cache's directory */
+#define PAGEDB_CONFIG_CACHE_BYTES     8  /* int64_t: the cache's bound, >= 1 */
+#define PAGEDB_CONFIG_CACHE_CHUNK     9  /* int64_t: chunk size, 2^16..2^26, a power of two */
+#define PAGEDB_CONFIG_REMOTE_TIMEOUT 10  /* int64_t: ms per request attempt, 100..3600000 */
+#define PAGEDB_CONFIG_REMOTE_RETRIES 11  /* int64_t: retries of a transient failure, 0..100 */
+#define PAGEDB_CONFIG_REMOTE_CONNECTIONS 12 /* int64_t: requests in flight per batch, 1..64 */
+#define PAGEDB_CONFIG_S3_ENDPOINT    13  /* const char *: an S3-compatible endpoint URL ("": AWS) */
+#define PAGEDB_CONFIG_S3_REGION      14  /* const char *: the signing region */
+#define PAGEDB_CONFIG_CA_BUNDLE      15  /* const char *: PEM file of CAs for https ("": the
+                                         ** system's store) */
+#define PAGEDB_CONFIG_PUSH_PART_BYTES 16 /* int64_t: multipart part size, 5 MiB..5 GiB */
+#define PAGEDB_CONFIG_PUSH_PARALLEL  17  /* int64_t: parts uploaded at once, 1..16 */
+/*
+** int op, char *buf, size_t cap, const char **source: the value setting OP
+** (7..17) has for the next open, as text (numbers in decimal bytes or
+** units, strings as they are, "" for an unset string: the built-in
+** behaviour), into BUF (CAP bytes; cut short to fit), and where it comes
+** from into *SOURCE (if SOURCE is not NULL): "pagedb_config", the name of
+** the environment variable, or "default".  PAGEDB_MISUSE for another OP or
+** a NULL BUF; PAGEDB_CANTOPEN when the environment holds a bad value (BUF
+** then says which and why), as the next open would fail.
+*/
+#define PAGEDB_CONFIG_GETREMOTE      18
 
 /*
 ** Configure the library.  Results: PAGEDB_OK; PAGEDB_MISUSE (an unknown
-** op, a bad argument, or any op but MEMLIMIT while the library is
-** initialized); PAGEDB_NOMEM (PAGEDB_CONFIG_HEAP: an arena too small to
-** hold its own bookkeeping and one block).
+** op, a bad argument, or an allocator or pool op (1..6 but MEMLIMIT) while
+** the library is initialized: MEMLIMIT and the remote settings (7..18) may
+** be used at any time); PAGEDB_NOMEM (PAGEDB_CONFIG_HEAP: an arena too
+** small to hold its own bookkeeping and one block); PAGEDB_CANTOPEN
+** (GETREMOTE: see there).
 */
 PAGEDB_API int pagedb_config(int op, ...);
 

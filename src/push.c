@@ -213,9 +213,20 @@ int pagedb_push(pagedb *db, const char *dest) {
   }
   sprintf(cat, "%s-catalog", to);
   snprintf(snap, cl, "%s/pagedb-push-%d-%p", tmpdir && *tmpdir ? tmpdir : "/tmp", (int)getpid(), (void *)db);
+  int rc = PAGEDB_OK;
+#if PAGEDB_HAVE_CURL
+  /* Bad credentials or settings fail the push before the destination's
+  ** old catalog is removed (step 0). */
+  if (is_url(to) && (rc = rmt_push_check(to, msg, MSG_CAP)) != PAGEDB_OK) {
+    pdb_free(to);
+    pdb_free(snap);
+    pdb_free(cat);
+    return pdb_err(db, &db->err, rc, "pagedb_push %s to %s: %s", db->path, dest, msg);
+  }
+#endif
   pthread_mutex_lock(&db->commit_mu);
   CatSnap *cs = NULL;
-  int rc = cat_snap_open(db->cat, &db->err, &cs);
+  rc = cat_snap_open(db->cat, &db->err, &cs);
   if (rc == PAGEDB_OK) {
     unlink(snap);
     rc = cat_snap_backup(cs, &db->err, snap);

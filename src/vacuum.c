@@ -75,6 +75,7 @@
 ** keeps its files in the POSIX file system, as SQLite keeps the catalog.
 */
 #include "api.h"
+#include "os.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -274,7 +275,8 @@ static int by_offset(const void *a, const void *b) {
 /* Create the new dataset at DEST with DB's schema and page size PS. */
 static int create_copy(pagedb *db, const char *dest, uint32_t ps, pagedb **out) {
   pdb_msg *m = &db->err;
-  int rc = pagedb_open(dest, out, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, db->vfs->zName);
+  int rc = pagedb_open(dest, out, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE,
+                       pdb_path_scheme(dest, NULL, 0) ? NULL : db->vfs->zName);
   pagedb *dst = *out;
   if (rc == PAGEDB_OK && ps != pagedb_page_size(dst)) rc = pagedb_set_page_size(dst, ps);
   for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)

@@ -2,9 +2,12 @@
 # pagedb and a real server (nginx, the Ceph gateway) that injects faults,
 # for remote.test.  It prints its port on stdout, then serves until killed.
 #
-# Each request takes the first word of the file DIR/plan (rewriting the
-# file without it); a word ending in "*" is never taken away (it applies to
-# every request from then on); an empty plan passes requests through.
+# Each request takes the first word of the file DIR/plan that applies to
+# it (rewriting the file without it); a word ending in "*" is never taken
+# away (it applies to every request from then on); a word WORD@TEXT applies
+# only to a request whose request line holds TEXT (push.test: one part of
+# several in flight); an empty plan, or one with no word for a request,
+# passes it through.
 #   ok        pass through
 #   500 503 429 404 403   answer that status without asking upstream
 #   reset     close the connection as soon as the request is read
@@ -22,19 +25,26 @@ lassign $argv upstream dir
 set planfile [file join $dir plan]
 set logfile [file join $dir log]
 
-proc take_word {} {
+proc take_word {reqline} {
   global planfile
   if {![file exists $planfile]} { return ok }
   set f [open $planfile]
   set words [read $f]
   close $f
-  if {[llength $words] == 0} { return ok }
-  set w [lindex $words 0]
-  if {[string index $w end] eq "*"} { return [string range $w 0 end-1] }
-  set f [open $planfile w]
-  puts -nonewline $f [lrange $words 1 end]
-  close $f
-  return $w
+  for {set i 0} {$i < [llength $words]} {incr i} {
+    set w [lindex $words $i]
+    set at [string first @ $w]
+    if {$at >= 0} {
+      if {[string first [string range $w [expr {$at + 1}] end] $reqline] < 0} continue
+      set w [string range $w 0 [expr {$at - 1}]]
+    }
+    if {[string index $w end] eq "*"} { return [string range $w 0 end-1] }
+    set f [open $planfile w]
+    puts -nonewline $f [lreplace $words $i $i]
+    close $f
+    return $w
+  }
+  return ok
 }
 
 proc logline {s} {
@@ -54,7 +64,7 @@ proc accept {sock addr port} {
   if {$head eq ""} { close $sock; return }
   set lines [split [string trimright $head \n] \n]
   set reqline [lindex $lines 0]
-  set w [take_word]
+  set w [take_word $reqline]
   logline "$w $reqline"
   if {[string is integer -strict $w]} {
     puts -nonewline $sock "HTTP/1.1 $w Injected\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -67,16 +77,33 @@ proc accept {sock addr port} {
     catch {set ms [string trim [exec cat [file join $::dir slow_ms]]]}
     after $ms
   }
-  # Forward, as HTTP/1.0, without the client's Connection headers.
+  # Forward, as HTTP/1.0, without the client's Connection headers, with
+  # the request's body (an upload): a client that waits for "100
+  # Continue" is told to go on first.
+  set clen 0
+  set expect 0
+  foreach l [lrange $lines 1 end] {
+    regexp -nocase {^content-length: *(\d+)} $l -> clen
+    if {[regexp -nocase {^expect: *100-continue} $l]} { set expect 1 }
+  }
+  if {$expect} { puts -nonewline $sock "HTTP/1.1 100 Continue\r\n\r\n" }
+  set reqbody [expr {$clen > 0 ? [read $sock $clen] : ""}]
+  if {[string length $reqbody] < $clen} {
+    # The client went away (killed, or gave up on a slow answer): nothing
+    # to forward, and a server waiting for the rest would hold us.
+    logline "gone $reqline"
+    close $sock
+    return
+  }
   set up [socket 127.0.0.1 $::upstream]
   fconfigure $up -translation binary -buffering full
   set out "[string map {HTTP/1.1 HTTP/1.0} $reqline]\r\n"
   foreach l [lrange $lines 1 end] {
-    if {[regexp -nocase {^(connection|keep-alive|proxy-connection):} $l]} continue
+    if {[regexp -nocase {^(connection|keep-alive|proxy-connection|expect):} $l]} continue
     append out $l\r\n
   }
   append out "Connection: close\r\n\r\n"
-  puts -nonewline $up $out
+  puts -nonewline $up $out$reqbody
   flush $up
   set resp [read $up]
   close $up

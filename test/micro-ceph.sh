@@ -9,7 +9,8 @@
 # S3 on http://127.0.0.1:PORT); it exits non-zero with the reason if the
 # cluster does not come up within a minute.  stop kills the daemons by
 # their pid files and waits for them; with OWNER_PID a watcher stops the
-# cluster when that process is gone, however it ended.
+# cluster when that process is gone, however it ended.  CEPH_MEMSTORE_BYTES
+# sets the OSD's memory store (default 1 GiB; tool/pushbench.sh wants more).
 #
 # What the start has to get right (each seen to fail otherwise):
 #   - cephx keys: with "auth ... = none" radosgw fails with EACCES (-13)
@@ -99,7 +100,7 @@ mon data = $D/mon
 [osd.0]
 osd data = $D/osd
 osd objectstore = memstore
-memstore device bytes = 1073741824
+memstore device bytes = ${CEPH_MEMSTORE_BYTES:-1073741824}
 [client.rgw.a]
 rgw frontends = beast endpoint=127.0.0.1:$RGWPORT
 rgw data = $D/rgw

@@ -6,6 +6,12 @@
 # Debian package nginx-light (tool/install-deps.sh).  Exits non-zero with
 # the reason when nginx cannot start.  With OWNER_PID (start DIR PID), a
 # watcher stops nginx when that process is gone, however it ended.
+#
+# With NGINX_TLS=1 it also serves DIR/www over TLS on a second free port,
+# written to DIR/tls.port, with a self-signed certificate for 127.0.0.1
+# made now by `openssl req` (DIR/tls/cert.pem: the CA a client must be
+# given) and another, unrelated one (DIR/tls/other.pem: a CA that does
+# not verify the server).
 set -e
 # Waits end at their event; their limits scale as the suite's do
 # (tester.tcl's [scaled]), so a busy machine does not fail a start.
@@ -26,15 +32,33 @@ case $cmd in
 start)
   [ -x "$NGINX" ] || { echo "nginx not found (install nginx-light)" >&2; exit 1; }
   mkdir -p "$D/www" "$D/tmp" "$D/log"
+  if [ "${NGINX_TLS:-0}" = 1 ]; then
+    command -v openssl >/dev/null || { echo "openssl not found (install openssl): no TLS certificate" >&2; exit 1; }
+    mkdir -p "$D/tls"
+    for c in cert other; do
+      openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -subj "/CN=127.0.0.1/O=pagedb test $c" -addext "subjectAltName=IP:127.0.0.1" \
+        -addext "basicConstraints=critical,CA:TRUE" \
+        -keyout "$D/tls/$c.key" -out "$D/tls/$c.pem" 2>"$D/log/openssl.err" \
+        || { echo "openssl req failed: $(tail -3 "$D/log/openssl.err")" >&2; exit 1; }
+    done
+  fi
   for try in 1 2 3 4 5 6 7 8 9 10; do
     # A free port: ask the kernel for one, then let nginx take it (a race
     # with another process is retried).
     PORT=$(tclsh <<'TCL'
 set s [socket -server {} -myaddr 127.0.0.1 0]
-puts [lindex [fconfigure $s -sockname] 2]
+set t [socket -server {} -myaddr 127.0.0.1 0]
+puts "[lindex [fconfigure $s -sockname] 2] [lindex [fconfigure $t -sockname] 2]"
 close $s
+close $t
 TCL
 )
+    TLSPORT=${PORT#* } PORT=${PORT% *}
+    TLS_LINES=""
+    [ "${NGINX_TLS:-0}" = 1 ] && TLS_LINES="listen 127.0.0.1:$TLSPORT ssl;
+    ssl_certificate $D/tls/cert.pem;
+    ssl_certificate_key $D/tls/cert.key;"
     USER_LINE=""
     [ "$(id -u)" = 0 ] && USER_LINE="user $(id -un) $(id -gn);"
     cat > "$D/nginx.conf" <<CONF
@@ -56,6 +80,7 @@ http {
   keepalive_requests 100000;
   server {
     listen 127.0.0.1:$PORT;
+    $TLS_LINES
     root $D/www;
     location / { }
     # push.test: a directory that takes uploads (WebDAV PUT and DELETE;
@@ -67,6 +92,7 @@ CONF
     if "$NGINX" -p "$D" -c "$D/nginx.conf" -e "$D/log/error.log" 2>"$D/log/start.err"; then
       for i in $(seq $((300 * K))); do
         if [ -s "$D/nginx.pid" ]; then
+          [ "${NGINX_TLS:-0}" = 1 ] && echo "$TLSPORT" > "$D/tls.port"
           watch "$3"
           echo "$PORT"
           exit 0

@@ -35,7 +35,7 @@
 **
 **   DB close | field_add NAME TYPE ?CODEC? | field_index NAME | fields |
 **      count | pages | page_size | set_page_size N | commit | errmsg |
-**      path | catalog_path | index_state | forkread N FIELD | sql SQL | sql_update SQL | sql_user SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
+**      path | catalog_path | vfs (pagedb_vfs_name) | index_state | forkread N FIELD | sql SQL | sql_update SQL | sql_user SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
 **      ingest ?OPTIONS? | verify ?OPTIONS? | stats | field_stats FIELD |
 **      delete ID | vacuum ?DEST? ?-page-size N? | push DEST (pagedb_push) |
 **          pagedb_delete; pagedb_vacuum into DEST, or in place without it
@@ -946,12 +946,12 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
     "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
-    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", 0
+    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", "vfs", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
          D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
-         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH };
+         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH, D_VFS };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1042,6 +1042,9 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       return TCL_OK;
     case D_CATALOG_PATH:
       Tcl_SetObjResult(interp, Tcl_NewStringObj(pagedb_catalog_path(db), -1));
+      return TCL_OK;
+    case D_VFS:
+      Tcl_SetObjResult(interp, Tcl_NewStringObj(pagedb_vfs_name(db), -1));
       return TCL_OK;
     case D_INDEX_STATE: {
       /* {mapped|rebuilt|memory WHY} (pagedb_index_state) */
@@ -1374,6 +1377,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;
   Tclstress_Init(interp);
   Tclsyscall_Init(interp);
+  Tclremote_Init(interp);
   {
     static int once = 0;
     if( !once ){

@@ -44,4 +44,7 @@ void Tclsyscall_Init(Tcl_Interp *interp);
 /* Create pagedb_stress (tclstress.c). */
 void Tclstress_Init(Tcl_Interp *interp);
 
+/* Create pagedb_config_remote (tclremote.c). */
+void Tclremote_Init(Tcl_Interp *interp);
+
 #endif /* TCLPAGEDB_H */

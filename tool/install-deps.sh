@@ -11,8 +11,9 @@ PKGS="build-essential autoconf automake libtool pkgconf \
   libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox man-db groff-base"
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
 # Remote datasets (issue 18): libcurl for the http/https/s3 VFSes; nginx, a
-# one-node Ceph (monitor, OSD, RADOS gateway) and s3cmd for remote.test.
-PKGS="$PKGS libcurl4-openssl-dev curl nginx-light ceph-mon ceph-osd radosgw s3cmd"
+# one-node Ceph (monitor, OSD, RADOS gateway) and s3cmd for remote.test;
+# openssl makes the test's TLS certificate (nginx.sh NGINX_TLS=1).
+PKGS="$PKGS libcurl4-openssl-dev curl nginx-light ceph-mon ceph-osd radosgw s3cmd openssl"
 missing=""
 # Python (issue 17): headers, NumPy, pytest and torch for python/, and the
 # Fashion-MNIST files of its example.

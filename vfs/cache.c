@@ -2,8 +2,8 @@
 ** cache.c -- the local chunk cache of remote objects, shared by every
 ** process of the machine.
 **
-** LAYOUT (under PAGEDB_CACHE_DIR; default $XDG_CACHE_HOME/pagedb, else
-** $HOME/.cache/pagedb)
+** LAYOUT (under PAGEDB_CONFIG_CACHE_DIR or PAGEDB_CACHE_DIR; default
+** $XDG_CACHE_HOME/pagedb, else $HOME/.cache/pagedb: rconfig.c)
 **
 **   usage               16 bytes: the bytes the cache holds, and a checksum
 **   OBJ/                one directory per object version: OBJ is 16 hex
@@ -70,7 +70,7 @@
 #define KEY_MAX 3000
 static const char kMagic[8] = "PDBCHNK";
 
-/* A cache's configuration, read from the environment at each open. */
+/* A cache's configuration, read at each open (rconfig.c). */
 typedef struct Cfg {
   char dir[3072];
   uint64_t bound;
@@ -91,19 +91,6 @@ struct RcObj {
   size_t keylen;
 };
 
-static uint64_t env_u64(const char *name, uint64_t dflt) {
-  const char *s = getenv(name);
-  if (!s || !*s) return dflt;
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  uint64_t mul = 1;
-  if (*end == 'K' || *end == 'k') mul = 1024, end++;
-  else if (*end == 'M' || *end == 'm') mul = 1024 * 1024, end++;
-  else if (*end == 'G' || *end == 'g') mul = 1024ull * 1024 * 1024, end++;
-  if (*end || v == 0 || v > UINT64_MAX / mul) return dflt;
-  return (uint64_t)v * mul;
-}
-
 static int mkdirs(const char *path) {
   char tmp[3200];
   snprintf(tmp, sizeof tmp, "%s", path);
@@ -117,21 +104,23 @@ static int mkdirs(const char *path) {
 }
 
 static int cfg_init(Cfg *cfg, char *msg, size_t cap) {
-  const char *d = getenv("PAGEDB_CACHE_DIR");
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (d && *d) snprintf(cfg->dir, sizeof cfg->dir, "%s", d);
-  else if (xdg && *xdg) snprintf(cfg->dir, sizeof cfg->dir, "%s/pagedb", xdg);
-  else if (home && *home) snprintf(cfg->dir, sizeof cfg->dir, "%s/.cache/pagedb", home);
-  else snprintf(cfg->dir, sizeof cfg->dir, "/tmp/pagedb-cache-%ld", (long)getuid());
-  cfg->bound = env_u64("PAGEDB_CACHE_BYTES", 4ull << 30);
-  cfg->chunk = env_u64("PAGEDB_CACHE_CHUNK", 1u << 20);
-  /* A power of two from 64 KiB to 64 MiB: whole pages, for mapping. */
-  if (cfg->chunk < (64u << 10) || cfg->chunk > (64u << 20) || (cfg->chunk & (cfg->chunk - 1))) cfg->chunk = 1u << 20;
+  /* pagedb_config, else the environment, else the defaults (rconfig.c);
+  ** the chunk is a power of two from 64 KiB to 64 MiB: whole pages, for
+  ** mapping. */
+  int64_t bound, chunk;
+  int rc = pdb_rconf_str(PAGEDB_CONFIG_CACHE_DIR, cfg->dir, sizeof cfg->dir, msg, cap);
+  if (rc == PAGEDB_OK) rc = pdb_rconf_num(PAGEDB_CONFIG_CACHE_BYTES, &bound, msg, cap);
+  if (rc == PAGEDB_OK) rc = pdb_rconf_num(PAGEDB_CONFIG_CACHE_CHUNK, &chunk, msg, cap);
+  if (rc != PAGEDB_OK) return rc;
+  assert(bound > 0 && chunk >= (64 << 10) && chunk <= (64 << 20) && !(chunk & (chunk - 1)));
+  cfg->bound = (uint64_t)bound;
+  cfg->chunk = (uint64_t)chunk;
   char path[3200];
   snprintf(path, sizeof path, "%s/usage", cfg->dir);
   int fd = -1;
   if (mkdirs(cfg->dir) != 0 || (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
-    snprintf(msg, cap, "cache directory %s: %s (set PAGEDB_CACHE_DIR to a writable directory)", cfg->dir,
+    snprintf(msg, cap, "cache directory %s: %s (set PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to a writable"
+             " directory)", cfg->dir,
              strerror(errno));
     return PAGEDB_CANTOPEN;
   }

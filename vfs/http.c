@@ -59,6 +59,7 @@ struct RmtObject {
   int s3;
   char *sigv4;              /* "aws:amz:REGION:s3" */
   char *userpwd;            /* "KEY:SECRET" */
+  char *cainfo;             /* the CA bundle for TLS, or NULL: libcurl's */
   struct curl_slist *hdrs;  /* signing and If-Match headers */
   uint64_t size;
   char etag[256];           /* "" when the server gives none */
@@ -86,14 +87,6 @@ static long long now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long env_long(const char *name, long dflt, long lo, long hi) {
-  const char *s = getenv(name);
-  if (!s || !*s) return dflt;
-  char *end;
-  long v = strtol(s, &end, 10);
-  return (*end || v < lo || v > hi) ? dflt : v;
 }
 
 static void curl_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
@@ -142,14 +135,13 @@ static int parse(RmtObject *o, char *msg, size_t cap) {
     snprintf(msg, cap, "%s: no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", p);
     return PAGEDB_CANTOPEN;
   }
-  const char *region = getenv("AWS_REGION");
-  if (!region || !*region) region = getenv("AWS_DEFAULT_REGION");
-  if (!region || !*region) region = "us-east-1";
-  const char *endpoint = getenv("AWS_ENDPOINT_URL_S3");
-  if (!endpoint || !*endpoint) endpoint = getenv("AWS_ENDPOINT_URL");
+  char region[256], endpoint[4096];
+  int rc = pdb_rconf_str(PAGEDB_CONFIG_S3_REGION, region, sizeof region, msg, cap);
+  if (rc == PAGEDB_OK) rc = pdb_rconf_str(PAGEDB_CONFIG_S3_ENDPOINT, endpoint, sizeof endpoint, msg, cap);
+  if (rc != PAGEDB_OK) return rc;
   char url[8192];
   int blen = (int)(slash - bucket);
-  if (endpoint && *endpoint) {
+  if (*endpoint) {
     size_t e = strlen(endpoint);
     while (e > 0 && endpoint[e - 1] == '/') e--;
     snprintf(url, sizeof url, "%.*s/%.*s/", (int)e, endpoint, blen, bucket);
@@ -160,8 +152,13 @@ static int parse(RmtObject *o, char *msg, size_t cap) {
     snprintf(msg, cap, "%s: the key is too long", p);
     return PAGEDB_CANTOPEN;
   }
+  size_t rl = strspn(region, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+  if (!region[0] || region[rl] || rl > 64) {
+    snprintf(msg, cap, "%s: S3 region '%.64s': not a region name (letters, digits, '-')", p, region);
+    return PAGEDB_CANTOPEN;
+  }
   char sig[128], hdr[4096];
-  snprintf(sig, sizeof sig, "aws:amz:%s:s3", region);
+  snprintf(sig, sizeof sig, "aws:amz:%.64s:s3", region);
   o->s3 = 1;
   o->url = pdb_strdup(url);
   o->sigv4 = pdb_strdup(sig);
@@ -233,6 +230,11 @@ void rmt_setup(RmtObject *o, void *easy, RmtResp *h, char *err) {
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  /* TLS: the peer and its name always verified (libcurl's defaults, set
+  ** anyway: no path turns them off), against the bundle configured. */
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (o->cainfo) curl_easy_setopt(e, CURLOPT_CAINFO, o->cainfo);
   err[0] = 0;
   if (o->s3) {
     curl_easy_setopt(e, CURLOPT_AWS_SIGV4, o->sigv4);
@@ -258,6 +260,7 @@ void rmt_close(RmtObject *o) {
   pdb_free(o->key);
   pdb_free(o->sigv4);
   pdb_free(o->userpwd);
+  pdb_free(o->cainfo);
   pdb_free(o);
 }
 
@@ -268,10 +271,32 @@ static int target(const char *path, RmtObject **out, char *msg, size_t cap) {
   RmtObject *o = pdb_calloc(1, sizeof *o);
   if (!o) return PAGEDB_NOMEM;
   pthread_mutex_init(&o->mu, NULL);
-  o->timeout_ms = env_long("PAGEDB_REMOTE_TIMEOUT_MS", 30000, 100, 3600000);
-  o->retries = (int)env_long("PAGEDB_REMOTE_RETRIES", 5, 0, 100);
-  o->flight = (int)env_long("PAGEDB_REMOTE_CONNECTIONS", 16, 1, MAX_FLIGHT);
-  int rc = (o->path = pdb_strdup(path)) ? parse(o, msg, cap) : PAGEDB_NOMEM;
+  /* pagedb_config, else the environment, else the defaults (rconfig.c). */
+  int64_t timeout, retries, flight;
+  char ca[4096];
+  int rc = pdb_rconf_num(PAGEDB_CONFIG_REMOTE_TIMEOUT, &timeout, msg, cap);
+  if (rc == PAGEDB_OK) rc = pdb_rconf_num(PAGEDB_CONFIG_REMOTE_RETRIES, &retries, msg, cap);
+  if (rc == PAGEDB_OK) rc = pdb_rconf_num(PAGEDB_CONFIG_REMOTE_CONNECTIONS, &flight, msg, cap);
+  if (rc == PAGEDB_OK) rc = pdb_rconf_str(PAGEDB_CONFIG_CA_BUNDLE, ca, sizeof ca, msg, cap);
+  if (rc != PAGEDB_OK) {
+    rmt_close(o);
+    return rc;
+  }
+  assert(flight >= 1 && flight <= MAX_FLIGHT);
+  o->timeout_ms = (long)timeout;
+  o->retries = (int)retries;
+  o->flight = (int)flight;
+  rc = (o->path = pdb_strdup(path)) ? parse(o, msg, cap) : PAGEDB_NOMEM;
+  /* The CA bundle matters to https only (a stray SSL_CERT_FILE does not
+  ** fail an http open). */
+  int https = rc == PAGEDB_OK && strncmp(o->url, "https://", 8) == 0;
+  if (https && ca[0] && access(ca, R_OK) != 0) {
+    snprintf(msg, cap, "%s: the CA bundle %s (PAGEDB_CONFIG_CA_BUNDLE, CURL_CA_BUNDLE or SSL_CERT_FILE): %s", path, ca,
+             strerror(errno));
+    rc = PAGEDB_CANTOPEN;
+  } else if (https && ca[0] && !(o->cainfo = pdb_strdup(ca))) {
+    rc = PAGEDB_NOMEM;
+  }
   if (rc != PAGEDB_OK) {
     if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory opening %s", path);
     rmt_close(o);
@@ -286,6 +311,11 @@ const char *rmt_fetch_url(const RmtObject *o) { return o->url; }
 int rmt_is_s3(const RmtObject *o) { return o->s3; }
 void *rmt_headers(const RmtObject *o) { return o->hdrs; }
 int rmt_retries(const RmtObject *o) { return o->retries; }
+
+int rmt_tls_failure(int cc) {
+  return cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CERTPROBLEM
+         || cc == CURLE_SSL_ISSUER_ERROR || cc == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
+}
 
 int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
   RmtObject *o;
@@ -305,13 +335,20 @@ int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
     CURLcode cc = curl_easy_perform(e);
     status = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-    int transient = cc != CURLE_OK || status >= 500 || status == 429 || status == 408;
+    int tls = rmt_tls_failure(cc);
+    int transient = (cc != CURLE_OK && !tls) || status >= 500 || status == 429 || status == 408;
     if (transient && attempt < o->retries) {
       atomic_fetch_add(&rmt_stats.retries, 1);
       usleep((useconds_t)(100000u << (attempt < 4 ? attempt : 4)));
       continue;
     }
-    if (cc != CURLE_OK) {
+    if (tls) {
+      snprintf(msg, cap, "%s: HEAD %s failed: TLS: %s (the server's certificate does not verify against %s%s;"
+               " give its CA with PAGEDB_CONFIG_CA_BUNDLE or CURL_CA_BUNDLE)", path, o->url,
+               err[0] ? err : curl_easy_strerror(cc), o->cainfo ? "the CA bundle " : "the system's CA store",
+               o->cainfo ? o->cainfo : "");
+      rc = PAGEDB_CANTOPEN;
+    } else if (cc != CURLE_OK) {
       snprintf(msg, cap, "%s: HEAD %s failed: %s", path, o->url, err[0] ? err : curl_easy_strerror(cc));
       rc = PAGEDB_CANTOPEN;
     } else if (status == 404) {

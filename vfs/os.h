@@ -10,6 +10,7 @@
 
 #include "pagedbInt.h"
 
+#include <stdarg.h>
 #include <sys/types.h>
 
 /* The built-in backends, registered on first use of the registry. */
@@ -25,12 +26,40 @@ pagedb_vfs *pdb_s3_vfs(void);
 #endif
 
 /*
-** The remote VFS serving PATH if it is a URL (http://, https://, s3://),
-** else NULL: the built-in VFSes hand such paths to it, so that the path's
-** scheme chooses the backend.  Without remote support, a URL gets the
-** posix VFS's "no such file".
+** The scheme of PATH if it is a URL ("SCHEME://...": a letter, then
+** letters, digits, '+', '-', '.'), lower-cased into OUT (CAP bytes, may be
+** NULL), and its length; 0 for a path that is not a URL.
 */
-pagedb_vfs *pdb_vfs_for_url(const char *path);
+size_t pdb_path_scheme(const char *path, char *out, size_t cap);
+
+/* Whether VFS is one of the built-in remote VFSes (http, https, s3), which
+** are read-only. */
+int pdb_vfs_is_remote(const pagedb_vfs *vfs);
+
+/*
+** The VFS pagedb_open uses for PATH given the NAME it was passed (NULL:
+** none), for a read-write open when WRITE.  A URL's scheme chooses the VFS
+** of that name, whatever PAGEDB_VFS says; a local path gets NAME, else the
+** default.  On failure *OUT is NULL and WHY (CAP bytes) says why:
+** PAGEDB_MISUSE (no VFS named NAME; NAME contradicts the scheme; a
+** remote VFS named for a local path),
+** PAGEDB_CANTOPEN (no VFS for the scheme: a build without libcurl),
+** PAGEDB_READONLY (WRITE with a remote VFS).
+*/
+int pdb_vfs_choose(const char *path, const char *name, int write, pagedb_vfs **out, char *why, size_t cap);
+
+/*
+** The remote settings (rconfig.c): pagedb_config's value, else the
+** environment's, else the default.  pdb_rconf_set takes an op 7..17 and
+** its argument (PAGEDB_OK, PAGEDB_MISUSE); pdb_rconf_get the arguments of
+** PAGEDB_CONFIG_GETREMOTE.  pdb_rconf_num and pdb_rconf_str give a
+** number's or a string's value (BUF of CAP bytes), or PAGEDB_CANTOPEN with
+** MSG naming the variable whose value is bad.
+*/
+int pdb_rconf_set(int op, va_list ap);
+int pdb_rconf_get(va_list ap);
+int pdb_rconf_num(int op, int64_t *v, char *msg, size_t cap);
+int pdb_rconf_str(int op, char *buf, size_t cap, char *msg, size_t mcap);
 
 /*
 ** Why the calling thread's latest failed open failed, when errno cannot

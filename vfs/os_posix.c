@@ -27,10 +27,9 @@
 ** The system calls go through vfs/syscall.c's table, so that the tests can
 ** interrupt them and cut them short at will.
 **
-** A path that is a URL (http://, https://, s3://) is handed to the remote
-** VFS of its scheme (vfs/os_remote.c) by xOpen, xAccess, xDelete and
-** xSyncDir, so that the path chooses the backend whatever VFS was named;
-** its file object fits in ours (checked at each open).
+** Paths are local files only: a URL's scheme chooses its VFS in pagedb_open
+** (pdb_vfs_choose, vfs/vfs.c), so a URL never reaches this backend there;
+** given one anyway, it is a relative file name like any other.
 */
 #define _GNU_SOURCE
 #include "os.h"
@@ -321,9 +320,6 @@ static int dio_align(int fd) {
 
 static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags) {
   PosixFile *p = (PosixFile *)f;
-  pagedb_vfs *url = pdb_vfs_for_url(path);
-  /* A URL is the remote VFS's, whose file object fits in ours. */
-  if (url) return url->szFile <= vfs->szFile ? url->xOpen(url, path, f, flags) : PAGEDB_CANTOPEN;
   int kind = vfs->pAppData ? *(const int *)vfs->pAppData : 0;
   int plain = (flags & PAGEDB_VFS_PLAIN) != 0;
   int direct = !plain && ((flags & PAGEDB_VFS_DIRECT) || (kind & K_DIRECT));
@@ -387,8 +383,7 @@ static int px_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
 }
 
 static int px_sync_dir(pagedb_vfs *vfs, const char *path) {
-  pagedb_vfs *url = pdb_vfs_for_url(path);
-  if (url) return url->xSyncDir(url, path);
+  (void)vfs;
   char copy[PATH_MAX];   /* dirname() writes into its argument */
   if (strlen(path) >= sizeof copy) {
     errno = ENAMETOOLONG;
@@ -409,15 +404,12 @@ static int px_sync_dir(pagedb_vfs *vfs, const char *path) {
 }
 
 static int px_delete(pagedb_vfs *vfs, const char *path, int syncDir) {
-  pagedb_vfs *url = pdb_vfs_for_url(path);
-  if (url) return url->xDelete(url, path, syncDir);
   if (unlink(path) != 0) return errno == ENOENT ? PAGEDB_OK : PAGEDB_IOERR;
   return syncDir ? px_sync_dir(vfs, path) : PAGEDB_OK;
 }
 
 static int px_access(pagedb_vfs *vfs, const char *path, int *exists) {
-  pagedb_vfs *url = pdb_vfs_for_url(path);
-  if (url) return url->xAccess(url, path, exists);
+  (void)vfs;
   *exists = access(path, F_OK) == 0;
   return PAGEDB_OK;
 }

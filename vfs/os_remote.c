@@ -2,9 +2,10 @@
 ** os_remote.c -- the "http", "https" and "s3" VFSes: datasets on web
 ** servers and object stores, read-only, through the local chunk cache.
 **
-** A path with one of these schemes is served by the VFS of that name,
-** whichever VFS the caller named (the built-in VFSes hand such paths over:
-** rmt_vfs_for), so pagedb_open("s3://bucket/x.pagedb", ...) just works.
+** A path with one of these schemes is served by the VFS of that name:
+** pagedb_open chooses it by the scheme (pdb_vfs_choose, vfs/vfs.c), so
+** pagedb_open("s3://bucket/x.pagedb", ...) just works; each VFS opens URLs
+** of its own scheme only.
 ** Every byte comes from a chunk held from the cache (cache.c), which
 ** fetches what it lacks through http.c; nothing is ever written: xWrite,
 ** xTruncate, xSync, xLock and xDelete answer PAGEDB_READONLY, and an open
@@ -467,14 +468,22 @@ static const pagedb_io_methods rm_methods = {
 
 /* --- the VFS ------------------------------------------------------------------ */
 
+/* Whether PATH is a URL of VFS's scheme; if not, the reason is set. */
+static int own_scheme(pagedb_vfs *vfs, const char *path) {
+  char scheme[32];
+  if (pdb_path_scheme(path, scheme, sizeof scheme) && strcmp(scheme, vfs->zName) == 0) return 1;
+  pdb_os_set_why("%s: not a %s:// URL: the %s VFS opens %s:// URLs only", path, vfs->zName, vfs->zName, vfs->zName);
+  return 0;
+}
+
 static int rm_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags) {
-  (void)vfs;
   RemoteFile *p = (RemoteFile *)f;
   char msg[RMT_ERR_MAX];
   if (flags & (PAGEDB_VFS_READWRITE | PAGEDB_VFS_CREATE)) {
     pdb_os_set_why("%s: a remote dataset is read-only: open it with PAGEDB_OPEN_READONLY", path);
-    return PAGEDB_READONLY;
+    return PAGEDB_READONLY;   /* whatever the path: these VFSes never write */
   }
+  if (!own_scheme(vfs, path)) return PAGEDB_CANTOPEN;
   RemoteState *s = pdb_calloc(1, sizeof *s);
   if (!s) return PAGEDB_NOMEM;
   pthread_mutex_init(&s->mu, NULL);
@@ -506,15 +515,18 @@ static int rm_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
 }
 
 static int rm_access(pagedb_vfs *vfs, const char *path, int *exists) {
-  (void)vfs;
   RmtObject *o = NULL;
+  *exists = 0;
+  if (!own_scheme(vfs, path)) return PAGEDB_CANTOPEN;
   char msg[RMT_ERR_MAX];
   int rc = rmt_open(path, &o, msg, sizeof msg);
   rmt_close(o);
-  /* Only a 404 says "absent"; any other failure is left for the open to
-  ** report with its reason. */
-  *exists = rc != PAGEDB_CANTOPEN_NOENT;
-  return PAGEDB_OK;
+  /* A 404 says "absent"; any other failure cannot tell, and says why
+  ** (pagedb_open reports it as the open's failure). */
+  *exists = rc == PAGEDB_OK;
+  if (rc == PAGEDB_OK || rc == PAGEDB_CANTOPEN_NOENT) return PAGEDB_OK;
+  pdb_os_set_why("%s", msg);
+  return rc;
 }
 
 static int rm_delete(pagedb_vfs *vfs, const char *path, int syncDir) {
@@ -537,14 +549,6 @@ static pagedb_vfs s3_vfs = RM_VFS("s3");
 pagedb_vfs *pdb_http_vfs(void) { return &http_vfs; }
 pagedb_vfs *pdb_https_vfs(void) { return &https_vfs; }
 pagedb_vfs *pdb_s3_vfs(void) { return &s3_vfs; }
-
-pagedb_vfs *rmt_vfs_for(const char *path) {
-  if (!path) return NULL;
-  if (strncmp(path, "http://", 7) == 0) return &http_vfs;
-  if (strncmp(path, "https://", 8) == 0) return &https_vfs;
-  if (strncmp(path, "s3://", 5) == 0) return &s3_vfs;
-  return NULL;
-}
 
 int pagedb_remote_stats(pagedb_remote_counters *out) {
   if (!out) return PAGEDB_MISUSE;

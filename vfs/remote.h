@@ -48,10 +48,6 @@ typedef struct RmtStats {
 } RmtStats;
 extern RmtStats rmt_stats;
 
-/* Whether PATH is a URL a remote VFS serves ("http://", "https://",
-** "s3://"); the VFS of its scheme, or NULL. */
-pagedb_vfs *rmt_vfs_for(const char *path);
-
 /* --- http.c --- */
 
 /* Open PATH: parse it, read the credentials it needs, and ask the server
@@ -106,17 +102,26 @@ const char *rmt_fetch_url(const RmtObject *o);
 int rmt_is_s3(const RmtObject *o);
 int rmt_retries(const RmtObject *o);
 
+/* Whether curl result CC is a TLS failure (a certificate that does not
+** verify, a CA bundle that cannot be read): permanent, never retried. */
+int rmt_tls_failure(int cc);
+
 /* --- upload.c --- */
 
 /* Upload the first LEN bytes of local file LOCAL as object URL (s3:// or
 ** http(s):// PUT).  An S3 object larger than the part size
 ** (PAGEDB_PUSH_PART_BYTES, default 32M, at least 5M) goes up by multipart
-** upload, aborted on failure (so no object appears); anything else by one
+** upload, PAGEDB_PUSH_PARALLEL parts at once, aborted on failure (so no
+** object appears); anything else by one
 ** PUT.  Transient failures are retried as reads are.  PAGEDB_IOERR_REMOTE
 ** with MSG naming the URL, the request and the HTTP status;
 ** PAGEDB_CANTOPEN (bad URL, no credentials, LOCAL unreadable);
 ** PAGEDB_NOMEM. */
 int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, size_t cap);
+/* Whether an upload to URL can start: its address, credentials and the
+** settings (rconfig.c) all usable, asking the server nothing.  PAGEDB_OK,
+** or PAGEDB_CANTOPEN with MSG saying what is wrong; PAGEDB_NOMEM. */
+int rmt_push_check(const char *url, char *msg, size_t cap);
 /* Delete object URL (absent is fine): PAGEDB_IOERR_REMOTE, CANTOPEN. */
 int rmt_delete(const char *url, char *msg, size_t cap);
 /* Download object URL whole into the new local file LOCAL (created with

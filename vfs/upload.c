@@ -17,9 +17,12 @@
 **   3. A download is written under a temporary name beside LOCAL, synced
 **      and renamed: LOCAL never holds part of an object.
 **
-** Parts go up one after another (each is large: the connection's speed,
-** not the request count, bounds the time); each is retried with backoff on
-** a transient failure (5xx, 408, 429, a connection failure), as reads are.
+** Parts go up several at once (PAGEDB_PUSH_PARALLEL, default 4, through
+** one curl multi handle: upload_parts), lowest part numbers first; each is
+** retried with backoff on a transient failure (5xx, 408, 429, a connection
+** failure), as reads are; CompleteMultipartUpload lists them in part-number
+** order whatever order they finished in.  The first part that fails for
+** good cuts the others off, and the upload is aborted.
 */
 #define _GNU_SOURCE
 #include "remote.h"
@@ -30,10 +33,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MIN_PART (5ull << 20)       /* S3's smallest part but the last */
 #define MAX_PARTS 10000             /* S3's most parts */
+#define ETAG_MAX 256                /* an ETag kept, with its terminator (RmtResp's) */
 
 /* The body of a request read from a local file, or from memory. */
 typedef struct Body {
@@ -76,6 +81,69 @@ static size_t on_got(char *b, size_t size, size_t n, void *ctx) {
   return len;
 }
 
+enum { DONE_OK, DONE_RETRY, DONE_FAIL };
+
+/* A finished request: curl's result CC, status STATUS, body G. */
+static int judge(CURLcode cc, long status, const Got *g) {
+  if (cc == CURLE_OK && status >= 200 && status < 300 && !strstr(g->buf, "<Error>")) return DONE_OK;
+  int transient = (cc != CURLE_OK && cc != CURLE_ABORTED_BY_CALLBACK && cc != CURLE_READ_ERROR
+                   && !rmt_tls_failure(cc))
+                  || status >= 500 || status == 429 || status == 408;
+  return transient ? DONE_RETRY : DONE_FAIL;
+}
+
+/* MSG for a request that failed for good after ATTEMPTS attempts; counted. */
+static void describe(RmtObject *o, const char *method, const char *url, CURLcode cc, const char *err, long status,
+                     const Got *g, int attempts, char *msg, size_t cap) {
+  const char *code = strstr(g->buf, "<Code>");
+  int clen = code ? (int)strcspn(code + 6, "<") : 0;
+  if (cc != CURLE_OK)
+    snprintf(msg, cap, "%s %s (%s): %s%s after %d attempts", method, rmt_url(o), url,
+             rmt_tls_failure(cc) ? "TLS: " : "", err[0] ? err : curl_easy_strerror(cc), attempts);
+  else
+    snprintf(msg, cap, "%s %s (%s): HTTP %ld%s%.*s%s", method, rmt_url(o), url, status, code ? " " : "", clen,
+             code ? code + 6 : "",
+             status == 403 || status == 401 ? ": access denied (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+             : status == 404 ? ": no such bucket or path"
+             : status == 405 ? ": the server does not take uploads (PUT) there" : "");
+  if (cc == CURLE_OK && attempts > 1) {
+    size_t n = strlen(msg);
+    snprintf(msg + n, cap - n, " after %d attempts (the retry budget spent)", attempts);
+  }
+  atomic_fetch_add(&rmt_stats.failures, 1);
+}
+
+/* Set E up for METHOD to URL (O's, with a query) with BODY (its LEFT
+** bytes; for PUT and POST), headers into H, the answer into G, curl's
+** error text into ERR.  BODY must live until the request ends. */
+static void prepare(RmtObject *o, CURL *e, const char *method, const char *url, Body *body, RmtResp *h, Got *g,
+                    char *err) {
+  memset(h, 0, sizeof *h);
+  g->n = 0;
+  g->buf[0] = 0;
+  rmt_setup(o, e, h, err);
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+  if (rmt_headers(o)) curl_easy_setopt(e, CURLOPT_HTTPHEADER, (struct curl_slist *)rmt_headers(o));
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_got);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, g);
+  if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
+    curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(e, CURLOPT_READDATA, body);
+    curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body->left);
+  }
+}
+
+/* Backoff before retry ATTEMPT (1, 2, ...): 100 ms doubling to 1.6 s. */
+static long long backoff_ms(int attempt) { return 100LL << (attempt - 1 < 4 ? attempt - 1 : 4); }
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /*
 ** One request: METHOD to O's URL plus QUERY, body from FD at OFF (LEN
 ** bytes) or from MEM (LEN bytes), or none (LEN 0 and no MEM).  Retried on a
@@ -95,63 +163,152 @@ static int request(RmtObject *o, const char *method, const char *query, int fd, 
   for (int attempt = 0;; attempt++) {
     char err[CURL_ERROR_SIZE];
     Body body = { fd, mem, off, len };
-    memset(h, 0, sizeof *h);
-    g->n = 0;
-    g->buf[0] = 0;
-    rmt_setup(o, e, h, err);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-    if (rmt_headers(o)) curl_easy_setopt(e, CURLOPT_HTTPHEADER, (struct curl_slist *)rmt_headers(o));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_got);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, g);
-    if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
-      curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
-      curl_easy_setopt(e, CURLOPT_READDATA, &body);
-      curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
-    }
+    prepare(o, e, method, url, &body, h, g, err);
     CURLcode cc = curl_easy_perform(e);
     long status = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-    int transient = (cc != CURLE_OK && cc != CURLE_ABORTED_BY_CALLBACK && cc != CURLE_READ_ERROR)
-                    || status >= 500 || status == 429 || status == 408;
-    if (cc == CURLE_OK && status >= 200 && status < 300 && !strstr(g->buf, "<Error>")) {
+    int verdict = judge(cc, status, g);
+    if (verdict == DONE_OK) {
       rc = PAGEDB_OK;
       break;
     }
-    if (transient && attempt < rmt_retries(o)) {
+    if (verdict == DONE_RETRY && attempt < rmt_retries(o)) {
       atomic_fetch_add(&rmt_stats.retries, 1);
-      usleep((useconds_t)(100000u << (attempt < 4 ? attempt : 4)));
+      usleep((useconds_t)(backoff_ms(attempt + 1) * 1000));
       continue;
     }
-    const char *code = strstr(g->buf, "<Code>");
-    int clen = code ? (int)strcspn(code + 6, "<") : 0;
-    if (cc != CURLE_OK)
-      snprintf(msg, cap, "%s %s (%s): %s after %d attempts", method, rmt_url(o), url,
-               err[0] ? err : curl_easy_strerror(cc), attempt + 1);
-    else
-      snprintf(msg, cap, "%s %s (%s): HTTP %ld%s%.*s%s", method, rmt_url(o), url, status, code ? " " : "", clen,
-               code ? code + 6 : "",
-               status == 403 || status == 401 ? ": access denied (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
-               : status == 404 ? ": no such bucket or path"
-               : status == 405 ? ": the server does not take uploads (PUT) there" : "");
-    atomic_fetch_add(&rmt_stats.failures, 1);
+    describe(o, method, url, cc, err, status, g, attempt + 1, msg, cap);
     break;
   }
   curl_easy_cleanup(e);
   return rc;
 }
 
-/* Upload LEN bytes of FD as O by multipart upload of PART-byte parts. */
-static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, char *msg, size_t cap) {
+/* One part on its way (upload_parts). */
+typedef struct Slot {
+  CURL *e;
+  int64_t part;             /* its index, or -1: the slot is free */
+  Body body;
+  RmtResp h;
+  Got g;
+  char url[8800];
+  char err[CURL_ERROR_SIZE];
+} Slot;
+
+/*
+** Upload the parts of multipart upload ID: LEN bytes of FD in PART-byte
+** parts, up to PAGEDB_PUSH_PARALLEL at once through one curl multi handle
+** (lowest part numbers first), each retried with backoff on a transient
+** failure as request() does.  Part I's ETag into ETAGS[I], whatever order
+** they finish in.  The first failure for good stops everything: parts on
+** their way are cut off, and the caller aborts the upload.
+*/
+static int upload_parts(RmtObject *o, int fd, uint64_t len, uint64_t part, int64_t nin, const char *id,
+                        char (*etags)[ETAG_MAX], char *msg, size_t cap) {
+  int rc = PAGEDB_OK;
+  uint64_t nparts = (len + part - 1) / part;
+  if ((uint64_t)nin > nparts) nin = (int64_t)nparts;
+  CURLM *m = curl_multi_init();
+  Slot *sl = pdb_calloc((size_t)nin, sizeof *sl);
+  uint8_t *state = pdb_calloc(nparts, 1);                 /* 0 waiting, 1 on its way, 2 done */
+  int *attempt = pdb_calloc(nparts, sizeof *attempt);
+  long long *due = pdb_calloc(nparts, sizeof *due);       /* when a retry may start */
+  if (!m || !sl || !state || !attempt || !due) rc = PAGEDB_NOMEM;
+  for (int s = 0; sl && s < nin; s++) sl[s].part = -1;
+  for (int s = 0; s < nin && rc == PAGEDB_OK; s++)
+    if (!(sl[s].e = curl_easy_init())) rc = PAGEDB_NOMEM;
+  if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory uploading %s", rmt_url(o));
+  if (m) curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)nin);
+  uint64_t done = 0, lo = 0;      /* parts below LO are done */
+  int active = 0;
+  while (rc == PAGEDB_OK && done < nparts) {
+    long long t = now_ms(), wait = 200;
+    /* Start the lowest waiting parts that are due, in free slots. */
+    for (int s = 0; s < nin; s++) {
+      if (sl[s].part >= 0) continue;
+      while (lo < nparts && state[lo] == 2) lo++;
+      int64_t pick = -1;
+      for (uint64_t i = lo; i < nparts && pick < 0; i++) {
+        if (state[i] != 0) continue;
+        if (due[i] <= t) pick = (int64_t)i;
+        else if (due[i] - t < wait) wait = due[i] - t;
+      }
+      if (pick < 0) break;
+      Slot *x = &sl[s];
+      uint64_t off = (uint64_t)pick * part;
+      x->part = pick;
+      x->body = (Body){ fd, NULL, off, len - off < part ? len - off : part };
+      snprintf(x->url, sizeof x->url, "%s?partNumber=%llu&uploadId=%s", rmt_fetch_url(o),
+               (unsigned long long)pick + 1, id);
+      prepare(o, x->e, "PUT", x->url, &x->body, &x->h, &x->g, x->err);
+      curl_easy_setopt(x->e, CURLOPT_PRIVATE, (void *)x);
+      curl_multi_add_handle(m, x->e);
+      state[pick] = 1;
+      active++;
+    }
+    int running = 0, left;
+    curl_multi_perform(m, &running);
+    CURLMsg *cm;
+    while (rc == PAGEDB_OK && (cm = curl_multi_info_read(m, &left))) {
+      if (cm->msg != CURLMSG_DONE) continue;
+      Slot *x = NULL;
+      curl_easy_getinfo(cm->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+      CURLcode cc = cm->data.result;
+      long status = 0;
+      curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &status);
+      curl_multi_remove_handle(m, x->e);
+      active--;
+      int64_t i = x->part;
+      x->part = -1;
+      int verdict = judge(cc, status, &x->g);
+      if (verdict == DONE_RETRY && attempt[i] < rmt_retries(o)) {
+        atomic_fetch_add(&rmt_stats.retries, 1);
+        attempt[i]++;
+        due[i] = now_ms() + backoff_ms(attempt[i]);
+        state[i] = 0;
+      } else if (verdict != DONE_OK) {
+        describe(o, "PUT", x->url, cc, x->err, status, &x->g, attempt[i] + 1, msg, cap);
+        rc = PAGEDB_IOERR_REMOTE;
+      } else if (!x->h.etag[0]) {
+        snprintf(msg, cap, "PUT %s part %llu: no ETag in the answer", rmt_url(o), (unsigned long long)i + 1);
+        rc = PAGEDB_IOERR_REMOTE;
+      } else {
+        snprintf(etags[i], ETAG_MAX, "%s", x->h.etag);
+        state[i] = 2;
+        done++;
+      }
+    }
+    if (rc == PAGEDB_OK && done < nparts) {
+      if (active > 0) curl_multi_poll(m, NULL, 0, (int)wait, NULL);
+      else usleep((useconds_t)(wait > 0 ? wait : 1) * 1000);
+    }
+  }
+  /* Cut off what is still on its way (a failure stopped the loop). */
+  for (int s = 0; sl && s < nin; s++) {
+    if (sl[s].part >= 0) curl_multi_remove_handle(m, sl[s].e);
+    if (sl[s].e) curl_easy_cleanup(sl[s].e);
+  }
+  if (m) curl_multi_cleanup(m);
+  pdb_free(sl);
+  pdb_free(state);
+  pdb_free(attempt);
+  pdb_free(due);
+  return rc;
+}
+
+/* Upload LEN bytes of FD as O by multipart upload of PART-byte parts, NIN
+** at once. */
+static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, int64_t nin, char *msg, size_t cap) {
   RmtResp h;
   Got *g = pdb_malloc(sizeof *g);
   uint64_t nparts = (len + part - 1) / part;
   size_t xcap = 128 + nparts * 400;
   char *xml = pdb_malloc(xcap);
-  if (!g || !xml) {
+  char (*etags)[ETAG_MAX] = pdb_malloc(nparts * sizeof *etags);
+  if (!g || !xml || !etags) {
     pdb_free(g);
     pdb_free(xml);
+    pdb_free(etags);
     snprintf(msg, cap, "out of memory uploading %s", rmt_url(o));
     return PAGEDB_NOMEM;
   }
@@ -177,19 +334,10 @@ static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, char *ms
     }
   }
   size_t xn = (size_t)snprintf(xml, xcap, "<CompleteMultipartUpload>");
-  for (uint64_t i = 0; i < nparts && rc == PAGEDB_OK; i++) {
-    char q[1200];
-    uint64_t off = i * part, n = len - off < part ? len - off : part;
-    snprintf(q, sizeof q, "?partNumber=%llu&uploadId=%s", (unsigned long long)(i + 1), id);
-    rc = request(o, "PUT", q, fd, NULL, off, n, &h, g, msg, cap);
-    if (rc == PAGEDB_OK && !h.etag[0]) {
-      snprintf(msg, cap, "PUT %s part %llu: no ETag in the answer", rmt_url(o), (unsigned long long)(i + 1));
-      rc = PAGEDB_IOERR_REMOTE;
-    }
-    if (rc == PAGEDB_OK)
-      xn += (size_t)snprintf(xml + xn, xcap - xn, "<Part><PartNumber>%llu</PartNumber><ETag>%s</ETag></Part>",
-                             (unsigned long long)(i + 1), h.etag);
-  }
+  if (rc == PAGEDB_OK) rc = upload_parts(o, fd, len, part, nin, id, etags, msg, cap);
+  for (uint64_t i = 0; i < nparts && rc == PAGEDB_OK; i++)
+    xn += (size_t)snprintf(xml + xn, xcap - xn, "<Part><PartNumber>%llu</PartNumber><ETag>%s</ETag></Part>",
+                           (unsigned long long)(i + 1), etags[i]);
   if (rc == PAGEDB_OK) {
     char q[1100];
     xn += (size_t)snprintf(xml + xn, xcap - xn, "</CompleteMultipartUpload>");
@@ -205,8 +353,24 @@ static int multipart(RmtObject *o, int fd, uint64_t len, uint64_t part, char *ms
   }
 out:
   pdb_free(xml);
+  pdb_free(etags);
   pdb_free(g);
   return rc;
+}
+
+/* The part size and the parts at once (rconfig.c). */
+static int push_settings(int64_t *part, int64_t *nin, char *msg, size_t cap) {
+  int rc = pdb_rconf_num(PAGEDB_CONFIG_PUSH_PART_BYTES, part, msg, cap);
+  return rc == PAGEDB_OK ? pdb_rconf_num(PAGEDB_CONFIG_PUSH_PARALLEL, nin, msg, cap) : rc;
+}
+
+int rmt_push_check(const char *url, char *msg, size_t cap) {
+  RmtObject *o;
+  int64_t part, nin;
+  int rc = rmt_target(url, &o, msg, cap);
+  if (rc != PAGEDB_OK) return rc;
+  rmt_close(o);
+  return push_settings(&part, &nin, msg, cap);
 }
 
 int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, size_t cap) {
@@ -221,17 +385,18 @@ int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, si
     rmt_close(o);
     return PAGEDB_CANTOPEN;
   }
-  const char *s = getenv("PAGEDB_PUSH_PART_BYTES");
-  uint64_t part = 32ull << 20;
-  if (s && *s) {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end == 'M' || *end == 'm') v <<= 20, end++;
-    if (!*end && v >= MIN_PART && v <= (5ull << 30)) part = v;
+  int64_t bytes, nin;
+  rc = push_settings(&bytes, &nin, msg, cap);
+  if (rc != PAGEDB_OK) {
+    close(fd);
+    rmt_close(o);
+    return rc;
   }
+  uint64_t part = (uint64_t)bytes;
+  assert(part >= MIN_PART);
   while ((len + part - 1) / part > MAX_PARTS) part *= 2;
   if (rmt_is_s3(o) && len > part) {
-    rc = multipart(o, fd, len, part, msg, cap);
+    rc = multipart(o, fd, len, part, nin, msg, cap);
   } else {
     RmtResp h;
     Got *g = pdb_malloc(sizeof *g);

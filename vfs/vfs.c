@@ -6,9 +6,15 @@
 ** first registered with makeDflt, unless the environment variable
 ** PAGEDB_VFS names another (so that a whole test suite or a shell session
 ** can be run on another backend without changing code).
+**
+** A path that is a URL ("SCHEME://...") is opened by the VFS named SCHEME:
+** pagedb_open asks pdb_vfs_choose, here, so that no layer above the
+** registry, and no local backend, ever looks at where the bytes come from.
+** PAGEDB_VFS is the default for local paths only.
 */
 #include "os.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -57,14 +63,71 @@ static void init_builtins(void) {
 #endif
 }
 
-pagedb_vfs *pdb_vfs_for_url(const char *path) {
+size_t pdb_path_scheme(const char *path, char *out, size_t cap) {
+  size_t n = 0;
+  if (out && cap) out[0] = 0;
+  if (!path || !isalpha((unsigned char)path[0])) return 0;
+  while (isalnum((unsigned char)path[n]) || path[n] == '+' || path[n] == '-' || path[n] == '.') n++;
+  if (strncmp(path + n, "://", 3) != 0 || n >= 32) return 0;
+  if (out && cap > n) {
+    for (size_t i = 0; i < n; i++) out[i] = (char)tolower((unsigned char)path[i]);
+    out[n] = 0;
+  }
+  return n;
+}
+
+int pdb_vfs_is_remote(const pagedb_vfs *vfs) {
 #if PAGEDB_HAVE_CURL
-  pagedb_vfs *rmt_vfs_for(const char *path);
-  return rmt_vfs_for(path);
+  return vfs && (vfs == pdb_http_vfs() || vfs == pdb_https_vfs() || vfs == pdb_s3_vfs());
 #else
-  (void)path;
-  return NULL;
+  (void)vfs;
+  return 0;
 #endif
+}
+
+int pdb_vfs_choose(const char *path, const char *name, int write, pagedb_vfs **out, char *why, size_t cap) {
+  char scheme[32];
+  *out = NULL;
+  if (!pdb_path_scheme(path, scheme, sizeof scheme)) {
+    /* A local path: the VFS named, else the default (PAGEDB_VFS); not a
+    ** remote one, which opens URLs of its scheme only. */
+    if (!(*out = pagedb_vfs_find(name))) {
+      snprintf(why, cap, "pagedb_open %s: no VFS named '%s' is registered", path, name ? name : getenv("PAGEDB_VFS"));
+      return PAGEDB_MISUSE;
+    }
+    if (pdb_vfs_is_remote(*out)) {
+      snprintf(why, cap, "pagedb_open %s: not a URL, and VFS '%s' opens %s:// URLs only", path, (*out)->zName,
+               (*out)->zName);
+      *out = NULL;
+      return PAGEDB_MISUSE;
+    }
+    return PAGEDB_OK;
+  }
+  /* A URL: the VFS its scheme names, whatever PAGEDB_VFS says; a name
+  ** given must agree. */
+  if (name && strcmp(name, scheme) != 0) {
+    snprintf(why, cap, "pagedb_open %s: VFS '%s' cannot open a %s:// path: name VFS '%s', or none", path, name, scheme,
+             scheme);
+    return PAGEDB_MISUSE;
+  }
+  if (!(*out = pagedb_vfs_find(scheme))) {
+#if PAGEDB_HAVE_CURL
+    int known = 0;          /* built in, so unregistered by the embedder */
+#else
+    int known = strcmp(scheme, "http") == 0 || strcmp(scheme, "https") == 0 || strcmp(scheme, "s3") == 0;
+#endif
+    snprintf(why, cap, "pagedb_open %s: no VFS '%s' serves %s:// paths%s", path, scheme, scheme,
+             known ? ": this pagedb was built without remote datasets (configure found no libcurl, or was given"
+                     " --without-curl)"
+                   : " (register one with pagedb_vfs_register)");
+    return PAGEDB_CANTOPEN;
+  }
+  if (write && pdb_vfs_is_remote(*out)) {
+    snprintf(why, cap, "pagedb_open %s: a remote dataset is read-only: open it with PAGEDB_OPEN_READONLY", path);
+    *out = NULL;
+    return PAGEDB_READONLY;
+  }
+  return PAGEDB_OK;
 }
 
 /* A thread's message, in memory of its own freed at the thread's exit:

@@ -1,0 +1,25 @@
+/*
+** config.c -- pagedb_config: each op goes to the layer that owns it.
+**
+**   1..6   the allocator, the pool, the memory limit   src/mem.c
+**   7..18  the remote settings                          vfs/rconfig.c
+**
+** The allocator and pool ops may be used only while the library is not
+** initialized (mem.c checks); MEMLIMIT and the remote settings at any
+** time.  Here, above both layers, so that neither calls upward.
+*/
+#include "pagedbInt.h"
+#include "os.h"
+
+#include <stdarg.h>
+
+int pagedb_config(int op, ...) {
+  va_list ap;
+  va_start(ap, op);
+  int rc;
+  if (op == PAGEDB_CONFIG_GETREMOTE) rc = pdb_rconf_get(ap);
+  else if (op >= PAGEDB_CONFIG_CACHE_DIR && op <= PAGEDB_CONFIG_PUSH_PARALLEL) rc = pdb_rconf_set(op, ap);
+  else rc = pdb_mem_config(op, ap);
+  va_end(ap);
+  return rc;
+}
