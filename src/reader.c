@@ -337,7 +337,7 @@ int pagedb_advise(pagedb_reader *r, int hint) {
 }
 
 void api_reader_free(pagedb_reader *r) {
-  pf_free(&r->pf);
+  pf_free(r);
   pdb_free(r->scratch);
   pdb_buf_free(r->buf);
   pdb_buf_free(r->zbuf);

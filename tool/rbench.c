@@ -232,10 +232,92 @@ static double open_ms(const char *url) {
   return t;
 }
 
+/* In a fresh process (nothing of the dataset in it): pagedb_open of URL,
+** then a copy read of sample SEED mod its count; ms of both and of the
+** open alone, and the requests made, into *T. */
+static void open_read(const char *url, uint64_t seed, double *t) {
+  int p[2];
+  if (pipe(p)) exit(1);
+  if (fork() == 0) {
+    pagedb_remote_counters c0, c1;
+    pagedb_remote_stats(&c0);
+    double t0 = now(), r[3];
+    pagedb *db;
+    int rc = pagedb_open(url, &db, PAGEDB_OPEN_READONLY, NULL);
+    if (rc) die("open", rc, db);
+    r[1] = (now() - t0) * 1e3;
+    int64_t n = pagedb_count(db);
+    pagedb_reader *rd;
+    const void *d;
+    size_t sz;
+    if (n <= 0) die("count", PAGEDB_MISUSE, db);
+    if ((rc = pagedb_reader_open(db, PAGEDB_READ_COPY, &rd))) die("reader", rc, db);
+    uint64_t s = seed;
+    if ((rc = pagedb_read(rd, (int64_t)(wl_next(&s) % (uint64_t)n), 0, &d, &sz))) die("read", rc, db);
+    r[0] = (now() - t0) * 1e3;
+    pagedb_remote_stats(&c1);
+    r[2] = (double)(c1.requests - c0.requests);
+    pagedb_close(db);
+    if (write(p[1], r, sizeof r) != sizeof r) _exit(1);
+    _exit(0);
+  }
+  close(p[1]);
+  if (read(p[0], t, 3 * sizeof *t) != 3 * (ssize_t)sizeof *t) {
+    fprintf(stderr, "pagedb-rbench: the open process failed\n");
+    exit(1);
+  }
+  close(p[0]);
+  wait(NULL);
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* pagedb-rbench -open URL [REPS]: the open of a remote dataset and its
+** first read, cold cache (emptied before each) and warm, alternated;
+** medians of REPS (default 5). */
+static int open_bench(const char *url, int reps, const char *rm) {
+  double cold[64], warm[64], co[64], wo[64], creq = 0, wreq = 0;
+  if (reps < 1 || reps > 64) reps = 5;
+  for (int i = 0; i < reps; i++) {
+    double t[3];
+    if (system(rm) != 0) return 1;
+    open_read(url, 1 + (uint64_t)i, t);
+    cold[i] = t[0], co[i] = t[1], creq = t[2];
+    open_read(url, 1 + (uint64_t)i, t);   /* the same sample: every chunk cached */
+    warm[i] = t[0], wo[i] = t[1], wreq = t[2];
+  }
+  qsort(cold, (size_t)reps, sizeof *cold, cmp_d);
+  qsort(warm, (size_t)reps, sizeof *warm, cmp_d);
+  qsort(co, (size_t)reps, sizeof *co, cmp_d);
+  qsort(wo, (size_t)reps, sizeof *wo, cmp_d);
+  printf("open + first read of %s, medians of %d (alternated):\n", url, reps);
+  printf("  cold cache: %.1f ms (the open alone %.1f ms; min %.1f, max %.1f), %.0f requests\n", cold[reps / 2],
+         co[reps / 2], cold[0], cold[reps - 1], creq);
+  printf("  warm cache: %.1f ms (the open alone %.1f ms; min %.1f, max %.1f), %.0f requests\n", warm[reps / 2],
+         wo[reps / 2], warm[0], warm[reps - 1], wreq);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: pagedb-rbench LOCAL URL [W-img:N] [PROCS ...]\n");
+    fprintf(stderr, "usage: pagedb-rbench LOCAL URL [W-img:N] [PROCS ...]\n       pagedb-rbench -open URL [REPS]\n");
     return 2;
+  }
+  if (strcmp(argv[1], "-open") == 0) {
+    const char *cache = getenv("PAGEDB_CACHE_DIR");
+    if (!cache) {
+      fprintf(stderr, "pagedb-rbench: set PAGEDB_CACHE_DIR (it is emptied for the cold opens)\n");
+      return 2;
+    }
+    char rm[4200];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = open_bench(argv[2], argc > 3 ? atoi(argv[3]) : 5, rm);
+    curl_global_cleanup();
+    return rc;
   }
   const char *local = argv[1], *url = argv[2];
   wl_t w;
@@ -259,24 +341,53 @@ int main(int argc, char **argv) {
   printf("%s, %lld samples, data file %.1f MB, served at %s; cache %s\n", w.name, (long long)w.count, size / 1e6,
          url, cache);
   /* Bytes checked once, untimed; the page cache warmed for posix. */
-  read_epoch(local, &w, 0, 1, 1);
-  if (system(rm) != 0) return 1;
-  read_epoch(url, &w, 0, 1, 1);
+  const char *only = getenv("RBENCH_ONLY");
+  if (!only || !*only) {
+    read_epoch(local, &w, 0, 1, 1);
+    if (system(rm) != 0) return 1;
+    read_epoch(url, &w, 0, 1, 1);
+  }
+  int reps = getenv("RBENCH_REPS") ? atoi(getenv("RBENCH_REPS")) : 3;
+  if (reps < 1 || reps > 64) reps = 3;
+  printf("medians of %d rounds; in each round posix, curl, cold (cache emptied), warm, one after another;\n"
+         "the ratios are the medians of each round's ratio (a round's runs see about the same load)\n", reps);
   printf("%-6s %14s %14s %14s %14s %12s %12s\n", "procs", "posix MB/s", "curl MB/s", "cold MB/s", "warm MB/s",
          "cold/curl", "warm/posix");
   int nprocs = argc > 4 ? argc - 4 : 2;
   for (int i = 0; i < nprocs; i++) {
     int world = argc > 4 ? atoi(argv[4 + i]) : (i == 0 ? 1 : 4);
     if (world < 1 || world > 64) return 2;
-    double px = run(POSIX, local, &w, size, world, 0);
-    double cu = run(CURLX, url, &w, size, world, 0);
-    if (system(rm) != 0) return 1;
-    double cold = run(REMOTE, url, &w, size, world, 0);
-    double warm = run(REMOTE, url, &w, size, world, 0);
-    printf("%-6d %14.0f %14.0f %14.0f %14.0f %11.0f%% %11.0f%%\n", world, px, cu, cold, warm, 100 * cold / cu,
-           100 * warm / px);
+    if (only && *only) {   /* one kind alone, for profiling */
+      int cold = strcmp(only, "cold") == 0;
+      if (cold && system(rm) != 0) return 1;
+      double v = strcmp(only, "posix") == 0  ? run(POSIX, local, &w, size, world, 0)
+                 : strcmp(only, "curl") == 0 ? run(CURLX, url, &w, size, world, 0)
+                                             : run(REMOTE, url, &w, size, world, 0);
+      printf("%-6d %s %.0f MB/s\n", world, only, v);
+      continue;
+    }
+    double px[64], cu[64], co[64], wa[64], rc[64], rw[64];
+    for (int k = 0; k < reps; k++) {
+      px[k] = run(POSIX, local, &w, size, world, 0);
+      cu[k] = run(CURLX, url, &w, size, world, 0);
+      if (system(rm) != 0) return 1;
+      co[k] = run(REMOTE, url, &w, size, world, 0);
+      wa[k] = run(REMOTE, url, &w, size, world, 0);
+      rc[k] = co[k] / cu[k];
+      rw[k] = wa[k] / px[k];
+      if (getenv("RBENCH_VERBOSE"))
+        fprintf(stderr, "round %d: posix %.0f curl %.0f cold %.0f warm %.0f\n", k, px[k], cu[k], co[k], wa[k]);
+    }
+    double *all[] = { px, cu, co, wa, rc, rw };
+    for (int a = 0; a < 6; a++) qsort(all[a], (size_t)reps, sizeof(double), cmp_d);
+    int m = reps / 2;
+    printf("%-6d %14.0f %14.0f %14.0f %14.0f %11.0f%% %11.0f%%\n", world, px[m], cu[m], co[m], wa[m], 100 * rc[m],
+           100 * rw[m]);
+    printf("%-6s %14s %14s %14s %14s %5.0f-%3.0f%% %5.0f-%3.0f%%\n", "", "", "", "", "(range)", 100 * rc[0],
+           100 * rc[reps - 1], 100 * rw[0], 100 * rw[reps - 1]);
     fflush(stdout);
   }
+  if (only && *only) return 0;
   if (system(rm) != 0) return 1;
   double oc = open_ms(url), ow = open_ms(url);
   printf("open of the remote dataset (%lld samples): cold cache %.1f ms, warm cache %.1f ms\n", (long long)w.count,

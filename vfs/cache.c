@@ -9,6 +9,8 @@
 **   OBJ/                one directory per object version: OBJ is 16 hex
 **                       digits of a hash of the URL, ETag and size
 **   OBJ/lock            fetch locks: byte K locked while chunk K is fetched
+**   OBJ/verified        8 bytes per chunk K at 8*K: the identity of the
+**                       chunk file last summed whole (invariant 2)
 **   OBJ/K.c             chunk K (16 hex digits): a 4096-byte header, then
 **                       the object's bytes [K*C, K*C + len), C the chunk size
 **   OBJ/K.t.PID.N.B     a chunk being written (B bytes when whole);
@@ -31,8 +33,12 @@
 **      its header is intact, names this object's key, this offset and the
 **      length this object has there, its file is exactly header + length
 **      long, and its bytes match the header's sum (checked the first time
-**      the process holds that file: see hold_file).  Otherwise it is
-**      counted (chunk_bad), removed and fetched again.
+**      a process of the machine holds that file: see hold_file; the file's
+**      identity is then recorded in OBJ/verified, and a file is that same
+**      file only with the same inode, device, birth time, change time and
+**      header sum, so a file written anew or changed in place after it was
+**      summed is summed again).  Otherwise it is counted (chunk_bad),
+**      removed and fetched again.
 **   3. A chunk a process holds (rc_hold until rc_release) is shared-locked
 **      with flock(); the lock lives as long as the mapping (the kernel
 **      keeps the open file, and so its flock, while it is mapped, after the
@@ -82,7 +88,8 @@ static _Atomic uint64_t tmpseq;    /* temporary names unique in the process */
 struct RcObj {
   Cfg cfg;
   RmtObject *obj;
-  _Atomic uint64_t *vino;   /* per chunk: the inode last verified whole, 0 none */
+  _Atomic uint64_t *vino;   /* per chunk: the file last verified whole, 0 none */
+  int vfd;                  /* OBJ/verified, or -1 (then each process sums) */
   uint64_t size;
   uint64_t nchunk;
   char dir[3200];           /* DIR/OBJ */
@@ -308,6 +315,7 @@ int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) {
     pdb_free(c);
     return rc;
   }
+  c->vfd = -1;
   c->obj = o;
   c->size = rmt_size(o);
   c->nchunk = (c->size + c->cfg.chunk - 1) / c->cfg.chunk;
@@ -333,12 +341,16 @@ int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) {
     return PAGEDB_CANTOPEN;
   }
   close(fd);
+  char vpath[3300];
+  snprintf(vpath, sizeof vpath, "%s/verified", c->dir);
+  c->vfd = open(vpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);   /* without it, each process sums */
   *out = c;
   return PAGEDB_OK;
 }
 
 void rc_close(RcObj *c) {
   if (!c) return;
+  if (c->vfd >= 0) close(c->vfd);
   pdb_free(c->vino);
   pdb_free(c);
 }
@@ -406,16 +418,42 @@ static void drop_bad(const RcObj *c, const char *path, int fd) {
     usage_add(&c->cfg, -(int64_t)a.st_size);
 }
 
-/* The identity of the chunk file open as FD whose header says SUM, for
-** the verified table (hold_file); 0 when the file system keeps no birth
-** time (then the bytes are summed at every hold). */
-static uint64_t file_id(int fd, uint64_t sum) {
+/* The identity of the chunk file open as FD (or, FD -1, at PATH) whose
+** header says SUM, for the verified tables (hold_file): inode, device,
+** birth time, change time (which any write, truncation or rename moves)
+** and SUM.  0 when the file system keeps no birth time (then the bytes
+** are summed at every hold). */
+static uint64_t file_id(int fd, const char *path, uint64_t sum) {
   struct statx sx;
-  if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) != 0 || !(sx.stx_mask & STATX_BTIME)) return 0;
-  uint64_t id = pdb_mix64(sx.stx_ino ^ pdb_mix64(((uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor)
-                                                 ^ pdb_mix64((uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec)))
-                ^ sum;
+  if (statx(fd >= 0 ? fd : AT_FDCWD, fd >= 0 ? "" : path, fd >= 0 ? AT_EMPTY_PATH : 0,
+            STATX_INO | STATX_BTIME | STATX_CTIME, &sx) != 0
+      || (sx.stx_mask & (STATX_BTIME | STATX_CTIME)) != (STATX_BTIME | STATX_CTIME))
+    return 0;
+  uint64_t t = pdb_mix64((uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec)
+               ^ pdb_mix64(pdb_mix64((uint64_t)sx.stx_ctime.tv_sec << 30 ^ sx.stx_ctime.tv_nsec) + 1);
+  uint64_t id = pdb_mix64(sx.stx_ino ^ pdb_mix64(((uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor) ^ t)) ^ sum;
   return id + (id == 0);
+}
+
+/* The identity OBJ/verified records for chunk K, or 0.  Damaged, it only
+** names no file, and the chunk is summed again. */
+static uint64_t shared_id(const RcObj *c, uint64_t k) {
+  uint8_t b[8];
+  if (c->vfd < 0 || pread(c->vfd, b, 8, (off_t)(k * 8)) != 8) return 0;
+  return pdb_get64(b);
+}
+
+static void shared_put(const RcObj *c, uint64_t k, uint64_t id) {
+  uint8_t b[8];
+  pdb_put64(b, id);
+  if (c->vfd >= 0 && pwrite(c->vfd, b, 8, (off_t)(k * 8)) != 8) { /* then the next process sums it: speed only */ }
+}
+
+/* Verified-table bookkeeping after a hold of chunk K: ID now, MINE the
+** process's entry, SHARED the machine's as read (ID when not read). */
+static void note_verified(RcObj *c, uint64_t k, uint64_t id, uint64_t mine, uint64_t shared) {
+  if (id != mine) atomic_store_explicit(&c->vino[k], id, memory_order_relaxed);
+  if (id && shared != id) shared_put(c, k, id);
 }
 
 /* Hold chunk K from its cache file (invariants 2, 3).  Returns 1 on
@@ -468,19 +506,24 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   ** time and the header's sum, so a file made anew in a reused inode is
   ** summed again; without a birth time (a file system that keeps none)
   ** every hold sums. */
-  uint64_t id = file_id(fd, sum);
-  if ((id == 0 || atomic_load_explicit(&c->vino[k], memory_order_relaxed) != id) && pdb_sum(data, len) != sum) {
+  uint64_t id = file_id(fd, NULL, sum), mine = atomic_load_explicit(&c->vino[k], memory_order_relaxed);
+  uint64_t shared = id && mine != id ? shared_id(c, k) : id;
+  if ((id == 0 || shared != id) && pdb_sum(data, len) != sum) {
     drop_bad(c, path, fd);
     if (at) unfix(at, len);
     else munmap(base, maplen);
     close(fd);
     return 0;
   }
-  atomic_store_explicit(&c->vino[k], id, memory_order_relaxed);
   ok = 1;
   /* Most recently held: the eviction order (invariant 4).  To the minute:
-  ** a metadata write per read would cost more than the read. */
-  if (time(NULL) - st.st_mtime >= 60) futimens(fd, NULL);
+  ** a metadata write per read would cost more than the read.  It moves
+  ** the change time: the file's identity is taken again. */
+  if (time(NULL) - st.st_mtime >= 60 && futimens(fd, NULL) == 0) {
+    id = file_id(fd, NULL, sum);
+    shared = 0;
+  }
+  note_verified(c, k, id, mine, shared);
   close(fd);          /* the mapping keeps the file and its flock */
   atomic_fetch_add(&rmt_stats.chunk_hits, 1);
   *out = (RcHeld){ k, data, len, base, maplen };
@@ -516,12 +559,12 @@ static int store(RcObj *c, uint64_t k, const uint8_t *data, size_t len, void *at
   if (ok) {
     encode(c, k, data, len, h);
     ok = pwrite(fd, h, HDR, 0) == HDR && pwrite(fd, data, len, HDR) == (ssize_t)len;
-    /* Bytes this process has just summed and written need no second
-    ** reading (the table is keyed by this very file). */
-    if (ok) atomic_store_explicit(&c->vino[k], file_id(fd, pdb_get64(h + 32)), memory_order_relaxed);
   }
   if (fd >= 0) ok = close(fd) == 0 && ok;
   ok = ok && rename(tmp, path) == 0;
+  /* Bytes this process has just summed and written need no second
+  ** reading: the tables name this very file, as the rename left it. */
+  if (ok) note_verified(c, k, file_id(-1, path, pdb_get64(h + 32)), 0, 0);
   if (!ok && fd >= 0) unlink(tmp);
   free(h);
   if (ok && hold_file(c, k, at, out)) {

@@ -287,16 +287,59 @@ int rmt_is_s3(const RmtObject *o) { return o->s3; }
 void *rmt_headers(const RmtObject *o) { return o->hdrs; }
 int rmt_retries(const RmtObject *o) { return o->retries; }
 
+/*
+** The answer of the latest HEAD, taken by the next rmt_open of the same
+** path if it comes within RECENT_MS: pagedb_open asks whether a file
+** exists (xAccess) and then opens it, and each question is a round trip
+** to the server.  Taken once, and young: an open later than that asks
+** again (a version changed in between is caught by If-Match anyway).
+*/
+#define RECENT_MS 250
+static struct {
+  pthread_mutex_t mu;
+  char path[1024];
+  long long at;
+  uint64_t size;
+  Resp h;
+} recent = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void recent_put(const char *path, uint64_t size, const Resp *h) {
+  pthread_mutex_lock(&recent.mu);
+  if (strlen(path) < sizeof recent.path) {
+    strcpy(recent.path, path);
+    recent.at = now_ms();
+    recent.size = size;
+    recent.h = *h;
+  }
+  pthread_mutex_unlock(&recent.mu);
+}
+
+static int recent_take(const char *path, uint64_t *size, Resp *h) {
+  pthread_mutex_lock(&recent.mu);
+  int hit = recent.path[0] && strcmp(recent.path, path) == 0 && now_ms() - recent.at <= RECENT_MS;
+  if (hit) {
+    *size = recent.size;
+    *h = recent.h;
+  }
+  if (hit) recent.path[0] = 0;
+  pthread_mutex_unlock(&recent.mu);
+  return hit;
+}
+
 int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
   RmtObject *o;
   int rc = target(path, &o, msg, cap);
   if (rc != PAGEDB_OK) return rc;
-  CURL *e = rc == PAGEDB_OK ? curl_easy_init() : NULL;
-  if (rc == PAGEDB_OK && !e) rc = PAGEDB_NOMEM;
+  uint64_t rsize = 0;
+  Resp h0;
+  int reuse = recent_take(path, &rsize, &h0);
+  CURL *e = rc == PAGEDB_OK && !reuse ? curl_easy_init() : NULL;
+  if (rc == PAGEDB_OK && !reuse && !e) rc = PAGEDB_NOMEM;
   long status = 0;
-  curl_off_t len = -1;
+  curl_off_t len = reuse ? (curl_off_t)rsize : -1;
   Resp h;
-  for (int attempt = 0; rc == PAGEDB_OK; attempt++) {
+  if (reuse) h = h0;
+  for (int attempt = 0; rc == PAGEDB_OK && !reuse; attempt++) {
     char err[CURL_ERROR_SIZE];
     memset(&h, 0, sizeof h);
     rmt_setup(o, e, &h, err);
@@ -331,6 +374,7 @@ int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
     break;
   }
   if (e) curl_easy_cleanup(e);
+  if (rc == PAGEDB_OK && !reuse) recent_put(path, (uint64_t)len, &h);
   if (rc == PAGEDB_OK) {
     o->size = (uint64_t)len;
     snprintf(o->etag, sizeof o->etag, "%s", h.etag);
