@@ -117,6 +117,7 @@ struct Dx {
   ** only: per DX_FILL bytes of it, whether they were made readable. */
   _Atomic uint8_t *filled;
   uint64_t nfill;
+  _Atomic int unfetched;    /* a fill failed (dx_unfetched) */
   Retired *retired;         /* older maps, unmapped at close */
   /* The writer's working state: the snapshot plus what dx_stage staged. */
   uint64_t *ch;             /* per chunk: offset, hi */
@@ -147,7 +148,10 @@ static int readable(const Dx *x, uint64_t off, uint64_t n) {
   while (u <= b && atomic_load_explicit(&x->filled[u], memory_order_acquire)) u++;
   if (u > b) return 1;
   uint64_t o = u * DX_FILL, e = (b + 1) * DX_FILL < x->maplen ? (b + 1) * DX_FILL : x->maplen, l = e - o;
-  if (pdb_os_map_fill(x->f, x->map, &o, &l, 1) != PAGEDB_OK) return 0;
+  if (pdb_os_map_fill(x->f, x->map, &o, &l, 1) != PAGEDB_OK) {
+    atomic_store(&((Dx *)x)->unfetched, 1);   /* a flag beside the map, not the snapshot */
+    return 0;
+  }
   /* Release: a thread that sees the flag sees the bytes placed. */
   for (; u <= b; u++) atomic_store_explicit(&x->filled[u], 1, memory_order_release);
   return 1;
@@ -223,6 +227,22 @@ const uint64_t *dx_find(const Dx *x, int64_t id) {
     if (s) return verify(x, d, s, id);
   }
   return NULL;
+}
+
+int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n) {
+  if (!atomic_load(&x->unfetched)) return 0;
+  /* Whether ID's own slot is what cannot be fetched (asked again: an
+  ** earlier failure says nothing of this entry); an id in a segment, whose
+  ** search touches many slots, is taken as unfetched. */
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  uint64_t c = (uint64_t)id >> DX_CBITS;
+  if (d && id >= 0 && c < d[2]) {
+    const uint64_t *e = d + DX_DIRW + 2 * c;
+    uint64_t i = (uint64_t)id & (DX_C - 1);
+    if (i < e[1] && readable(x, e[0] + i * x->wsb, x->wsb)) return 0;
+  }
+  pdb_os_errmsg(x->f, why, n);
+  return 1;
 }
 
 uint64_t dx_count(const Dx *x) {

@@ -16,6 +16,12 @@
 ** of small reads costs no system call; a batch holds every chunk it needs at once, so
 ** that the misses are fetched together, many requests in flight.
 **
+** Reads in place (xHold, xRelease: a copy-mode read-ahead window) take
+** references on the chunks the ranges need, as a batch does, and hand out
+** pointers into them instead of copying; the references last until
+** xRelease.  A range across two chunks gets no pointer (the caller copies
+** it with xReadBatch).
+**
 ** Zero-copy reads (xMap, xMapFill): xMap reserves address space, with no
 ** access; xMapFill maps the chunks a range needs into it at their places,
 ** from the cache files (or private memory when the cache has no room),
@@ -541,7 +547,8 @@ static int rm_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
   if (!s) return PAGEDB_NOMEM;
   pthread_mutex_init(&s->mu, NULL);
   int rc = rmt_open(path, &s->obj, msg, sizeof msg);
-  if (rc == PAGEDB_OK) rc = rc_open(s->obj, &s->cache, msg, sizeof msg);
+  if (rc == PAGEDB_OK)   /* small random reads (index, catalog): small chunks */
+    rc = (flags & PAGEDB_VFS_PLAIN ? rc_open_small : rc_open)(s->obj, &s->cache, msg, sizeof msg);
   if (rc != PAGEDB_OK) {
     pdb_os_set_why("%s", msg);
     rmt_close(s->obj);
