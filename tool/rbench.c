@@ -21,7 +21,7 @@
 **
 ** and prints MB/s of sample bytes (curl: of object bytes) with the ratios
 ** the targets name: cold / curl and warm / posix.  A round runs the four
-** one after another; RBENCH_REPS rounds (default 3) give medians, and the
+** one after another; RBENCH_REPS rounds (default 5) give medians, and the
 ** ratios are medians of each round's ratio, so that a machine whose load
 ** drifts compares runs made close together.  Also printed: the CPU seconds
 ** the client processes spent per GB (getrusage of the children), which
@@ -359,14 +359,14 @@ int main(int argc, char **argv) {
                     "       pagedb-rbench -open URL [REPS [LOCAL N]]\n");
     return 2;
   }
+  const char *cache = getenv("PAGEDB_CACHE_DIR");
+  if (!cache) {
+    fprintf(stderr, "pagedb-rbench: set PAGEDB_CACHE_DIR (it is emptied for the cold runs)\n");
+    return 2;
+  }
+  char rm[4200];
+  snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
   if (strcmp(argv[1], "-open") == 0) {
-    const char *cache = getenv("PAGEDB_CACHE_DIR");
-    if (!cache) {
-      fprintf(stderr, "pagedb-rbench: set PAGEDB_CACHE_DIR (it is emptied for the cold opens)\n");
-      return 2;
-    }
-    char rm[4200];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
     if (argc > 5 && access(argv[4], F_OK) != 0) make_small(argv[4], atoll(argv[5]));
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = open_bench(argv[2], argc > 3 ? atoi(argv[3]) : 5, rm);
@@ -385,13 +385,6 @@ int main(int argc, char **argv) {
   fseek(f, 0, SEEK_END);
   long long size = ftell(f);
   fclose(f);
-  const char *cache = getenv("PAGEDB_CACHE_DIR");
-  if (!cache) {
-    fprintf(stderr, "pagedb-rbench: set PAGEDB_CACHE_DIR (it is emptied for the cold runs)\n");
-    return 2;
-  }
-  char rm[4200];
-  snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
   printf("%s, %lld samples, data file %.1f MB, served at %s; cache %s\n", w.name, (long long)w.count, size / 1e6,
          url, cache);
   /* Bytes checked once, untimed; the page cache warmed for posix. */
@@ -401,8 +394,8 @@ int main(int argc, char **argv) {
     if (system(rm) != 0) return 1;
     read_epoch(url, &w, 0, 1, 1);
   }
-  int reps = getenv("RBENCH_REPS") ? atoi(getenv("RBENCH_REPS")) : 3;
-  if (reps < 1 || reps > 64) reps = 3;
+  int reps = getenv("RBENCH_REPS") ? atoi(getenv("RBENCH_REPS")) : 5;
+  if (reps < 1 || reps > 64) reps = 5;
   printf("medians of %d rounds; in each round posix, curl, cold (cache emptied), warm, one after another;\n"
          "the ratios are the medians of each round's ratio (a round's runs see about the same load)\n", reps);
   printf("%-6s %14s %14s %14s %14s %12s %12s\n", "procs", "posix MB/s", "curl MB/s", "cold MB/s", "warm MB/s",

@@ -284,6 +284,17 @@ static int rm_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
   return rm_read_batch(f, &r, 1);
 }
 
+/* The distinct chunks the N extents OFF[i], LEN[i] need, as chunks_of. */
+static int chunks_of_extents(RemoteState *s, const uint64_t *off, const uint64_t *len, int n, uint64_t **k, int *nk) {
+  pagedb_iovec small[16] = { { 0 } };
+  pagedb_iovec *r = n <= 16 ? small : pdb_malloc((size_t)n * sizeof *r);
+  if (!r) return PAGEDB_NOMEM;
+  for (int i = 0; i < n; i++) r[i] = (pagedb_iovec){ NULL, (size_t)len[i], off[i], 0 };
+  int rc = chunks_of(s, r, n, k, nk);
+  if (r != small) pdb_free(r);
+  return rc;
+}
+
 /* --- reads in place ------------------------------------------------------------ */
 
 /* What xHold holds: chunks referenced until xRelease. */
@@ -295,14 +306,9 @@ typedef struct Hold {
 static int rm_hold(pagedb_file *f, const uint64_t *off, const uint64_t *len, int n, const void **out, void **hold) {
   RemoteState *s = st(f);
   *hold = NULL;
-  pagedb_iovec small[16] = { { 0 } };
-  pagedb_iovec *r = n <= 16 ? small : pdb_malloc((size_t)n * sizeof *r);
-  if (!r) return failed(s, PAGEDB_NOMEM, "out of memory reading a remote file");
-  for (int i = 0; i < n; i++) r[i] = (pagedb_iovec){ NULL, (size_t)len[i], off[i], 0 };
   uint64_t *k = NULL;
   int nk = 0;
-  int rc = chunks_of(s, r, n, &k, &nk);
-  if (r != small) pdb_free(r);
+  int rc = chunks_of_extents(s, off, len, n, &k, &nk);
   Hold *g = rc == PAGEDB_OK ? pdb_malloc(sizeof *g + (size_t)nk * sizeof g->k[0]) : NULL;
   RcHeld *h = g ? pdb_malloc((size_t)(nk ? nk : 1) * sizeof *h) : NULL;
   if (!h) {
@@ -398,14 +404,9 @@ static int rm_unmap(pagedb_file *f, const void *p, size_t n) {
 
 static int rm_map_fill(pagedb_file *f, const void *map, const uint64_t *off, const uint64_t *len, int n) {
   RemoteState *s = st(f);
-  pagedb_iovec small[16] = { { 0 } };
-  pagedb_iovec *r = n <= 16 ? small : pdb_malloc((size_t)n * sizeof *r);
-  if (!r) return failed(s, PAGEDB_NOMEM, "out of memory mapping a remote file");
-  for (int i = 0; i < n; i++) r[i] = (pagedb_iovec){ NULL, (size_t)len[i], off[i], 0 };
   uint64_t *k = NULL;
   int nk = 0;
-  int rc = chunks_of(s, r, n, &k, &nk);
-  if (r != small) pdb_free(r);
+  int rc = chunks_of_extents(s, off, len, n, &k, &nk);
   if (rc != PAGEDB_OK) return failed(s, rc, "out of memory mapping a remote file");
   /* Placement is serialised per file: two threads must not map one chunk
   ** twice into the same place. */
