@@ -505,8 +505,13 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
     data = base;
     maplen = len;
   } else {
+    /* Not populated: a held chunk is often wanted for a few of its
+    ** samples (a rank of a world reads a quarter of each), and setting up
+    ** and tearing down the page tables of the whole chunk cost 2.6 times
+    ** the CPU of a warm four-rank epoch (perf, pagedb-rbench); a touch
+    ** maps 64 KiB around it (the kernel's fault-around). */
     maplen = HDR + len;
-    base = mmap(NULL, maplen, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    base = mmap(NULL, maplen, PROT_READ, MAP_SHARED, fd, 0);
     data = (const uint8_t *)base + HDR;
   }
   if (base == MAP_FAILED) {
