@@ -123,6 +123,7 @@ typedef struct PfWindow {
   uint8_t *buf;             /* the bytes */
   size_t cap;
   const uint8_t **at;       /* where each position's field starts */
+  void *hold;               /* the VFS's bytes at[] points into (pager_hold), or NULL */
   uint64_t *off, *len;      /* ...its extent */
 } PfWindow;
 
@@ -232,7 +233,7 @@ void api_reader_free(pagedb_reader *r);
 ** usual path; a read that follows the order moves its position either way. */
 int pf_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n);
 int pf_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes);
-void pf_free(Prefetch *pf);
+void pf_free(pagedb_reader *r);
 
 /* Whether field F is stored in pages. */
 static inline int api_is_bytes(const pagedb *db, int f) {

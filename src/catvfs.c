@@ -326,7 +326,9 @@ static int open_remote(CvVfs *v, CvFile *p, const char *path, int flags, int *of
   if (!(flags & SQLITE_OPEN_MAIN_DB) || !(flags & SQLITE_OPEN_READONLY)) return SQLITE_CANTOPEN;
   CvNode *n = pdb_calloc(1, sizeof *n);
   if (!n) return SQLITE_NOMEM;
-  int prc = pdb_os_open(v->base.pAppData, path, PAGEDB_VFS_READONLY, &n->pf);
+  /* PLAIN: SQLite reads pages, small and scattered (a remote VFS caches
+  ** them in small chunks). */
+  int prc = pdb_os_open(v->base.pAppData, path, PAGEDB_VFS_READONLY | PAGEDB_VFS_PLAIN, &n->pf);
   if (prc == PAGEDB_OK && !(pdb_os_caps(n->pf) & PAGEDB_IOCAP_IMMUTABLE)) {
     pdb_os_close(n->pf);
     prc = PAGEDB_CANTOPEN;

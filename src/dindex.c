@@ -113,6 +113,11 @@ struct Dx {
   const uint8_t *map;       /* the current map, from offset 0 */
   size_t maplen;
   int heap;                 /* MAP is a heap copy (no xMap) */
+  /* A map the backend fills on demand (xMapFill: the remote VFSes), read
+  ** only: per DX_FILL bytes of it, whether they were made readable. */
+  _Atomic uint8_t *filled;
+  uint64_t nfill;
+  _Atomic int unfetched;    /* a fill failed (dx_unfetched) */
   Retired *retired;         /* older maps, unmapped at close */
   /* The writer's working state: the snapshot plus what dx_stage staged. */
   uint64_t *ch;             /* per chunk: offset, hi */
@@ -122,6 +127,35 @@ struct Dx {
   uint64_t count, live, next, end;
   uint64_t staged_dir;      /* the directory dx_stage wrote, 0 if none */
 };
+
+/* --- lazily filled maps ---------------------------------------------------- */
+
+#define DX_FILL ((uint64_t)64 << 10)
+
+/*
+** Make index bytes [OFF, OFF+N) of the map readable before they are
+** touched.  A no-op (one load per unit) unless the map is filled on
+** demand: a read-only open of a remote index fills its header and
+** directory only, and each lookup the units its slot lies in, so an open
+** costs a few ranges whatever the number of samples.  Returns 0 if the
+** backend could not fetch them (its xErrmsg says why).
+*/
+static int readable(const Dx *x, uint64_t off, uint64_t n) {
+  if (!x->filled || n == 0) return 1;
+  uint64_t a = off / DX_FILL, b = (off + n - 1) / DX_FILL;
+  if (b >= x->nfill) return 0;
+  uint64_t u = a;
+  while (u <= b && atomic_load_explicit(&x->filled[u], memory_order_acquire)) u++;
+  if (u > b) return 1;
+  uint64_t o = u * DX_FILL, e = (b + 1) * DX_FILL < x->maplen ? (b + 1) * DX_FILL : x->maplen, l = e - o;
+  if (pdb_os_map_fill(x->f, x->map, &o, &l, 1) != PAGEDB_OK) {
+    atomic_store(&((Dx *)x)->unfetched, 1);   /* a flag beside the map, not the snapshot */
+    return 0;
+  }
+  /* Release: a thread that sees the flag sees the bytes placed. */
+  for (; u <= b; u++) atomic_store_explicit(&x->filled[u], 1, memory_order_release);
+  return 1;
+}
 
 /* --- slots ----------------------------------------------------------- */
 
@@ -151,11 +185,13 @@ static inline const uint64_t *seg_slot(const Dx *x, const uint8_t *base, uint64_
   return (const uint64_t *)(base + off + i * x->wsb);
 }
 
-/* Binary search of the segment at OFF (COUNT slots) for ID, or NULL. */
+/* Binary search of the segment at OFF (COUNT slots) for ID, or NULL
+** (DX_BAD if a slot could not be made readable). */
 static const uint64_t *seg_find(const Dx *x, const uint8_t *base, uint64_t off, uint64_t count, int64_t id) {
   uint64_t lo = 0, hi = count;
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
+    if (!readable(x, off + mid * x->wsb, x->wsb)) return DX_BAD;
     const uint64_t *s = seg_slot(x, base, off, mid);
     if ((int64_t)s[0] < id) lo = mid + 1;
     else hi = mid;
@@ -178,6 +214,8 @@ const uint64_t *dx_find(const Dx *x, int64_t id) {
     const uint64_t *e = d + DX_DIRW + 2 * c;
     uint64_t i = (uint64_t)id & (DX_C - 1);
     if (i < e[1]) {
+      /* A slot that cannot be fetched reads as damaged: never a guess. */
+      if (!readable(x, e[0] + i * x->wsb, x->wsb)) return DX_BAD;
       const uint64_t *s = (const uint64_t *)(base + e[0] + i * x->wsb);
       if (s[x->nw]) return verify(x, d, s, id);
     }
@@ -185,9 +223,26 @@ const uint64_t *dx_find(const Dx *x, int64_t id) {
   const uint64_t *sg = d + DX_DIRW + 2 * d[2];
   for (uint64_t k = 0; k < d[3]; k++) {
     const uint64_t *s = seg_find(x, base, sg[2 * k], sg[2 * k + 1], id);
+    if (s == DX_BAD) return s;
     if (s) return verify(x, d, s, id);
   }
   return NULL;
+}
+
+int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n) {
+  if (!atomic_load(&x->unfetched)) return 0;
+  /* Whether ID's own slot is what cannot be fetched (asked again: an
+  ** earlier failure says nothing of this entry); an id in a segment, whose
+  ** search touches many slots, is taken as unfetched. */
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  uint64_t c = (uint64_t)id >> DX_CBITS;
+  if (d && id >= 0 && c < d[2]) {
+    const uint64_t *e = d + DX_DIRW + 2 * c;
+    uint64_t i = (uint64_t)id & (DX_C - 1);
+    if (i < e[1] && readable(x, e[0] + i * x->wsb, x->wsb)) return 0;
+  }
+  pdb_os_errmsg(x->f, why, n);
+  return 1;
 }
 
 uint64_t dx_count(const Dx *x) {
@@ -213,6 +268,9 @@ int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot)
   const uint8_t *base = (const uint8_t *)d - d[1];
   for (uint64_t c = 0; c < d[2]; c++) {
     const uint64_t *e = d + DX_DIRW + 2 * c;
+    if (!readable(x, e[0], e[1] * x->wsb))
+      return pdb_err(x->db, NULL, PAGEDB_IOERR_REMOTE, "index %s: cannot fetch the entries of chunk %llu", x->path,
+                     (unsigned long long)c);
     for (uint64_t i = 0; i < e[1]; i++) {
       const uint64_t *s = (const uint64_t *)(base + e[0] + i * x->wsb);
       if (!s[x->nw]) continue;
@@ -226,6 +284,9 @@ int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot)
   }
   const uint64_t *sg = d + DX_DIRW + 2 * d[2];
   for (uint64_t k = 0; k < d[3]; k++) {
+    if (!readable(x, sg[2 * k], sg[2 * k + 1] * x->wsb))
+      return pdb_err(x->db, NULL, PAGEDB_IOERR_REMOTE, "index %s: cannot fetch the entries of segment %llu", x->path,
+                     (unsigned long long)k);
     for (uint64_t i = 0; i < sg[2 * k + 1]; i++) {
       const uint64_t *s = seg_slot(x, base, sg[2 * k], i);
       if (verify(x, d, s, (int64_t)s[0]) == DX_BAD || (i && (int64_t)s[-(int)x->nw - 1] >= (int64_t)s[0]))
@@ -241,6 +302,9 @@ int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot)
 /* --- the file -------------------------------------------------------- */
 
 static int ioerr(Dx *x, pdb_msg *m, int rc, const char *what) {
+  char why[PDB_MSG_MAX];
+  if (x->f) pdb_os_errmsg(x->f, why, sizeof why);   /* a remote server's answer */
+  if (x->f && why[0]) return pdb_err(x->db, m, rc, "index %s: %s: %s", x->tmp ? x->tmp : x->path, what, why);
   int e = x->f ? pdb_os_errno(x->f) : 0;
   if (!e) e = rc == PAGEDB_FULL ? ENOSPC : EIO;
   return pdb_err(x->db, m, rc, "index %s: %s: %s", x->tmp ? x->tmp : x->path, what, strerror(e));
@@ -299,6 +363,7 @@ static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_
 
 void dx_close(Dx *x) {
   if (!x) return;
+  pdb_free((void *)x->filled);
   if (x->map && !x->heap) pdb_os_unmap(x->f, x->map, x->maplen);
   if (x->heap) pdb_free((void *)x->map);
   for (Retired *r = x->retired, *n; r; r = n) {
@@ -508,6 +573,22 @@ int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uin
     rc = stale(x, m, size < meta->len ? "truncated" : "the catalog's record of it is impossible", NULL);
   if (rc == PAGEDB_OK && writable) {
     rc = ensure_map(x, m, meta->len);
+  } else if (rc == PAGEDB_OK && pdb_os_fills_maps(x->f)) {
+    /* Filled on demand (readable): the directory now, each slot when looked
+    ** up.  The map covers the whole file, page-rounded, so that the
+    ** backend can place its last chunk whole. */
+    const void *p;
+    uint64_t n = (size + 4095) & ~(uint64_t)4095;
+    x->nfill = (n + DX_FILL - 1) / DX_FILL;
+    if (!(x->filled = pdb_calloc(x->nfill ? x->nfill : 1, 1))) {
+      rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening index %s", path);
+    } else if ((rc = pdb_os_map_lazy(x->f, (size_t)n, &p)) != PAGEDB_OK) {
+      rc = ioerr(x, m, rc, "cannot map it");
+    } else {
+      x->map = p;
+      x->maplen = (size_t)n;
+      if (!readable(x, meta->dir, meta->len - meta->dir)) rc = ioerr(x, m, PAGEDB_IOERR_REMOTE, "cannot fetch its directory");
+    }
   } else if (rc == PAGEDB_OK) {
     const void *p;
     if (pdb_os_map(x->f, (size_t)meta->len, &p) == PAGEDB_OK) {

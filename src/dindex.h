@@ -91,6 +91,10 @@ void dx_space(const Dx *x, uint64_t *dead, uint64_t *live);
 extern const uint64_t dx_bad_slot[1];
 #define DX_BAD (dx_bad_slot)
 const uint64_t *dx_find(const Dx *x, int64_t id);
+/* Whether the DX_BAD dx_find gave for ID is a part of the map that could
+** not be fetched (a remote index, filled on demand), not a damaged entry;
+** then WHY (N bytes) receives the backend's reason. */
+int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n);
 
 /* Samples in the snapshot in force; 1 + its largest id (0 if none). */
 uint64_t dx_count(const Dx *x);

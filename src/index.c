@@ -121,6 +121,7 @@ void idx_set_disk(Index *x, Dx *dx) {
 Dx *idx_disk(Index *x) { return x ? x->dx : NULL; }
 
 int idx_damaged(Index *x, int64_t id) { return x->dx && dx_find(x->dx, id) == DX_BAD; }
+int idx_unfetched(Index *x, int64_t id, char *why, size_t n) { return x->dx && dx_unfetched(x->dx, id, why, n); }
 
 void idx_free(Index *x) {
   if (!x) return;

@@ -96,5 +96,9 @@ Dx *idx_disk(Index *x);
 /* Whether X's persistent index holds an entry for ID that fails its
 ** checks (so idx_find said NULL for a damaged entry, not for no sample). */
 int idx_damaged(Index *x, int64_t id);
+/* Whether the damaged entry idx_damaged saw for ID is in fact a part of a
+** remote index that could not be fetched: WHY (N bytes) receives the
+** reason. */
+int idx_unfetched(Index *x, int64_t id, char *why, size_t n);
 
 #endif /* PAGEDB_INDEX_H */

@@ -1130,7 +1130,7 @@ typedef struct pagedb_aio {
                                          ** catalog is opened as SQLite's "immutable") */
 
 struct pagedb_io_methods {
-  int iVersion;                                  /* 1 or 2 */
+  int iVersion;                                  /* 1 to 4 */
   int (*xClose)(pagedb_file *);
   int (*xRead)(pagedb_file *, void *buf, size_t n, uint64_t off);
   int (*xWrite)(pagedb_file *, const void *buf, size_t n, uint64_t off);
@@ -1173,6 +1173,19 @@ struct pagedb_io_methods {
   */
   int (*xErrmsg)(pagedb_file *, char *buf, size_t n);
   int (*xMapFill)(pagedb_file *, const void *map, const uint64_t *off, const uint64_t *len, int n);
+  /*
+  ** Version 4: reads in place, for backends that hold the bytes in memory
+  ** of their own (the remote VFSes' chunk cache), so that a copy-mode
+  ** read-ahead need not copy them.  xHold makes the bytes of the N ranges
+  ** [OFF[i], OFF[i]+LEN[i]) readable at OUT[i], or sets OUT[i] to NULL
+  ** for a range it cannot give in place (one that spans two of its
+  ** chunks: the caller reads those with xRead or xReadBatch), and puts in
+  ** *HOLD a handle that keeps every OUT[i] valid until xRelease(HOLD).  On
+  ** failure nothing is held and *HOLD is NULL.  Either may be NULL: no
+  ** reads in place.
+  */
+  int (*xHold)(pagedb_file *, const uint64_t *off, const uint64_t *len, int n, const void **out, void **hold);
+  void (*xRelease)(pagedb_file *, void *hold);
 };
 
 /* xOpen flags. */

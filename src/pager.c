@@ -656,6 +656,35 @@ void pager_file_willneed(Pager *p, uint64_t off, uint64_t n) {
   if (io->xAdvise) io->xAdvise(p->fd, p->data_off + off, n, PAGEDB_ADVISE_WILLNEED);
 }
 
+int pager_can_hold(Pager *p) {
+  const pagedb_io_methods *io = p->fd->pMethods;
+  return io->iVersion >= 4 && io->xHold && io->xRelease;
+}
+
+int pager_hold(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len, const uint8_t **out,
+               void **hold) {
+  *hold = NULL;
+  assert(pager_can_hold(p));
+  uint64_t small[32];
+  uint64_t *o = n <= 32 ? small : pdb_malloc((size_t)n * sizeof *o);
+  if (!o) return pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory reading %s", p->path);
+  uint64_t total = 0;
+  for (int i = 0; i < n; i++) o[i] = p->data_off + off[i], total += len[i];
+  count_io(&p->io_reads, &p->io_read_bytes, (uint64_t)n, total);
+  int rc = p->fd->pMethods->xHold(p->fd, o, len, n, (const void **)out, hold);
+  if (o != small) pdb_free(o);
+  if (rc != PAGEDB_OK) {
+    *hold = NULL;
+    if (rc != PAGEDB_NOMEM) rc = os_fail(p, m, rc, "cannot read");
+    else rc = pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory reading %s", p->path);
+  }
+  return rc;
+}
+
+void pager_release(Pager *p, void *hold) {
+  if (hold) p->fd->pMethods->xRelease(p->fd, hold);
+}
+
 int pager_is_remote(Pager *p) { return (pdb_os_caps(p->fd) & PAGEDB_IOCAP_IMMUTABLE) != 0; }
 
 int pager_map_fill(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len) {

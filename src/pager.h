@@ -182,6 +182,19 @@ const uint8_t *pager_map(Pager *p);
 ** failure with a message in M. */
 int pager_map_fill(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len);
 
+/*
+** Reads in place (a VFS with xHold: the remote VFSes): make the N extents
+** (data offsets OFF[i], LEN[i] bytes) readable at OUT[i] without a copy,
+** or OUT[i] NULL for one the VFS cannot give in place (read it with
+** pager_fetch_batch); every OUT[i] stays valid until pager_release(*HOLD).
+** PAGEDB_OK, or the VFS's failure with a message in M (nothing held).
+** pager_can_hold says whether the VFS has xHold.
+*/
+int pager_can_hold(Pager *p);
+int pager_hold(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len, const uint8_t **out,
+               void **hold);
+void pager_release(Pager *p, void *hold);
+
 /* Whether the file is a remote object (PAGEDB_IOCAP_IMMUTABLE): no page
 ** cache to hint, read-ahead goes through windows of batched reads. */
 int pager_is_remote(Pager *p);

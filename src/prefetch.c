@@ -33,6 +33,12 @@
 **   3. Read-ahead never reports a failure: a window that fails to load, or
 **      a position no window holds (a missing id, a batch larger than the
 **      windows), is read by the usual path, which reports what it meets.
+**   4. On a VFS that reads in place (xHold: the remote VFSes, whose bytes
+**      are in mapped cache chunks already) a copy-mode window holds the
+**      VFS's bytes instead of copying them: its at[] point into them, and
+**      the hold is given back when the window is emptied (invariant 1
+**      says when), so only the windows' chunks are pinned.  An extent the
+**      VFS cannot give in place (across two chunks) is copied as before.
 */
 #include "api.h"
 
@@ -64,8 +70,42 @@ static int64_t plan(pagedb_reader *r, int64_t pos, int64_t max, uint64_t budget,
 }
 
 static int load(pagedb_reader *r, PfWindow *w) {
-  int bad;
-  return pager_fetch_batch(r->db->pager, &r->pf.err, (int)w->count, w->off, w->len, &w->buf, &w->cap, w->at, &bad);
+  Pager *pg = r->db->pager;
+  int bad, n = (int)w->count;
+  if (!pager_can_hold(pg)) return pager_fetch_batch(pg, &r->pf.err, n, w->off, w->len, &w->buf, &w->cap, w->at, &bad);
+  /* In place (invariant 4): the window holds the VFS's bytes; only the
+  ** extents it cannot give in place are copied into the window's buffer. */
+  assert(!w->hold);
+  int rc = pager_hold(pg, &r->pf.err, n, w->off, w->len, w->at, &w->hold);
+  int m = 0;
+  for (int i = 0; i < n && rc == PAGEDB_OK; i++) m += w->at[i] == NULL;
+  if (rc != PAGEDB_OK || m == 0) return rc;
+  uint64_t *o = pdb_malloc((size_t)m * 2 * sizeof *o);
+  const uint8_t **at = pdb_malloc((size_t)m * sizeof *at);
+  if (!o || !at) {
+    rc = pdb_err(r->db, &r->pf.err, PAGEDB_NOMEM, "out of memory reading ahead");
+  } else {
+    for (int i = 0, j = 0; i < n; i++)
+      if (!w->at[i]) o[j] = w->off[i], o[m + j] = w->len[i], j++;
+    rc = pager_fetch_batch(pg, &r->pf.err, m, o, o + m, &w->buf, &w->cap, at, &bad);
+    for (int i = 0, j = 0; i < n && rc == PAGEDB_OK; i++)
+      if (!w->at[i]) w->at[i] = at[j++];
+  }
+  pdb_free(o);
+  pdb_free(at);
+  if (rc != PAGEDB_OK) {
+    pager_release(pg, w->hold);
+    w->hold = NULL;
+  }
+  return rc;
+}
+
+/* Make window W empty, giving back what it holds.  Not while it loads. */
+static void win_empty(pagedb_reader *r, PfWindow *w) {
+  assert(w->state != PF_LOADING);
+  pager_release(r->db->pager, w->hold);
+  w->hold = NULL;
+  w->state = PF_EMPTY;
 }
 
 /* The queued window with the lowest positions, or NULL.  mu held. */
@@ -109,7 +149,7 @@ static void refill(pagedb_reader *r, int64_t from) {
     PfWindow *w = &pf->win[i];
     if (w->state != PF_EMPTY && w->first + w->count <= from) {
       while (w->state == PF_LOADING) pthread_cond_wait(&pf->cv, &pf->mu);
-      w->state = PF_EMPTY;
+      win_empty(r, w);
     }
     if (w->state == PF_EMPTY) empty[nempty++] = i;
   }
@@ -240,7 +280,8 @@ int pf_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const 
   return 1;
 }
 
-void pf_free(Prefetch *pf) {
+void pf_free(pagedb_reader *r) {
+  Prefetch *pf = &r->pf;
   if (!pf->on || forked(pf)) return;
   if (pf->thread_on) {
     pthread_mutex_lock(&pf->mu);
@@ -249,6 +290,8 @@ void pf_free(Prefetch *pf) {
     pthread_mutex_unlock(&pf->mu);
     pthread_join(pf->thread, NULL);
   }
+  for (int i = 0; i < 2; i++)
+    if (pf->win[i].state != PF_LOADING) win_empty(r, &pf->win[i]);
   pthread_mutex_destroy(&pf->mu);
   pthread_cond_destroy(&pf->cv);
   for (int i = 0; i < 2; i++) {
@@ -264,7 +307,7 @@ void pf_free(Prefetch *pf) {
 int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int field, size_t window) {
   if (!r) return PAGEDB_MISUSE;
   pagedb *db = r->db;
-  pf_free(&r->pf);
+  pf_free(r);
   if (n == 0 || window == 0) return PAGEDB_OK;
   if (n < 0 || !ids) return pdb_err(db, &r->err, PAGEDB_MISUSE, "%s: pagedb_reader_prefetch: %lld ids", db->path, (long long)n);
   if (field < 0 || field >= db->nfield)
@@ -286,7 +329,7 @@ int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int 
     ok = w->at && w->off && w->len;
   }
   if (!ok) {
-    pf_free(pf);
+    pf_free(r);
     return pdb_err(db, &r->err, PAGEDB_NOMEM, "out of memory keeping an order of %lld ids", (long long)n);
   }
   memcpy(pf->ids, ids, (size_t)n * sizeof *ids);

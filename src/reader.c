@@ -46,6 +46,10 @@ static int locate(pagedb_reader *r, int64_t id, int field, const uint64_t **slot
   if (field < 0 || field >= db->nfield)
     return pdb_err(r->db, &r->err, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field, db->nfield);
   const uint64_t *s = idx_find(db->idx, id);
+  char why[PDB_MSG_MAX];
+  if (!s && idx_damaged(db->idx, id) && idx_unfetched(db->idx, id, why, sizeof why))
+    return pdb_err(r->db, &r->err, PAGEDB_IOERR_REMOTE, "%s-index: cannot fetch the entry of sample %lld: %s",
+                   db->path, (long long)id, why[0] ? why : "the server failed");
   if (!s && idx_damaged(db->idx, id))
     return pdb_err(r->db, &r->err, PAGEDB_CORRUPT_INDEX, "%s-index: the entry of sample %lld is damaged (checksum, id"
                    " or extent): run pagedb_check; delete the index file to have the next read-write open rebuild it",
@@ -337,7 +341,7 @@ int pagedb_advise(pagedb_reader *r, int hint) {
 }
 
 void api_reader_free(pagedb_reader *r) {
-  pf_free(&r->pf);
+  pf_free(r);
   pdb_free(r->scratch);
   pdb_buf_free(r->buf);
   pdb_buf_free(r->zbuf);

@@ -20,8 +20,23 @@
 **   warm    the same again, every chunk in the cache
 **
 ** and prints MB/s of sample bytes (curl: of object bytes) with the ratios
-** the targets name: cold / curl and warm / posix.  Then the time of a
+** the targets name: cold / curl and warm / posix.  A round runs the four
+** one after another; RBENCH_REPS rounds (default 5) give medians, and the
+** ratios are medians of each round's ratio, so that a machine whose load
+** drifts compares runs made close together.  Also printed: the CPU seconds
+** the client processes spent per GB (getrusage of the children), which
+** other processes' load moves far less than MB/s.  Then the time of a
 ** read-only open of the remote dataset, cold and warm.
+**
+**   RBENCH_ONLY=posix|curl|cold|warm   one kind alone (for profiling)
+**
+**   pagedb-rbench -open URL [REPS [LOCAL N]]
+**
+** (making LOCAL, which the server serves at URL, with N samples of 16..64
+** bytes if it is missing) times, in fresh processes, pagedb_open of URL plus one copy read of a
+** random sample, with the cache emptied before (cold) and then again with
+** it as that left it (warm), alternated, medians of REPS (default 5); with
+** the requests each made.
 */
 #define _GNU_SOURCE
 #include "pagedb.h"
@@ -31,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,6 +120,29 @@ static long long read_epoch(const char *path, const wl_t *w, int rank, int world
             (long long)(c.chunk_fetches - c0.chunk_fetches), (long long)(c.chunk_hits - c0.chunk_hits));
   }
   return bytes;
+}
+
+/* N samples of 16..64 bytes (ids 0..N-1) and an INT label, as
+** pagedb-openbench makes them: the dataset whose open is timed. */
+static void make_small(const char *path, int64_t n) {
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, NULL);
+  if (rc) die("create", rc, db);
+  if ((rc = pagedb_field_add(db, "b", PAGEDB_BYTES, PAGEDB_CODEC_NONE))) die("field", rc, db);
+  if ((rc = pagedb_field_add(db, "label", PAGEDB_INT, PAGEDB_CODEC_NONE))) die("field", rc, db);
+  pagedb_writer *pw;
+  if ((rc = pagedb_writer_open(db, &pw))) die("writer", rc, db);
+  uint8_t buf[64];
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t s = (uint64_t)i, h = wl_next(&s);
+    size_t len = 16 + h % 49;
+    for (size_t j = 0; j < len; j++) buf[j] = (uint8_t)(h >> (j % 8 * 8)) ^ (uint8_t)j;
+    if ((rc = pagedb_sample_begin(pw, i)) || (rc = pagedb_put(pw, 0, buf, len)) ||
+        (rc = pagedb_put_int(pw, 1, (int64_t)(h % 1000))) || (rc = pagedb_sample_end(pw, NULL)))
+      die("write", rc, db);
+  }
+  if ((rc = pagedb_writer_close(pw)) || (rc = pagedb_commit(db))) die("commit", rc, db);
+  if ((rc = pagedb_close(db))) die("close", rc, NULL);
 }
 
 /* --- the network limit ---------------------------------------------------- */
@@ -186,9 +225,21 @@ static long long curl_epoch(const char *url, long long size, int rank, int world
 
 enum { POSIX, CURLX, REMOTE };
 
+/* The CPU seconds (user + system) of the children waited for so far. */
+static double child_cpu(void) {
+  struct rusage u;
+  getrusage(RUSAGE_CHILDREN, &u);
+  return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
+}
+
+/* CPU seconds per GB moved by the latest run: a figure the machine's load
+** moves far less than MB/s (another process's work is not ours). */
+static double last_cpu_per_gb;
+
 /* Run WORLD processes of KIND at once; the bytes they moved per second. */
 static double run(int kind, const char *path, const wl_t *w, long long size, int world, int check) {
   int go[2], res[2];
+  double cpu0 = child_cpu();
   if (pipe(go) || pipe(res)) exit(1);
   for (int r = 0; r < world; r++) {
     if (fork() == 0) {
@@ -219,6 +270,7 @@ static double run(int kind, const char *path, const wl_t *w, long long size, int
   close(go[1]);
   close(res[0]);
   close(res[1]);
+  last_cpu_per_gb = (child_cpu() - cpu0) / ((double)total / 1e9);
   return total / t / 1e6;
 }
 
@@ -232,10 +284,94 @@ static double open_ms(const char *url) {
   return t;
 }
 
+/* In a fresh process (nothing of the dataset in it): pagedb_open of URL,
+** then a copy read of sample SEED mod its count; ms of both and of the
+** open alone, and the requests made, into *T. */
+static void open_read(const char *url, uint64_t seed, double *t) {
+  int p[2];
+  if (pipe(p)) exit(1);
+  if (fork() == 0) {
+    pagedb_remote_counters c0, c1;
+    pagedb_remote_stats(&c0);
+    double t0 = now(), r[3];
+    pagedb *db;
+    int rc = pagedb_open(url, &db, PAGEDB_OPEN_READONLY, NULL);
+    if (rc) die("open", rc, db);
+    r[1] = (now() - t0) * 1e3;
+    int64_t n = pagedb_count(db);
+    pagedb_reader *rd;
+    const void *d;
+    size_t sz;
+    if (n <= 0) die("count", PAGEDB_MISUSE, db);
+    if ((rc = pagedb_reader_open(db, PAGEDB_READ_COPY, &rd))) die("reader", rc, db);
+    uint64_t s = seed;
+    if ((rc = pagedb_read(rd, (int64_t)(wl_next(&s) % (uint64_t)n), 0, &d, &sz))) die("read", rc, db);
+    r[0] = (now() - t0) * 1e3;
+    pagedb_remote_stats(&c1);
+    r[2] = (double)(c1.requests - c0.requests);
+    pagedb_close(db);
+    if (write(p[1], r, sizeof r) != sizeof r) _exit(1);
+    _exit(0);
+  }
+  close(p[1]);
+  if (read(p[0], t, 3 * sizeof *t) != 3 * (ssize_t)sizeof *t) {
+    fprintf(stderr, "pagedb-rbench: the open process failed\n");
+    exit(1);
+  }
+  close(p[0]);
+  wait(NULL);
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* pagedb-rbench -open URL [REPS]: the open of a remote dataset and its
+** first read, cold cache (emptied before each) and warm, alternated;
+** medians of REPS (default 5). */
+static int open_bench(const char *url, int reps, const char *rm) {
+  double cold[64], warm[64], co[64], wo[64], creq = 0, wreq = 0;
+  if (reps < 1 || reps > 64) reps = 5;
+  for (int i = 0; i < reps; i++) {
+    double t[3];
+    if (system(rm) != 0) return 1;
+    open_read(url, 1 + (uint64_t)i, t);
+    cold[i] = t[0], co[i] = t[1], creq = t[2];
+    open_read(url, 1 + (uint64_t)i, t);   /* the same sample: every chunk cached */
+    warm[i] = t[0], wo[i] = t[1], wreq = t[2];
+  }
+  qsort(cold, (size_t)reps, sizeof *cold, cmp_d);
+  qsort(warm, (size_t)reps, sizeof *warm, cmp_d);
+  qsort(co, (size_t)reps, sizeof *co, cmp_d);
+  qsort(wo, (size_t)reps, sizeof *wo, cmp_d);
+  printf("open + first read of %s, medians of %d (alternated):\n", url, reps);
+  printf("  cold cache: %.1f ms (the open alone %.1f ms; min %.1f, max %.1f), %.0f requests\n", cold[reps / 2],
+         co[reps / 2], cold[0], cold[reps - 1], creq);
+  printf("  warm cache: %.1f ms (the open alone %.1f ms; min %.1f, max %.1f), %.0f requests\n", warm[reps / 2],
+         wo[reps / 2], warm[0], warm[reps - 1], wreq);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: pagedb-rbench LOCAL URL [W-img:N] [PROCS ...]\n");
+    fprintf(stderr, "usage: pagedb-rbench LOCAL URL [W-img:N] [PROCS ...]\n"
+                    "       pagedb-rbench -open URL [REPS [LOCAL N]]\n");
     return 2;
+  }
+  const char *cache = getenv("PAGEDB_CACHE_DIR");
+  if (!cache) {
+    fprintf(stderr, "pagedb-rbench: set PAGEDB_CACHE_DIR (it is emptied for the cold runs)\n");
+    return 2;
+  }
+  char rm[4200];
+  snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
+  if (strcmp(argv[1], "-open") == 0) {
+    if (argc > 5 && access(argv[4], F_OK) != 0) make_small(argv[4], atoll(argv[5]));
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = open_bench(argv[2], argc > 3 ? atoi(argv[3]) : 5, rm);
+    curl_global_cleanup();
+    return rc;
   }
   const char *local = argv[1], *url = argv[2];
   wl_t w;
@@ -249,34 +385,62 @@ int main(int argc, char **argv) {
   fseek(f, 0, SEEK_END);
   long long size = ftell(f);
   fclose(f);
-  const char *cache = getenv("PAGEDB_CACHE_DIR");
-  if (!cache) {
-    fprintf(stderr, "pagedb-rbench: set PAGEDB_CACHE_DIR (it is emptied for the cold runs)\n");
-    return 2;
-  }
-  char rm[4200];
-  snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
   printf("%s, %lld samples, data file %.1f MB, served at %s; cache %s\n", w.name, (long long)w.count, size / 1e6,
          url, cache);
   /* Bytes checked once, untimed; the page cache warmed for posix. */
-  read_epoch(local, &w, 0, 1, 1);
-  if (system(rm) != 0) return 1;
-  read_epoch(url, &w, 0, 1, 1);
+  const char *only = getenv("RBENCH_ONLY");
+  if (!only || !*only) {
+    read_epoch(local, &w, 0, 1, 1);
+    if (system(rm) != 0) return 1;
+    read_epoch(url, &w, 0, 1, 1);
+  }
+  int reps = getenv("RBENCH_REPS") ? atoi(getenv("RBENCH_REPS")) : 5;
+  if (reps < 1 || reps > 64) reps = 5;
+  printf("medians of %d rounds; in each round posix, curl, cold (cache emptied), warm, one after another;\n"
+         "the ratios are the medians of each round's ratio (a round's runs see about the same load)\n", reps);
   printf("%-6s %14s %14s %14s %14s %12s %12s\n", "procs", "posix MB/s", "curl MB/s", "cold MB/s", "warm MB/s",
          "cold/curl", "warm/posix");
   int nprocs = argc > 4 ? argc - 4 : 2;
   for (int i = 0; i < nprocs; i++) {
     int world = argc > 4 ? atoi(argv[4 + i]) : (i == 0 ? 1 : 4);
     if (world < 1 || world > 64) return 2;
-    double px = run(POSIX, local, &w, size, world, 0);
-    double cu = run(CURLX, url, &w, size, world, 0);
-    if (system(rm) != 0) return 1;
-    double cold = run(REMOTE, url, &w, size, world, 0);
-    double warm = run(REMOTE, url, &w, size, world, 0);
-    printf("%-6d %14.0f %14.0f %14.0f %14.0f %11.0f%% %11.0f%%\n", world, px, cu, cold, warm, 100 * cold / cu,
-           100 * warm / px);
+    if (only && *only) {   /* one kind alone, for profiling */
+      int cold = strcmp(only, "cold") == 0;
+      if (cold && system(rm) != 0) return 1;
+      double v = strcmp(only, "posix") == 0  ? run(POSIX, local, &w, size, world, 0)
+                 : strcmp(only, "curl") == 0 ? run(CURLX, url, &w, size, world, 0)
+                                             : run(REMOTE, url, &w, size, world, 0);
+      printf("%-6d %s %.0f MB/s, %.2f CPU s per GB\n", world, only, v, last_cpu_per_gb);
+      continue;
+    }
+    double px[64], cu[64], co[64], wa[64], rc[64], rw[64], cpx[64], ccu[64], cco[64], cwa[64];
+    for (int k = 0; k < reps; k++) {
+      px[k] = run(POSIX, local, &w, size, world, 0);
+      cpx[k] = last_cpu_per_gb;
+      cu[k] = run(CURLX, url, &w, size, world, 0);
+      ccu[k] = last_cpu_per_gb;
+      if (system(rm) != 0) return 1;
+      co[k] = run(REMOTE, url, &w, size, world, 0);
+      cco[k] = last_cpu_per_gb;
+      wa[k] = run(REMOTE, url, &w, size, world, 0);
+      cwa[k] = last_cpu_per_gb;
+      rc[k] = co[k] / cu[k];
+      rw[k] = wa[k] / px[k];
+      if (getenv("RBENCH_VERBOSE"))
+        fprintf(stderr, "round %d: posix %.0f curl %.0f cold %.0f warm %.0f\n", k, px[k], cu[k], co[k], wa[k]);
+    }
+    double *all[] = { px, cu, co, wa, rc, rw, cpx, ccu, cco, cwa };
+    for (int a = 0; a < 10; a++) qsort(all[a], (size_t)reps, sizeof(double), cmp_d);
+    int m = reps / 2;
+    printf("%-6d %14.0f %14.0f %14.0f %14.0f %11.0f%% %11.0f%%\n", world, px[m], cu[m], co[m], wa[m], 100 * rc[m],
+           100 * rw[m]);
+    printf("%-6s %14s %14s %14s %14s %5.0f-%3.0f%% %5.0f-%3.0f%%\n", "", "", "", "", "(range)", 100 * rc[0],
+           100 * rc[reps - 1], 100 * rw[0], 100 * rw[reps - 1]);
+    printf("%-6s %14.2f %14.2f %14.2f %14.2f   CPU s per GB (client processes; medians)\n", "", cpx[m], ccu[m],
+           cco[m], cwa[m]);
     fflush(stdout);
   }
+  if (only && *only) return 0;
   if (system(rm) != 0) return 1;
   double oc = open_ms(url), ow = open_ms(url);
   printf("open of the remote dataset (%lld samples): cold cache %.1f ms, warm cache %.1f ms\n", (long long)w.count,

@@ -7,8 +7,12 @@
 **
 **   usage               16 bytes: the bytes the cache holds, and a checksum
 **   OBJ/                one directory per object version: OBJ is 16 hex
-**                       digits of a hash of the URL, ETag and size
+**                       digits of a hash of the URL, ETag and size (and
+**                       of the chunk size, when it is not the cache's:
+**                       rc_open_small)
 **   OBJ/lock            fetch locks: byte K locked while chunk K is fetched
+**   OBJ/verified        8 bytes per chunk K at 8*K: the identity of the
+**                       chunk file last summed whole (invariant 2)
 **   OBJ/K.c             chunk K (16 hex digits): a 4096-byte header, then
 **                       the object's bytes [K*C, K*C + len), C the chunk size
 **   OBJ/K.t.PID.N.B     a chunk being written (B bytes when whole);
@@ -31,8 +35,12 @@
 **      its header is intact, names this object's key, this offset and the
 **      length this object has there, its file is exactly header + length
 **      long, and its bytes match the header's sum (checked the first time
-**      the process holds that file: see hold_file).  Otherwise it is
-**      counted (chunk_bad), removed and fetched again.
+**      a process of the machine holds that file: see hold_file; the file's
+**      identity is then recorded in OBJ/verified, and a file is that same
+**      file only with the same inode, device, birth time, change time and
+**      header sum, so a file written anew or changed in place after it was
+**      summed is summed again).  Otherwise it is counted (chunk_bad),
+**      removed and fetched again.
 **   3. A chunk a process holds (rc_hold until rc_release) is shared-locked
 **      with flock(); the lock lives as long as the mapping (the kernel
 **      keeps the open file, and so its flock, while it is mapped, after the
@@ -65,6 +73,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #define HDR 4096
 #define KEY_MAX 3000
@@ -82,7 +91,8 @@ static _Atomic uint64_t tmpseq;    /* temporary names unique in the process */
 struct RcObj {
   Cfg cfg;
   RmtObject *obj;
-  _Atomic uint64_t *vino;   /* per chunk: the inode last verified whole, 0 none */
+  _Atomic uint64_t *vino;   /* per chunk: the file last verified whole, 0 none */
+  int vfd;                  /* OBJ/verified, or -1 (then each process sums) */
   uint64_t size;
   uint64_t nchunk;
   char dir[3200];           /* DIR/OBJ */
@@ -288,7 +298,7 @@ static int usage_add(const Cfg *cfg, int64_t delta) {
 
 /* --- objects ------------------------------------------------------------------ */
 
-int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) {
+static int open_obj(RmtObject *o, int small, RcObj **out, char *msg, size_t cap) {
   *out = NULL;
   RcObj *c = pdb_calloc(1, sizeof *c);
   if (!c) return PAGEDB_NOMEM;
@@ -297,6 +307,15 @@ int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) {
     pdb_free(c);
     return rc;
   }
+  /* Another chunk size is another directory (the key's hash with the
+  ** size): chunk files of two sizes never meet (invariant 2 would reject
+  ** them, at the cost of fetching again). */
+  uint64_t salt = 0;
+  if (small && c->cfg.chunk > RC_SMALL_CHUNK) {
+    c->cfg.chunk = RC_SMALL_CHUNK;
+    salt = pdb_mix64(RC_SMALL_CHUNK);
+  }
+  c->vfd = -1;
   c->obj = o;
   c->size = rmt_size(o);
   c->nchunk = (c->size + c->cfg.chunk - 1) / c->cfg.chunk;
@@ -312,7 +331,7 @@ int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) {
     snprintf(msg, cap, "%s: the URL is too long for the cache", rmt_url(o));
     return PAGEDB_CANTOPEN;
   }
-  snprintf(c->dir, sizeof c->dir, "%s/%016llx", c->cfg.dir, (unsigned long long)pdb_sum(c->key, c->keylen));
+  snprintf(c->dir, sizeof c->dir, "%s/%016llx", c->cfg.dir, (unsigned long long)(pdb_sum(c->key, c->keylen) ^ salt));
   snprintf(c->lockpath, sizeof c->lockpath, "%s/lock", c->dir);
   int fd = -1;
   if ((mkdir(c->dir, 0755) != 0 && errno != EEXIST) || (fd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
@@ -322,12 +341,19 @@ int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) {
     return PAGEDB_CANTOPEN;
   }
   close(fd);
+  char vpath[3300];
+  snprintf(vpath, sizeof vpath, "%s/verified", c->dir);
+  c->vfd = open(vpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);   /* without it, each process sums */
   *out = c;
   return PAGEDB_OK;
 }
 
+int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap) { return open_obj(o, 0, out, msg, cap); }
+int rc_open_small(RmtObject *o, RcObj **out, char *msg, size_t cap) { return open_obj(o, 1, out, msg, cap); }
+
 void rc_close(RcObj *c) {
   if (!c) return;
+  if (c->vfd >= 0) close(c->vfd);
   pdb_free(c->vino);
   pdb_free(c);
 }
@@ -363,14 +389,14 @@ void rc_release(RcHeld *h, int fixed) {
   h->base = NULL;
 }
 
-static void encode(const RcObj *c, uint64_t k, const uint8_t *data, size_t len, uint8_t *h) {
+static void encode(const RcObj *c, uint64_t k, uint64_t sum, size_t len, uint8_t *h) {
   memset(h, 0, HDR);
   memcpy(h, kMagic, 8);
   pdb_put32(h + 8, 1);
   pdb_put32(h + 12, (uint32_t)c->keylen);
   pdb_put64(h + 16, k * c->cfg.chunk);
   pdb_put64(h + 24, len);
-  pdb_put64(h + 32, pdb_sum(data, len));
+  pdb_put64(h + 32, sum);
   pdb_put64(h + 40, c->cfg.chunk);
   memcpy(h + 48, c->key, c->keylen);
   pdb_put64(h + HDR - 8, pdb_checksum(h, HDR - 8));
@@ -395,16 +421,42 @@ static void drop_bad(const RcObj *c, const char *path, int fd) {
     usage_add(&c->cfg, -(int64_t)a.st_size);
 }
 
-/* The identity of the chunk file open as FD whose header says SUM, for
-** the verified table (hold_file); 0 when the file system keeps no birth
-** time (then the bytes are summed at every hold). */
-static uint64_t file_id(int fd, uint64_t sum) {
+/* The identity of the chunk file open as FD (or, FD -1, at PATH) whose
+** header says SUM, for the verified tables (hold_file): inode, device,
+** birth time, change time (which any write, truncation or rename moves)
+** and SUM.  0 when the file system keeps no birth time (then the bytes
+** are summed at every hold). */
+static uint64_t file_id(int fd, const char *path, uint64_t sum) {
   struct statx sx;
-  if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) != 0 || !(sx.stx_mask & STATX_BTIME)) return 0;
-  uint64_t id = pdb_mix64(sx.stx_ino ^ pdb_mix64(((uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor)
-                                                 ^ pdb_mix64((uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec)))
-                ^ sum;
+  if (statx(fd >= 0 ? fd : AT_FDCWD, fd >= 0 ? "" : path, fd >= 0 ? AT_EMPTY_PATH : 0,
+            STATX_INO | STATX_BTIME | STATX_CTIME, &sx) != 0
+      || (sx.stx_mask & (STATX_BTIME | STATX_CTIME)) != (STATX_BTIME | STATX_CTIME))
+    return 0;
+  uint64_t t = pdb_mix64((uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec)
+               ^ pdb_mix64(pdb_mix64((uint64_t)sx.stx_ctime.tv_sec << 30 ^ sx.stx_ctime.tv_nsec) + 1);
+  uint64_t id = pdb_mix64(sx.stx_ino ^ pdb_mix64(((uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor) ^ t)) ^ sum;
   return id + (id == 0);
+}
+
+/* The identity OBJ/verified records for chunk K, or 0.  Damaged, it only
+** names no file, and the chunk is summed again. */
+static uint64_t shared_id(const RcObj *c, uint64_t k) {
+  uint8_t b[8];
+  if (c->vfd < 0 || pread(c->vfd, b, 8, (off_t)(k * 8)) != 8) return 0;
+  return pdb_get64(b);
+}
+
+static void shared_put(const RcObj *c, uint64_t k, uint64_t id) {
+  uint8_t b[8];
+  pdb_put64(b, id);
+  if (c->vfd >= 0 && pwrite(c->vfd, b, 8, (off_t)(k * 8)) != 8) { /* then the next process sums it: speed only */ }
+}
+
+/* Verified-table bookkeeping after a hold of chunk K: ID now, MINE the
+** process's entry, SHARED the machine's as read (ID when not read). */
+static void note_verified(RcObj *c, uint64_t k, uint64_t id, uint64_t mine, uint64_t shared) {
+  if (id != mine) atomic_store_explicit(&c->vino[k], id, memory_order_relaxed);
+  if (id && shared != id) shared_put(c, k, id);
 }
 
 /* Hold chunk K from its cache file (invariants 2, 3).  Returns 1 on
@@ -442,8 +494,13 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
     data = base;
     maplen = len;
   } else {
+    /* Not populated: a held chunk is often wanted for a few of its
+    ** samples (a rank of a world reads a quarter of each), and setting up
+    ** and tearing down the page tables of the whole chunk cost 2.6 times
+    ** the CPU of a warm four-rank epoch (perf, pagedb-rbench); a touch
+    ** maps 64 KiB around it (the kernel's fault-around). */
     maplen = HDR + len;
-    base = mmap(NULL, maplen, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    base = mmap(NULL, maplen, PROT_READ, MAP_SHARED, fd, 0);
     data = (const uint8_t *)base + HDR;
   }
   if (base == MAP_FAILED) {
@@ -457,19 +514,24 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   ** time and the header's sum, so a file made anew in a reused inode is
   ** summed again; without a birth time (a file system that keeps none)
   ** every hold sums. */
-  uint64_t id = file_id(fd, sum);
-  if ((id == 0 || atomic_load_explicit(&c->vino[k], memory_order_relaxed) != id) && pdb_sum(data, len) != sum) {
+  uint64_t id = file_id(fd, NULL, sum), mine = atomic_load_explicit(&c->vino[k], memory_order_relaxed);
+  uint64_t shared = id && mine != id ? shared_id(c, k) : id;
+  if ((id == 0 || shared != id) && pdb_sum(data, len) != sum) {
     drop_bad(c, path, fd);
     if (at) unfix(at, len);
     else munmap(base, maplen);
     close(fd);
     return 0;
   }
-  atomic_store_explicit(&c->vino[k], id, memory_order_relaxed);
   ok = 1;
   /* Most recently held: the eviction order (invariant 4).  To the minute:
-  ** a metadata write per read would cost more than the read. */
-  if (time(NULL) - st.st_mtime >= 60) futimens(fd, NULL);
+  ** a metadata write per read would cost more than the read.  It moves
+  ** the change time: the file's identity is taken again. */
+  if (time(NULL) - st.st_mtime >= 60 && futimens(fd, NULL) == 0) {
+    id = file_id(fd, NULL, sum);
+    shared = 0;
+  }
+  note_verified(c, k, id, mine, shared);
   close(fd);          /* the mapping keeps the file and its flock */
   atomic_fetch_add(&rmt_stats.chunk_hits, 1);
   *out = (RcHeld){ k, data, len, base, maplen };
@@ -488,63 +550,160 @@ static int hold_mem(uint64_t k, const uint8_t *data, size_t len, void *at, RcHel
   return 1;
 }
 
-/* Store fetched chunk K (DATA, LEN bytes) and hold it. */
-static int store(RcObj *c, uint64_t k, const uint8_t *data, size_t len, void *at, RcHeld *out) {
-  uint64_t need = HDR + len;
-  char tmp[3400], path[3300];
-  chunk_path(c, k, path, sizeof path);
-  /* The temporary exists, its name saying how many bytes it will hold,
-  ** before the space is reserved: a scan from then on counts it (scan),
-  ** so no eviction pass forgets a reservation in flight. */
-  snprintf(tmp, sizeof tmp, "%s/%016llx.t.%ld.%llu.%llu", c->dir, (unsigned long long)k, (long)getpid(),
-           (unsigned long long)atomic_fetch_add(&tmpseq, 1), (unsigned long long)need);
-  uint8_t *h = malloc(HDR);
-  int fd = h ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
-  int ok = fd >= 0 && usage_add(&c->cfg, (int64_t)need);
-  int reserved = ok;
-  if (ok) {
-    encode(c, k, data, len, h);
-    ok = pwrite(fd, h, HDR, 0) == HDR && pwrite(fd, data, len, HDR) == (ssize_t)len;
-    /* Bytes this process has just summed and written need no second
-    ** reading (the table is keyed by this very file). */
-    if (ok) atomic_store_explicit(&c->vino[k], file_id(fd, pdb_get64(h + 32)), memory_order_relaxed);
-  }
-  if (fd >= 0) ok = close(fd) == 0 && ok;
-  ok = ok && rename(tmp, path) == 0;
-  if (!ok && fd >= 0) unlink(tmp);
-  free(h);
-  if (ok && hold_file(c, k, at, out)) {
-    atomic_fetch_sub(&rmt_stats.chunk_hits, 1);   /* a fetch, not a hit */
-    return 1;
-  }
-  if (!ok && reserved) usage_add(&c->cfg, -(int64_t)need);
-  return hold_mem(k, data, len, at, out);
-}
+/*
+** A chunk being received (rmt_fetch_sink), written as it arrives into its
+** temporary file (invariant 1) and summed on the way, so that its bytes
+** are neither copied into a buffer first nor read again to be summed.
+** Without room in the cache (or after a failed write) it is gathered in
+** memory instead and held from there (hold_mem).
+*/
+typedef struct Wr {
+  int fd;                   /* the temporary file, or -1 */
+  uint64_t need;            /* bytes reserved in usage for it, 0 none */
+  uint8_t *mem;             /* the bytes, when not in a file */
+  XXH3_state_t *hs;         /* the sum so far */
+  char tmp[3400];
+} Wr;
 
-/* A fetch in progress: each chunk is stored as soon as it has arrived. */
+/* A fetch in progress: each chunk is stored and held as soon as it has
+** arrived. */
 typedef struct Fetch {
   RcObj *c;
   const uint64_t *k;
   void *const *at;
   RcHeld *out;
-  RmtRange *r;
+  Wr *w;
   uint8_t *held;            /* per chunk: stored and held */
   int nomem;
   int lockfd;               /* holds the chunks' fetch locks */
 } Fetch;
 
-static void arrived(void *ctx, int i) {
-  Fetch *f = ctx;
-  if (store(f->c, f->k[i], f->r[i].buf, f->r[i].n, f->at ? f->at[i] : NULL, &f->out[i])) {
-    f->held[i] = 1;
-    atomic_fetch_add(&rmt_stats.chunk_fetches, 1);
-  } else {
-    f->nomem = 1;
+/* Give up chunk I's file or memory. */
+static void wr_drop(Fetch *f, int i) {
+  Wr *w = &f->w[i];
+  if (w->fd >= 0) {
+    close(w->fd);
+    unlink(w->tmp);
+    w->fd = -1;
   }
+  if (w->need) usage_add(&f->c->cfg, -(int64_t)w->need);
+  w->need = 0;
+  free(w->mem);
+  w->mem = NULL;
+}
+
+/* Gather chunk I in memory from now on, with the AT bytes its file has. */
+static int wr_to_mem(Fetch *f, int i, uint64_t at) {
+  Wr *w = &f->w[i];
+  uint8_t *m = malloc(chunk_len(f->c, f->k[i]) ? chunk_len(f->c, f->k[i]) : 1);
+  if (!m || (at && (w->fd < 0 || pread(w->fd, m, (size_t)at, HDR) != (ssize_t)at))) {
+    free(m);
+    return 0;
+  }
+  wr_drop(f, i);
+  w->mem = m;
+  return 1;
+}
+
+static void sink_begin(void *ctx, int i) {
+  Fetch *f = ctx;
+  Wr *w = &f->w[i];
+  RcObj *c = f->c;
+  wr_drop(f, i);
+  XXH3_64bits_reset(w->hs);
+  uint64_t need = HDR + chunk_len(c, f->k[i]);
+  /* The temporary exists, its name saying how many bytes it will hold,
+  ** before the space is reserved: a scan from then on counts it (scan),
+  ** so no eviction pass forgets a reservation in flight. */
+  snprintf(w->tmp, sizeof w->tmp, "%s/%016llx.t.%ld.%llu.%llu", c->dir, (unsigned long long)f->k[i], (long)getpid(),
+           (unsigned long long)atomic_fetch_add(&tmpseq, 1), (unsigned long long)need);
+  w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (w->fd >= 0 && usage_add(&c->cfg, (int64_t)need)) {
+    w->need = need;
+    return;
+  }
+  if (!wr_to_mem(f, i, 0)) f->nomem = 1;   /* then put refuses: the range fails */
+}
+
+static int sink_put(void *ctx, int i, const uint8_t *b, size_t n, uint64_t at) {
+  Fetch *f = ctx;
+  Wr *w = &f->w[i];
+  assert(at + n <= chunk_len(f->c, f->k[i]));
+  if (w->fd >= 0 && pwrite(w->fd, b, n, (off_t)(HDR + at)) != (ssize_t)n && !wr_to_mem(f, i, at)) return 0;
+  if (w->fd < 0) {
+    if (!w->mem) return 0;
+    memcpy(w->mem + at, b, n);
+  }
+  XXH3_64bits_update(w->hs, b, n);
+  return 1;
+}
+
+/* Chunk I has arrived whole (OK) or failed for good: finish its file,
+** rename it into place and hold it, or hold its bytes from memory; let go
+** of its fetch lock. */
+static void sink_end(void *ctx, int i, int ok) {
+  Fetch *f = ctx;
+  Wr *w = &f->w[i];
+  RcObj *c = f->c;
+  uint64_t k = f->k[i];
+  size_t len = chunk_len(c, k);
+  void *at = f->at ? f->at[i] : NULL;
+  int arrived = ok;
+  if (ok && w->fd >= 0) {
+    uint64_t sum = XXH3_64bits_digest(w->hs);
+    uint8_t *h = malloc(HDR);
+    char path[3300];
+    chunk_path(c, k, path, sizeof path);
+    int good = h != NULL;
+    if (good) encode(c, k, sum, len, h);
+    good = good && pwrite(w->fd, h, HDR, 0) == HDR;
+    free(h);
+    if (!good) {
+      if (!wr_to_mem(f, i, len)) ok = 0;
+    } else {
+      /* Shared-locked from before the rename until held: another
+      ** process's eviction (invariant 3) cannot take it meanwhile. */
+      int rfd = open(w->tmp, O_RDONLY | O_CLOEXEC);
+      if (rfd >= 0 && flock(rfd, LOCK_SH | LOCK_NB) != 0) {
+        close(rfd);
+        rfd = -1;
+      }
+      good = close(w->fd) == 0 && rfd >= 0;
+      w->fd = -1;
+      if (good && rename(w->tmp, path) == 0) {
+        w->need = 0;          /* the chunk file holds the reservation now */
+        /* Bytes this process has just summed and written need no second
+        ** reading: the tables name this very file, as the rename left it. */
+        note_verified(c, k, file_id(rfd, NULL, sum), 0, 0);
+        if (hold_file(c, k, at, &f->out[i])) {
+          atomic_fetch_sub(&rmt_stats.chunk_hits, 1);   /* a fetch, not a hit */
+          f->held[i] = 1;
+        }
+      } else {
+        unlink(w->tmp);       /* the reservation is given back below */
+      }
+      if (!f->held[i]) {
+        /* Not holdable from the cache (a failed rename or hold): the
+        ** bytes, read back from the file still open, are held from memory. */
+        uint8_t *m = rfd >= 0 ? malloc(len ? len : 1) : NULL;
+        if (m && pread(rfd, m, len, HDR) == (ssize_t)len) w->mem = m;
+        else free(m);
+        if (!w->mem) ok = 0;
+      }
+      if (rfd >= 0) close(rfd);
+    }
+  }
+  if (ok && !f->held[i] && w->mem && hold_mem(k, w->mem, len, at, &f->out[i])) f->held[i] = 1;
+  /* Arrived but not held: the fetch must fail, never report it held. */
+  if (arrived && !f->held[i]) f->nomem = 1;
+  if (f->held[i]) atomic_fetch_add(&rmt_stats.chunk_fetches, 1);
+  wr_drop(f, i);
   /* Stored: a process waiting for this chunk may take it now, before the
   ** rest of the batch has arrived. */
-  ofd_lock(f->lockfd, F_UNLCK, (off_t)f->k[i], 1, 0);
+  ofd_lock(f->lockfd, F_UNLCK, (off_t)k, 1, 0);
 }
+
+static const RmtSink kSink = { sink_begin, sink_put, sink_end };
 
 /* Fetch chunks K[0..N) (their fetch locks held on LOCKFD, each let go as
 ** soon as its chunk is stored) and hold them in OUT. */
@@ -552,23 +711,30 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
                        size_t cap) {
   RmtRange *r = pdb_calloc((size_t)n, sizeof *r);
   uint8_t *held = pdb_calloc((size_t)n, 1);
-  int rc = r && held ? PAGEDB_OK : PAGEDB_NOMEM;
+  Wr *w = pdb_calloc((size_t)n, sizeof *w);
+  int rc = r && held && w ? PAGEDB_OK : PAGEDB_NOMEM;
   for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
     r[i].n = chunk_len(c, k[i]);
     r[i].off = k[i] * c->cfg.chunk;
-    r[i].buf = NULL;        /* from the pool as each starts (rmt_fetch_each) */
+    w[i].fd = -1;
+    if (!(w[i].hs = XXH3_createState())) rc = PAGEDB_NOMEM;
   }
   if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory fetching %d chunks of %s", n, rmt_url(c->obj));
-  Fetch f = { c, k, at, out, r, held, 0, lockfd };
-  if (rc == PAGEDB_OK) rc = rmt_fetch_each(c->obj, r, n, arrived, &f, msg, cap);
+  Fetch f = { c, k, at, out, w, held, 0, lockfd };
+  if (rc == PAGEDB_OK) rc = rmt_fetch_sink(c->obj, r, n, &kSink, &f, msg, cap);
   if (rc == PAGEDB_OK && f.nomem) {
     rc = PAGEDB_NOMEM;
     snprintf(msg, cap, "out of memory holding a chunk of %s", rmt_url(c->obj));
   }
   for (int i = 0; i < n && rc != PAGEDB_OK && held; i++)
     if (held[i]) rc_release(&out[i], at != NULL);
+  for (int i = 0; i < n && w; i++) {
+    if (w[i].hs) wr_drop(&f, i);
+    XXH3_freeState(w[i].hs);
+  }
   pdb_free(r);
   pdb_free(held);
+  pdb_free(w);
   return rc;
 }
 

@@ -26,6 +26,12 @@
 **      PAGEDB_REMOTE_RETRIES times with exponential backoff, so a fetch
 **      ends within (retries + 1) x (timeout + 2 s).
 **
+** Bodies go to a buffer per range (rmt_fetch, rmt_fetch_each) or, piece
+** by piece as curl receives them, to a sink (rmt_fetch_sink: the cache
+** writes them into the chunk's file and sums them on the way).  An open's
+** HEAD answer is kept for RECENT_MS and taken by the next open of the same
+** path, once (pagedb_open asks whether a file exists, then opens it).
+**
 ** Connections: a fetch borrows a curl multi handle with its easy handles
 ** from the object's idle pool (under the object's mutex) and gives it back
 ** after, so their connections are reused by the next fetch, and a batch
@@ -77,6 +83,10 @@ typedef struct Xfer {
   RmtRange *r;
   size_t got;
   int overflow;             /* the body was longer than asked */
+  int nomem;                /* the sink could not take a piece */
+  int i;                    /* the range's index, for the sink */
+  const RmtSink *sink;      /* NULL: the body goes to r->buf */
+  void *ctx;
   int attempt;
   long long due;            /* ms: when to (re)start */
   Resp h;
@@ -212,7 +222,15 @@ static size_t on_body(char *b, size_t size, size_t n, void *ctx) {
     x->overflow = 1;        /* invariant 2: never more than asked */
     return 0;
   }
-  memcpy(x->r->buf + x->got, b, len);
+  if (x->sink) {
+    /* Each piece goes where it is kept, while it is in the CPU's cache. */
+    if (!x->sink->put(x->ctx, x->i, (const uint8_t *)b, len, x->got)) {
+      x->nomem = 1;
+      return 0;
+    }
+  } else {
+    memcpy(x->r->buf + x->got, b, len);
+  }
   x->got += len;
   return len;
 }
@@ -317,16 +335,68 @@ int rmt_tls_failure(int cc) {
          || cc == CURLE_SSL_ISSUER_ERROR || cc == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
 }
 
+/*
+** The answer of the latest HEAD, taken by the next rmt_open of the same
+** path if it comes within RECENT_MS: pagedb_open asks whether a file
+** exists (xAccess) and then opens it, and each question is a round trip
+** to the server.  Taken once, and young: an open later than that asks
+** again (a version changed in between is caught by If-Match anyway).
+*/
+#define RECENT_MS 250
+#define RECENT_N 4          /* the data file, catalog, index, and one more */
+static struct {
+  pthread_mutex_t mu;
+  int next;
+  struct {
+    char path[1024];
+    long long at;
+    uint64_t size;
+    Resp h;
+  } e[RECENT_N];
+} recent = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void recent_put(const char *path, uint64_t size, const Resp *h) {
+  if (strlen(path) >= sizeof recent.e[0].path) return;
+  pthread_mutex_lock(&recent.mu);
+  int k = recent.next;
+  recent.next = (k + 1) % RECENT_N;
+  strcpy(recent.e[k].path, path);
+  recent.e[k].at = now_ms();
+  recent.e[k].size = size;
+  recent.e[k].h = *h;
+  pthread_mutex_unlock(&recent.mu);
+}
+
+static int recent_take(const char *path, uint64_t *size, Resp *h) {
+  int hit = 0;
+  pthread_mutex_lock(&recent.mu);
+  for (int k = 0; k < RECENT_N && !hit; k++) {
+    if (!recent.e[k].path[0] || strcmp(recent.e[k].path, path) != 0) continue;
+    hit = now_ms() - recent.e[k].at <= RECENT_MS;
+    if (hit) {
+      *size = recent.e[k].size;
+      *h = recent.e[k].h;
+    }
+    recent.e[k].path[0] = 0;   /* taken once, or stale */
+  }
+  pthread_mutex_unlock(&recent.mu);
+  return hit;
+}
+
 int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
   RmtObject *o;
   int rc = target(path, &o, msg, cap);
   if (rc != PAGEDB_OK) return rc;
-  CURL *e = rc == PAGEDB_OK ? curl_easy_init() : NULL;
-  if (rc == PAGEDB_OK && !e) rc = PAGEDB_NOMEM;
+  uint64_t rsize = 0;
+  Resp h0;
+  int reuse = recent_take(path, &rsize, &h0);
+  CURL *e = rc == PAGEDB_OK && !reuse ? curl_easy_init() : NULL;
+  if (rc == PAGEDB_OK && !reuse && !e) rc = PAGEDB_NOMEM;
   long status = 0;
-  curl_off_t len = -1;
+  curl_off_t len = reuse ? (curl_off_t)rsize : -1;
   Resp h;
-  for (int attempt = 0; rc == PAGEDB_OK; attempt++) {
+  if (reuse) h = h0;
+  for (int attempt = 0; rc == PAGEDB_OK && !reuse; attempt++) {
     char err[CURL_ERROR_SIZE];
     memset(&h, 0, sizeof h);
     rmt_setup(o, e, &h, err);
@@ -368,6 +438,7 @@ int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
     break;
   }
   if (e) curl_easy_cleanup(e);
+  if (rc == PAGEDB_OK && !reuse) recent_put(path, (uint64_t)len, &h);
   if (rc == PAGEDB_OK) {
     o->size = (uint64_t)len;
     snprintf(o->etag, sizeof o->etag, "%s", h.etag);
@@ -429,6 +500,11 @@ static int judge(RmtObject *o, Xfer *x, CURLcode cc, long status, char *why, siz
   RmtRange *r = x->r;
   unsigned long long a = r->off, b = r->off + r->n - 1;
   *rc = PAGEDB_IOERR_REMOTE;
+  if (x->nomem) {
+    *rc = PAGEDB_NOMEM;
+    snprintf(why, cap, "out of memory taking the body");
+    return DONE_FAIL;
+  }
   if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && x->overflow)) {
     snprintf(why, cap, "%s", x->err[0] ? x->err : curl_easy_strerror(cc));
     return cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_PEER_FAILED_VERIFICATION
@@ -476,8 +552,20 @@ int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap) {
   return rmt_fetch_each(o, r, n, NULL, NULL, msg, cap);
 }
 
+static int fetch(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int i), const RmtSink *sink, void *ctx,
+                 char *msg, size_t cap);
+
 int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int i), void *ctx, char *msg,
                    size_t cap) {
+  return fetch(o, r, n, each, NULL, ctx, msg, cap);
+}
+
+int rmt_fetch_sink(RmtObject *o, RmtRange *r, int n, const RmtSink *sink, void *ctx, char *msg, size_t cap) {
+  return fetch(o, r, n, NULL, sink, ctx, msg, cap);
+}
+
+static int fetch(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int i), const RmtSink *sink, void *ctx,
+                 char *msg, size_t cap) {
   if (n <= 0) return PAGEDB_OK;
   /* Ranges wait in QUEUE in index order; a retried one goes back with a
   ** due time.  Ranges without a buffer (OWN) get one from the pool when
@@ -501,9 +589,12 @@ int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int
   int done = 0, first = PAGEDB_OK, active = 0, qhead = 0, qlen = 0;
   for (int i = 0; i < n; i++) {
     xs[i].r = &r[i];
+    xs[i].i = i;
+    xs[i].sink = sink;
+    xs[i].ctx = ctx;
     r[i].rc = PAGEDB_OK;
-    own[i] = r[i].buf == NULL;
-    assert(each || !own[i]);
+    own[i] = !sink && r[i].buf == NULL;
+    assert(each || sink || !own[i]);
     queue[qlen++] = i;
   }
   while (done < n) {
@@ -519,12 +610,13 @@ int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int
       qhead = (qhead + 1) % n;
       qlen--;
       if ((!c->easy[s] && !(c->easy[s] = curl_easy_init()))
-          || (!r[i].buf && !(r[i].buf = pdb_buf_alloc(r[i].n ? r[i].n : 1, NULL)))) {
+          || (!sink && !r[i].buf && !(r[i].buf = pdb_buf_alloc(r[i].n ? r[i].n : 1, NULL)))) {
         r[i].rc = PAGEDB_NOMEM;
         if (first == PAGEDB_OK) {
           first = PAGEDB_NOMEM;
           snprintf(msg, cap, "out of memory fetching from %s", o->path);
         }
+        if (sink) sink->end(ctx, i, 0);
         done++;
         continue;
       }
@@ -532,12 +624,17 @@ int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int
       CURL *e = c->easy[s];
       x->got = 0;
       x->overflow = 0;
+      x->nomem = 0;
+      if (sink) sink->begin(ctx, i);   /* anew: what a failed attempt put is void */
       memset(&x->h, 0, sizeof x->h);
       rmt_setup(o, e, &x->h, x->err);
       char range[64];
       snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)r[i].off,
                (unsigned long long)(r[i].off + r[i].n - 1));
       curl_easy_setopt(e, CURLOPT_RANGE, range);
+      /* A sink writes each piece where it is kept: fewer, larger pieces
+      ** cost fewer writes (curl's default buffer is 16 KiB). */
+      if (sink) curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
       curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
       curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
       if (o->hdrs) curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs);
@@ -578,6 +675,7 @@ int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int
         continue;
       }
       done++;
+      if (sink) sink->end(ctx, i, verdict == DONE_OK);
       if (verdict == DONE_OK) {
         atomic_fetch_add(&rmt_stats.requests, 1);
         atomic_fetch_add(&rmt_stats.bytes, (int64_t)x->got);

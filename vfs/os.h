@@ -155,6 +155,11 @@ int pdb_os_map(pagedb_file *f, size_t n, const void **p);
 /* The same, leaving the filling to the caller, which must call
 ** pdb_os_map_fill before touching any range (the pager does). */
 int pdb_os_map_lazy(pagedb_file *f, size_t n, const void **p);
+/* Whether F's backend fills its maps on demand (xMapFill): then a map
+** from pdb_os_map_lazy must be filled range by range before it is read. */
+static inline int pdb_os_fills_maps(pagedb_file *f) {
+  return f->pMethods->iVersion >= 3 && f->pMethods->xMapFill && f->pMethods->xMap;
+}
 /* Make ranges of map P readable (pagedb_io_methods.xMapFill). */
 static inline int pdb_os_map_fill(pagedb_file *f, const void *p, const uint64_t *off, const uint64_t *len, int n) {
   if (f->pMethods->iVersion < 3 || !f->pMethods->xMapFill) return PAGEDB_OK;

@@ -17,6 +17,12 @@
 ** of small reads costs no system call; a batch holds every chunk it needs at once, so
 ** that the misses are fetched together, many requests in flight.
 **
+** Reads in place (xHold, xRelease: a copy-mode read-ahead window) take
+** references on the chunks the ranges need, as a batch does, and hand out
+** pointers into them instead of copying; the references last until
+** xRelease.  A range across two chunks gets no pointer (the caller copies
+** it with xReadBatch).
+**
 ** Zero-copy reads (xMap, xMapFill): xMap reserves address space, with no
 ** access; xMapFill maps the chunks a range needs into it at their places,
 ** from the cache files (or private memory when the cache has no room),
@@ -279,6 +285,72 @@ static int rm_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
   return rm_read_batch(f, &r, 1);
 }
 
+/* The distinct chunks the N extents OFF[i], LEN[i] need, as chunks_of. */
+static int chunks_of_extents(RemoteState *s, const uint64_t *off, const uint64_t *len, int n, uint64_t **k, int *nk) {
+  pagedb_iovec small[16] = { { 0 } };
+  pagedb_iovec *r = n <= 16 ? small : pdb_malloc((size_t)n * sizeof *r);
+  if (!r) return PAGEDB_NOMEM;
+  for (int i = 0; i < n; i++) r[i] = (pagedb_iovec){ NULL, (size_t)len[i], off[i], 0 };
+  int rc = chunks_of(s, r, n, k, nk);
+  if (r != small) pdb_free(r);
+  return rc;
+}
+
+/* --- reads in place ------------------------------------------------------------ */
+
+/* What xHold holds: chunks referenced until xRelease. */
+typedef struct Hold {
+  int n;
+  uint64_t k[];
+} Hold;
+
+static int rm_hold(pagedb_file *f, const uint64_t *off, const uint64_t *len, int n, const void **out, void **hold) {
+  RemoteState *s = st(f);
+  *hold = NULL;
+  uint64_t *k = NULL;
+  int nk = 0;
+  int rc = chunks_of_extents(s, off, len, n, &k, &nk);
+  Hold *g = rc == PAGEDB_OK ? pdb_malloc(sizeof *g + (size_t)nk * sizeof g->k[0]) : NULL;
+  RcHeld *h = g ? pdb_malloc((size_t)(nk ? nk : 1) * sizeof *h) : NULL;
+  if (!h) {
+    pdb_free(g);
+    pdb_free(k);
+    return failed(s, PAGEDB_NOMEM, "out of memory reading a remote file");
+  }
+  rc = ref_chunks(s, k, nk, h);
+  if (rc == PAGEDB_OK) {
+    for (int i = 0; i < n; i++) {
+      out[i] = NULL;
+      if (len[i] == 0 || off[i] >= s->size || len[i] > s->size - off[i]) continue;
+      uint64_t c = off[i] / s->chunk;
+      if ((off[i] + len[i] - 1) / s->chunk != c) continue;   /* spans two chunks */
+      int lo = 0, hi = nk - 1;
+      while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (k[mid] < c) lo = mid + 1;
+        else hi = mid;
+      }
+      assert(k[lo] == c && h[lo].k == c);
+      out[i] = h[lo].data + (off[i] - c * s->chunk);
+    }
+    g->n = nk;
+    memcpy(g->k, k, (size_t)nk * sizeof *k);
+    *hold = g;
+  } else {
+    pdb_free(g);
+  }
+  pdb_free(h);
+  pdb_free(k);
+  return rc;
+}
+
+static void rm_release(pagedb_file *f, void *hold) {
+  Hold *g = hold;
+  if (!g) return;
+  unref_chunks(st(f), g->k, g->n);
+  pdb_free(g);
+}
+
 /* --- maps --------------------------------------------------------------------- */
 
 static int rm_map(pagedb_file *f, size_t n, const void **pp) {
@@ -333,14 +405,9 @@ static int rm_unmap(pagedb_file *f, const void *p, size_t n) {
 
 static int rm_map_fill(pagedb_file *f, const void *map, const uint64_t *off, const uint64_t *len, int n) {
   RemoteState *s = st(f);
-  pagedb_iovec small[16] = { { 0 } };
-  pagedb_iovec *r = n <= 16 ? small : pdb_malloc((size_t)n * sizeof *r);
-  if (!r) return failed(s, PAGEDB_NOMEM, "out of memory mapping a remote file");
-  for (int i = 0; i < n; i++) r[i] = (pagedb_iovec){ NULL, (size_t)len[i], off[i], 0 };
   uint64_t *k = NULL;
   int nk = 0;
-  int rc = chunks_of(s, r, n, &k, &nk);
-  if (r != small) pdb_free(r);
+  int rc = chunks_of_extents(s, off, len, n, &k, &nk);
   if (rc != PAGEDB_OK) return failed(s, rc, "out of memory mapping a remote file");
   /* Placement is serialised per file: two threads must not map one chunk
   ** twice into the same place. */
@@ -447,7 +514,7 @@ static int rm_close(pagedb_file *f) {
 }
 
 static const pagedb_io_methods rm_methods = {
-  .iVersion = 3,
+  .iVersion = 4,
   .xClose = rm_close,
   .xRead = rm_read,
   .xWrite = rm_write,
@@ -464,6 +531,8 @@ static const pagedb_io_methods rm_methods = {
   .xLastErrno = rm_errno,
   .xErrmsg = rm_errmsg,
   .xMapFill = rm_map_fill,
+  .xHold = rm_hold,
+  .xRelease = rm_release,
 };
 
 /* --- the VFS ------------------------------------------------------------------ */
@@ -488,7 +557,8 @@ static int rm_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
   if (!s) return PAGEDB_NOMEM;
   pthread_mutex_init(&s->mu, NULL);
   int rc = rmt_open(path, &s->obj, msg, sizeof msg);
-  if (rc == PAGEDB_OK) rc = rc_open(s->obj, &s->cache, msg, sizeof msg);
+  if (rc == PAGEDB_OK)   /* small random reads (index, catalog): small chunks */
+    rc = (flags & PAGEDB_VFS_PLAIN ? rc_open_small : rc_open)(s->obj, &s->cache, msg, sizeof msg);
   if (rc != PAGEDB_OK) {
     pdb_os_set_why("%s", msg);
     rmt_close(s->obj);

@@ -81,6 +81,22 @@ int rmt_fetch(RmtObject *o, RmtRange *r, int n, char *msg, size_t cap);
 int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*done)(void *ctx, int i), void *ctx, char *msg,
                    size_t cap);
 
+/*
+** As rmt_fetch, the bodies handed to SINK piece by piece instead of
+** buffers (RmtRange.buf unused): BEGIN(CTX, i) when range i starts, again
+** at each retry (what PUT gave before is void); PUT(CTX, i, B, N, AT) the
+** next N bytes, at offset AT of the range, returning 0 when it cannot take
+** them (out of memory: the range then fails with PAGEDB_NOMEM); END(CTX,
+** i, OK) once: OK 1 when the range arrived whole and checked, 0 when it
+** failed for good.  END may be called without a BEGIN.
+*/
+typedef struct RmtSink {
+  void (*begin)(void *ctx, int i);
+  int (*put)(void *ctx, int i, const uint8_t *b, size_t n, uint64_t at);
+  void (*end)(void *ctx, int i, int ok);
+} RmtSink;
+int rmt_fetch_sink(RmtObject *o, RmtRange *r, int n, const RmtSink *sink, void *ctx, char *msg, size_t cap);
+
 /* A response's headers of interest (rmt_setup fills them). */
 typedef struct RmtResp {
   char etag[256];
@@ -146,6 +162,13 @@ typedef struct RcHeld {
 /* The cache's view of object O (owned by the caller, who closes it after
 ** rc_close).  PAGEDB_NOMEM or PAGEDB_CANTOPEN (cache directory unusable). */
 int rc_open(RmtObject *o, RcObj **out, char *msg, size_t cap);
+/* The same for a file read in small pieces at random (the index, the
+** catalog: opened with PAGEDB_VFS_PLAIN): chunks of RC_SMALL_CHUNK bytes
+** (or the configured size if smaller), in a directory of their own, so
+** that a lookup or a page read does not fetch and write a whole large
+** chunk. */
+#define RC_SMALL_CHUNK (64u << 10)
+int rc_open_small(RmtObject *o, RcObj **out, char *msg, size_t cap);
 void rc_close(RcObj *c);
 uint64_t rc_chunk_size(const RcObj *c);
 uint64_t rc_bound(const RcObj *c);
