@@ -271,6 +271,10 @@ static const char zUsage[] =
   "                    default 8M)\n"
   "  --compare LIST    the other systems to run: sqlite,lmdb (the default) or none\n"
   "  --csv FILE        write every measurement to FILE (tool/bench-plot.sh charts it)\n"
+  "  --no-after-write  leave out the read-after-write rows (zero-copy reads of\n"
+  "                    each file in a fresh process right after its write, with\n"
+  "                    nothing read in first: raw mmap, then pagedb)\n"
+  "  --after-write-only  the writes and the read-after-write rows only\n"
   "  --pool-ratio      print how much lz4 shrinks the workloads' pools, and exit\n"
   "  --help\n"
   "Exit status: 0, or 1 if any call failed or any byte read back was wrong.\n";
@@ -324,6 +328,7 @@ int main(int argc, char **argv){
   b->argc = argc; b->argv = argv;
   b->seed = WL_DEFAULT_SEED;
   b->aThread[0] = 1; b->aThread[1] = 2; b->nThread = 2;
+  b->afterWrite = 1;
   for(int k = 0; k < MAX_KV; k++) b->kvOn[k] = 1;
   for(int i = 1; i < argc; i++){
     const char *z = argv[i];
@@ -338,6 +343,10 @@ int main(int argc, char **argv){
       b->cold = 1;
     }else if( strcmp(z, "-keep") == 0 ){
       b->keep = 1;
+    }else if( strcmp(z, "-no-after-write") == 0 ){
+      b->afterWrite = 0;
+    }else if( strcmp(z, "-after-write-only") == 0 ){
+      b->afterWrite = b->afterWriteOnly = 1;
     }else if( strcmp(z, "-pool-ratio") == 0 ){
       b->poolRatio = 1;
     }else if( zArg == 0 && (strcmp(z, "-workload") == 0 || strcmp(z, "-dir") == 0

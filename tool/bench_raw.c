@@ -188,7 +188,7 @@ double rawPread(Run *r){
 /* Read every sample in place through one mmap() of the raw file. */
 double rawMmap(Run *r){
   Bench *b = r->b;
-  dropCaches(b);
+  if( !r->noPrep ) dropCaches(b);
   prepFile(r, r->zRaw);
   double t0 = now();
   int fd = open(r->zRaw, O_RDONLY);
@@ -206,6 +206,7 @@ double rawMmap(Run *r){
   munmap(p, (size_t)st.st_size);
   close(fd);
   double t = now() - t0;
+  r->lastSum = h;
   if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ) fail(b, "raw mmap pass: checksum differs from pread's");
   return t;
 }

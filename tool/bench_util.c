@@ -181,6 +181,7 @@ void warmFile(const char *zPath){
 }
 
 void prepFile(const Run *r, const char *zPath){
+  if( r->noPrep ) return;       /* read-after-write: the files as the write left them */
   if( r->evict ) evictFile(zPath);
   else if( !r->b->cold ) warmFile(zPath);
 }
