@@ -149,6 +149,15 @@ struct pagedb_reader {
   pagedb_reader *next;      /* in db->readers */
   int mode;                 /* PAGEDB_READ_MMAP or _COPY */
   int verify;               /* PAGEDB_READ_VERIFY */
+  /* The read corridor (reader.c).  DX and IDX stay the handle's while a
+  ** reader is open: what replaces them (a field add, an in-place vacuum)
+  ** refuses to run then. */
+  Dx *dx;                   /* the mapped index file, or NULL: IDX is the index */
+  Index *idx;               /* the in-memory index (read-only fallback, no map) */
+  DxMemo memo;              /* the last slot dx_find_memo found */
+  const uint8_t *base;      /* zero-copy: the data region's map as last seen */
+  uint64_t lim;             /* ...and the bytes of it that map covers */
+  int fill;                 /* the map is filled per read (a remote VFS) */
   uint8_t *buf;             /* copy mode: the last field read */
   size_t cap;
   uint8_t *zbuf;            /* decompressed values of the last call */
@@ -233,6 +242,12 @@ void api_reader_free(pagedb_reader *r);
 int pf_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n);
 int pf_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes);
 void pf_free(Prefetch *pf);
+
+/* The slot of committed sample ID as reader R sees it (without R's memo):
+** NULL if there is none, DX_BAD if the index file's entry is damaged. */
+static inline const uint64_t *api_find(const pagedb_reader *r, int64_t id) {
+  return r->dx ? dx_find(r->dx, id) : idx_find(r->idx, id);
+}
 
 /* Whether field F is stored in pages. */
 static inline int api_is_bytes(const pagedb *db, int f) {

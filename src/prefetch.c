@@ -50,8 +50,8 @@ static int64_t plan(pagedb_reader *r, int64_t pos, int64_t max, uint64_t budget,
   uint64_t bytes = 0;
   int64_t k = 0;
   while (pos + k < pf->n && k < max) {
-    const uint64_t *s = idx_find(r->db->idx, pf->ids[pos + k]);
-    if (!s || !slot_has(s, pf->field)) break;
+    const uint64_t *s = api_find(r, pf->ids[pos + k]);
+    if (!s || s == DX_BAD || !slot_has(s, pf->field)) break;
     uint64_t o, l;
     api_extent(r->db, s, pf->field, &o, &l);
     if (k > 0 && bytes + l > budget) break;
