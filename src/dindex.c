@@ -127,7 +127,7 @@ struct Dx {
 
 /* --- slots ----------------------------------------------------------- */
 
-static uint64_t slot_sum(const uint64_t *s, int nw) {
+static inline __attribute__((always_inline)) uint64_t slot_sum(const uint64_t *s, int nw) {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)nw;
   /* A serial chain: unrolled, the loop's own instructions go (a third of
   ** a lookup's cost at 9 words). */
@@ -145,7 +145,7 @@ static uint64_t slot_sum(const uint64_t *s, int nw) {
 ** (d[8]): the record starts at s[1] and its fields follow one another, so
 ** the end of the last is bounded without overflow, field by field.
 */
-static const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id) {
+static inline __attribute__((always_inline)) const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id) {
   if (s[0] != (uint64_t)id || s[x->nw] != slot_sum(s, x->nw)) return DX_BAD;
   uint64_t lim = d[8], end = s[1];
   if (end > lim) return DX_BAD;
@@ -180,7 +180,7 @@ static const uint64_t *seg_find(const Dx *x, const uint8_t *base, uint64_t off, 
 }
 
 /* The slot of ID in directory D (the snapshot in force), as dx_find. */
-static const uint64_t *find_in(const Dx *x, const uint64_t *d, int64_t id) {
+static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x, const uint64_t *d, int64_t id) {
   if (!d || id < 0) return NULL;
   const uint8_t *base = (const uint8_t *)d - d[1];
   uint64_t c = (uint64_t)id >> DX_CBITS;
