@@ -88,6 +88,7 @@ typedef struct Run {
   int evict;                    /* 1: the read passes start with their files evicted */
   int noPrep;                   /* 1: a read-after-write pass: nothing dropped or read in first */
   uint64_t lastSum;             /* the checksum of the last read pass (raw mmap, pdbRead) */
+  double childRss;              /* peak RSS of the last fresh-process pass, bytes */
   uint64_t nByte;               /* sum of aSize */
   uint64_t rawSum[2];           /* checksum of the raw pread pass, per order */
   int haveRawSum[2];
