@@ -88,7 +88,10 @@ typedef struct Run {
   int evict;                    /* 1: the read passes start with their files evicted */
   int noPrep;                   /* 1: a read-after-write pass: nothing dropped or read in first */
   uint64_t lastSum;             /* the checksum of the last read pass (raw mmap, pdbRead) */
+  double lastCpu;               /* ...and the CPU seconds of its timed part: on a loaded
+                                ** machine its wall time also counts waits for a core */
   double childRss;              /* peak RSS of the last fresh-process pass, bytes */
+  double childCpu;              /* ...and the CPU seconds of its pass */
   uint64_t nByte;               /* sum of aSize */
   uint64_t rawSum[2];           /* checksum of the raw pread pass, per order */
   int haveRawSum[2];
@@ -129,7 +132,7 @@ typedef struct WriteTimes {
 typedef struct VfsTimes {
   Times tW[MAX_THREADS], tSync[MAX_THREADS], tCommit[MAX_THREADS], tClose[MAX_THREADS];
   Times tEng[MAX_THREADS], tWcpu[MAX_THREADS];
-  Times tAwMmap;                /* zero-copy, in a fresh process right after the write */
+  Times tAwMmap, tAwCpu;        /* zero-copy, in a fresh process right after the write; its CPU */
   Times tMmap, tCopy, tBMmap, tBCopy, tAMmap, tACopy, tOpen;
   Times tSeqMmap, tSeqCopy, tColdCopy, tColdBatch;
   uint64_t disk;                /* the dataset read, on disk */
@@ -145,7 +148,7 @@ typedef struct KvTimes {
 typedef struct WlTimes {
   Times tRaw, tRawDioW;                         /* writes */
   Times tRawPread, tRawMmap, tRawDio, tRawUring, tFio, tRawSeq, tRawCold;
-  Times tRawAwMmap;                             /* mmap, fresh process, right after the write */
+  Times tRawAwMmap, tRawAwCpu;                  /* mmap, fresh process, right after the write; CPU */
   uint64_t rawDisk;
   VfsTimes *aVt;                                /* one per VFS */
   KvTimes aKv[MAX_KV];

@@ -364,6 +364,7 @@ double pdbRead(Run *r, int mode, size_t window){
   pagedb *db = pdbOpenRead(r);
   if( db == 0 ) return -1;
   int f = pagedb_field_index(db, r->w.field);
+  double c0 = cpuTime(CLOCK_PROCESS_CPUTIME_ID);
   double t0 = now();
   pagedb_reader *rd = readerOpen(r, db, mode, window);
   if( rd == 0 ){ pagedb_close(db); return -1; }
@@ -384,6 +385,7 @@ double pdbRead(Run *r, int mode, size_t window){
   }
   pagedb_reader_close(rd);
   double t = now() - t0;
+  r->lastCpu = cpuTime(CLOCK_PROCESS_CPUTIME_ID) - c0;
   r->lastSum = h;
   if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ){
     fail(b, "%s read: the bytes differ from the raw file's (checksum)", zMode);

@@ -92,7 +92,7 @@ static int kvRuns(const Bench *b, int k){
 */
 static double freshAfterWrite(Run *r, int pdb, uint64_t *pSum){
   int fds[2];
-  struct { double t, rss; uint64_t h; } res = { -1, -1, 0 };
+  struct { double t, rss, cpu; uint64_t h; } res = { -1, -1, -1, 0 };
   fflush(stdout);
   fflush(stderr);
   if( pipe(fds) ){ fail(r->b, "pipe: %s", strerror(errno)); return -1; }
@@ -105,6 +105,7 @@ static double freshAfterWrite(Run *r, int pdb, uint64_t *pSum){
     /* The bytes are checked against the workload by the read phases. */
     r->verified[r->iVfs][PAGEDB_READ_MMAP] = 1;
     res.t = pdb ? pdbRead(r, PAGEDB_READ_MMAP, 0) : rawMmap(r);
+    res.cpu = r->lastCpu;
     res.h = r->lastSum;
     res.rss = rssPeak();
     if( r->b->nFail ) res.t = -1;
@@ -123,14 +124,17 @@ static double freshAfterWrite(Run *r, int pdb, uint64_t *pSum){
   }
   *pSum = res.h;
   r->childRss = res.rss;
+  r->childCpu = res.cpu;
   return res.t;
 }
 
-/* A fresh-process pass's time into T, with the child's peak RSS. */
-static void addChild(Run *r, Times *t, double sec){
+/* A fresh-process pass's time into T, with the child's peak RSS, and its
+** CPU time into C. */
+static void addChild(Run *r, Times *t, Times *c, double sec){
   if( sec <= 0 ) return;
   timesAdd(t, sec);
   t->rss[t->n - 1] = r->childRss;
+  timesAdd(c, r->childCpu);
 }
 
 /* The writes: raw, pagedb under each VFS, the other systems, in turn. */
@@ -140,7 +144,7 @@ static void measureWrites(Run *r, WlTimes *wt){
   uint64_t hRaw = 0, hPdb = 0;
   MEASURE(wt->tRaw, rawWriteFile(r, 0));
   /* Each file read right after its own write, alternately: raw, pagedb. */
-  if( b->afterWrite ) addChild(r, &wt->tRawAwMmap, freshAfterWrite(r, 0, &hRaw));
+  if( b->afterWrite ) addChild(r, &wt->tRawAwMmap, &wt->tRawAwCpu, freshAfterWrite(r, 0, &hRaw));
   /* Once refused, O_DIRECT is not tried again: this file system lacks it. */
   if( b->directRef && !r->zDioWhy[0] ) MEASURE(wt->tRawDioW, rawWriteFile(r, 1));
   for(int v = 0; v < nV; v++){
@@ -157,7 +161,7 @@ static void measureWrites(Run *r, WlTimes *wt){
         timesAdd(&vt->tEng[k], w.engineCpu);
         timesAdd(&vt->tWcpu[k], w.writerCpu);
         if( b->afterWrite && k == r->iRead && !b->vfsSkip[v] ){
-          addChild(r, &vt->tAwMmap, freshAfterWrite(r, 1, &hPdb));
+          addChild(r, &vt->tAwMmap, &vt->tAwCpu, freshAfterWrite(r, 1, &hPdb));
           if( hRaw && hPdb != hRaw ) fail(b, "read-after-write: pagedb's bytes differ from the raw file's");
         }
       }
