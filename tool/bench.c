@@ -71,6 +71,18 @@
 ** (POSIX_FADV_DONTNEED) before each of its read passes, so that all its rows,
 ** the zero-copy ones included, are uncached as its copies are.
 **
+** Read after write (issue 16).  Unless --no-after-write, each repetition
+** also reads every sample zero-copy in the random order right after its
+** file was written, in a fresh process (forked: no map or page table of the
+** file yet) and with nothing read in first, as a training job that starts
+** reading a dataset just ingested does: the raw file through mmap() right
+** after the raw write, pagedb through PAGEDB_READ_MMAP right after its write
+** (the dataset the read passes use), alternately.  The warm rows above read
+** each file once with pread() first (warmFile), which the page cache's
+** folios may not have had right after the write.  Each row also gives the
+** passes' CPU time: on a loaded machine the wall time counts the waits for
+** a core too.  The target: pagedb >= 95% of the raw mmap.
+**
 ** io_uring against posix.  When --vfs names both, their writes are compared
 ** thread count by thread count: io_uring's write path must not be slower
 ** (target >= 100% of posix's).
