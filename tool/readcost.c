@@ -23,6 +23,7 @@
 */
 #define _GNU_SOURCE
 #include "pagedb.h"
+#include "sumbytes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,19 +45,6 @@ static double clk(clockid_t c){
   struct timespec t;
   clock_gettime(c, &t);
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* pagedb-bench's byte sum (tool/bench_util.c), so the consumer's loop is the same. */
-static uint64_t sumBytes(const uint8_t *p, size_t n){
-  uint64_t a = 0, b = 0, c = 0, d = 0, t = 0;
-  size_t k = 0;
-  for(; k + 32 <= n; k += 32){
-    uint64_t x[4];
-    memcpy(x, p + k, 32);
-    a += x[0]; b += x[1]; c += x[2]; d += x[3];
-  }
-  for(; k < n; k++) t = t * 31 + p[k];
-  return a ^ (b << 1 | b >> 63) ^ (c << 2 | c >> 62) ^ (d << 3 | d >> 61) ^ t;
 }
 
 static void makeDataset(const char *zPath, int64_t n){
