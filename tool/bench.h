@@ -133,6 +133,7 @@ typedef struct VfsTimes {
   Times tW[MAX_THREADS], tSync[MAX_THREADS], tCommit[MAX_THREADS], tClose[MAX_THREADS];
   Times tEng[MAX_THREADS], tWcpu[MAX_THREADS];
   Times tAwMmap, tAwCpu;        /* zero-copy, in a fresh process right after the write; its CPU */
+  Times tMmapCpu;               /* CPU time of the tMmap passes */
   Times tMmap, tCopy, tBMmap, tBCopy, tAMmap, tACopy, tOpen;
   Times tSeqMmap, tSeqCopy, tColdCopy, tColdBatch;
   uint64_t disk;                /* the dataset read, on disk */
@@ -149,6 +150,7 @@ typedef struct WlTimes {
   Times tRaw, tRawDioW;                         /* writes */
   Times tRawPread, tRawMmap, tRawDio, tRawUring, tFio, tRawSeq, tRawCold;
   Times tRawAwMmap, tRawAwCpu;                  /* mmap, fresh process, right after the write; CPU */
+  Times tRawMmapCpu;                            /* CPU time of the tRawMmap passes */
   uint64_t rawDisk;
   VfsTimes *aVt;                                /* one per VFS */
   KvTimes aKv[MAX_KV];

@@ -184,6 +184,7 @@ static void measureReads(Run *r, WlTimes *wt){
   setOrder(r, 0);
   MEASURE(wt->tRawPread, rawPread(r));
   MEASURE(wt->tRawMmap, rawMmap(r));
+  if( wt->tRawMmap.n > wt->tRawMmapCpu.n ) timesAdd(&wt->tRawMmapCpu, r->lastCpu);
   if( b->directRef ){
     MEASURE(wt->tRawDio, rawDirectPread(r));
     MEASURE(wt->tRawUring, rawDirectUring(r));
@@ -195,6 +196,7 @@ static void measureReads(Run *r, WlTimes *wt){
     if( b->vfsSkip[v] ) continue;
     r->iVfs = v;
     MEASURE(vt->tMmap, pdbRead(r, PAGEDB_READ_MMAP, 0));
+    if( vt->tMmap.n > vt->tMmapCpu.n ) timesAdd(&vt->tMmapCpu, r->lastCpu);
     MEASURE(vt->tCopy, pdbRead(r, PAGEDB_READ_COPY, 0));
     MEASURE(vt->tBMmap, pdbBatch(r, PAGEDB_READ_MMAP));
     MEASURE(vt->tBCopy, pdbBatch(r, PAGEDB_READ_COPY));
