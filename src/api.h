@@ -26,6 +26,7 @@ struct pagedb {
   int check;                /* PAGEDB_OPEN_CHECK: bad samples were left out */
   int failed;               /* open failed: only errmsg and close work */
   pid_t pid;                /* the opener's process: a forked child may read, never write */
+  unsigned fork_gen;        /* api_fork_gen() at the open: another value, a forked child */
   /* The index (dindex.h): how this open got it (PAGEDB_INDEX_*), why, and
   ** what the catalog records of it as of the last commit (cat_mu). */
   int ixstate;
@@ -139,7 +140,7 @@ typedef struct Prefetch {
   pthread_cond_t cv;
   pthread_t thread;
   int on;                   /* mu and cv exist: pf_free has work */
-  pid_t pid;                /* the process whose thread reads ahead (fork: prefetch.c) */
+  unsigned fork_gen;        /* api_fork_gen() of the process whose thread reads ahead (fork: prefetch.c) */
   int thread_on, stop;
   pdb_msg err;              /* the worker's; a failed window is read again */
 } Prefetch;
@@ -177,6 +178,10 @@ int api_hint_batch(pagedb_reader *r, int n, const uint64_t *off, const uint64_t 
 /* PAGEDB_OK if DB can take another call: its open succeeded and no earlier
 ** failure made it unusable (db->broken); otherwise the reason, in M. */
 int api_usable(pagedb *db, pdb_msg *m);
+
+/* A number that changes in a child made by fork() (pthread_atfork), read
+** without a system call: equal values, the same process. */
+unsigned api_fork_gen(void);
 
 /* PAGEDB_OK if DB may be written through by the calling process: a child
 ** forked after the open gets PAGEDB_MISUSE (its writes would race the
