@@ -21,13 +21,14 @@
 **                   commit grew it) or the VFS fills its map per read (a
 **                   remote one).
 **
-** That is 2 calls (pagedb_read -> dx_find_memo) and 2 returns, where the
-** path before this file was written so went pagedb_read -> bytes_field ->
-** locate -> idx_find -> dx_find -> (verify -> slot_sum) -> api_extent ->
-** stored_bytes -> pager_map_fill -> pager_map -> api_must_finish: 9 calls
-** out of line and as many returns (the walk of the issue counted 38 stops
-** and 28 returns through prefetch, index, pager, mem and pool).  A read of
-** an INT/REAL field is pagedb_read_int -> dx_find_memo.  A copy read
+** Counted by callgrind (tool/pagedb-readcost, doc/benchmarks.md): 3 calls
+** a read (pagedb_read, read_one, dx_find_memo) and 321 instructions, where
+** the corridor before went through 10 (pagedb_read, bytes_field, locate,
+** idx_find, dx_find, verify, slot_sum, stored_bytes, pager_map_fill,
+** pager_map) and 443; the in-memory index of the build before the index
+** file took 8 and 291, without the slot's checks.  A read of an INT/REAL
+** field is pagedb_read_int -> read_scalar -> dx_find_memo, and right after
+** a read of the same sample's bytes the memo answers it.  A copy read
 ** replaces the last step by one pread into the reader's buffer
 ** (pager_read; pager_fetch on a file that needs aligned I/O).
 **
