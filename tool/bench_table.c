@@ -279,7 +279,8 @@ static void reportReads(Run *r, WlTimes *wt){
                "read after write", 0, &wt->aVt[v].tAwMmap, vfsIsDirect(r) ? 0 : ra,
                "raw mmap after write");
       double pc = median(&wt->aVt[v].tAwCpu), rcpu = median(&wt->tRawAwCpu);
-      if( pc > 0 && rcpu > 0 ){
+      /* The direct VFS's writes leave nothing in the page cache: no comparison. */
+      if( pc > 0 && rcpu > 0 && !vfsIsDirect(r) ){
         printf("      CPU time of the passes (medians; a loaded machine's waits left out): raw %.3f s,"
                " pagedb %.3f s: pagedb at %.1f%% of raw's rate\n", rcpu, pc, 100.0 * rcpu / pc);
       }
