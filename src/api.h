@@ -26,6 +26,7 @@ struct pagedb {
   int check;                /* PAGEDB_OPEN_CHECK: bad samples were left out */
   int failed;               /* open failed: only errmsg and close work */
   pid_t pid;                /* the opener's process: a forked child may read, never write */
+  unsigned fork_gen;        /* api_fork_gen() at the open: another value, a forked child */
   /* The index (dindex.h): how this open got it (PAGEDB_INDEX_*), why, and
   ** what the catalog records of it as of the last commit (cat_mu). */
   int ixstate;
@@ -140,7 +141,7 @@ typedef struct Prefetch {
   pthread_cond_t cv;
   pthread_t thread;
   int on;                   /* mu and cv exist: pf_free has work */
-  pid_t pid;                /* the process whose thread reads ahead (fork: prefetch.c) */
+  unsigned fork_gen;        /* api_fork_gen() of the process whose thread reads ahead (fork: prefetch.c) */
   int thread_on, stop;
   pdb_msg err;              /* the worker's; a failed window is read again */
 } Prefetch;
@@ -150,6 +151,15 @@ struct pagedb_reader {
   pagedb_reader *next;      /* in db->readers */
   int mode;                 /* PAGEDB_READ_MMAP or _COPY */
   int verify;               /* PAGEDB_READ_VERIFY */
+  /* The read corridor (reader.c).  DX and IDX stay the handle's while a
+  ** reader is open: what replaces them (a field add, an in-place vacuum)
+  ** refuses to run then. */
+  Dx *dx;                   /* the mapped index file, or NULL: IDX is the index */
+  Index *idx;               /* the in-memory index (read-only fallback, no map) */
+  DxMemo memo;              /* the last slot dx_find_memo found */
+  const uint8_t *base;      /* zero-copy: the data region's map as last seen */
+  uint64_t lim;             /* ...and the bytes of it that map covers */
+  int fill;                 /* the map is filled per read (a remote VFS) */
   uint8_t *buf;             /* copy mode: the last field read */
   size_t cap;
   uint8_t *zbuf;            /* decompressed values of the last call */
@@ -169,6 +179,10 @@ int api_hint_batch(pagedb_reader *r, int n, const uint64_t *off, const uint64_t 
 /* PAGEDB_OK if DB can take another call: its open succeeded and no earlier
 ** failure made it unusable (db->broken); otherwise the reason, in M. */
 int api_usable(pagedb *db, pdb_msg *m);
+
+/* A number that changes in a child made by fork() (pthread_atfork), read
+** without a system call: equal values, the same process. */
+unsigned api_fork_gen(void);
 
 /* PAGEDB_OK if DB may be written through by the calling process: a child
 ** forked after the open gets PAGEDB_MISUSE (its writes would race the
@@ -234,6 +248,12 @@ void api_reader_free(pagedb_reader *r);
 int pf_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n);
 int pf_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes);
 void pf_free(pagedb_reader *r);
+
+/* The slot of committed sample ID as reader R sees it (without R's memo):
+** NULL if there is none, DX_BAD if the index file's entry is damaged. */
+static inline const uint64_t *api_find(const pagedb_reader *r, int64_t id) {
+  return r->dx ? dx_find(r->dx, id) : idx_find(r->idx, id);
+}
 
 /* Whether field F is stored in pages. */
 static inline int api_is_bytes(const pagedb *db, int f) {

@@ -96,6 +96,20 @@ const uint64_t *dx_find(const Dx *x, int64_t id);
 ** then WHY (N bytes) receives the backend's reason. */
 int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n);
 
+/*
+** dx_find for a reader that often looks the same id up twice in a row (a
+** sample's bytes, then its label): M remembers the last slot found (zeroed
+** by the caller before the first call; one per thread, as a reader is) and
+** is answered again, without a second check, while the snapshot in force
+** is the same.  A damaged entry or a missing id is never remembered.
+*/
+typedef struct DxMemo {
+  const uint64_t *dir;      /* the directory it was found through, NULL: none */
+  int64_t id;
+  const uint64_t *slot;
+} DxMemo;
+const uint64_t *dx_find_memo(const Dx *x, int64_t id, DxMemo *m);
+
 /* Samples in the snapshot in force; 1 + its largest id (0 if none). */
 uint64_t dx_count(const Dx *x);
 int64_t dx_next_id(const Dx *x);

@@ -1,5 +1,15 @@
 /*
-** index.c -- id -> slot, lock-free for readers.
+** index.c -- id -> slot, lock-free for readers: the in-memory index.
+**
+** WHAT IT IS FOR SINCE THE INDEX FILE (dindex.c).  With NAME-index in
+** force (idx_set_disk) this module keeps only the reservations of samples
+** being written (idx_reserve, idx_release), over the file's snapshot, and
+** readers do not come here at all: reader.c looks ids up in the mapped file
+** (dx_find_memo).  Its slot arenas hold samples only when an open has no
+** index file in force: a read-only open of a missing, stale or damaged one
+** (the scan fallback, PAGEDB_INDEX_MEMORY), a writable open on a VFS that
+** cannot map, and a read-write open while it rebuilds the file.  So the
+** structures below are the fallback, off the read path otherwise.
 **
 ** Two structures, split by one number, the dense end D:
 **

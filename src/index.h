@@ -1,6 +1,8 @@
 /*
 ** index.h -- the in-memory map from sample id to where the sample lies,
-** so that a read by id costs O(1) and runs no SQL.
+** so that a read by id costs O(1) and runs no SQL; with an index file in
+** force (dindex.h) only the writers' reservations, the reads going to the
+** file (index.c says when the memory one holds samples).
 **
 ** A sample's entry (a "slot") is NW 64-bit words:
 **   word 0            the id

@@ -120,7 +120,25 @@ int api_usable(pagedb *db, pdb_msg *m) {
   return PAGEDB_OK;
 }
 
+/*
+** Fork detection without a system call per check.  getpid() is one (glibc
+** stopped caching it), and api_own runs on every writer call: four times a
+** sample, a quarter of a W-small ingest's system time.  A child made by
+** fork() runs on_fork_child before it returns, so a handle whose
+** generation is the process's current one was opened in this process.
+*/
+static _Atomic unsigned fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void on_fork_child(void) { atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed); }
+static void fork_init(void) { pthread_atfork(NULL, NULL, on_fork_child); }
+
+unsigned api_fork_gen(void) {
+  pthread_once(&fork_once, fork_init);
+  return atomic_load_explicit(&fork_gen, memory_order_relaxed);
+}
+
 int api_own(pagedb *db, pdb_msg *m) {
+  if (LIKELY(db->fork_gen == api_fork_gen())) return PAGEDB_OK;
   if (db->pid != getpid())
     return pdb_err(db, m, PAGEDB_MISUSE,
                    "%s: this handle was opened by process %ld; process %ld (a fork) may read through it but not write",
@@ -911,6 +929,7 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   pthread_cond_init(&db->wake_cv, NULL);
   db->inserted_tail = &db->inserted;
   db->pid = getpid();
+  db->fork_gen = api_fork_gen();
   pdb_err_forget(db);       /* a message left by a closed handle at this address */
   *out = db;
   int rc;

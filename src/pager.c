@@ -713,6 +713,23 @@ const uint8_t *pager_map(Pager *p) {
   return base ? base + p->data_off : NULL;
 }
 
+const uint8_t *pager_map_span(Pager *p, uint64_t *len) {
+  /* Acquire as pager_map().  MAPLEN is read under mapmu: it changes with
+  ** the map, and a map is never shorter than the one it replaced, so the
+  ** length of the map loaded, or of a later one, bounds it. */
+  pthread_mutex_lock(&p->mapmu);
+  const uint8_t *base = atomic_load_explicit(&p->map, memory_order_acquire);
+  uint64_t n = base ? p->maplen - p->data_off : 0;
+  pthread_mutex_unlock(&p->mapmu);
+  *len = n;
+  return base ? base + p->data_off : NULL;
+}
+
+int pager_map_fills(Pager *p) {
+  const pagedb_io_methods *io = p->fd->pMethods;
+  return io->iVersion >= 3 && io->xMapFill != NULL;
+}
+
 int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end) {
   uint64_t need = p->data_off + end;
   pthread_mutex_lock(&p->mapmu);

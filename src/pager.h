@@ -176,6 +176,16 @@ int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end);
 ** be touched.  The pointer stays valid until pager_close. */
 const uint8_t *pager_map(Pager *p);
 
+/* The data region as mapped now, and in *LEN how many of its bytes the
+** map covers (0 and NULL if unmapped): a reader may keep both and use them
+** for any committed extent that ends within *LEN, since a map stays valid
+** until pager_close; past it, it asks again (a commit grew the map). */
+const uint8_t *pager_map_span(Pager *p, uint64_t *len);
+
+/* Whether the map must be filled (pager_map_fill) before a read touches
+** it: the VFS fills its maps on demand (xMapFill, the remote VFSes). */
+int pager_map_fills(Pager *p);
+
 /* Make the N extents (data offsets OFF[i], LEN[i] bytes) of the map
 ** readable before a reader touches them: a no-op unless the VFS fills its
 ** maps on demand (xMapFill: the remote VFSes).  PAGEDB_OK, or the VFS's

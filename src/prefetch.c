@@ -56,8 +56,8 @@ static int64_t plan(pagedb_reader *r, int64_t pos, int64_t max, uint64_t budget,
   uint64_t bytes = 0;
   int64_t k = 0;
   while (pos + k < pf->n && k < max) {
-    const uint64_t *s = idx_find(r->db->idx, pf->ids[pos + k]);
-    if (!s || !slot_has(s, pf->field)) break;
+    const uint64_t *s = api_find(r, pf->ids[pos + k]);
+    if (!s || s == DX_BAD || !slot_has(s, pf->field)) break;
     uint64_t o, l;
     api_extent(r->db, s, pf->field, &o, &l);
     if (k > 0 && bytes + l > budget) break;
@@ -234,7 +234,7 @@ static void hint(pagedb_reader *r, int64_t pos) {
 ** the originals of) and reads by the usual path.  Returns 1 if dropped.
 */
 static int forked(Prefetch *pf) {
-  if (!pf->on || pf->pid == getpid()) return 0;
+  if (!pf->on || pf->fork_gen == api_fork_gen()) return 0;
   memset(pf, 0, sizeof *pf);
   return 1;
 }
@@ -319,7 +319,7 @@ int pagedb_reader_prefetch(pagedb_reader *r, const int64_t *ids, int64_t n, int 
   pthread_mutex_init(&pf->mu, NULL);
   pthread_cond_init(&pf->cv, NULL);
   pf->on = 1;
-  pf->pid = getpid();
+  pf->fork_gen = api_fork_gen();
   int ok = (pf->ids = pdb_malloc((size_t)n * sizeof *ids)) != NULL;
   for (int i = 0; i < 2 && ok && windowed(r); i++) {
     PfWindow *w = &pf->win[i];

@@ -1,10 +1,48 @@
 /*
 ** reader.c -- reading committed samples by id in O(1).
 **
-** A read is a lock-free index lookup and then either a pointer into the
-** map of the data file (zero-copy) or one pread into the reader's buffer
-** (copy).  Every extent was checked against the page table and the file
-** when it was loaded or committed, so no size is trusted blindly here.
+** THE READ CORRIDOR.  A zero-copy pagedb_read of a BYTES/TEXT field is:
+**
+**   pagedb_read     arguments checked; an order given to read ahead?  (no:
+**                   one load, and read-ahead is out of the way)
+**   find()          the one lookup: dx_find_memo() in the mapped NAME-index
+**                   (dindex.c: the directory in force, the chunk's entry,
+**                   the slot -- three loads -- then its id, checksum and
+**                   extent checked); answered from the reader's memo when
+**                   the same id was found last in the same snapshot (its
+**                   bytes, then its label).  Only an open with no index
+**                   file in force (a read-only open of a missing or damaged
+**                   one, a VFS that cannot map) uses the in-memory index of
+**                   index.c instead: the fallback, off this path otherwise.
+**   api_extent()    offset and length from the slot: arithmetic
+**   data map        the reader's copy of the map's address and length:
+**                   pointer = base + offset, returned.  The pager is asked
+**                   only when the extent lies past the map last seen (a
+**                   commit grew it) or the VFS fills its map per read (a
+**                   remote one).
+**
+** Counted by callgrind (tool/pagedb-readcost, doc/benchmarks.md): 3 calls
+** a read (pagedb_read, read_one, dx_find_memo) and 321 instructions, where
+** the corridor before went through 10 (pagedb_read, bytes_field, locate,
+** idx_find, dx_find, verify, slot_sum, stored_bytes, pager_map_fill,
+** pager_map) and 443; the in-memory index of the build before the index
+** file took 8 and 291, without the slot's checks.  A read of an INT/REAL
+** field is pagedb_read_int -> read_scalar -> dx_find_memo, and right after
+** a read of the same sample's bytes the memo answers it.  A copy read
+** replaces the last step by one pread into the reader's buffer
+** (pager_read; pager_fetch on a file that needs aligned I/O).
+**
+** Read-ahead (prefetch.c) stands beside the corridor: a reader given an
+** order tells it of each position (pf_read), and only copy reads of a
+** direct or remote file are served from its windows; the kernel's
+** read-ahead serves the others, and the bytes still come from the
+** corridor.  Decompression and checksum verification (api_finish) follow
+** it only for fields or readers that ask for them.
+**
+** Every extent was checked against the committed data when its slot was
+** (dx_find) or when it was loaded (the in-memory index), so no size is
+** trusted blindly here.  A damaged index entry is PAGEDB_CORRUPT_INDEX
+** for every kind of read, never PAGEDB_NOTFOUND and never another sample.
 */
 #include "api.h"
 
@@ -32,6 +70,12 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   r->db = db;
   r->mode = mode;
   r->verify = verify;
+  r->idx = db->idx;
+  r->dx = idx_disk(db->idx);
+  if (mode == PAGEDB_READ_MMAP) {
+    r->fill = pager_map_fills(db->pager);
+    r->base = pager_map_span(db->pager, &r->lim);
+  }
   pthread_mutex_lock(&db->mu);
   r->next = db->readers;
   db->readers = r;
@@ -40,78 +84,136 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   return PAGEDB_OK;
 }
 
-/* The slot of sample ID, which must have a value for FIELD. */
-static int locate(pagedb_reader *r, int64_t id, int field, const uint64_t **slot) {
+/* Why a lookup of ID found no slot S (NULL, or DX_BAD: a damaged entry). */
+static int no_slot(pagedb_reader *r, int64_t id, const uint64_t *s) {
   pagedb *db = r->db;
-  if (field < 0 || field >= db->nfield)
-    return pdb_err(r->db, &r->err, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field, db->nfield);
-  const uint64_t *s = idx_find(db->idx, id);
   char why[PDB_MSG_MAX];
-  if (!s && idx_damaged(db->idx, id) && idx_unfetched(db->idx, id, why, sizeof why))
-    return pdb_err(r->db, &r->err, PAGEDB_IOERR_REMOTE, "%s-index: cannot fetch the entry of sample %lld: %s",
+  if (s == DX_BAD && idx_unfetched(db->idx, id, why, sizeof why))
+    return pdb_err(db, &r->err, PAGEDB_IOERR_REMOTE, "%s-index: cannot fetch the entry of sample %lld: %s",
                    db->path, (long long)id, why[0] ? why : "the server failed");
-  if (!s && idx_damaged(db->idx, id))
-    return pdb_err(r->db, &r->err, PAGEDB_CORRUPT_INDEX, "%s-index: the entry of sample %lld is damaged (checksum, id"
+  if (s == DX_BAD)
+    return pdb_err(db, &r->err, PAGEDB_CORRUPT_INDEX, "%s-index: the entry of sample %lld is damaged (checksum, id"
                    " or extent): run pagedb_check; delete the index file to have the next read-write open rebuild it",
                    db->path, (long long)id);
-  if (!s) return pdb_err(r->db, &r->err, PAGEDB_NOTFOUND, "%s: no committed sample with id %lld", db->path, (long long)id);
-  if (!slot_has(s, field))
-    return pdb_err(r->db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld has no value for field '%s'", db->path, (long long)id,
-                       db->fields[field].name);
+  return pdb_err(db, &r->err, PAGEDB_NOTFOUND, "%s: no committed sample with id %lld", db->path, (long long)id);
+}
+
+/* Why FIELD of sample ID (slot S, or NULL if FIELD is out of range) cannot be read. */
+static int no_field(pagedb_reader *r, int64_t id, int field) {
+  pagedb *db = r->db;
+  if (field < 0 || field >= db->nfield)
+    return pdb_err(db, &r->err, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field, db->nfield);
+  return pdb_err(db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld has no value for field '%s'", db->path, (long long)id,
+                 db->fields[field].name);
+}
+
+/* The one lookup of a read: the slot of sample ID, which must have a value
+** for FIELD (in range: the callers checked its type). */
+static inline int find(pagedb_reader *r, int64_t id, int field, const uint64_t **slot) {
+  const uint64_t *s = r->dx ? dx_find_memo(r->dx, id, &r->memo) : idx_find(r->idx, id);
+  if (NEVER(!s || s == DX_BAD)) return no_slot(r, id, s);
+  if (NEVER(!slot_has(s, field))) return no_field(r, id, field);
   *slot = s;
   return PAGEDB_OK;
 }
 
-/* The extent of BYTES/TEXT field FIELD of sample ID, and its slot. */
-static int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len, const uint64_t **slot) {
+/* A field number that is not a BYTES/TEXT field of the dataset. */
+static int not_bytes(pagedb_reader *r, int field) {
   pagedb *db = r->db;
-  if (field >= 0 && field < db->nfield && !api_is_bytes(db, field))
-    return pdb_err(r->db, &r->err, PAGEDB_MISMATCH, "%s: field '%s' is a scalar: use pagedb_read_%s", db->path,
-                       db->fields[field].name, db->fields[field].type == PAGEDB_INT ? "int" : "real");
-  int rc = locate(r, id, field, slot);
-  if (rc == PAGEDB_OK) api_extent(db, *slot, field, off, len);
+  if (field < 0 || field >= db->nfield) return no_field(r, -1, field);
+  return pdb_err(db, &r->err, PAGEDB_MISMATCH, "%s: field '%s' is a scalar: use pagedb_read_%s", db->path,
+                 db->fields[field].name, db->fields[field].type == PAGEDB_INT ? "int" : "real");
+}
+
+/* The extent of BYTES/TEXT field FIELD of sample ID, and its slot. */
+static inline int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len,
+                              const uint64_t **slot) {
+  pagedb *db = r->db;
+  if (NEVER((unsigned)field >= (unsigned)db->nfield || !api_is_bytes(db, field))) return not_bytes(r, field);
+  int rc = find(r, id, field, slot);
+  if (LIKELY(rc == PAGEDB_OK)) api_extent(db, *slot, field, off, len);
+  return rc;
+}
+
+/* Room for N bytes in R's copy buffer (its contents are dropped). */
+static int room(pagedb_reader *r, size_t n) {
+  if (n <= r->cap && r->buf) return PAGEDB_OK;
+  size_t cap;
+  uint8_t *b = pdb_buf_alloc(n, &cap);
+  if (!b) return pdb_err(r->db, &r->err, PAGEDB_NOMEM, "out of memory reading %zu bytes of %s", n, r->db->path);
+  pdb_buf_free(r->buf);
+  r->buf = b;
+  r->cap = cap;
+  return PAGEDB_OK;
+}
+
+/* stored_bytes when the map last seen does not cover the extent or must
+** be filled, and in copy mode. */
+static int stored_slow(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t **src) {
+  Pager *p = r->db->pager;
+  int rc = PAGEDB_OK;
+  if (r->mode == PAGEDB_READ_MMAP) {
+    if (len > 0 && r->fill) rc = pager_map_fill(p, &r->err, 1, &off, &len);
+    r->base = pager_map_span(p, &r->lim);
+    assert(r->base && off + len <= r->lim);   /* commits map what they commit (main.c) */
+    *src = r->base + off;
+    return rc;
+  }
+  *src = (const uint8_t *)"";
+  if (len == 0) return PAGEDB_OK;
+  if (pager_align(p) > 1) return pager_fetch(p, &r->err, off, (size_t)len, &r->buf, &r->cap, src);
+  if ((rc = room(r, (size_t)len)) == PAGEDB_OK && (rc = pager_read(p, &r->err, off, r->buf, (size_t)len)) == PAGEDB_OK)
+    *src = r->buf;
   return rc;
 }
 
 /* The stored bytes of an extent: in the map, or fetched into R's buffer. */
-static int stored_bytes(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t **src) {
-  if (r->mode == PAGEDB_READ_MMAP) {
-    int rc = len > 0 ? pager_map_fill(r->db->pager, &r->err, 1, &off, &len) : PAGEDB_OK;
-    *src = pager_map(r->db->pager) + off;
-    return rc;
+static inline int stored_bytes(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t **src) {
+  if (LIKELY(r->mode == PAGEDB_READ_MMAP && !r->fill && off + len <= r->lim)) {
+    *src = r->base + off;
+    return PAGEDB_OK;
   }
-  *src = (const uint8_t *)"";
-  return len > 0 ? pager_fetch(r->db->pager, &r->err, off, len, &r->buf, &r->cap, src) : PAGEDB_OK;
+  return stored_slow(r, off, len, src);
 }
 
 static int finish_one(pagedb_reader *r, int64_t id, int field, const uint64_t *s, const void **data, size_t *n);
 
-int pagedb_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
-  if (!r || !data || !n) return PAGEDB_MISUSE;
-  *data = NULL;
-  *n = 0;
+/* The corridor: lookup, extent, pointer (or copy), then api_finish's work
+** if the field or the reader asks for it. */
+static inline int read_one(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
   const uint8_t *src;
   const uint64_t *s = NULL;
-  uint64_t off, len;
-  int rc = PAGEDB_OK;
-  if (r->pf.ids && pf_read(r, id, field, data, n)) {
-    src = *data;
-    len = *n;
-  } else {
-    rc = bytes_field(r, id, field, &off, &len, &s);
-    if (rc == PAGEDB_OK) rc = stored_bytes(r, off, len, &src);
-    if (rc != PAGEDB_OK) return rc;
-  }
+  uint64_t off = 0, len = 0;
+  int rc = bytes_field(r, id, field, &off, &len, &s);
+  if (LIKELY(rc == PAGEDB_OK)) rc = stored_bytes(r, off, len, &src);
+  if (NEVER(rc != PAGEDB_OK)) return rc;
   const void *d = src;
   size_t dn = (size_t)len;
-  if (api_must_finish(r, field) && (rc = finish_one(r, id, field, s, &d, &dn)) != PAGEDB_OK) {
-    *data = NULL;
-    *n = 0;
-    return rc;
-  }
+  if (api_must_finish(r, field) && (rc = finish_one(r, id, field, s, &d, &dn)) != PAGEDB_OK) return rc;
   *data = d;
   *n = dn;
   return PAGEDB_OK;
+}
+
+/* A read of a reader given an order: read-ahead is told of the position,
+** and serves it from a window if it has one (copy reads of a direct or
+** remote file); else the corridor reads it. */
+static int read_ahead(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
+  if (!pf_read(r, id, field, data, n)) return read_one(r, id, field, data, n);
+  int rc = api_must_finish(r, field) ? finish_one(r, id, field, NULL, data, n) : PAGEDB_OK;
+  if (rc != PAGEDB_OK) {
+    *data = NULL;
+    *n = 0;
+  }
+  return rc;
+}
+
+int pagedb_read(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
+  if (NEVER(!r || !data || !n)) return PAGEDB_MISUSE;
+  *data = NULL;
+  *n = 0;
+  if (r->pf.ids) return read_ahead(r, id, field, data, n);
+  return read_one(r, id, field, data, n);
 }
 
 /* Check the stored bytes SRC of field F of sample ID (slot S) against their
@@ -154,13 +256,17 @@ static int zroom(pagedb_reader *r, uint64_t need) {
   return PAGEDB_OK;
 }
 
-/* The slot of sample ID again, after its bytes were read: NULL, with the
-** error set, if a delete committed since it was located. */
-static const uint64_t *still_there(pagedb_reader *r, int64_t id, int field) {
-  const uint64_t *s = idx_find(r->db->idx, id);
-  if (s && slot_has(s, field)) return s;
-  pdb_err(r->db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld was deleted while it was read", r->db->path, (long long)id);
-  return NULL;
+/* The slot of sample ID again, after its bytes were read (a delete may
+** have committed since it was found): PAGEDB_OK, or the error, set. */
+static int still_there(pagedb_reader *r, int64_t id, int field, const uint64_t **slot) {
+  const uint64_t *s = api_find(r, id);
+  if (s && s != DX_BAD && slot_has(s, field)) {
+    *slot = s;
+    return PAGEDB_OK;
+  }
+  if (s == DX_BAD) return no_slot(r, id, s);
+  return pdb_err(r->db, &r->err, PAGEDB_NOTFOUND, "%s: sample %lld was deleted while it was read", r->db->path,
+                 (long long)id);
 }
 
 /* The raw length of field F of slot S if its value is stored compressed,
@@ -186,8 +292,9 @@ static int finish_value(pagedb_reader *r, int64_t id, int f, const uint64_t *s, 
 /* api_finish for one value, whose slot S the caller may already have (NULL:
 ** look it up): no pass to size the buffer, no second lookup. */
 static int finish_one(pagedb_reader *r, int64_t id, int field, const uint64_t *s, const void **data, size_t *n) {
-  if (!s && !(s = still_there(r, id, field))) return PAGEDB_NOTFOUND;
-  int rc = zroom(r, zraw(r->db, s, field));
+  int rc = s ? PAGEDB_OK : still_there(r, id, field, &s);
+  if (rc != PAGEDB_OK) return rc;
+  rc = zroom(r, zraw(r->db, s, field));
   return rc == PAGEDB_OK ? finish_value(r, id, field, s, r->zbuf, data, n) : rc;
 }
 
@@ -197,14 +304,14 @@ int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const voi
   ** batch returns stay valid together. */
   uint64_t need = 0;
   for (int i = 0; i < n; i++) {
-    const uint64_t *s = idx_find(db->idx, ids[i]);
-    if (s) need += zraw(db, s, field);
+    const uint64_t *s = api_find(r, ids[i]);
+    if (s && s != DX_BAD) need += zraw(db, s, field);
   }
   int rc = zroom(r, need);
   uint8_t *out = r->zbuf;
   for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
-    const uint64_t *s = still_there(r, ids[i], field);
-    if (!s) return PAGEDB_NOTFOUND;
+    const uint64_t *s;
+    if ((rc = still_there(r, ids[i], field, &s)) != PAGEDB_OK) return rc;
     rc = finish_value(r, ids[i], field, s, out, &data[i], &sizes[i]);
     out += zraw(db, s, field);
   }
@@ -237,12 +344,14 @@ int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t 
 
 static int read_scalar(pagedb_reader *r, int64_t id, int field, int type, uint64_t *bits) {
   pagedb *db = r->db;
-  if (field >= 0 && field < db->nfield && db->fields[field].type != type)
-    return pdb_err(r->db, &r->err, PAGEDB_MISMATCH, "%s: field '%s' is not %s", db->path, db->fields[field].name,
-                       type == PAGEDB_INT ? "an INT" : "a REAL");
-  const uint64_t *s;
-  int rc = locate(r, id, field, &s);
-  if (rc == PAGEDB_OK) *bits = slot_get(s, db->nfield, field);
+  if (NEVER((unsigned)field >= (unsigned)db->nfield || db->fields[field].type != type)) {
+    if (field < 0 || field >= db->nfield) return no_field(r, id, field);
+    return pdb_err(db, &r->err, PAGEDB_MISMATCH, "%s: field '%s' is not %s", db->path, db->fields[field].name,
+                   type == PAGEDB_INT ? "an INT" : "a REAL");
+  }
+  const uint64_t *s = NULL;
+  int rc = find(r, id, field, &s);
+  if (LIKELY(rc == PAGEDB_OK)) *bits = slot_get(s, db->nfield, field);
   return rc;
 }
 

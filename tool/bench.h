@@ -49,6 +49,8 @@ typedef struct Bench {
   char zDir[PATH_MAX];          /* where the files go */
   int dirOwned;                 /* 1: we created zDir and remove it at the end */
   int keep;                     /* --keep: leave the files */
+  int afterWrite;               /* the read-after-write rows (default; --no-after-write) */
+  int afterWriteOnly;           /* --after-write-only: no other read rows, no other systems */
   int nReps;                    /* --reps (0 until set: default by mode) */
   int aThread[MAX_THREADS];     /* --threads */
   int nThread;
@@ -84,6 +86,12 @@ typedef struct Run {
   int64_t *aSeq;                /* 0, 1, 2...: the sequential read order */
   int iOrd;                     /* 0: aOrder is aRandom; 1: aSeq */
   int evict;                    /* 1: the read passes start with their files evicted */
+  int noPrep;                   /* 1: a read-after-write pass: nothing dropped or read in first */
+  uint64_t lastSum;             /* the checksum of the last read pass (raw mmap, pdbRead) */
+  double lastCpu;               /* ...and the CPU seconds of its timed part: on a loaded
+                                ** machine its wall time also counts waits for a core */
+  double childRss;              /* peak RSS of the last fresh-process pass, bytes */
+  double childCpu;              /* ...and the CPU seconds of its pass */
   uint64_t nByte;               /* sum of aSize */
   uint64_t rawSum[2];           /* checksum of the raw pread pass, per order */
   int haveRawSum[2];
@@ -124,6 +132,8 @@ typedef struct WriteTimes {
 typedef struct VfsTimes {
   Times tW[MAX_THREADS], tSync[MAX_THREADS], tCommit[MAX_THREADS], tClose[MAX_THREADS];
   Times tEng[MAX_THREADS], tWcpu[MAX_THREADS];
+  Times tAwMmap, tAwCpu;        /* zero-copy, in a fresh process right after the write; its CPU */
+  Times tMmapCpu;               /* CPU time of the tMmap passes */
   Times tMmap, tCopy, tBMmap, tBCopy, tAMmap, tACopy, tOpen;
   Times tSeqMmap, tSeqCopy, tColdCopy, tColdBatch;
   uint64_t disk;                /* the dataset read, on disk */
@@ -139,6 +149,8 @@ typedef struct KvTimes {
 typedef struct WlTimes {
   Times tRaw, tRawDioW;                         /* writes */
   Times tRawPread, tRawMmap, tRawDio, tRawUring, tFio, tRawSeq, tRawCold;
+  Times tRawAwMmap, tRawAwCpu;                  /* mmap, fresh process, right after the write; CPU */
+  Times tRawMmapCpu;                            /* CPU time of the tRawMmap passes */
   uint64_t rawDisk;
   VfsTimes *aVt;                                /* one per VFS */
   KvTimes aKv[MAX_KV];

@@ -46,7 +46,7 @@ const char *pdbLabel(const Run *r, char *z, size_t n, const char *zRest){
 
 /* The files of a dataset: its path + each. */
 static const char *const azPdbSuffix[] = {
-  "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal"
+  "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal", "-index", "-index.new"
 };
 #define N_PDB_SUFFIX (sizeof(azPdbSuffix) / sizeof(azPdbSuffix[0]))
 
@@ -312,6 +312,7 @@ static void pdbVerify(Run *r, pagedb *db, int mode, size_t window){
 static void beforeRead(Run *r, int catalog){
   char z[PATH_MAX + 96];
   const char *zData = r->zPdb[r->iVfs][r->iRead];
+  if( r->noPrep ) return;       /* read-after-write: the files as the write left them */
   dropCaches(r->b);
   if( !r->b->cold && vfsIsDirect(r) ) evictFile(zData);
   else prepFile(r, zData);
@@ -363,6 +364,7 @@ double pdbRead(Run *r, int mode, size_t window){
   pagedb *db = pdbOpenRead(r);
   if( db == 0 ) return -1;
   int f = pagedb_field_index(db, r->w.field);
+  double c0 = cpuTime(CLOCK_PROCESS_CPUTIME_ID);
   double t0 = now();
   pagedb_reader *rd = readerOpen(r, db, mode, window);
   if( rd == 0 ){ pagedb_close(db); return -1; }
@@ -383,6 +385,8 @@ double pdbRead(Run *r, int mode, size_t window){
   }
   pagedb_reader_close(rd);
   double t = now() - t0;
+  r->lastCpu = cpuTime(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  r->lastSum = h;
   if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ){
     fail(b, "%s read: the bytes differ from the raw file's (checksum)", zMode);
   }
@@ -462,6 +466,7 @@ double pdbBatch(Run *r, int mode){
   }
   pagedb_reader_close(rd);
   double t = now() - t0;
+  r->lastSum = h;
   if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ){
     fail(b, "batch %s read: the bytes differ from the raw file's (checksum)", modeName(mode));
   }

@@ -188,8 +188,9 @@ double rawPread(Run *r){
 /* Read every sample in place through one mmap() of the raw file. */
 double rawMmap(Run *r){
   Bench *b = r->b;
-  dropCaches(b);
+  if( !r->noPrep ) dropCaches(b);
   prepFile(r, r->zRaw);
+  double c0 = cpuTime(CLOCK_PROCESS_CPUTIME_ID);
   double t0 = now();
   int fd = open(r->zRaw, O_RDONLY);
   if( fd < 0 ){ fail(b, "open %s: %s", r->zRaw, strerror(errno)); return -1; }
@@ -206,6 +207,8 @@ double rawMmap(Run *r){
   munmap(p, (size_t)st.st_size);
   close(fd);
   double t = now() - t0;
+  r->lastCpu = cpuTime(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  r->lastSum = h;
   if( r->haveRawSum[r->iOrd] && h != r->rawSum[r->iOrd] ) fail(b, "raw mmap pass: checksum differs from pread's");
   return t;
 }

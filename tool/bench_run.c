@@ -8,8 +8,10 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Describe W's size distribution. */
@@ -77,14 +79,72 @@ static int setUp(Run *r){
 
 /* Another system runs if --compare names it and it is built in. */
 static int kvRuns(const Bench *b, int k){
-  return b->kvOn[k] && kvSys(k)->xOpen != 0;
+  return b->kvOn[k] && kvSys(k)->xOpen != 0 && !b->afterWriteOnly;
+}
+
+/*
+** A read-after-write pass (issue 16): the zero-copy read of every sample in
+** the random order, in a fresh process (forked: new page tables, no map of
+** the file yet) right after the file was written, with nothing read in or
+** dropped first: the page cache's folios as the write left them.  PDB: the
+** pagedb dataset read by the read passes (pdbRead, PAGEDB_READ_MMAP), else
+** the raw file (rawMmap).  Seconds, or -1; the pass's checksum in *PSUM.
+*/
+static double freshAfterWrite(Run *r, int pdb, uint64_t *pSum){
+  int fds[2];
+  struct { double t, rss, cpu; uint64_t h; } res = { -1, -1, -1, 0 };
+  fflush(stdout);
+  fflush(stderr);
+  if( pipe(fds) ){ fail(r->b, "pipe: %s", strerror(errno)); return -1; }
+  pid_t pid = fork();
+  if( pid < 0 ){ fail(r->b, "fork: %s", strerror(errno)); close(fds[0]); close(fds[1]); return -1; }
+  if( pid == 0 ){
+    close(fds[0]);
+    setOrder(r, 0);
+    r->noPrep = 1;
+    /* The bytes are checked against the workload by the read phases. */
+    r->verified[r->iVfs][PAGEDB_READ_MMAP] = 1;
+    res.t = pdb ? pdbRead(r, PAGEDB_READ_MMAP, 0) : rawMmap(r);
+    res.cpu = r->lastCpu;
+    res.h = r->lastSum;
+    res.rss = rssPeak();
+    if( r->b->nFail ) res.t = -1;
+    ssize_t k = write(fds[1], &res, sizeof res);
+    _exit(k == (ssize_t)sizeof res ? 0 : 1);
+  }
+  close(fds[1]);
+  ssize_t k;
+  do k = read(fds[0], &res, sizeof res); while( k < 0 && errno == EINTR );
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if( k != (ssize_t)sizeof res || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || res.t <= 0 ){
+    fail(r->b, "the read-after-write %s pass failed (see its messages above)", pdb ? "pagedb" : "raw mmap");
+    return -1;
+  }
+  *pSum = res.h;
+  r->childRss = res.rss;
+  r->childCpu = res.cpu;
+  return res.t;
+}
+
+/* A fresh-process pass's time into T, with the child's peak RSS, and its
+** CPU time into C. */
+static void addChild(Run *r, Times *t, Times *c, double sec){
+  if( sec <= 0 ) return;
+  timesAdd(t, sec);
+  t->rss[t->n - 1] = r->childRss;
+  timesAdd(c, r->childCpu);
 }
 
 /* The writes: raw, pagedb under each VFS, the other systems, in turn. */
 static void measureWrites(Run *r, WlTimes *wt){
   Bench *b = r->b;
   int nV = b->nVfs ? b->nVfs : 1;
+  uint64_t hRaw = 0, hPdb = 0;
   MEASURE(wt->tRaw, rawWriteFile(r, 0));
+  /* Each file read right after its own write, alternately: raw, pagedb. */
+  if( b->afterWrite ) addChild(r, &wt->tRawAwMmap, &wt->tRawAwCpu, freshAfterWrite(r, 0, &hRaw));
   /* Once refused, O_DIRECT is not tried again: this file system lacks it. */
   if( b->directRef && !r->zDioWhy[0] ) MEASURE(wt->tRawDioW, rawWriteFile(r, 1));
   for(int v = 0; v < nV; v++){
@@ -100,6 +160,10 @@ static void measureWrites(Run *r, WlTimes *wt){
         timesAdd(&vt->tClose[k], w.close);
         timesAdd(&vt->tEng[k], w.engineCpu);
         timesAdd(&vt->tWcpu[k], w.writerCpu);
+        if( b->afterWrite && k == r->iRead && !b->vfsSkip[v] ){
+          addChild(r, &vt->tAwMmap, &vt->tAwCpu, freshAfterWrite(r, 1, &hPdb));
+          if( hRaw && hPdb != hRaw ) fail(b, "read-after-write: pagedb's bytes differ from the raw file's");
+        }
       }
     }
   }
@@ -120,6 +184,7 @@ static void measureReads(Run *r, WlTimes *wt){
   setOrder(r, 0);
   MEASURE(wt->tRawPread, rawPread(r));
   MEASURE(wt->tRawMmap, rawMmap(r));
+  if( wt->tRawMmap.n > wt->tRawMmapCpu.n ) timesAdd(&wt->tRawMmapCpu, r->lastCpu);
   if( b->directRef ){
     MEASURE(wt->tRawDio, rawDirectPread(r));
     MEASURE(wt->tRawUring, rawDirectUring(r));
@@ -131,6 +196,7 @@ static void measureReads(Run *r, WlTimes *wt){
     if( b->vfsSkip[v] ) continue;
     r->iVfs = v;
     MEASURE(vt->tMmap, pdbRead(r, PAGEDB_READ_MMAP, 0));
+    if( vt->tMmap.n > vt->tMmapCpu.n ) timesAdd(&vt->tMmapCpu, r->lastCpu);
     MEASURE(vt->tCopy, pdbRead(r, PAGEDB_READ_COPY, 0));
     MEASURE(vt->tBMmap, pdbBatch(r, PAGEDB_READ_MMAP));
     MEASURE(vt->tBCopy, pdbBatch(r, PAGEDB_READ_COPY));
@@ -221,7 +287,7 @@ int runWorkload(Bench *b, const char *zSpec){
 
   int nFail0 = b->nFail;
   for(int rep = 0; rep < b->nReps && b->nFail == nFail0; rep++) measureWrites(r, &wt);
-  for(int rep = 0; rep < b->nReps && b->nFail == nFail0; rep++) measureReads(r, &wt);
+  for(int rep = 0; rep < b->nReps && b->nFail == nFail0 && !b->afterWriteOnly; rep++) measureReads(r, &wt);
   measureDisk(r, &wt);
   report(r, &wt);
   if( b->nFail != nFail0 ) printf("  FAILED: see the messages on stderr\n");

@@ -5,6 +5,7 @@
 */
 #define _GNU_SOURCE
 #include "bench.h"
+#include "sumbytes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,23 +83,7 @@ void failRc(Bench *b, const char *zCall, int rc, const char *zMsg){
   fail(b, "%s: %s (%s)", zCall, pagedb_errname(rc), zMsg ? zMsg : "no message");
 }
 
-/*
-** A checksum that reads every byte of P[0..N) once, fast enough not to hide
-** the cost of the read it follows: four 64-bit lanes summed, the tail mixed
-** byte by byte.  Every timed read pass combines it the same way (mixSum).
-*/
-static uint64_t sumBytes(const uint8_t *p, size_t n){
-  uint64_t a = 0, b = 0, c = 0, d = 0, t = 0;
-  size_t k = 0;
-  for(; k + 32 <= n; k += 32){
-    uint64_t x[4];
-    memcpy(x, p + k, 32);
-    a += x[0]; b += x[1]; c += x[2]; d += x[3];
-  }
-  for(; k < n; k++) t = t * 31 + p[k];
-  return a ^ (b << 1 | b >> 63) ^ (c << 2 | c >> 62) ^ (d << 3 | d >> 61) ^ t;
-}
-
+/* Every timed read pass folds each sample into its checksum this way. */
 uint64_t mixSum(uint64_t h, const void *p, size_t n){
   return (h ^ sumBytes(p, n)) * 0x100000001b3ull + n;
 }
@@ -181,6 +166,7 @@ void warmFile(const char *zPath){
 }
 
 void prepFile(const Run *r, const char *zPath){
+  if( r->noPrep ) return;       /* read-after-write: the files as the write left them */
   if( r->evict ) evictFile(zPath);
   else if( !r->b->cold ) warmFile(zPath);
 }
