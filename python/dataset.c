@@ -36,12 +36,9 @@
 /* Entering, pins, the reader pool                                     */
 /* ------------------------------------------------------------------ */
 
-/* Make DS usable in this process, a fork of its opener (GIL held: no other
-** thread of this process can be inside DS's locks while it runs, since
-** every thread that uses them took them after this). */
-static void ds_adopt(PyDataset *ds) {
-  pid_t me = getpid();
-  if (ds->pid == me || ds->child == me) return;
+/* Initialise DS's own locks (ds->lock prefers writers, so that close() is
+** not starved by a stream of reads). */
+static void ds_init_locks(PyDataset *ds) {
   pthread_rwlockattr_t a;
   pthread_rwlockattr_init(&a);
   pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -49,7 +46,17 @@ static void ds_adopt(PyDataset *ds) {
   pthread_rwlockattr_destroy(&a);
   pthread_mutex_init(&ds->poolmu, NULL);
   pthread_mutex_init(&ds->pinmu, NULL);
-  for (PdbLink *l = ds->iters; l; l = l->next) pthread_mutex_init(&((PyIter *)((char *)l - offsetof(PyIter, link)))->mu, NULL);
+}
+
+/* Make DS usable in this process, a fork of its opener (GIL held: no other
+** thread of this process can be inside DS's locks while it runs, since
+** every thread that uses them took them after this). */
+static void ds_adopt(PyDataset *ds) {
+  pid_t me = getpid();
+  if (ds->pid == me || ds->child == me) return;
+  ds_init_locks(ds);
+  for (PdbLink *l = ds->iters; l; l = l->next)
+    pthread_mutex_init(&((PyIter *)((char *)l - offsetof(PyIter, link)))->mu, NULL);
   for (PdbLink *l = ds->writers; l; l = l->next)
     pthread_mutex_init(&((PyWriter *)((char *)l - offsetof(PyWriter, link)))->mu, NULL);
   ds->child = me;
@@ -298,13 +305,7 @@ bad:
 static PyObject *dataset_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   PyDataset *ds = (PyDataset *)type->tp_alloc(type, 0);
   if (!ds) return NULL;
-  pthread_rwlockattr_t a;
-  pthread_rwlockattr_init(&a);
-  pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-  pthread_rwlock_init(&ds->lock, &a);
-  pthread_rwlockattr_destroy(&a);
-  pthread_mutex_init(&ds->poolmu, NULL);
-  pthread_mutex_init(&ds->pinmu, NULL);
+  ds_init_locks(ds);
   ds->pid = getpid();
   return (PyObject *)ds;
 }
@@ -908,10 +909,7 @@ static PyGetSetDef dataset_getset[] = {
 static PyMappingMethods dataset_as_mapping = {(lenfunc)dataset_len, (binaryfunc)dataset_getitem, NULL};
 
 PyTypeObject PyDataset_Type = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "_pagedb.Dataset",
-  .tp_basicsize = sizeof(PyDataset),
-  .tp_dealloc = (destructor)dataset_dealloc,
+  PYPDB_TYPE_HEAD("_pagedb.Dataset", PyDataset, dataset_dealloc),
   .tp_as_mapping = &dataset_as_mapping,
   .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
   .tp_doc = "Dataset(path, mode='r', vfs=None, read_mode='mmap', verify=False, page_size=0): a pagedb dataset.",

@@ -193,10 +193,7 @@ static PyGetSetDef iter_getset[] = {
 static PySequenceMethods iter_as_sequence = {.sq_length = (lenfunc)iter_len};
 
 PyTypeObject PyIter_Type = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "_pagedb.Iterator",
-  .tp_basicsize = sizeof(PyIter),
-  .tp_dealloc = (destructor)iter_dealloc,
+  PYPDB_TYPE_HEAD("_pagedb.Iterator", PyIter, iter_dealloc),
   .tp_as_sequence = &iter_as_sequence,
   .tp_flags = Py_TPFLAGS_DEFAULT,
   .tp_doc = "The samples of a list of ids in order, read ahead (Dataset.iterate()).",

@@ -113,7 +113,12 @@ struct PyIter {
   PdbLink link;                   /* in ds->iters */
 };
 
-extern PyTypeObject PyDataset_Type, PyWriter_Type, PyIter_Type, PyMapView_Type, PyHeapView_Type;
+/* The head of each of the module's static types. */
+#define PYPDB_TYPE_HEAD(NAME, CTYPE, DEALLOC) \
+  PyVarObject_HEAD_INIT(NULL, 0) \
+  .tp_name = NAME, .tp_basicsize = sizeof(CTYPE), .tp_dealloc = (destructor)(DEALLOC)
+
+extern PyTypeObject PyDataset_Type, PyWriter_Type, PyIter_Type, PyMapView_Type;
 extern PyTypeObject *PyField_Type;
 extern PyObject *PyPdb_Error;
 

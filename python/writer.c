@@ -273,10 +273,7 @@ static PyGetSetDef writer_getset[] = {
 };
 
 PyTypeObject PyWriter_Type = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "_pagedb.Writer",
-  .tp_basicsize = sizeof(PyWriter),
-  .tp_dealloc = (destructor)writer_dealloc,
+  PYPDB_TYPE_HEAD("_pagedb.Writer", PyWriter, writer_dealloc),
   .tp_flags = Py_TPFLAGS_DEFAULT,
   .tp_doc = "A writer of a dataset (Dataset.writer()); use one per thread.",
   .tp_methods = writer_methods,

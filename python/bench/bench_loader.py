@@ -20,12 +20,18 @@ datasets that yield whole batches).  Two loops, each run for every source:
               one (check(): its 16-byte header -- id and length, as the
               workload writes them -- and the sum of its bytes taken as
               little-endian 64-bit words, so every byte is read), and
-              collates the (id, length, sum) triples with torch's
-              default_collate.  This is the loop of a user transform per
-              sample.
+              collates the (id, length, sum) triples into two int64 arrays
+              and a sum (collate()).  This is the loop of a user transform
+              per sample.
   per-batch   the worker reads the batch into one buffer (values back to
               back, with their offsets) and checks it with NumPy in a few
               calls: every header at once, one word sum of the buffer.
+
+Either way a batch crosses to the main process as (ids, lengths, sum):
+two small NumPy arrays and an int, pickled by value -- not torch tensors,
+each of which would cross through a shared-memory segment of its own, a
+cost per batch (about 1 ms each on this machine) that is the same for every
+source and would hide their differences.
 
 The sources:
 
@@ -54,7 +60,8 @@ and ds.read(i, field) are timed in one thread, in microseconds per sample.
 Files are read once before timing (a warm page cache), as a training job's
 second epoch finds them.  --check npsum replaces the word sum by the sum of
 the bytes with a.sum(dtype=np.uint64) (what the first figures used: NumPy's
-uint8-to-uint64 reduction costs about 2.8 us per KiB, more than the reads).
+uint8-to-uint64 reduction costs about 2.8 us per KiB, more than the reads);
+--check crc32 by zlib.crc32.
 
     /usr/bin/python3 python/bench/bench_loader.py --bench build/tool/pagedb-bench \
         [--img 20000] [--small 1000000] [--dir DIR] [--workers 2] [--batch 64] [--window BYTES] \
@@ -69,6 +76,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 import numpy as np
 import torch
@@ -111,8 +119,17 @@ def check(i, view):
     return i, len(a), SUM(a)
 
 
+def collate(triples):
+    """A batch of check() results as it crosses to the main process: (ids,
+    lengths, sum of the sums), two small int64 arrays and an int, pickled
+    by value (torch tensors would each cross through a shared-memory segment
+    of their own, which costs more than the samples)."""
+    ids, lens, sums = zip(*triples)
+    return np.array(ids, dtype=np.int64), np.array(lens, dtype=np.int64), sum(sums) & MASK
+
+
 def check_batch(ids, data, off):
-    """(ids, lengths, [sum]) of a batch: DATA (uint8) holds the samples IDS
+    """(ids, lengths, sum) of a batch: DATA (uint8) holds the samples IDS
     back to back, sample k at OFF[k]:OFF[k+1]; every header is checked at once
     and the buffer summed as check() sums one sample."""
     ids = np.asarray(ids, dtype=np.int64)
@@ -123,14 +140,14 @@ def check_batch(ids, data, off):
     if not ((hdr[:, 0] == ids).all() and (hdr[:, 1] == lens).all()):
         k = int(np.flatnonzero((hdr[:, 0] != ids) | (hdr[:, 1] != lens))[0])
         raise ValueError("sample %d: header says id %d, %d bytes; %d read" % (ids[k], hdr[k, 0], hdr[k, 1], lens[k]))
-    return torch.from_numpy(ids), torch.from_numpy(lens), torch.tensor([SUM(data)], dtype=torch.int64)
+    return ids, lens, SUM(data)
 
 
 class _Chunked(tud.IterableDataset):
     """An order split among DataLoader workers as pagedb.torch does it:
     worker w takes the batches k of the order with k % workers == w, and
     yields each as a whole batch (per_batch: read() and check_batch();
-    else read_one() per sample, check() and default_collate)."""
+    else read_one() per sample, check() and collate())."""
 
     def __init__(self, order, batch, per_batch):
         self.order, self.batch, self.per_batch = order, batch, per_batch
@@ -147,7 +164,7 @@ class _Chunked(tud.IterableDataset):
             if self.per_batch:
                 yield check_batch(ids, *self.read(ids))
             else:
-                yield tud.default_collate([check(i, self.read_one(i)) for i in ids.tolist()])
+                yield collate([check(i, self.read_one(i)) for i in ids.tolist()])
 
 
 class MemmapSource(_Chunked):
@@ -219,9 +236,11 @@ class PagedbCheckBatch:
 def run_loader(source, batch, workers):
     ctx = "fork" if workers else None
     if isinstance(source, IterableDataset):
-        loader = DataLoader(source, batch_size=batch, num_workers=workers, multiprocessing_context=ctx)
+        loader = DataLoader(source, batch_size=batch, num_workers=workers, multiprocessing_context=ctx,
+                            collate_fn=collate)
     else:
-        loader = tud.DataLoader(source, batch_size=None, num_workers=workers, multiprocessing_context=ctx)
+        loader = tud.DataLoader(source, batch_size=None, num_workers=workers, multiprocessing_context=ctx,
+                                collate_fn=lambda b: b)
     r0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     n = 0
@@ -229,8 +248,8 @@ def run_loader(source, batch, workers):
     total = 0
     for i, ln, s in loader:
         n += len(i)
-        ids.append(i.numpy())
-        total = (total + sum(s.tolist())) & MASK
+        ids.append(i)
+        total = (total + s) & MASK
     dt = time.perf_counter() - t0
     del loader   # the workers exit (an exhausted iterator has shut them down): their CPU time is counted
     r1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -363,13 +382,13 @@ def main():
     ap.add_argument("--loops", default="per-sample,per-batch", help="the loops to run (%(default)s)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of every loop and source, alternating; the best "
                     "counts (%(default)s)")
-    ap.add_argument("--check", choices=("words", "npsum"), default="words",
+    ap.add_argument("--check", choices=("words", "npsum", "crc32"), default="words",
                     help="how the bytes are summed: 64-bit words, or NumPy's uint8 sum (%(default)s)")
     args = ap.parse_args()
     args.sources = args.sources.split(",")
     args.loops = args.loops.split(",")
     global SUM
-    SUM = word_sum if args.check == "words" else np_sum
+    SUM = {"words": word_sum, "npsum": np_sum, "crc32": lambda a: zlib.crc32(a)}[args.check]
     d = args.dir
     tmp = None
     if d is None or not os.path.exists(os.path.join(d, "raw-W-img.bin")):

@@ -278,6 +278,10 @@ class IterableDataset(_tud.IterableDataset):
                 yield collate([t(s) for s in chunk] if t is not None else chunk)
 
 
+def _as_is(batch):
+    return batch
+
+
 class DataLoader(_tud.DataLoader):
     """A torch DataLoader over a ``pagedb.torch.IterableDataset`` whose
     workers make whole batches (see IterableDataset) -- batch_size and
@@ -295,7 +299,9 @@ class DataLoader(_tud.DataLoader):
                 raise ValueError("DataLoader(drop_last=True) over a pagedb IterableDataset: give the dataset "
                                  "drop_last=True (its order is then cut to a multiple of the world), and "
                                  "batches are whole but the last")
-            super().__init__(dataset, None, *args, **kw)
+            # The workers' batches are final: torch neither collates nor
+            # converts them (a batch_transform's result arrives as it is).
+            super().__init__(dataset, None, *args, collate_fn=_as_is, **kw)
         else:
             if isinstance(dataset, IterableDataset):
                 dataset.collate_fn = None   # batch_size None: sample by sample
