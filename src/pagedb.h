@@ -29,7 +29,7 @@
 ** pagedb_vacuum and pagedb_attach return PAGEDB_MISUSE in any process but
 ** the opener's, and pagedb_close in a child commits nothing (it only
 ** frees the child's copy; the parent's handle is unaffected).  Nor may a
-** child run pagedb_sql on an inherited handle (SQLite connections must
+** child run pagedb_sql (or pagedb_sql_values) on an inherited handle (SQLite connections must
 ** not cross fork()): open a handle of its own.  Read-ahead set up before
 ** the fork (pagedb_reader_prefetch) is dropped in a child, whose reads then
 ** go the usual way.  On the "io_uring" VFS a child must not make batched
