@@ -235,18 +235,23 @@ static PyObject *packed_wrap(PyDataset *ds, const int64_t *ids, int64_t n, Col *
   return out;
 }
 
-/* Read fields NUMS of IDS through R (a pool reader when R is NULL) and wrap
-** them.  GIL held on entry and return. */
-static PyObject *packed_call(PyDataset *ds, pagedb_reader *r, const int64_t *ids, int64_t n, const int *nums,
-                             int nf) {
+/* Read fields NUMS of IDS through *RP (an iterator's reader, read once the
+** handle is entered: close() may have closed it), or a pool reader when RP
+** is NULL, and wrap them.  GIL held on entry and return. */
+static PyObject *packed_call(PyDataset *ds, pagedb_reader *const *rp, const int64_t *ids, int64_t n,
+                             const int *nums, int nf) {
   Col stack[8], *cols = nf <= 8 ? stack : PyMem_Malloc(sizeof(Col) * (size_t)nf);
   if (!cols) return PyErr_NoMemory();
   memset(cols, 0, sizeof(Col) * (size_t)nf);
   PdbErr e;
   int rc = -1;
   Py_BEGIN_ALLOW_THREADS
-  if (r) {
-    rc = packed_read(ds, r, ids, n, nums, nf, cols, &e);
+  if (rp) {
+    if (ds_enter(ds, &e) == 0) {
+      if (*rp) rc = packed_read(ds, *rp, ids, n, nums, nf, cols, &e);
+      else pdberr_set(&e, PAGEDB_MISUSE, "the iterator is closed");
+      ds_leave(ds);
+    }
   } else {
     pagedb_reader *pr = ds_enter_reader(ds, &e);
     if (pr) {
@@ -299,10 +304,7 @@ PyObject *iter_next_packed(PyIter *it, PyObject *arg) {
   const int64_t *ids;
   int64_t n;
   if ((k == -1 && PyErr_Occurred()) || ds_check_open(it->ds) || iter_take(it, k, &ids, &n) < 0) return NULL;
-  PyObject *out;
-  if (n == 0) out = Py_NewRef(Py_None);
-  else if (!it->r) out = pdb_raise(PAGEDB_MISUSE, "the iterator is closed");
-  else out = packed_call(it->ds, it->r, ids, n, it->fields, it->nfield);
+  PyObject *out = n == 0 ? Py_NewRef(Py_None) : packed_call(it->ds, &it->r, ids, n, it->fields, it->nfield);
   it->pos += n;
   pthread_mutex_unlock(&it->mu);
   return out;
@@ -324,10 +326,12 @@ PyObject *iter_next_batch(PyIter *it, PyObject *arg) {
   int failed = 0;
   if (list && n > 0) {
     Py_BEGIN_ALLOW_THREADS
-    if (!it->r) {
-      pdberr_set(&e, PAGEDB_MISUSE, "the iterator is closed");
-      failed = 1;
-    } else if (ds_enter(it->ds, &e) == 0) {
+    if (ds_enter(it->ds, &e) == 0) {
+      /* Looked at entered: close() closes the reader under the exclusive lock. */
+      if (!it->r) {
+        pdberr_set(&e, PAGEDB_MISUSE, "the iterator is closed");
+        failed = 1;
+      }
       while (done < n && !failed) {
         if (ds_fetch_sample(it->ds, it->r, ids[done], it->fields, nf, slots + done * nf, &e) < 0) failed = 1;
         else done++;

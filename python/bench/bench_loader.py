@@ -208,6 +208,16 @@ class SqliteSource(_Chunked):
         return np.frombuffer(b"".join(parts), dtype=np.uint8), offs
 
 
+class FloorSource(_Chunked):
+    """No source at all: each worker yields (its batch's ids, zeros, 0)
+    without reading or checking anything -- what the DataLoader loop itself
+    costs, the floor under every source."""
+
+    def __iter__(self):
+        for ids in self.chunks():
+            yield ids, np.zeros(len(ids), dtype=np.int64), 0
+
+
 class PagedbCheck:
     """pagedb's per-sample transform: check() of the sample's field.  The
     id is the sample's position in the order, which a sample dict does not
@@ -348,6 +358,13 @@ def bench_workload(name, count, d, args, rows):
                     res[key] = (n / dt, dt, total, cpu / n * 1e6)
                 print("  %-8s %-10s %-8s round %d: %9d samples in %7.2f s = %9.0f samples/s; CPU %7.1f us/sample"
                       % (name, loop, src, rnd + 1, n, dt, n / dt, cpu / n * 1e6), flush=True)
+    if not args.bare_only:
+        n, dt, ids, total, cpu = run_loader(FloorSource(order, b, True), b, w)
+        if n != count or not (ids == order).all():
+            raise SystemExit("%s floor: %d samples, not the order" % (name, n))
+        res[("floor", "none")] = (n / dt, dt, 0, cpu / n * 1e6)
+        print("  %-8s the loop alone, empty batches: %9d samples in %7.2f s = %9.0f samples/s; CPU %7.1f us/sample"
+              % (name, n, dt, n / dt, cpu / n * 1e6), flush=True)
     for loop in args.loops:
         sums = {v[2] for k, v in res.items() if k[0] == loop}
         if len(sums) > 1:
@@ -413,6 +430,11 @@ def main():
             p, m, s = (res.get((loop, k), (float("nan"),))[0] for k in ("pagedb", "memmap", "sqlite3"))
             print("%-8s %-10s %9d %12.0f %12.0f %12.0f %9.1f%% %9.2fx" % (name, loop, count, p, m, s, 100 * p / m,
                                                                           p / s))
+    print()
+    for name, count, res, *_ in ([] if args.bare_only else rows):
+        f = res[("floor", "none")]
+        print("%-8s the DataLoader loop alone (empty batches, nothing read): %9.0f samples/s, CPU %.1f us/sample"
+              % (name, f[0], f[3]))
     print()
     print("CPU time (the main process and its workers, user + system) per sample, in the best round (us):")
     print("%-8s %-10s %10s %10s %10s %12s %12s" % ("workload", "loop", "pagedb", "memmap", "sqlite3",

@@ -16,9 +16,11 @@
   is initialised, or given -- split again among the DataLoader's workers,
   reading ahead through ``Dataset.iterate`` (``pagedb_reader_prefetch``).
 
-Each process opens the dataset itself (a pagedb handle must not cross a
-fork, and cannot be pickled for spawn): the objects here carry the path and
-the options, and open lazily in whichever process iterates them.
+Each process opens the dataset itself (a handle cannot be pickled for
+spawn; a forked worker could read through the parent's, but one code path
+serves both, and the worker's own handle needs no lock shared with the
+parent's threads): the objects here carry the path and the options, and
+open lazily in whichever process iterates them.
 
 Workers and order.  The DataLoader takes batches from its workers in turn
 (worker 0, 1, ..., 0, 1, ...).  Worker w therefore reads the chunks k of
