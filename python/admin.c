@@ -243,7 +243,14 @@ static int do_stats(PyDataset *ds, void *arg, PdbErr *e) {
   return rc;
 }
 
-#define STAT(d, s, name) (PyDict_SetItemString(d, #name, tmp = PyLong_FromLongLong((s)->name)), Py_XDECREF(tmp))
+/* D[NAME] = V; a failure is left set for the caller to see (PyErr_Occurred). */
+static void set_int(PyObject *d, const char *name, int64_t v) {
+  PyObject *o = PyErr_Occurred() ? NULL : PyLong_FromLongLong(v);
+  if (o) PyDict_SetItemString(d, name, o);
+  Py_XDECREF(o);
+}
+
+#define STAT(d, s, name) set_int(d, #name, (s)->name)
 
 /* stats() -> dict of pagedb_stats's counts, "fill_hist" a list, and "fields"
 ** a dict of each field's pagedb_field_stats. */
@@ -252,7 +259,7 @@ static PyObject *admin_stats(PyDataset *ds, PyObject *noarg) {
   StatsCtx c = {.nfield = ds->nfield};
   c.fs = PyMem_Calloc(c.nfield ? (size_t)c.nfield : 1, sizeof *c.fs);
   if (!c.fs) return PyErr_NoMemory();
-  PyObject *r = ds_call(ds, 0, do_stats, &c), *d = r ? PyDict_New() : NULL, *tmp, *fields = NULL, *hist = NULL;
+  PyObject *r = ds_call(ds, 0, do_stats, &c), *d = r ? PyDict_New() : NULL, *fields = NULL, *hist = NULL;
   Py_XDECREF(r);
   if (d) {
     const pagedb_stat *s = &c.st;
@@ -261,14 +268,18 @@ static PyObject *admin_stats(PyDataset *ds, PyObject *noarg) {
     STAT(d, s, bytes_header); STAT(d, s, bytes_waste); STAT(d, s, moved); STAT(d, s, io_reads);
     STAT(d, s, io_read_bytes); STAT(d, s, io_writes); STAT(d, s, io_write_bytes); STAT(d, s, io_syncs);
     hist = PyList_New(10);
-    for (int i = 0; hist && i < 10; i++) PyList_SET_ITEM(hist, i, PyLong_FromLongLong(s->fill_hist[i]));
+    for (int i = 0; hist && i < 10; i++) {
+      PyObject *o = PyLong_FromLongLong(s->fill_hist[i]);
+      if (!o) Py_CLEAR(hist);
+      else PyList_SET_ITEM(hist, i, o);
+    }
     fields = PyDict_New();
     for (int f = 0; fields && f < c.nfield; f++) {
       PyObject *fd = PyDict_New();
       if (!fd) break;
       STAT(fd, &c.fs[f], values); STAT(fd, &c.fs[f], compressed); STAT(fd, &c.fs[f], bytes_stored);
       STAT(fd, &c.fs[f], bytes_raw);
-      PyDict_SetItem(fields, PyStructSequence_GET_ITEM(PyTuple_GET_ITEM(ds->fields, f), 0), fd);
+      if (!PyErr_Occurred()) PyDict_SetItem(fields, PyStructSequence_GET_ITEM(PyTuple_GET_ITEM(ds->fields, f), 0), fd);
       Py_DECREF(fd);
     }
     if (!hist || !fields || PyDict_SetItemString(d, "fill_hist", hist) < 0 ||

@@ -29,9 +29,10 @@ datasets that yield whole batches).  Two loops, each run for every source:
 
 Either way a batch crosses to the main process as (ids, lengths, sum):
 two small NumPy arrays and an int, pickled by value -- not torch tensors,
-each of which would cross through a shared-memory segment of its own, a
-cost per batch (about 1 ms each on this machine) that is the same for every
-source and would hide their differences.
+each of which would cross through a shared-memory segment of its own: on
+this machine three small tensors per batch cost 4.6 ms of CPU per batch
+against 0.5 ms for the arrays (the loop alone, empty batches), the same for
+every source, which would hide their differences.
 
 The sources:
 
