@@ -398,6 +398,7 @@ def main():
     ap.add_argument("--bare-only", action="store_true", help="skip the DataLoader runs")
     ap.add_argument("--window", type=int, default=16 << 20, help="pagedb's read-ahead bytes (%(default)s)")
     ap.add_argument("--loops", default="per-sample,per-batch", help="the loops to run (%(default)s)")
+    ap.add_argument("--workloads", default="W-img,W-small", help="the workloads to run (%(default)s)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of every loop and source, alternating; the best "
                     "counts (%(default)s)")
     ap.add_argument("--check", choices=("words", "npsum", "crc32"), default="words",
@@ -421,8 +422,10 @@ def main():
           % (torch.__version__, np.__version__, sqlite3.sqlite_version, pagedb.__version__, args.workers,
              args.batch, args.check, args.rounds))
     rows = []
-    bench_workload("W-img", args.img, d, args, rows)
-    bench_workload("W-small", args.small, d, args, rows)
+    for name in args.workloads.split(","):
+        if name not in ("W-img", "W-small"):
+            raise SystemExit("--workloads: W-img and/or W-small, not %r" % name)
+        bench_workload(name, args.img if name == "W-img" else args.small, d, args, rows)
     print()
     print("%-8s %-10s %9s %12s %12s %12s %10s %10s" % ("workload", "loop", "samples", "pagedb/s", "memmap/s",
                                                        "sqlite3/s", "vs memmap", "vs sqlite3"))
