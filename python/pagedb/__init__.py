@@ -39,11 +39,12 @@ class Batch:
     memoryview of the batch's buffer, TEXT as str unless RAW, missing values
     None); ``batch.values(name)`` every sample's value of one field."""
 
-    __slots__ = ("ids", "columns", "present", "text")
+    __slots__ = ("ids", "columns", "present", "text", "_gets")
 
     def __init__(self, ids, columns, present, text=()):
         self.ids, self.columns, self.present = ids, columns, present
         self.text = frozenset(text)      # the TEXT fields to decode (none when raw)
+        self._gets = None                # [(name, getter)], made at the first batch[k]
 
     def __len__(self):
         return len(self.ids)
@@ -75,7 +76,9 @@ class Batch:
             k += n
         if not 0 <= k < n:
             raise IndexError("sample %d of a batch of %d" % (k, n))
-        return {name: self._getter(name)(k) for name in self.columns}
+        if self._gets is None:
+            self._gets = [(name, self._getter(name)) for name in self.columns]
+        return {name: g(k) for name, g in self._gets}
 
     def __iter__(self):
         """The samples, as batch[k] gives them."""
