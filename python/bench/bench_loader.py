@@ -343,7 +343,7 @@ def bench_workload(name, count, d, args, rows):
             for src in args.sources:
                 if src == "pagedb":
                     source = IterableDataset(pdb_path, kind="random", seed=SEED, fields=[field], raw=True,
-                                             window=args.window,
+                                             window=args.window, read_mode=args.read_mode,
                                              transform=None if per_batch else PagedbCheck(field),
                                              batch_transform=PagedbCheckBatch(field) if per_batch else None)
                 elif src == "memmap":
@@ -399,6 +399,8 @@ def main():
     ap.add_argument("--window", type=int, default=16 << 20, help="pagedb's read-ahead bytes (%(default)s)")
     ap.add_argument("--loops", default="per-sample,per-batch", help="the loops to run (%(default)s)")
     ap.add_argument("--workloads", default="W-img,W-small", help="the workloads to run (%(default)s)")
+    ap.add_argument("--read-mode", default="mmap", choices=("mmap", "copy"),
+                    help="pagedb's read mode in the DataLoader loops (%(default)s)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of every loop and source, alternating; the best "
                     "counts (%(default)s)")
     ap.add_argument("--check", choices=("words", "npsum", "crc32"), default="words",
