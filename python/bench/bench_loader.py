@@ -77,6 +77,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 import zlib
 
 import numpy as np
@@ -144,6 +145,34 @@ def check_batch(ids, data, off):
     return ids, lens, SUM(data)
 
 
+def deliver(data, off):
+    """A batch as the deliver loop hands it to the main process: its bytes
+    DATA (uint8) and OFF (int64, the samples' bounds) as two torch tensors,
+    which torch moves into shared memory as it sends them (the bytes are
+    copied once, in the worker, and mapped by the main process), as any
+    training job's batches cross.  torch.from_numpy shares the array's
+    memory (sqlite3's joined bytes are read-only: torch warns, and the
+    tensor is only read)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(data), torch.from_numpy(off)
+
+
+def delivered_ids(data, off):
+    """The main process's cheap check of a delivered batch: its samples'
+    16-byte headers, read at once (ids and lengths), the lengths checked
+    against OFF.  The ids, whose order the caller checks."""
+    d, o = data.numpy(), off.numpy()
+    lens = np.diff(o)
+    if len(o) < 1 or o[0] != 0 or o[-1] != len(d) or (lens < 16).any():
+        raise ValueError("a delivered batch's offsets do not cut its %d bytes into samples" % len(d))
+    hdr = d[o[:-1, None] + np.arange(16)].view("<u8")
+    if not (hdr[:, 1] == lens).all():
+        k = int(np.flatnonzero(hdr[:, 1] != lens)[0])
+        raise ValueError("sample %d: header says %d bytes; %d delivered" % (hdr[k, 0], hdr[k, 1], lens[k]))
+    return hdr[:, 0].astype(np.int64)
+
+
 class _Chunked(tud.IterableDataset):
     """An order split among DataLoader workers as pagedb.torch does it:
     worker w takes the batches k of the order with k % workers == w, and
@@ -151,6 +180,7 @@ class _Chunked(tud.IterableDataset):
     else read_one() per sample, check() and collate())."""
 
     def __init__(self, order, batch, per_batch):
+        # per_batch: True, False or "deliver" (read() and deliver())
         self.order, self.batch, self.per_batch = order, batch, per_batch
 
     def chunks(self):
@@ -162,7 +192,9 @@ class _Chunked(tud.IterableDataset):
     def __iter__(self):
         self.open()
         for ids in self.chunks():
-            if self.per_batch:
+            if self.per_batch == "deliver":
+                yield deliver(*self.read(ids))
+            elif self.per_batch:
                 yield check_batch(ids, *self.read(ids))
             else:
                 yield collate([check(i, self.read_one(i)) for i in ids.tolist()])
@@ -234,6 +266,17 @@ class PagedbCheck:
         return check(int(sid), v)
 
 
+class PagedbDeliver:
+    """pagedb's batch_transform in the deliver loop: deliver() of a
+    pagedb.Batch's column (read by one C call, Iterator.next_packed)."""
+
+    def __init__(self, field):
+        self.field = field
+
+    def __call__(self, batch):
+        return deliver(*batch.columns[self.field])
+
+
 class PagedbCheckBatch:
     """pagedb's batch_transform: check_batch() of a pagedb.Batch."""
 
@@ -244,7 +287,10 @@ class PagedbCheckBatch:
         return check_batch(batch.ids, *batch.columns[self.field])
 
 
-def run_loader(source, batch, workers):
+def run_loader(source, batch, workers, deliver_loop=False, verify=False):
+    """The loop over a DataLoader of SOURCE: (samples, seconds, ids, sum,
+    CPU seconds).  DELIVER_LOOP: batches are deliver()'s tensors, checked by
+    delivered_ids() only; VERIFY (untimed use) also sums their bytes."""
     ctx = "fork" if workers else None
     if isinstance(source, IterableDataset):
         loader = DataLoader(source, batch_size=batch, num_workers=workers, multiprocessing_context=ctx,
@@ -257,10 +303,18 @@ def run_loader(source, batch, workers):
     n = 0
     ids = []
     total = 0
-    for i, ln, s in loader:
-        n += len(i)
-        ids.append(i)
-        total = (total + s) & MASK
+    if deliver_loop:
+        for data, off in loader:
+            i = delivered_ids(data, off)
+            n += len(i)
+            ids.append(i)
+            if verify:
+                total = (total + SUM(data.numpy())) & MASK
+    else:
+        for i, ln, s in loader:
+            n += len(i)
+            ids.append(i)
+            total = (total + s) & MASK
     dt = time.perf_counter() - t0
     del loader   # the workers exit (an exhausted iterator has shut them down): their CPU time is counted
     r1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -339,18 +393,29 @@ def bench_workload(name, count, d, args, rows):
     # by the other programs on the machine).
     for rnd in range(0 if args.bare_only else args.rounds):
         for loop in args.loops:
-            per_batch = loop == "per-batch"
-            for src in args.sources:
+            per_batch = {"per-sample": False, "per-batch": True, "deliver": "deliver"}[loop]
+            dl = loop == "deliver"
+
+            def make(src):
                 if src == "pagedb":
-                    source = IterableDataset(pdb_path, kind="random", seed=SEED, fields=[field], raw=True,
-                                             window=args.window, read_mode=args.read_mode,
-                                             transform=None if per_batch else PagedbCheck(field),
-                                             batch_transform=PagedbCheckBatch(field) if per_batch else None)
-                elif src == "memmap":
-                    source = MemmapSource(raw, offsets, lengths, order, b, per_batch)
-                else:
-                    source = SqliteSource(sq, order, b, per_batch)
-                n, dt, ids, total, cpu = run_loader(source, b, w)
+                    bt = PagedbDeliver(field) if dl else PagedbCheckBatch(field) if per_batch else None
+                    return IterableDataset(pdb_path, kind="random", seed=SEED, fields=[field], raw=True,
+                                           window=args.window, read_mode=args.read_mode,
+                                           transform=None if per_batch else PagedbCheck(field), batch_transform=bt)
+                if src == "memmap":
+                    return MemmapSource(raw, offsets, lengths, order, b, per_batch)
+                return SqliteSource(sq, order, b, per_batch)
+            for src in args.sources:
+                if dl and rnd == 0:
+                    # The bytes' sum, in an untimed pass of the same loop.
+                    n, dt, ids, total, cpu = run_loader(make(src), b, w, True, True)
+                    if n != count or not (ids == order).all():
+                        raise SystemExit("%s deliver %s (untimed): read %d samples, not the %d of the order"
+                                         % (name, src, n, count))
+                    res[("deliver-sum", src)] = (0, 0, total, 0)
+                n, dt, ids, total, cpu = run_loader(make(src), b, w, dl)
+                if dl:
+                    total = res[("deliver-sum", src)][2]
                 if n != count or not (ids == order).all():
                     raise SystemExit("%s %s %s: read %d samples, not the %d of the order in order"
                                      % (name, loop, src, n, count))
@@ -366,7 +431,7 @@ def bench_workload(name, count, d, args, rows):
         res[("floor", "none")] = (n / dt, dt, 0, cpu / n * 1e6)
         print("  %-8s the loop alone, empty batches: %9d samples in %7.2f s = %9.0f samples/s; CPU %7.1f us/sample"
               % (name, n, dt, n / dt, cpu / n * 1e6), flush=True)
-    for loop in args.loops:
+    for loop in args.loops + ["deliver-sum"]:
         sums = {v[2] for k, v in res.items() if k[0] == loop}
         if len(sums) > 1:
             raise SystemExit("%s %s: the sources' byte sums differ: %r" % (name, loop, res))
@@ -397,7 +462,7 @@ def main():
     ap.add_argument("--sources", default="pagedb,memmap,sqlite3")
     ap.add_argument("--bare-only", action="store_true", help="skip the DataLoader runs")
     ap.add_argument("--window", type=int, default=16 << 20, help="pagedb's read-ahead bytes (%(default)s)")
-    ap.add_argument("--loops", default="per-sample,per-batch", help="the loops to run (%(default)s)")
+    ap.add_argument("--loops", default="per-sample,per-batch,deliver", help="the loops to run (%(default)s)")
     ap.add_argument("--workloads", default="W-img,W-small", help="the workloads to run (%(default)s)")
     ap.add_argument("--read-mode", default="mmap", choices=("mmap", "copy"),
                     help="pagedb's read mode in the DataLoader loops (%(default)s)")
@@ -408,6 +473,9 @@ def main():
     args = ap.parse_args()
     args.sources = args.sources.split(",")
     args.loops = args.loops.split(",")
+    for loop in args.loops:
+        if loop not in ("per-sample", "per-batch", "deliver"):
+            raise SystemExit("--loops: per-sample, per-batch and/or deliver, not %r" % loop)
     global SUM
     SUM = {"words": word_sum, "npsum": np_sum, "crc32": lambda a: zlib.crc32(a)}[args.check]
     d = args.dir
