@@ -14,7 +14,7 @@ so the batches come out in the order's order, which is checked.  Every
 worker makes whole batches itself (torch's per-sample fetching is not used
 by any source: pagedb.torch.DataLoader hands the batch size to pagedb's
 dataset; the other two are torch DataLoaders with batch_size=None over
-datasets that yield whole batches).  Two loops, each run for every source:
+datasets that yield whole batches).  Three loops, each run for every source:
 
   per-sample  the worker reads the batch's samples one by one, checks each
               one (check(): its 16-byte header -- id and length, as the
@@ -27,8 +27,22 @@ datasets that yield whole batches).  Two loops, each run for every source:
               back, with their offsets) and checks it with NumPy in a few
               calls: every header at once, one word sum of the buffer.
 
-Either way a batch crosses to the main process as (ids, lengths, sum):
-two small NumPy arrays and an int, pickled by value -- not torch tensors,
+  deliver     what a training job's loader does, with no checksum: the
+              worker reads the batch into one buffer as per-batch does and
+              hands the bytes themselves to the main process, as a torch
+              uint8 tensor and an int64 tensor of offsets (deliver()): torch
+              copies each into a shared-memory segment as it sends it, and
+              the main process maps it -- the usual transfer of a batch.
+              The main process reads every sample's 16-byte header from the
+              delivered tensor at once (delivered_ids(): its id, whose order
+              is checked, and its length, against the offsets) and counts.
+              The bytes are checked in an untimed pass of the same loop run
+              first (round 1), whose main process also word-sums every
+              delivered tensor: the sums must agree between the sources.
+
+In per-sample and per-batch a batch crosses to the main process as (ids,
+lengths, sum): two small NumPy arrays and an int, pickled by value -- not
+torch tensors,
 each of which would cross through a shared-memory segment of its own: on
 this machine three small tensors per batch cost 4.6 ms of CPU per batch
 against 0.5 ms for the arrays (the loop alone, empty batches), the same for
@@ -41,7 +55,8 @@ The sources:
            C call per batch (Iterator.next_batch) gives the batch's samples
            as dicts of zero-copy memoryviews of the map.  Per-batch: one C
            call per batch (Iterator.next_packed) copies the batch's values
-           into one buffer (a pagedb.Batch), passed to batch_transform.
+           into one buffer (a pagedb.Batch), passed to batch_transform
+           (deliver: the buffer and its offsets become the two tensors).
   memmap   numpy.memmap of the raw file (the samples back to back, at offsets
            known in advance), viewed as a plain ndarray so that a slice is
            a cheap view (a numpy.memmap slice builds a memmap subclass).
@@ -53,7 +68,8 @@ The sources:
            times faster than a query per row), the rows put in the batch's
            order and joined into one bytes object.
 
-All three read the same ids in the same order, and their sums must agree.
+All three read the same ids in the same order, and their sums must agree
+(per loop).
 Before that, the same order is read by each source in this process alone,
 without DataLoader or transform (one byte of every page touched): what the
 source itself costs.  Then ds[i] (a dict of every field), ds.view(i, field)
@@ -66,7 +82,7 @@ uint8-to-uint64 reduction costs about 2.8 us per KiB, more than the reads);
 
     /usr/bin/python3 python/bench/bench_loader.py --bench build/tool/pagedb-bench \
         [--img 20000] [--small 1000000] [--dir DIR] [--workers 2] [--batch 64] [--window BYTES] \
-        [--loops per-sample,per-batch] [--sources pagedb,memmap,sqlite3] [--check words|npsum]
+        [--loops per-sample,per-batch,deliver] [--rounds 2] [--sources pagedb,memmap,sqlite3] [--check words|npsum]
 """
 import argparse
 import os
