@@ -10,11 +10,17 @@
 ** callback does): so the two never deadlock.  The lock prefers writers, so
 ** that close() is not starved by a stream of reads.
 **
-** Fork.  A pagedb handle (its catalog's SQLite connection above all) must
-** not be used in a child process: a Dataset remembers the process that
-** opened it, refuses to work in any other (MisuseError: open the dataset
-** again in the child, as pagedb.torch does in each DataLoader worker), and
-** is not closed there either (closing would commit from the child).
+** Fork.  pagedb.h lets a process forked from the opener read through the
+** handle and its readers (zero-copy views included), and refuses writes
+** there with PAGEDB_MISUSE.  A Dataset remembers the process that opened
+** it.  The first use in a child "adopts" it (ds_adopt): the locks of the
+** Dataset and of its iterators and writers are initialised again -- a
+** thread of the parent, which does not exist in the child, may have held
+** one at the fork -- and the child's process id recorded.  Reads then work
+** as in the parent; writes fail with MisuseError from pagedb (or from
+** writer.c for a Writer made before the fork); SQL, check() and stats() are
+** refused (admin.c: SQLite connections must not cross fork()).  close() in
+** the child closes only the child's copy of the handle and commits nothing.
 */
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define PY_ARRAY_UNIQUE_SYMBOL pypagedb_ARRAY_API
@@ -30,12 +36,39 @@
 /* Entering, pins, the reader pool                                     */
 /* ------------------------------------------------------------------ */
 
+/* Initialise DS's own locks (ds->lock prefers writers, so that close() is
+** not starved by a stream of reads). */
+static void ds_init_locks(PyDataset *ds) {
+  pthread_rwlockattr_t a;
+  pthread_rwlockattr_init(&a);
+  pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init(&ds->lock, &a);
+  pthread_rwlockattr_destroy(&a);
+  pthread_mutex_init(&ds->poolmu, NULL);
+  pthread_mutex_init(&ds->pinmu, NULL);
+}
+
+/* Make DS usable in this process, a fork of its opener (GIL held: no other
+** thread of this process can be inside DS's locks while it runs, since
+** every thread that uses them took them after this). */
+static void ds_adopt(PyDataset *ds) {
+  pid_t me = getpid();
+  if (ds->pid == me || ds->child == me) return;
+  ds_init_locks(ds);
+  for (PdbLink *l = ds->iters; l; l = l->next)
+    pthread_mutex_init(&((PyIter *)((char *)l - offsetof(PyIter, link)))->mu, NULL);
+  for (PdbLink *l = ds->writers; l; l = l->next)
+    pthread_mutex_init(&((PyWriter *)((char *)l - offsetof(PyWriter, link)))->mu, NULL);
+  ds->child = me;
+}
+
+int ds_in_child(PyDataset *ds) {
+  ds_adopt(ds);
+  return ds->pid != getpid();
+}
+
 int ds_check_open(PyDataset *ds) {
-  if (ds->pid != getpid()) {
-    pdb_raise(PAGEDB_MISUSE, "%S was opened by process %ld: open it again in this process (%ld), e.g. in each "
-              "DataLoader worker", ds->path, (long)ds->pid, (long)getpid());
-    return -1;
-  }
+  ds_adopt(ds);
   if (!ds->db) {
     pdb_raise(PAGEDB_MISUSE, "the dataset %S is closed", ds->path);
     return -1;
@@ -71,7 +104,7 @@ void ds_unpin(PyDataset *ds, int64_t n) {
     ds->zombie = NULL;
   }
   pthread_mutex_unlock(&ds->pinmu);
-  if (z && ds->pid == getpid()) {
+  if (z) {
     Py_BEGIN_ALLOW_THREADS
     pagedb_close(z);   /* everything was committed by close() already */
     Py_END_ALLOW_THREADS
@@ -123,7 +156,7 @@ void lock_nogil(pthread_mutex_t *mu) {
 }
 
 /* Close the pool's readers: under ds->lock held exclusively. */
-static void pool_close(PyDataset *ds) {
+void ds_pool_close(PyDataset *ds) {
   for (int i = 0; i < ds->npool; i++) pagedb_reader_close(ds->pool[i]);
   ds->npool = 0;
 }
@@ -272,13 +305,7 @@ bad:
 static PyObject *dataset_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   PyDataset *ds = (PyDataset *)type->tp_alloc(type, 0);
   if (!ds) return NULL;
-  pthread_rwlockattr_t a;
-  pthread_rwlockattr_init(&a);
-  pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-  pthread_rwlock_init(&ds->lock, &a);
-  pthread_rwlockattr_destroy(&a);
-  pthread_mutex_init(&ds->poolmu, NULL);
-  pthread_mutex_init(&ds->pinmu, NULL);
+  ds_init_locks(ds);
   ds->pid = getpid();
   return (PyObject *)ds;
 }
@@ -346,11 +373,12 @@ static int dataset_init(PyDataset *ds, PyObject *args, PyObject *kw) {
 */
 static void close_locked(PyDataset *ds, PdbErr *e) {
   pagedb *db = ds->db;
+  int child = ds->pid != getpid();   /* a fork's copy: nothing to commit, no writer to flush */
   e->rc = PAGEDB_OK;
   pthread_mutex_lock(&ds->poolmu);
   for (PdbLink *l = ds->writers; l; l = l->next) {
     PyWriter *w = (PyWriter *)((char *)l - offsetof(PyWriter, link));
-    int rc = pagedb_writer_close(w->w);
+    int rc = child ? PAGEDB_OK : pagedb_writer_close(w->w);
     if (rc != PAGEDB_OK && e->rc == PAGEDB_OK) pdberr_set(e, rc, pagedb_errmsg(db));
     w->w = NULL;
   }
@@ -360,8 +388,8 @@ static void close_locked(PyDataset *ds, PdbErr *e) {
     it->r = NULL;
   }
   pthread_mutex_unlock(&ds->poolmu);
-  pool_close(ds);
-  if (!ds->readonly) {
+  ds_pool_close(ds);
+  if (!ds->readonly && !child) {
     int rc = pagedb_commit(db);
     if (rc != PAGEDB_OK && e->rc == PAGEDB_OK) pdberr_set(e, rc, pagedb_errmsg(db));
   }
@@ -376,7 +404,7 @@ static void close_locked(PyDataset *ds, PdbErr *e) {
 }
 
 static PyObject *dataset_close(PyDataset *ds, PyObject *noarg) {
-  if (ds->pid != getpid()) return ds_check_open(ds) ? NULL : Py_NewRef(Py_None);
+  ds_adopt(ds);
   if (!ds->db) Py_RETURN_NONE;
   PdbErr e;
   Py_BEGIN_ALLOW_THREADS
@@ -393,7 +421,8 @@ static void dataset_dealloc(PyDataset *ds) {
   PyObject_GC_UnTrack(ds);
   if (ds->weakreflist) PyObject_ClearWeakRefs((PyObject *)ds);
   /* No view, writer or iterator is left: each holds a reference. */
-  if (ds->pid == getpid() && (ds->db || ds->zombie)) {
+  ds_adopt(ds);
+  if (ds->db || ds->zombie) {
     PdbErr e;
     Py_BEGIN_ALLOW_THREADS
     if (ds->db) close_locked(ds, &e);
@@ -443,7 +472,7 @@ static PyObject *dataset_add_field(PyDataset *ds, PyObject *args, PyObject *kw) 
     pdberr_set(&e, rc = PAGEDB_MISUSE, "the dataset is closed");
   } else {
     /* pagedb_field_add refuses while readers are open: the pool's are ours. */
-    pool_close(ds);
+    ds_pool_close(ds);
     rc = pagedb_field_add(ds->db, name, t, codec);
     if (rc != PAGEDB_OK) pdberr_set(&e, rc, pagedb_errmsg(ds->db));
   }
@@ -508,7 +537,7 @@ static PyObject *dataset_page_size(PyDataset *ds, void *closure) {
 /* Reading                                                             */
 /* ------------------------------------------------------------------ */
 
-static int parse_id(PyObject *o, int64_t *id) {
+int ds_parse_id(PyObject *o, int64_t *id) {
   if (!PyIndex_Check(o)) {
     PyErr_Format(PyExc_TypeError, "a sample id is an int, not %.100s", Py_TYPE(o)->tp_name);
     return -1;
@@ -591,7 +620,7 @@ PyObject *ds_wrap_sample(PyDataset *ds, const int *nums, int n, Slot *slots, int
 static PyObject *get_sample(PyDataset *ds, PyObject *ido, PyObject *fields, int raw) {
   int64_t id;
   int *nums, n;
-  if (parse_id(ido, &id) < 0 || ds_check_open(ds)) return NULL;
+  if (ds_parse_id(ido, &id) < 0 || ds_check_open(ds)) return NULL;
   if (ds_parse_fields(ds, fields, &nums, &n) < 0) {
     PyMem_Free(nums);
     return NULL;
@@ -637,7 +666,7 @@ static PyObject *read_value(PyDataset *ds, PyObject *args, PyObject *kw, int as_
   int64_t id;
   if (!(as_view ? PyArg_ParseTupleAndKeywords(args, kw, "OO:view", kwview, &ido, &fieldo)
                 : PyArg_ParseTupleAndKeywords(args, kw, "OO|O:read", kwlist, &ido, &fieldo, &out)) ||
-      parse_id(ido, &id) < 0 || ds_check_open(ds))
+      ds_parse_id(ido, &id) < 0 || ds_check_open(ds))
     return NULL;
   int f = ds_field_number(ds, fieldo);
   if (f < 0) return NULL;
@@ -828,109 +857,6 @@ static PyObject *dataset_order(PyDataset *ds, PyObject *args, PyObject *kw) {
   }
 }
 
-typedef struct {
-  PyThreadState *ts;
-  PyObject *rows;                 /* list, or NULL after a failure */
-} SqlCtx;
-
-/* SQLite's text of a value as an int or a float when it is exactly one, else str. */
-static PyObject *sql_value(const char *v) {
-  if (!v) return Py_NewRef(Py_None);
-  const char *p = v + (*v == '-' || *v == '+');
-  int digits = 0, dot = 0, exp = 0;
-  for (; *p; p++) {
-    if (*p >= '0' && *p <= '9') digits++;
-    else if (*p == '.' && !dot && !exp) dot = 1;
-    else if ((*p == 'e' || *p == 'E') && digits && !exp) {
-      exp = 1;
-      if (p[1] == '-' || p[1] == '+') p++;
-    } else break;
-  }
-  if (*p || !digits || (p > v && (p[-1] == 'e' || p[-1] == 'E' || p[-1] == '+' || p[-1] == '-')))
-    return PyUnicode_FromString(v);
-  if (!dot && !exp) {
-    PyObject *i = PyLong_FromString(v, NULL, 10);
-    if (i) return i;
-    PyErr_Clear();
-    return PyUnicode_FromString(v);
-  }
-  return PyFloat_FromDouble(strtod(v, NULL));
-}
-
-/* pagedb_sql's row callback: entered, GIL released; takes the GIL back. */
-static int sql_row(void *ctx, int ncol, char **vals, char **names) {
-  SqlCtx *c = ctx;
-  PyEval_RestoreThread(c->ts);
-  int stop = 0;
-  if (c->rows) {
-    PyObject *row = PyTuple_New(ncol);
-    for (int i = 0; row && i < ncol; i++) {
-      PyObject *v = sql_value(vals[i]);
-      if (!v) Py_CLEAR(row);
-      else PyTuple_SET_ITEM(row, i, v);
-    }
-    if (!row || PyList_Append(c->rows, row) < 0) {
-      Py_CLEAR(c->rows);
-      stop = 1;
-    }
-    Py_XDECREF(row);
-  } else {
-    stop = 1;
-  }
-  c->ts = PyEval_SaveThread();
-  return stop;
-}
-
-static PyObject *dataset_sql(PyDataset *ds, PyObject *args) {
-  const char *sql;
-  if (!PyArg_ParseTuple(args, "s:sql", &sql) || ds_check_open(ds)) return NULL;
-  SqlCtx c = {NULL, PyList_New(0)};
-  if (!c.rows) return NULL;
-  PdbErr e;
-  int rc = PAGEDB_MISUSE;
-  c.ts = PyEval_SaveThread();
-  if (ds_enter(ds, &e) == 0) {
-    rc = pagedb_sql(ds->db, sql, sql_row, &c);
-    if (rc != PAGEDB_OK) pdberr_set(&e, rc, pagedb_errmsg(ds->db));
-    ds_leave(ds);
-  }
-  PyEval_RestoreThread(c.ts);
-  if (!c.rows) return NULL;   /* the callback's exception */
-  if (rc != PAGEDB_OK) {
-    Py_DECREF(c.rows);
-    return pdberr_raise(&e);
-  }
-  return c.rows;
-}
-
-/* Run FN(db) entered, GIL released; raise its failure. */
-static PyObject *simple_call(PyDataset *ds, int (*fn)(pagedb *, int64_t), int64_t arg) {
-  if (ds_check_open(ds)) return NULL;
-  PdbErr e;
-  int rc = PAGEDB_MISUSE;
-  Py_BEGIN_ALLOW_THREADS
-  if (ds_enter(ds, &e) == 0) {
-    rc = fn(ds->db, arg);
-    if (rc != PAGEDB_OK) pdberr_set(&e, rc, pagedb_errmsg(ds->db));
-    ds_leave(ds);
-  }
-  Py_END_ALLOW_THREADS
-  if (rc != PAGEDB_OK) return pdberr_raise(&e);
-  Py_RETURN_NONE;
-}
-
-static int do_commit(pagedb *db, int64_t unused) { return pagedb_commit(db); }
-
-static PyObject *dataset_commit(PyDataset *ds, PyObject *noarg) {
-  return simple_call(ds, do_commit, 0);
-}
-
-static PyObject *dataset_delete(PyDataset *ds, PyObject *ido) {
-  int64_t id;
-  if (parse_id(ido, &id) < 0) return NULL;
-  return simple_call(ds, pagedb_delete, id);
-}
-
 PyObject *writer_create(PyDataset *ds);
 PyObject *iter_create(PyDataset *ds, PyObject *args, PyObject *kw);
 
@@ -959,11 +885,10 @@ static PyMethodDef dataset_methods[] = {
    "view(id, field) -> memoryview of a BYTES or TEXT value (zero-copy in mmap mode for fields stored as given)."},
   {"read_batch", (PyCFunction)(void (*)(void))dataset_read_batch, METH_VARARGS | METH_KEYWORDS,
    "read_batch(ids, field, raw=False) -> list of the values of FIELD of IDS."},
+  {"_read_packed", (PyCFunction)(void (*)(void))ds_read_packed, METH_VARARGS | METH_KEYWORDS,
+   "_read_packed(ids, fields=None) -> (ids, columns, present): see Dataset.read_packed."},
   {"order", (PyCFunction)(void (*)(void))dataset_order, METH_VARARGS | METH_KEYWORDS,
    "order(kind='random', seed=0, epoch=0, rank=0, world=1, drop_last=False) -> int64 ndarray of ids."},
-  {"sql", (PyCFunction)dataset_sql, METH_VARARGS, "sql(text) -> list of row tuples (read-only SQL on the catalog)."},
-  {"commit", (PyCFunction)dataset_commit, METH_NOARGS, "commit(): make every written sample durable and visible."},
-  {"delete", (PyCFunction)dataset_delete, METH_O, "delete(id): delete a committed sample at the next commit."},
   {"writer", (PyCFunction)dataset_writer, METH_NOARGS, "writer() -> Writer (one per thread)."},
   {"iterate", (PyCFunction)(void (*)(void))dataset_iterate, METH_VARARGS | METH_KEYWORDS,
    "iterate(ids, fields=None, window=16 MiB, raw=False) -> Iterator over the samples IDS in that order, reading "
@@ -984,10 +909,7 @@ static PyGetSetDef dataset_getset[] = {
 static PyMappingMethods dataset_as_mapping = {(lenfunc)dataset_len, (binaryfunc)dataset_getitem, NULL};
 
 PyTypeObject PyDataset_Type = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "_pagedb.Dataset",
-  .tp_basicsize = sizeof(PyDataset),
-  .tp_dealloc = (destructor)dataset_dealloc,
+  PYPDB_TYPE_HEAD("_pagedb.Dataset", PyDataset, dataset_dealloc),
   .tp_as_mapping = &dataset_as_mapping,
   .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
   .tp_doc = "Dataset(path, mode='r', vfs=None, read_mode='mmap', verify=False, page_size=0): a pagedb dataset.",

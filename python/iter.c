@@ -101,7 +101,8 @@ static void iter_close_reader(PyIter *it) {
 }
 
 static void iter_dealloc(PyIter *it) {
-  if (it->ds && it->ds->pid == getpid()) {
+  if (it->ds) {
+    ds_in_child(it->ds);   /* adopted first: its locks are usable here */
     iter_close_reader(it);
     ds_unlink(it->ds, &it->link);
   }
@@ -141,11 +142,10 @@ static PyObject *iter_next(PyIter *it) {
 }
 
 static PyObject *iter_close(PyIter *it, PyObject *noarg) {
-  if (it->ds->pid == getpid()) {
-    lock_nogil(&it->mu);
-    iter_close_reader(it);
-    pthread_mutex_unlock(&it->mu);
-  }
+  ds_in_child(it->ds);   /* adopted first: its locks are usable here */
+  lock_nogil(&it->mu);
+  iter_close_reader(it);
+  pthread_mutex_unlock(&it->mu);
   Py_RETURN_NONE;
 }
 
@@ -176,6 +176,11 @@ static int iter_set_position(PyIter *it, PyObject *v, void *closure) {
 
 static PyMethodDef iter_methods[] = {
   {"close", (PyCFunction)iter_close, METH_NOARGS, "close(): free the reader."},
+  {"next_batch", (PyCFunction)iter_next_batch, METH_O,
+   "next_batch(k) -> list of the next K samples (dicts) in one call; [] at the end."},
+  {"next_packed", (PyCFunction)iter_next_packed, METH_O,
+   "next_packed(k) -> (ids, columns, present) of the next K samples, packed (see Dataset.read_packed); "
+   "None at the end."},
   {NULL, NULL, 0, NULL},
 };
 
@@ -188,10 +193,7 @@ static PyGetSetDef iter_getset[] = {
 static PySequenceMethods iter_as_sequence = {.sq_length = (lenfunc)iter_len};
 
 PyTypeObject PyIter_Type = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "_pagedb.Iterator",
-  .tp_basicsize = sizeof(PyIter),
-  .tp_dealloc = (destructor)iter_dealloc,
+  PYPDB_TYPE_HEAD("_pagedb.Iterator", PyIter, iter_dealloc),
   .tp_as_sequence = &iter_as_sequence,
   .tp_flags = Py_TPFLAGS_DEFAULT,
   .tp_doc = "The samples of a list of ids in order, read ahead (Dataset.iterate()).",

@@ -126,6 +126,8 @@ static PyMethodDef module_methods[] = {
   {"libversion", m_version, METH_NOARGS, "The version of the pagedb library linked."},
   {"errname", m_errname, METH_O, "errname(code) -> 'PAGEDB_...': the name of a result code."},
   {"errstr", m_errstr, METH_O, "errstr(code) -> str: a short description of a result code."},
+  {"status", admin_status, METH_NOARGS,
+   "status() -> {name: (current, highwater)}: the library's memory counters (pagedb_status)."},
   {NULL, NULL, 0, NULL},
 };
 
@@ -142,6 +144,20 @@ static int add_type(PyObject *m, PyTypeObject *t, const char *name) {
     Py_DECREF(t);
     return -1;
   }
+  return 0;
+}
+
+/* Add DEFS to the methods of static type T (after PyType_Ready). */
+static int add_methods(PyTypeObject *t, PyMethodDef *defs) {
+  for (PyMethodDef *d = defs; d->ml_name; d++) {
+    PyObject *f = PyDescr_NewMethod(t, d);
+    if (!f || PyDict_SetItemString(t->tp_dict, d->ml_name, f) < 0) {
+      Py_XDECREF(f);
+      return -1;
+    }
+    Py_DECREF(f);
+  }
+  PyType_Modified(t);
   return 0;
 }
 
@@ -191,9 +207,8 @@ PyMODINIT_FUNC PyInit__pagedb(void) {
   if (add_error_classes(m) < 0) goto fail;
   PyField_Type = PyStructSequence_NewType(&field_desc);
   if (!PyField_Type || PyModule_AddObject(m, "Field", Py_NewRef((PyObject *)PyField_Type)) < 0) goto fail;
-  if (add_type(m, &PyDataset_Type, "Dataset") < 0 || add_type(m, &PyWriter_Type, "Writer") < 0 ||
-      add_type(m, &PyIter_Type, "Iterator") < 0 || PyType_Ready(&PyMapView_Type) < 0 ||
-      PyType_Ready(&PyHeapView_Type) < 0)
+  if (add_type(m, &PyDataset_Type, "Dataset") < 0 || add_methods(&PyDataset_Type, admin_methods) < 0 || add_type(m, &PyWriter_Type, "Writer") < 0 ||
+      add_type(m, &PyIter_Type, "Iterator") < 0 || PyType_Ready(&PyMapView_Type) < 0)
     goto fail;
   ADD_INT(m, "BYTES", PAGEDB_BYTES);
   ADD_INT(m, "TEXT", PAGEDB_TEXT);

@@ -37,6 +37,10 @@
 **   5. Readers and writers belong to one thread at a time (pagedb.h): pool
 **      readers are taken and given back under ds->poolmu; a Writer or an
 **      Iterator serialises its callers with its own mutex.
+**   6. In a process forked from the opener the Dataset reads through the
+**      inherited handle (pagedb.h allows it); its locks are made anew
+**      there first (another thread may have held them at the fork), and
+**      writes, SQL and commits are refused (dataset.c, "Fork").
 */
 #ifndef PYPAGEDB_H
 #define PYPAGEDB_H
@@ -76,6 +80,7 @@ typedef struct {
   PdbLink *writers;               /* live Writer objects (PyWriter.link) */
   PdbLink *iters;                 /* live Iterator objects (PyIter.link) */
   pid_t pid;                      /* the process that opened it (see fork) */
+  pid_t child;                    /* a forked process that adopted it (dataset.c) */
   /* The schema, cached: entries are only ever appended (fields are never
   ** removed or changed), so readers may look at ftype/fcodec of a field
   ** number they hold without a lock. */
@@ -108,7 +113,12 @@ struct PyIter {
   PdbLink link;                   /* in ds->iters */
 };
 
-extern PyTypeObject PyDataset_Type, PyWriter_Type, PyIter_Type, PyMapView_Type, PyHeapView_Type;
+/* The head of each of the module's static types. */
+#define PYPDB_TYPE_HEAD(NAME, CTYPE, DEALLOC) \
+  PyVarObject_HEAD_INIT(NULL, 0) \
+  .tp_name = NAME, .tp_basicsize = sizeof(CTYPE), .tp_dealloc = (destructor)(DEALLOC)
+
+extern PyTypeObject PyDataset_Type, PyWriter_Type, PyIter_Type, PyMapView_Type;
 extern PyTypeObject *PyField_Type;
 extern PyObject *PyPdb_Error;
 
@@ -128,6 +138,7 @@ PyObject *pdb_raise(int rc, const char *fmt, ...);
 
 /* Dataset helpers for writer.c and iter.c. */
 int ds_check_open(PyDataset *ds);                 /* -1 with an exception */
+int ds_in_child(PyDataset *ds);                   /* a fork of the opener (adopting DS) */
 int ds_enter(PyDataset *ds, PdbErr *e);           /* GIL released; 0 or -1 (E set) */
 void ds_leave(PyDataset *ds);                     /* GIL released */
 void ds_pin(PyDataset *ds, int64_t n);            /* under ds_enter */
@@ -183,6 +194,20 @@ int slot_fetch(PyDataset *ds, pagedb_reader *r, int64_t id, int f, Slot *s, PdbE
 PyObject *slot_wrap(PyDataset *ds, Slot *s, int raw);
 /* Release what S owns or pins without making an object (GIL held). */
 void slot_drop(PyDataset *ds, Slot *s);
+
+/* More of the Dataset type (dataset.c). */
+int ds_parse_id(PyObject *o, int64_t *id);        /* -1 with an exception */
+void ds_pool_close(PyDataset *ds);                /* ds->lock held exclusively */
+
+/* The Dataset's methods on the catalog and the whole file (admin.c), added
+** to the type at the module's initialisation; pagedb.status(). */
+extern PyMethodDef admin_methods[];
+PyObject *admin_status(PyObject *self, PyObject *noarg);
+
+/* Many samples in one call (batch.c). */
+PyObject *ds_read_packed(PyDataset *ds, PyObject *args, PyObject *kw);
+PyObject *iter_next_packed(PyIter *it, PyObject *k);
+PyObject *iter_next_batch(PyIter *it, PyObject *k);
 
 /* A read-only memoryview of N bytes at P in the map, pinned on DS already. */
 PyObject *mapview_new(PyDataset *ds, const void *p, size_t n);

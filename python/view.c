@@ -16,6 +16,7 @@
 **             It refers to nothing: the reader's own buffers, which the next
 **             call reuses, are never handed out (invariant 4).
 **
+** Both are one type (View), told apart by whether it holds a Dataset.
 ** The map is read-only (PROT_READ): both views are read-only, and asking
 ** for a writable buffer raises BufferError instead of faulting.
 */
@@ -23,27 +24,25 @@
 
 #include <string.h>
 
+/* One exporter type for both: DS set (a MapView: P is the map's, pinned)
+** or not (a HeapView: P is its own buffer, freed with it). */
 typedef struct {
   PyObject_HEAD
-  PyDataset *ds;
-  const void *p;
+  PyDataset *ds;                  /* MapView: strong reference, one pin */
+  void *p;                        /* HeapView: PyMem_Raw memory it owns */
   Py_ssize_t n;
-} MapView;
+} View;
 
-typedef struct {
-  PyObject_HEAD
-  void *p;
-  Py_ssize_t n;
-} HeapView;
-
-static int mapview_getbuffer(PyObject *self, Py_buffer *view, int flags) {
-  MapView *v = (MapView *)self;
-  return PyBuffer_FillInfo(view, self, (void *)v->p, v->n, 1, flags);
+static int view_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+  static char empty[1];
+  View *v = (View *)self;
+  return PyBuffer_FillInfo(view, self, v->p ? v->p : empty, v->n, 1, flags);
 }
 
-static void mapview_dealloc(PyObject *self) {
-  MapView *v = (MapView *)self;
+static void view_dealloc(PyObject *self) {
+  View *v = (View *)self;
   PyDataset *ds = v->ds;
+  if (!ds) PyMem_RawFree(v->p);
   Py_TYPE(self)->tp_free(self);
   if (ds) {
     ds_unpin(ds, 1);
@@ -51,67 +50,39 @@ static void mapview_dealloc(PyObject *self) {
   }
 }
 
-static PyBufferProcs mapview_as_buffer = {mapview_getbuffer, NULL};
+static PyBufferProcs view_as_buffer = {view_getbuffer, NULL};
 
 PyTypeObject PyMapView_Type = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "_pagedb.MapView",
-  .tp_basicsize = sizeof(MapView),
-  .tp_dealloc = mapview_dealloc,
-  .tp_as_buffer = &mapview_as_buffer,
+  PYPDB_TYPE_HEAD("_pagedb.MapView", View, view_dealloc),
+  .tp_as_buffer = &view_as_buffer,
   .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "The bytes of a value in a dataset's map; keeps the dataset's handle open.",
+  .tp_doc = "The bytes of a value in a dataset's map (keeping the dataset's handle open), or of a buffer of "
+            "its own.",
 };
 
-static int heapview_getbuffer(PyObject *self, Py_buffer *view, int flags) {
-  static char empty[1];
-  HeapView *v = (HeapView *)self;
-  return PyBuffer_FillInfo(view, self, v->p ? v->p : empty, v->n, 1, flags);
-}
-
-static void heapview_dealloc(PyObject *self) {
-  HeapView *v = (HeapView *)self;
-  PyMem_RawFree(v->p);
-  Py_TYPE(self)->tp_free(self);
-}
-
-static PyBufferProcs heapview_as_buffer = {heapview_getbuffer, NULL};
-
-PyTypeObject PyHeapView_Type = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "_pagedb.HeapView",
-  .tp_basicsize = sizeof(HeapView),
-  .tp_dealloc = heapview_dealloc,
-  .tp_as_buffer = &heapview_as_buffer,
-  .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "The bytes of a value read into a buffer of its own.",
-};
-
-PyObject *mapview_new(PyDataset *ds, const void *p, size_t n) {
-  MapView *v = PyObject_New(MapView, &PyMapView_Type);
+/* A memoryview over a new View of P, N; DS NULL: P is owned.  On failure
+** what the view would have taken is released (unpinned, or freed). */
+static PyObject *view_new(PyDataset *ds, const void *p, size_t n) {
+  View *v = PyObject_New(View, &PyMapView_Type);
   if (!v) {
-    ds_unpin(ds, 1);
+    if (ds) ds_unpin(ds, 1);
+    else PyMem_RawFree((void *)p);
     return NULL;
   }
-  v->ds = (PyDataset *)Py_NewRef(ds);
-  v->p = p;
+  v->ds = ds ? (PyDataset *)Py_NewRef(ds) : NULL;
+  v->p = (void *)p;
   v->n = (Py_ssize_t)n;
   PyObject *mv = PyMemoryView_FromObject((PyObject *)v);
   Py_DECREF(v);   /* the memoryview holds it now, or it is freed (unpinned) */
   return mv;
 }
 
+PyObject *mapview_new(PyDataset *ds, const void *p, size_t n) {
+  return view_new(ds, p, n);
+}
+
 PyObject *heapview_new(void *own, size_t n) {
-  HeapView *v = PyObject_New(HeapView, &PyHeapView_Type);
-  if (!v) {
-    PyMem_RawFree(own);
-    return NULL;
-  }
-  v->p = own;
-  v->n = (Py_ssize_t)n;
-  PyObject *mv = PyMemoryView_FromObject((PyObject *)v);
-  Py_DECREF(v);
-  return mv;
+  return view_new(NULL, own, n);
 }
 
 int view_is_map(PyDataset *ds, int f) {

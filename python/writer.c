@@ -238,10 +238,9 @@ static PyObject *writer_flush(PyWriter *w, PyObject *noarg) {
 }
 
 static PyObject *writer_close(PyWriter *w, PyObject *noarg) {
-  if (w->ds->pid != getpid()) {
-    ds_check_open(w->ds);   /* raises: the handle is the parent's */
-    return NULL;
-  }
+  if (ds_in_child(w->ds))
+    return pdb_raise(PAGEDB_MISUSE, "%S was opened by process %ld; process %ld (a fork) may read through it but "
+                     "not write", w->ds->path, (long)w->ds->pid, (long)getpid());
   return writer_finish(w, 1);
 }
 
@@ -274,10 +273,7 @@ static PyGetSetDef writer_getset[] = {
 };
 
 PyTypeObject PyWriter_Type = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "_pagedb.Writer",
-  .tp_basicsize = sizeof(PyWriter),
-  .tp_dealloc = (destructor)writer_dealloc,
+  PYPDB_TYPE_HEAD("_pagedb.Writer", PyWriter, writer_dealloc),
   .tp_flags = Py_TPFLAGS_DEFAULT,
   .tp_doc = "A writer of a dataset (Dataset.writer()); use one per thread.",
   .tp_methods = writer_methods,

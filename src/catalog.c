@@ -1105,8 +1105,36 @@ static int read_conn(Catalog *c, pdb_msg *m) {
   return rc;
 }
 
-int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
-            int (*xrow)(void *, int, char **, char **), void *ctx) {
+/* Row I's column I of ST as a pagedb_value (pagedb_sql_values). */
+static void sql_value(sqlite3_stmt *st, int i, pagedb_value *v) {
+  memset(v, 0, sizeof *v);
+  switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER:
+      v->type = PAGEDB_INT;
+      v->i = sqlite3_column_int64(st, i);
+      break;
+    case SQLITE_FLOAT:
+      v->type = PAGEDB_REAL;
+      v->d = sqlite3_column_double(st, i);
+      break;
+    case SQLITE_TEXT:
+      v->type = PAGEDB_TEXT;
+      v->p = sqlite3_column_text(st, i);
+      v->n = (size_t)sqlite3_column_bytes(st, i);
+      break;
+    case SQLITE_BLOB:
+      v->type = PAGEDB_BYTES;
+      v->p = sqlite3_column_blob(st, i);
+      v->n = (size_t)sqlite3_column_bytes(st, i);
+      break;
+    default:
+      v->type = PAGEDB_NULL;
+  }
+}
+
+int cat_sql(Catalog *c, pdb_msg *m, const char *sql, int (*xrow)(void *, int, char **, char **),
+            int (*xvals)(void *, int, const pagedb_value *, const char *const *), void *ctx) {
+  assert(!(xrow && xvals));
   pthread_mutex_lock(&c->rmu);
   int rc = read_conn(c, m);
   const char *tail = sql;
@@ -1128,18 +1156,27 @@ int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
     ** again by that step, with the new columns of "SELECT *". */
     int ncol = 0;
     char **vals = NULL, **names = NULL;
+    pagedb_value *tv = NULL;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
       if (!vals) {
         ncol = sqlite3_column_count(st);
-        if (!(vals = pdb_calloc((size_t)ncol * 2 + 1, sizeof(char *)))) {
+        if (!(vals = pdb_calloc((size_t)ncol * 2 + 1, sizeof(char *))) ||
+            (xvals && !(tv = pdb_calloc((size_t)ncol + 1, sizeof *tv)))) {
           rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running SQL");
           break;
         }
         names = vals + ncol;
         for (int i = 0; i < ncol; i++) names[i] = (char *)sqlite3_column_name(st, i);
       }
-      for (int i = 0; i < ncol; i++) vals[i] = (char *)sqlite3_column_text(st, i);
-      if (xrow && xrow(ctx, ncol, vals, names) != 0) {
+      int stop;
+      if (xvals) {
+        for (int i = 0; i < ncol; i++) sql_value(st, i, &tv[i]);
+        stop = xvals(ctx, ncol, tv, (const char *const *)names);
+      } else {
+        for (int i = 0; i < ncol; i++) vals[i] = (char *)sqlite3_column_text(st, i);
+        stop = xrow && xrow(ctx, ncol, vals, names);
+      }
+      if (stop) {
         rc = pdb_err(c->db, m, PAGEDB_ERROR, "SQL query aborted by its callback");
         break;
       }
@@ -1147,6 +1184,7 @@ int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
     if (rc == PAGEDB_OK && src != SQLITE_DONE)
       rc = pdb_err(c->db, m, src == SQLITE_NOMEM ? PAGEDB_NOMEM : PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(c->r));
     pdb_free(vals);
+    pdb_free(tv);
     sqlite3_finalize(st);
   }
   pthread_mutex_unlock(&c->rmu);

@@ -146,9 +146,11 @@ void cat_rollback(Catalog *c);
 int cat_update(Catalog *c, pdb_msg *m, const char *sql, const CatField *fields, int nfield, uint64_t **slots,
                size_t *nslots);
 
-/* Run read-only SQL on a separate connection (see pagedb_sql). */
-int cat_sql(Catalog *c, pdb_msg *m, const char *sql,
-            int (*xrow)(void *, int, char **, char **), void *ctx);
+/* Run read-only SQL on a separate connection (see pagedb_sql), giving each
+** row to XROW as text or to XVALS as typed values (pagedb_sql_values):
+** one of them, or neither. */
+int cat_sql(Catalog *c, pdb_msg *m, const char *sql, int (*xrow)(void *, int, char **, char **),
+            int (*xvals)(void *, int, const pagedb_value *, const char *const *), void *ctx);
 
 /*
 ** For pagedb_check (check.c): the committed rows exactly as stored, with

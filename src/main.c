@@ -1365,5 +1365,12 @@ int pagedb_sql_user(pagedb *db, const char *sql, int64_t *nchanged) {
 int pagedb_sql(pagedb *db, const char *sql, int (*xrow)(void *, int, char **, char **), void *ctx) {
   if (!db || !sql) return PAGEDB_MISUSE;
   if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");
-  return cat_sql(db->cat, &db->err, sql, xrow, ctx);
+  return cat_sql(db->cat, &db->err, sql, xrow, NULL, ctx);
+}
+
+int pagedb_sql_values(pagedb *db, const char *sql,
+                      int (*xrow)(void *, int, const pagedb_value *, const char *const *), void *ctx) {
+  if (!db || !sql) return PAGEDB_MISUSE;
+  if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");
+  return cat_sql(db->cat, &db->err, sql, NULL, xrow, ctx);
 }

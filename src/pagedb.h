@@ -29,7 +29,7 @@
 ** pagedb_vacuum and pagedb_attach return PAGEDB_MISUSE in any process but
 ** the opener's, and pagedb_close in a child commits nothing (it only
 ** frees the child's copy; the parent's handle is unaffected).  Nor may a
-** child run pagedb_sql on an inherited handle (SQLite connections must
+** child run pagedb_sql (or pagedb_sql_values) on an inherited handle (SQLite connections must
 ** not cross fork()): open a handle of its own.  Read-ahead set up before
 ** the fork (pagedb_reader_prefetch) is dropped in a child, whose reads then
 ** go the usual way.  On the "io_uring" VFS a child must not make batched
@@ -851,6 +851,36 @@ PAGEDB_API int pagedb_order(pagedb *db, int kind, uint64_t seed, uint64_t epoch,
 PAGEDB_API int pagedb_sql(pagedb *db, const char *sql,
                           int (*xrow)(void *ctx, int ncol, char **vals, char **names),
                           void *ctx);
+
+/*
+** One value of a result row of pagedb_sql_values, typed as SQLite stored
+** it: TYPE is PAGEDB_INT (I), PAGEDB_REAL (D), PAGEDB_TEXT (P: N bytes of
+** UTF-8, followed by a NUL not counted in N), PAGEDB_BYTES (P: N bytes of a
+** BLOB; P may be NULL when N is 0) or PAGEDB_NULL (SQL NULL).  P is valid
+** only during the callback that received it.
+*/
+#define PAGEDB_NULL    0   /* an SQL NULL in pagedb_sql_values (not a field type) */
+typedef struct pagedb_value {
+  int type;
+  int64_t i;
+  double d;
+  const void *p;
+  size_t n;
+} pagedb_value;
+
+/*
+** As pagedb_sql, but each result row reaches XROW as NCOL typed values
+** (VALS[0..NCOL-1], see pagedb_value) with the column NAMES, so a caller
+** gets integers, reals, text and BLOBs as they are stored, NULL told apart
+** from the text "NULL", and no value converted to text and back.  The
+** arrays are valid only during the call.  A non-zero return from XROW
+** stops and yields PAGEDB_ERROR.  Threads, processes and results: as
+** pagedb_sql.
+*/
+PAGEDB_API int pagedb_sql_values(pagedb *db, const char *sql,
+                                 int (*xrow)(void *ctx, int ncol, const pagedb_value *vals,
+                                             const char *const *names),
+                                 void *ctx);
 
 /*
 ** Run SQL that changes values of INT and REAL fields of committed samples

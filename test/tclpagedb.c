@@ -570,6 +570,34 @@ static int sqlRow(void *ctx, int ncol, char **vals, char **names){
   return 0;
 }
 
+static int sqlValuesRow(void *ctx, int ncol, const pagedb_value *vals, const char *const *names){
+  static const char *azType[] = { "null", "bytes", "text", "int", "real" };
+  Tcl_Obj *pList = (Tcl_Obj *)ctx;
+  int i;
+  for(i = 0; i < ncol; i++){
+    const pagedb_value *v = &vals[i];
+    Tcl_Obj *pPair = Tcl_NewObj(), *pVal;
+    if( v->type == PAGEDB_INT ){
+      pVal = Tcl_NewWideIntObj(v->i);
+    }else if( v->type == PAGEDB_REAL ){
+      pVal = Tcl_NewDoubleObj(v->d);
+    }else if( v->type == PAGEDB_TEXT ){
+      pVal = Tcl_NewStringObj((const char *)v->p, (int)v->n);
+    }else if( v->type == PAGEDB_BYTES ){
+      size_t j;
+      pVal = Tcl_NewObj();
+      for(j = 0; j < v->n; j++) Tcl_AppendPrintfToObj(pVal, "%02x", ((const unsigned char *)v->p)[j]);
+    }else{
+      pVal = Tcl_NewObj();
+    }
+    Tcl_ListObjAppendElement(0, pPair, Tcl_NewStringObj(azType[v->type >= 0 && v->type <= 4 ? v->type : 0], -1));
+    Tcl_ListObjAppendElement(0, pPair, pVal);
+    Tcl_ListObjAppendElement(0, pList, pPair);
+  }
+  (void)names;
+  return 0;
+}
+
 static int newChild(Tcl_Interp *interp, DbObj *p, int kind, void *h, Tcl_Obj *name){
   ChildObj *c = calloc(1, sizeof(ChildObj));
   if( c == 0 ){
@@ -946,12 +974,12 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
     "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
-    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", "vfs", 0
+    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", "vfs", "sql_values", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
          D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
-         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH, D_VFS };
+         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH, D_VFS, D_SQL_VALUES };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1066,6 +1094,20 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       pList = Tcl_NewObj();
       Tcl_IncrRefCount(pList);
       rc = pagedb_sql(db, Tcl_GetString(objv[2]), sqlRow, pList);
+      if( rc == PAGEDB_OK ) Tcl_SetObjResult(interp, pList);
+      Tcl_DecrRefCount(pList);
+      break;
+    }
+    case D_SQL_VALUES: {
+      /* {TYPE VALUE} per value of pagedb_sql_values; a BLOB in hex */
+      Tcl_Obj *pList;
+      if( objc != 3 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "SQL");
+        return TCL_ERROR;
+      }
+      pList = Tcl_NewObj();
+      Tcl_IncrRefCount(pList);
+      rc = pagedb_sql_values(db, Tcl_GetString(objv[2]), sqlValuesRow, pList);
       if( rc == PAGEDB_OK ) Tcl_SetObjResult(interp, pList);
       Tcl_DecrRefCount(pList);
       break;

@@ -22,8 +22,73 @@ import _pagedb
 from _pagedb import *  # noqa: F401,F403  (the constants, Error and its subclasses, Field)
 from _pagedb import Error, Writer, Iterator, Field  # noqa: F401
 
-__all__ = [n for n in dir(_pagedb) if not n.startswith("_")] + ["open", "Dataset"]
+__all__ = [n for n in dir(_pagedb) if not n.startswith("_")] + ["open", "Dataset", "Batch"]
 __version__ = _pagedb.libversion()
+
+
+class Batch:
+    """Many samples read by one call (``Dataset.read_packed``,
+    ``Iterator.next_packed``): a few arrays, not an object per sample.
+
+    ``ids``: int64 array.  ``columns[name]``: for an INT or REAL field an
+    int64 or float64 array, one value per sample; for BYTES and TEXT a pair
+    ``(data, offsets)``: the values back to back in one uint8 array, sample
+    k's bytes at ``data[offsets[k]:offsets[k+1]]``.  ``present[name]`` (only
+    for a field some sample lacks): a bool array, False where the value is
+    missing.  ``batch[k]`` is sample k as ``ds[i]`` gives it (BYTES as a
+    memoryview of the batch's buffer, TEXT as str unless RAW, missing values
+    None); ``batch.values(name)`` every sample's value of one field."""
+
+    __slots__ = ("ids", "columns", "present", "text", "_gets")
+
+    def __init__(self, ids, columns, present, text=()):
+        self.ids, self.columns, self.present = ids, columns, present
+        self.text = frozenset(text)      # the TEXT fields to decode (none when raw)
+        self._gets = None                # [(name, getter)], made at the first batch[k]
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __repr__(self):
+        return "<pagedb.Batch of %d samples: %s>" % (len(self.ids), ", ".join(self.columns))
+
+    def _getter(self, name):
+        """A function of k: field NAME's value of sample k."""
+        col, pres = self.columns[name], self.present.get(name)
+        if type(col) is tuple:
+            view, off = memoryview(col[0]), col[1].tolist()
+            if name in self.text:
+                def get(k):
+                    return str(view[off[k]:off[k + 1]], "utf-8")
+            else:
+                def get(k):
+                    return view[off[k]:off[k + 1]]
+        else:
+            vals = col.tolist()
+            get = vals.__getitem__
+        if pres is None:
+            return get
+        return lambda k: get(k) if pres[k] else None
+
+    def __getitem__(self, k):
+        n = len(self.ids)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError("sample %d of a batch of %d" % (k, n))
+        if self._gets is None:
+            self._gets = [(name, self._getter(name)) for name in self.columns]
+        return {name: g(k) for name, g in self._gets}
+
+    def __iter__(self):
+        """The samples, as batch[k] gives them."""
+        gets = [(name, self._getter(name)) for name in self.columns]
+        for k in range(len(self.ids)):
+            yield {name: g(k) for name, g in gets}
+
+    def values(self, name):
+        """Every sample's value of field NAME, as a list (see batch[k])."""
+        return list(map(self._getter(name), range(len(self.ids))))
 
 
 class Dataset(_pagedb.Dataset):
@@ -37,6 +102,26 @@ class Dataset(_pagedb.Dataset):
     def __iter__(self):
         """The samples (dicts) in the order their bytes lie in the file."""
         return self.iterate(self.order("sequential"))
+
+    def read_packed(self, ids, fields=None, raw=False):
+        """The samples IDS (fields FIELDS, None: all) read by one call, as a
+        ``Batch``: one array per field (BYTES and TEXT values back to back in
+        one buffer), copied out of the dataset, so it pins nothing.  RAW:
+        ``batch[k]`` gives TEXT as memoryview.  A missing sample raises
+        NotFoundError; a missing value is None in ``batch[k]``."""
+        return Batch(*self._read_packed(ids, fields), text=() if raw else self._text_fields(fields))
+
+    def _text_fields(self, fields):
+        if fields is None:
+            fields = range(len(self.fields))
+        elif isinstance(fields, (str, int)):
+            fields = [fields]
+        out = []
+        for f in fields:
+            fd = self.fields[f] if isinstance(f, int) else next((x for x in self.fields if x.name == f), None)
+            if fd is not None and fd.type == "text":
+                out.append(fd.name)
+        return out
 
     def ids(self):
         """Every committed id, ascending, as an int64 array."""

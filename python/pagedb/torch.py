@@ -16,9 +16,11 @@
   is initialised, or given -- split again among the DataLoader's workers,
   reading ahead through ``Dataset.iterate`` (``pagedb_reader_prefetch``).
 
-Each process opens the dataset itself (a pagedb handle must not cross a
-fork, and cannot be pickled for spawn): the objects here carry the path and
-the options, and open lazily in whichever process iterates them.
+Each process opens the dataset itself (a handle cannot be pickled for
+spawn; a forked worker could read through the parent's, but one code path
+serves both, and the worker's own handle needs no lock shared with the
+parent's threads): the objects here carry the path and the options, and
+open lazily in whichever process iterates them.
 
 Workers and order.  The DataLoader takes batches from its workers in turn
 (worker 0, 1, ..., 0, 1, ...).  Worker w therefore reads the chunks k of
@@ -30,6 +32,8 @@ rank's order the consumer has received -- is counted in the main process by
 its batch size): that is what ``state_dict`` saves and ``load_state_dict``
 resumes from.
 """
+import multiprocessing as _mp
+import multiprocessing.context as _mpctx
 import os
 
 import numpy as np
@@ -38,7 +42,7 @@ import torch.utils.data as _tud
 
 import pagedb as _pagedb
 
-__all__ = ["MapDataset", "IterableDataset", "DataLoader", "default_transform"]
+__all__ = ["MapDataset", "IterableDataset", "DataLoader", "default_transform", "collate_packed"]
 
 
 def default_transform(sample):
@@ -46,6 +50,35 @@ def default_transform(sample):
     can cross from a worker to the main process (a memoryview cannot be
     pickled) and be collated."""
     return {k: (np.array(v, dtype=np.uint8) if isinstance(v, memoryview) else v) for k, v in sample.items()}
+
+
+def collate_packed(batch):
+    """What ``default_collate([default_transform(s) for s in batch])`` makes
+    of a ``pagedb.Batch``, from its arrays directly: an INT or REAL field a
+    tensor of the batch's values, a TEXT field a list of str, a BYTES field
+    a uint8 tensor of shape (samples, length) when every value has the same
+    length -- else a list of uint8 tensors, views of one buffer.  Each
+    tensor is one buffer, so the batch crosses from a worker to the main
+    process in a few shared-memory segments.  None when a value is missing
+    (the caller then collates sample by sample)."""
+    if batch.present:
+        return None
+    out = {}
+    for name, col in batch.columns.items():
+        if type(col) is not tuple:
+            out[name] = torch.from_numpy(col)
+        elif name in batch.text:
+            out[name] = batch.values(name)
+        else:
+            data, off = col
+            t = torch.from_numpy(data)
+            n = len(off) - 1
+            lens = np.diff(off)
+            if n and (lens == lens[0]).all():
+                out[name] = t.view(n, int(lens[0])) if lens[0] else torch.empty((n, 0), dtype=torch.uint8)
+            else:
+                out[name] = list(torch.split(t, lens.tolist()))
+    return out
 
 
 class _Opener:
@@ -106,19 +139,57 @@ class IterableDataset(_tud.IterableDataset):
     the process that reads them); window: read-ahead bytes; raw: TEXT as
     memoryview; rank, world: default from torch.distributed, else 0 of 1;
     batch_size: the chunk each worker reads at a time (``DataLoader`` sets it
-    to its own); open_kw: for ``pagedb.open`` (vfs, read_mode, verify).
+    to its own); batch_transform: instead of TRANSFORM, a function of a whole
+    ``pagedb.Batch`` (every value of a batch read by one call, a few arrays),
+    whose result is the DataLoader's batch; open_kw: for ``pagedb.open`` (vfs,
+    read_mode, verify).
+
+    Under ``pagedb.torch.DataLoader`` each worker makes whole batches: it
+    reads a batch's samples in one call (``Iterator.next_batch``, or
+    ``next_packed`` into one buffer per field when the transform is the
+    default or BATCH_TRANSFORM is given), applies the transform to each
+    sample and collates them, so torch's per-sample fetching is skipped.
+    The epoch and position reach the workers through shared memory at each
+    ``iter(loader)``: ``set_epoch`` and ``load_state_dict`` work with
+    ``persistent_workers=True`` too.
     """
 
     def __init__(self, path, kind="random", seed=0, ids=None, fields=None, transform=default_transform,
-                 window=16 << 20, raw=False, rank=None, world=None, drop_last=False, batch_size=1, **open_kw):
+                 window=16 << 20, raw=False, rank=None, world=None, drop_last=False, batch_size=1,
+                 batch_transform=None, **open_kw):
         self._open = _Opener(path, open_kw)
         self.kind, self.seed, self.drop_last = kind, seed, drop_last
         self.subset = None if ids is None else np.asarray(ids, dtype=np.int64)
         self.fields, self.transform, self.window, self.raw = fields, transform, window, raw
         self.rank, self.world = rank, world
         self.batch_size = max(1, int(batch_size or 1))
+        self.batch_transform = batch_transform
+        self.collate_fn = None   # set by DataLoader: workers then yield whole batches
         self.epoch = 0
         self.position = 0        # entries of this epoch's order the consumer received
+        # (epoch, position) where the next iter(loader) starts, for workers
+        # that outlive an epoch (persistent_workers): written by the main
+        # process before it starts them iterating, read by them in __iter__.
+        self._start = _mp.RawArray("q", 2)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if _mpctx.get_spawning_popen() is None:
+            state["_start"] = None   # shared memory crosses only to a starting process
+        return state
+
+    def _publish(self):
+        """Tell the workers where the next iteration starts."""
+        if self._start is not None:
+            self._start[0], self._start[1] = self.epoch, self.position
+
+    def _started(self):
+        """(epoch, position) of the iteration starting: the main process's, as
+        published (this process may be a persistent worker, whose copy of the
+        dataset is from an earlier epoch)."""
+        if self._start is not None and _tud.get_worker_info() is not None:
+            return int(self._start[0]), int(self._start[1])
+        return self.epoch, self.position
 
     def _rank_world(self):
         r, w = _dist_rank_world()
@@ -156,7 +227,8 @@ class IterableDataset(_tud.IterableDataset):
 
     def _my_ids(self):
         """The ids this worker reads: its chunks of the rest of the order."""
-        ids = self.order()[self.position:]
+        epoch, position = self._started()
+        ids = self.order(epoch)[position:]
         info = _tud.get_worker_info()
         if info is None or info.num_workers == 1:
             return ids
@@ -172,43 +244,81 @@ class IterableDataset(_tud.IterableDataset):
     def __iter__(self):
         ids = self._my_ids()
         it = self._open.ds.iterate(ids, self.fields, self.window, self.raw)
-        t = self.transform
         try:
-            for sample in it:
-                yield t(sample) if t else sample
+            if self.collate_fn is not None or self.batch_transform is not None:
+                yield from self._batches(it)
+            else:
+                yield from self._samples(it)
         finally:
             it.close()
 
+    def _samples(self, it):
+        """Sample by sample (a plain torch DataLoader, or batch_size None),
+        read a batch at a time."""
+        t, b = self.transform, self.batch_size
+        for chunk in iter(lambda: it.next_batch(b), []):
+            if t is None:
+                yield from chunk
+            else:
+                yield from map(t, chunk)
 
-def _batch_len(batch):
-    if isinstance(batch, dict):
-        for v in batch.values():
-            return _batch_len(v)
-        return 0
-    if isinstance(batch, (list, tuple)):
-        return len(batch)
-    if isinstance(batch, torch.Tensor):
-        return batch.shape[0] if batch.dim() > 0 else 1
-    return 1
+    def _batches(self, it):
+        """Whole batches, one read call each (see the class's docstring)."""
+        b, t, bt = self.batch_size, self.transform, self.batch_transform
+        collate = self.collate_fn or _tud.default_collate
+        text = () if self.raw else self._open.ds._text_fields(self.fields)
+        if bt is not None or (t is default_transform and collate is _tud.default_collate):
+            for packed in iter(lambda: it.next_packed(b), None):
+                batch = _pagedb.Batch(*packed, text=text)
+                if bt is not None:
+                    yield bt(batch)
+                    continue
+                out = collate_packed(batch)
+                yield out if out is not None else collate([t(s) for s in batch])
+        else:
+            for chunk in iter(lambda: it.next_batch(b), []):
+                yield collate([t(s) for s in chunk] if t is not None else chunk)
+
+
+def _as_is(batch):
+    return batch
 
 
 class DataLoader(_tud.DataLoader):
-    """A torch DataLoader over a ``pagedb.torch.IterableDataset`` that tells
-    the dataset its batch size (so that workers read whole batches in turn)
-    and counts, in this process, the samples handed out: the dataset's
-    ``position``, which its ``state_dict`` saves."""
+    """A torch DataLoader over a ``pagedb.torch.IterableDataset`` whose
+    workers make whole batches (see IterableDataset) -- batch_size and
+    collate_fn are handed to the dataset, and torch is given batch_size
+    None -- and that counts, in this process, the samples handed out: the
+    dataset's ``position``, which its ``state_dict`` saves.  Any other
+    dataset is loaded as torch's DataLoader does."""
 
-    def __init__(self, dataset, *args, **kw):
-        super().__init__(dataset, *args, **kw)
-        if isinstance(dataset, IterableDataset):
-            dataset.batch_size = self.batch_size or 1
+    def __init__(self, dataset, batch_size=1, *args, collate_fn=None, **kw):
+        self._pagedb = isinstance(dataset, IterableDataset) and batch_size is not None
+        if self._pagedb:
+            dataset.batch_size = batch_size
+            dataset.collate_fn = collate_fn or _tud.default_collate
+            if kw.get("drop_last"):
+                raise ValueError("DataLoader(drop_last=True) over a pagedb IterableDataset: give the dataset "
+                                 "drop_last=True (its order is then cut to a multiple of the world), and "
+                                 "batches are whole but the last")
+            # The workers' batches are final: torch neither collates nor
+            # converts them (a batch_transform's result arrives as it is).
+            super().__init__(dataset, None, *args, collate_fn=_as_is, **kw)
+        else:
+            if isinstance(dataset, IterableDataset):
+                dataset.collate_fn = None   # batch_size None: sample by sample
+            super().__init__(dataset, batch_size, *args, collate_fn=collate_fn, **kw)
 
     def __iter__(self):
         ds = self.dataset
         if not isinstance(ds, IterableDataset):
             yield from super().__iter__()
             return
-        auto = self.batch_size is not None
+        ds._publish()
+        total = len(ds.order()) if self._pagedb else None
         for batch in super().__iter__():
-            ds.position += _batch_len(batch) if auto else 1
+            if self._pagedb:
+                ds.position = min(total, ds.position + ds.batch_size)
+            else:
+                ds.position += 1
             yield batch

@@ -120,3 +120,53 @@ def test_distributed_rank_world(dspath, tmp_path):
         assert ds.state_dict()["world"] == 1 and len(ds) == N
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_persistent_workers_epochs_and_resume(dspath, ctx):
+    """With persistent_workers the workers outlive an epoch: set_epoch,
+    a break mid-epoch and load_state_dict still reach them."""
+    ref = pagedb.open(dspath)
+    ds = IterableDataset(dspath, kind="random", seed=7)
+    dl = DataLoader(ds, batch_size=BATCH, num_workers=2, multiprocessing_context=ctx, persistent_workers=True)
+    for epoch in (1, 2):
+        ds.set_epoch(epoch)
+        assert keys_of(dl) == ref.order("random", seed=7, epoch=epoch).tolist()
+    ds.set_epoch(3)
+    first = []
+    for k, batch in enumerate(dl):
+        first.extend(batch["key"].tolist())
+        if k == 1:
+            break
+    state = ds.state_dict()
+    assert state["position"] == 2 * BATCH
+    want = ref.order("random", seed=7, epoch=3).tolist()
+    assert first + keys_of(dl) == want                       # the same workers resume at the position
+    ds.load_state_dict(dict(state, epoch=5, position=3))
+    assert keys_of(dl) == ref.order("random", seed=7, epoch=5).tolist()[3:]
+    ref.close()
+
+
+def test_batch_transform_and_packed_collate(tmp_path):
+    p = str(tmp_path / "v.pagedb")
+    ds = pagedb.open(p, "c")
+    ds.add_field("data", "bytes")
+    ds.add_field("name", "text")
+    ds.add_field("x", "real")
+    with ds.writer() as w:
+        for i in range(10):
+            w.append({"data": bytes([i]) * (1 + i % 3), "name": "n%d" % i, "x": i / 2}, id=i)
+    ds.close()
+    it = IterableDataset(p, kind="sequential")
+    batches = list(DataLoader(it, batch_size=4, num_workers=2, multiprocessing_context="fork"))
+    assert [len(b["name"]) for b in batches] == [4, 4, 2]
+    b = batches[0]
+    assert b["name"] == ["n0", "n1", "n2", "n3"] and b["x"].dtype == torch.float64
+    assert isinstance(b["data"], list) and [t.tolist() for t in b["data"]] == [[0], [1, 1], [2, 2, 2], [3]]
+    seen = []
+    bt = IterableDataset(p, kind="sequential", fields=["data"],
+                         batch_transform=lambda batch: (batch.ids.tolist(), batch.columns["data"][1].tolist()))
+    for ids, off in DataLoader(bt, batch_size=3, num_workers=0):
+        seen.append((ids, off))
+    assert seen[0] == ([0, 1, 2], [0, 1, 3, 6]) and [i for s in seen for i in s[0]] == list(range(10))
+    assert bt.position == 10
