@@ -116,6 +116,13 @@ void idx_set_disk(Index *x, Dx *dx) {
   assert(atomic_load(&x->count) == 0);
   if (x->dx != dx) dx_close(x->dx);
   x->dx = dx;
+  /* Over a persistent index the memory part holds only reservations, in
+  ** chunks allocated as ids arrive: every id the arena can address is made
+  ** dense, so that appending past a large dataset's ids (far above 2D)
+  ** reserves with one compare-and-swap, not a hash claim and a tombstone
+  ** per sample.  No hash entry exists yet to migrate. */
+  if (dx && atomic_load_explicit(&x->used, memory_order_relaxed) == 0)
+    atomic_store_explicit(&x->dense, x->max, memory_order_release);
 }
 
 Dx *idx_disk(Index *x) { return x ? x->dx : NULL; }

@@ -120,8 +120,30 @@ int api_usable(pagedb *db, pdb_msg *m) {
   return PAGEDB_OK;
 }
 
+/*
+** getpid() is a system call (glibc no longer caches it), and api_own runs
+** on every writer call, four times a sample: the process id is kept here
+** and refreshed in the child of every fork(2) by a pthread_atfork handler.
+** A child made by a raw clone(2) without the handlers would keep its
+** parent's id; such a child may not call pagedb at all.
+*/
+static _Atomic pid_t own_pid;
+static pthread_once_t own_once = PTHREAD_ONCE_INIT;
+
+static void own_child(void) { atomic_store_explicit(&own_pid, getpid(), memory_order_relaxed); }
+
+static void own_init(void) {
+  own_child();
+  pthread_atfork(NULL, NULL, own_child);
+}
+
+static pid_t api_pid(void) {
+  pthread_once(&own_once, own_init);
+  return atomic_load_explicit(&own_pid, memory_order_relaxed);
+}
+
 int api_own(pagedb *db, pdb_msg *m) {
-  if (db->pid != getpid())
+  if (db->pid != api_pid())
     return pdb_err(db, m, PAGEDB_MISUSE,
                    "%s: this handle was opened by process %ld; process %ld (a fork) may read through it but not write",
                    db->path, (long)db->pid, (long)getpid());
@@ -904,7 +926,7 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   pthread_mutex_init(&db->wake_mu, NULL);
   pthread_cond_init(&db->wake_cv, NULL);
   db->inserted_tail = &db->inserted;
-  db->pid = getpid();
+  db->pid = api_pid();
   pdb_err_forget(db);       /* a message left by a closed handle at this address */
   *out = db;
   int rc;

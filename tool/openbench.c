@@ -9,8 +9,9 @@
 **
 ** For each N (default 1000000,8000000) it makes DIR/ob-N.pagedb once (N
 ** samples of 16..64 bytes, ids 0..N-1, and an INT label, committed every
-** million; kept for later runs, and the time it took printed as an ingest
-** rate), prints the files' sizes and bytes per sample, then measures in
+** million; kept for later runs, with DIR/ob-N.pagedb.made once whole, and
+** the time it took printed as an ingest rate, per second of wall time and
+** per CPU-second), prints the files' sizes and bytes per sample, then measures in
 ** fresh processes (each measurement is a child that execs a binary, so
 ** nothing is cached in the process), for each of the ways of finding the
 ** index named by -modes:
@@ -25,8 +26,9 @@
 **            BIN.  doc/benchmarks.md says how BIN is built.
 **
 ** the median of K (default 3) read-only opens followed by one read of a
-** random sample (wall time from pagedb_open to the read's return; RSS the
-** open and the read added, VmRSS after minus before), the modes alternated
+** random sample (wall time from pagedb_open to the read's return, and the
+** CPU time the process spent in them; RSS the open and the read added,
+** VmRSS after minus before), the modes alternated
 ** within each repetition; then, for the sizes named by -pss (default all),
 ** one process alone and P (default 8) processes at once each open the
 ** dataset and read R (default 100000) random samples zero-copy: each one's
@@ -39,8 +41,9 @@
 ** 1000000) samples appended with PAGEDB_AUTO_ID, committed every million;
 ** and the same M samples into an empty dataset made for the purpose and
 ** removed after.  It prints the read-write open time, the RSS it added,
-** the append rates and the rate into the big dataset against the rate into
-** the empty one.  Each repetition leaves the big dataset M samples larger
+** the append rates (per second of wall time, and per CPU-second of the
+** process, which a loaded machine disturbs less) and the rate into the big
+** dataset against the rate into the empty one.  Each repetition leaves the big dataset M samples larger
 ** (reads and opens use ids below N, which stay).
 **
 ** With -check, pagedb_check (full: checksums too) of each dataset made
@@ -56,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -97,6 +101,14 @@ static void die(const char *what, pagedb *db, int rc) {
   exit(1);
 }
 
+/* CPU seconds of the process so far, all threads (user + system): on a
+** loaded machine the wall time includes waiting for a core, this not. */
+static double cpu(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
+}
+
 static const char *vfs_arg(const char *v) { return strcmp(v, "-") ? v : NULL; }
 
 /* ---- the children: one measurement each, one line on stdout ---------- */
@@ -135,9 +147,10 @@ static pagedb *create(const char *path, const char *vfs) {
   return db;
 }
 
-/* make PATH N: the dataset; prints seconds (ingest through close). */
+/* make PATH N: the dataset; prints seconds and CPU seconds (ingest through
+** close). */
 static void child_make(const char *path, int64_t n, const char *vfs) {
-  double t0 = now();
+  double t0 = now(), c0 = cpu();
   pagedb *db = create(path, vfs);
   pagedb_writer *w;
   int rc;
@@ -145,14 +158,15 @@ static void child_make(const char *path, int64_t n, const char *vfs) {
   put_samples(db, w, 0, n, 0);
   pagedb_writer_close(w);
   if ((rc = pagedb_close(db))) die("close", NULL, rc);
-  printf("%.6f\n", now() - t0);
+  printf("%.6f %.6f\n", now() - t0, cpu() - c0);
 }
 
 /* open PATH N SEED: read-only open, one random read; prints seconds to the
-** read's return, RSS added (kB), the index state, seconds of the open. */
+** read's return, RSS added (kB), the index state, seconds of the open, CPU
+** seconds of the open and the read. */
 static void child_open(const char *path, int64_t n, const char *vfs, uint64_t seed) {
   long rss0 = proc_kb("/proc/self/status", "VmRSS");
-  double t0 = now();
+  double t0 = now(), c0 = cpu();
   pagedb *db;
   int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, vfs);
   if (rc) die("open", db, rc);
@@ -164,14 +178,14 @@ static void child_open(const char *path, int64_t n, const char *vfs, uint64_t se
   if ((rc = pagedb_read(r, (int64_t)(mix(seed) % (uint64_t)n), 0, &p, &sz))) die("read", db, rc);
   volatile uint8_t sink = ((const uint8_t *)p)[0];
   (void)sink;
-  double t = now() - t0;
+  double t = now() - t0, c = cpu() - c0;
   long rss1 = proc_kb("/proc/self/status", "VmRSS");
   int state = 0;
 #ifdef PAGEDB_INDEX_MAPPED
   const char *why;
   state = pagedb_index_state(db, &why);
 #endif
-  printf("%.6f %ld %d %.6f\n", t, rss1 - rss0, state, topen);
+  printf("%.6f %ld %d %.6f %.6f\n", t, rss1 - rss0, state, topen, c);
   fflush(stdout);
   pagedb_close(db);
 }
@@ -206,7 +220,8 @@ static void child_pss(const char *path, int64_t n, const char *vfs, int reads, i
 /* append PATH M CREATE: read-write open (created empty if CREATE), M
 ** samples appended with automatic ids; prints seconds of pagedb_open,
 ** seconds of open + pagedb_writer_open, RSS the two added (kB), seconds of
-** the appends and their commits, seconds of the close. */
+** the appends and their commits, seconds of the close, CPU seconds of the
+** appends. */
 static void child_append(const char *path, int64_t m, const char *vfs, int creat) {
   long rss0 = proc_kb("/proc/self/status", "VmRSS");
   double t0 = now();
@@ -220,13 +235,13 @@ static void child_append(const char *path, int64_t m, const char *vfs, int creat
   double trw = now() - t0;
   long rss1 = proc_kb("/proc/self/status", "VmRSS");
   /* Different bytes from the dataset's own samples: ids from 2^40 on. */
-  double t1 = now();
+  double t1 = now(), c1 = cpu();
   put_samples(db, w, (int64_t)1 << 40, m, 1);
-  double tapp = now() - t1;
+  double tapp = now() - t1, capp = cpu() - c1;
   pagedb_writer_close(w);
   double t2 = now();
   if ((rc = pagedb_close(db))) die("close", NULL, rc);
-  printf("%.6f %.6f %ld %.6f %.6f\n", topen, trw, rss1 - rss0, tapp, now() - t2);
+  printf("%.6f %.6f %ld %.6f %.6f %.6f\n", topen, trw, rss1 - rss0, tapp, now() - t2, capp);
 }
 
 /* check PATH: pagedb_check, full; prints seconds, result, problems. */
@@ -336,7 +351,8 @@ static int listed(const char *list, int64_t n) {
 }
 
 static void remove_dataset(const char *path) {
-  static const char *const suffix[] = { "", "-catalog", "-index", "-catalog-wal", "-catalog-shm", "-catalog-journal" };
+  static const char *const suffix[] = { ".made", "", "-catalog", "-index", "-catalog-wal", "-catalog-shm",
+                                        "-catalog-journal" };
   char p[4200];
   for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
     snprintf(p, sizeof p, "%s%s", path, suffix[i]);
@@ -452,22 +468,30 @@ int main(int argc, char **argv) {
     for (int b = 0; b <= hasbase; b++) {
       const char *p = b ? bpath : path, *bin = b ? base : self;
       struct stat st;
-      char cat[1300];
-      snprintf(cat, sizeof cat, "%s-catalog", p);
-      if (stat(p, &st) == 0 && stat(cat, &st) == 0) continue;
+      char made[1300];
+      /* PATH.made, written once the dataset is whole: a run cut short
+      ** during a make leaves none, and the next run makes it again. */
+      snprintf(made, sizeof made, "%s.made", p);
+      if (stat(made, &st) == 0) continue;
       remove_dataset(p);
       char *args[] = { "make", (char *)mkvfs, (char *)p, nstr, NULL };
       run(bin, args, line, sizeof line);
-      double t = atof(line);
-      printf("%-10lld %-6s made in %.1f s: %.0f samples/s (one writer, commit every million, vfs %s)\n", (long long)n,
-             b ? "base" : "this", t, (double)n / t, mkvfs);
+      double t = 0, c = 0;
+      if (sscanf(line, "%lf %lf", &t, &c) != 2) return 1;
+      FILE *f = fopen(made, "w");
+      if (!f || fprintf(f, "%s\n", line) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "pagedb-openbench: cannot write %s\n", made);
+        return 1;
+      }
+      printf("%-10lld %-6s made in %.1f s: %.0f samples/s, %.0f per CPU-second (one writer, commit every million,"
+             " vfs %s)\n", (long long)n, b ? "base" : "this", t, (double)n / t, (double)n / c, mkvfs);
     }
     files("this", path, n);
     if (hasbase) files("base", bpath, n);
     fflush(stdout);
 
     /* Read-only open + first read, the modes alternated. */
-    double t[3][MAXREPS], r[3][MAXREPS], o[3][MAXREPS];
+    double t[3][MAXREPS], r[3][MAXREPS], o[3][MAXREPS], c[3][MAXREPS];
     int state[3] = { 0 };
     for (int k = 0; k < reps; k++)
       for (int i = 0; i < nmode; i++) {
@@ -481,7 +505,7 @@ int main(int argc, char **argv) {
         char *args[] = { "open", (char *)vfs, mode[i].path, nstr, seed, NULL };
         run(mode[i].bin, args, line, sizeof line);
         long rss = 0;
-        if (sscanf(line, "%lf %ld %d %lf", &t[i][k], &rss, &state[i], &o[i][k]) != 4) return 1;
+        if (sscanf(line, "%lf %ld %d %lf %lf", &t[i][k], &rss, &state[i], &o[i][k], &c[i][k]) != 5) return 1;
         r[i][k] = rss / 1024.0;
         if (scan && rename(away, ix) != 0) {
           fprintf(stderr, "pagedb-openbench: cannot move %s back: %s\n", away, strerror(errno));
@@ -493,9 +517,9 @@ int main(int argc, char **argv) {
       double lo, hi;
       mt[i] = median(t[i], reps);
       lo = t[i][0], hi = t[i][reps - 1];
-      printf("%-10lld %-6s open+first read %10.3f ms (min %.3f, max %.3f; the open alone %.3f ms)  RSS added %8.1f MiB"
-             "  (index_state %d)\n", (long long)n, mode[i].name, mt[i] * 1e3, lo * 1e3, hi * 1e3,
-             median(o[i], reps) * 1e3, median(r[i], reps), state[i]);
+      printf("%-10lld %-6s open+first read %10.3f ms (min %.3f, max %.3f; the open alone %.3f ms; CPU %.3f ms)"
+             "  RSS added %8.1f MiB  (index_state %d)\n", (long long)n, mode[i].name, mt[i] * 1e3, lo * 1e3, hi * 1e3,
+             median(o[i], reps) * 1e3, median(c[i], reps) * 1e3, median(r[i], reps), state[i]);
     }
     for (int i = 1; i < nmode; i++)
       printf("%-10lld open+first read: %s / %s = %.1f x\n", (long long)n, mode[i].name, mode[0].name, mt[i] / mt[0]);
@@ -546,6 +570,7 @@ int main(int argc, char **argv) {
       const char *bn[2] = { "this", "base" }, *bb[2] = { self, base };
       const char *bp[2] = { path, bpath };
       double ropen[2][MAXREPS], rrw[2][MAXREPS], rrss[2][MAXREPS], rbig[2][MAXREPS], rempty[2][MAXREPS];
+      double cbig[2][MAXREPS], cempty[2][MAXREPS];
       char mstr[32];
       snprintf(mstr, sizeof mstr, "%lld", (long long)m);
       for (int k = 0; k < reps; k++)
@@ -556,25 +581,29 @@ int main(int argc, char **argv) {
             if (into) remove_dataset(epath);
             char *args[] = { "append", (char *)mkvfs, (char *)(into ? epath : bp[b]), mstr, into ? "1" : "0", NULL };
             run(bb[b], args, line, sizeof line);
-            double to, trw, tapp, tclose;
+            double to, trw, tapp, tclose, capp;
             long rss;
-            if (sscanf(line, "%lf %lf %ld %lf %lf", &to, &trw, &rss, &tapp, &tclose) != 5) return 1;
+            if (sscanf(line, "%lf %lf %ld %lf %lf %lf", &to, &trw, &rss, &tapp, &tclose, &capp) != 6) return 1;
             if (into) {
-              rempty[b][k] = (double)m / tapp;
+              rempty[b][k] = (double)m / tapp, cempty[b][k] = (double)m / capp;
               remove_dataset(epath);
             } else {
               ropen[b][k] = to, rrw[b][k] = trw, rrss[b][k] = rss / 1024.0, rbig[b][k] = (double)m / tapp;
+              cbig[b][k] = (double)m / capp;
             }
-            printf("%-10lld %-6s rep %d: %s: open %.3f ms, open+writer %.3f ms, %lld appended at %.0f samples/s"
-                   " (close %.3f ms)\n", (long long)n, bn[b], k + 1, into ? "into an empty dataset" : "into this one",
-                   to * 1e3, trw * 1e3, (long long)m, (double)m / tapp, tclose * 1e3);
+            printf("%-10lld %-6s rep %d: %s: open %.3f ms, open+writer %.3f ms, %lld appended at %.0f samples/s,"
+                   " %.0f per CPU-second (close %.3f ms)\n", (long long)n, bn[b], k + 1,
+                   into ? "into an empty dataset" : "into this one", to * 1e3, trw * 1e3, (long long)m,
+                   (double)m / tapp, (double)m / capp, tclose * 1e3);
             fflush(stdout);
           }
       for (int b = 0; b <= hasbase; b++) {
         double big = median(rbig[b], reps), empty = median(rempty[b], reps), rw = median(rrw[b], reps);
+        double cb = median(cbig[b], reps), ce = median(cempty[b], reps);
         printf("%-10lld %-6s read-write open %.3f ms (open+writer %.3f ms, min %.3f), RSS added %.1f MiB; append %.0f"
-               " samples/s into it, %.0f into an empty dataset: %.1f%%\n", (long long)n, bn[b], median(ropen[b], reps) * 1e3,
-               rw * 1e3, rrw[b][0] * 1e3, median(rrss[b], reps), big, empty, 100 * big / empty);
+               " samples/s into it, %.0f into an empty dataset: %.1f%%; per CPU-second %.0f and %.0f: %.1f%%\n", (long long)n,
+               bn[b], median(ropen[b], reps) * 1e3, rw * 1e3, rrw[b][0] * 1e3, median(rrss[b], reps), big, empty,
+               100 * big / empty, cb, ce, 100 * cb / ce);
       }
       fflush(stdout);
     }
