@@ -4,7 +4,7 @@
 ** same run, without it.
 **
 **   pagedb-openbench [-dir DIR] [-n N[,N...]] [-procs P] [-reads R] [-reps K]
-**                    [-vfs NAME] [-make-vfs NAME] [-base BIN] [-modes LIST]
+**                    [-vfs NAME] [-make-vfs NAME] [-base BIN] [-base-reps K] [-modes LIST]
 **                    [-pss N[,N...]] [-append M] [-rw N[,N...]] [-check]
 **
 ** For each N (default 1000000,8000000) it makes DIR/ob-N.pagedb once (N
@@ -23,7 +23,9 @@
 **   base     BIN (-base): this same source compiled against another build
 **            of the library, typically the commit before issue 16 (the
 **            in-memory index), on its own datasets under DIR/base/, made by
-**            BIN.  doc/benchmarks.md says how BIN is built.
+**            BIN.  doc/benchmarks.md says how BIN is built.  -base-reps K
+**            (default: as -reps) repeats its measurements fewer times: at
+**            64M samples one of its opens takes minutes and gigabytes.
 **
 ** the median of K (default 3) read-only opens followed by one read of a
 ** random sample (wall time from pagedb_open to the read's return, and the
@@ -393,7 +395,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "-child")) return child(argc - 1, argv + 1);
   const char *dir = "openbench.d", *vfs = "-", *mkvfs = NULL, *base = NULL, *pssn = NULL, *rwn = "";
   char ns[256] = "1000000,8000000", modes[64] = "";
-  int procs = 8, reads = 100000, reps = 3, check = 0;
+  int procs = 8, reads = 100000, reps = 3, breps = 0, check = 0;
   int64_t m = 1000000;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-dir") && i + 1 < argc) dir = argv[++i];
@@ -401,6 +403,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-procs") && i + 1 < argc) procs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "-reads") && i + 1 < argc) reads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "-reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "-base-reps") && i + 1 < argc) breps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "-vfs") && i + 1 < argc) vfs = argv[++i];
     else if (!strcmp(argv[i], "-make-vfs") && i + 1 < argc) mkvfs = argv[++i];
     else if (!strcmp(argv[i], "-base") && i + 1 < argc) base = argv[++i];
@@ -412,7 +415,7 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr,
               "usage: %s [-dir DIR] [-n N[,N...]] [-procs P] [-reads R] [-reps K] [-vfs NAME] [-make-vfs NAME]\n"
-              "          [-base BIN] [-modes mapped,scan,base] [-pss N[,N...]] [-append M] [-rw N[,N...]] [-check]\n",
+              "          [-base BIN] [-base-reps K] [-modes mapped,scan,base] [-pss N[,N...]] [-append M] [-rw N[,N...]] [-check]\n",
               argv[0]);
       return 2;
     }
@@ -422,6 +425,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (!mkvfs) mkvfs = vfs;
+  if (breps < 1 || breps > reps) breps = reps;
   if (!modes[0]) snprintf(modes, sizeof modes, "%s", base ? "mapped,base" : "mapped,scan");
   ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
   if (sl <= 0) return 1;
@@ -493,8 +497,11 @@ int main(int argc, char **argv) {
     /* Read-only open + first read, the modes alternated. */
     double t[3][MAXREPS], r[3][MAXREPS], o[3][MAXREPS], c[3][MAXREPS];
     int state[3] = { 0 };
+    int nrep[3];
+    for (int i = 0; i < nmode; i++) nrep[i] = strcmp(mode[i].name, "base") ? reps : breps;
     for (int k = 0; k < reps; k++)
       for (int i = 0; i < nmode; i++) {
+        if (k >= nrep[i]) continue;
         int scan = !strcmp(mode[i].name, "scan");
         if (scan && rename(ix, away) != 0) {
           fprintf(stderr, "pagedb-openbench: cannot move %s away: %s\n", ix, strerror(errno));
@@ -515,11 +522,12 @@ int main(int argc, char **argv) {
     double mt[3];
     for (int i = 0; i < nmode; i++) {
       double lo, hi;
-      mt[i] = median(t[i], reps);
-      lo = t[i][0], hi = t[i][reps - 1];
+      int kr = nrep[i];
+      mt[i] = median(t[i], kr);
+      lo = t[i][0], hi = t[i][kr - 1];
       printf("%-10lld %-6s open+first read %10.3f ms (min %.3f, max %.3f; the open alone %.3f ms; CPU %.3f ms)"
              "  RSS added %8.1f MiB  (index_state %d)\n", (long long)n, mode[i].name, mt[i] * 1e3, lo * 1e3, hi * 1e3,
-             median(o[i], reps) * 1e3, median(c[i], reps) * 1e3, median(r[i], reps), state[i]);
+             median(o[i], kr) * 1e3, median(c[i], kr) * 1e3, median(r[i], kr), state[i]);
     }
     for (int i = 1; i < nmode; i++)
       printf("%-10lld open+first read: %s / %s = %.1f x\n", (long long)n, mode[i].name, mode[0].name, mt[i] / mt[0]);
@@ -574,7 +582,7 @@ int main(int argc, char **argv) {
       char mstr[32];
       snprintf(mstr, sizeof mstr, "%lld", (long long)m);
       for (int k = 0; k < reps; k++)
-        for (int b = 0; b <= hasbase; b++)
+        for (int b = 0; b <= hasbase && (b == 0 || k < breps); b++)
           for (int into = 0; into < 2; into++) {
             char epath[1200];
             snprintf(epath, sizeof epath, "%s/ob-empty.pagedb", b ? basedir : dir);
@@ -598,11 +606,12 @@ int main(int argc, char **argv) {
             fflush(stdout);
           }
       for (int b = 0; b <= hasbase; b++) {
-        double big = median(rbig[b], reps), empty = median(rempty[b], reps), rw = median(rrw[b], reps);
-        double cb = median(cbig[b], reps), ce = median(cempty[b], reps);
+        int kr = b ? breps : reps;
+        double big = median(rbig[b], kr), empty = median(rempty[b], kr), rw = median(rrw[b], kr);
+        double cb = median(cbig[b], kr), ce = median(cempty[b], kr);
         printf("%-10lld %-6s read-write open %.3f ms (open+writer %.3f ms, min %.3f), RSS added %.1f MiB; append %.0f"
                " samples/s into it, %.0f into an empty dataset: %.1f%%; per CPU-second %.0f and %.0f: %.1f%%\n", (long long)n,
-               bn[b], median(ropen[b], reps) * 1e3, rw * 1e3, rrw[b][0] * 1e3, median(rrss[b], reps), big, empty,
+               bn[b], median(ropen[b], kr) * 1e3, rw * 1e3, rrw[b][0] * 1e3, median(rrss[b], kr), big, empty,
                100 * big / empty, cb, ce, 100 * cb / ce);
       }
       fflush(stdout);
