@@ -223,10 +223,10 @@ static void child_pss(const char *path, int64_t n, const char *vfs, int reads, i
 ** samples appended with automatic ids; prints seconds of pagedb_open,
 ** seconds of open + pagedb_writer_open, RSS the two added (kB), seconds of
 ** the appends and their commits, seconds of the close, CPU seconds of the
-** appends. */
+** appends, CPU seconds of open + pagedb_writer_open. */
 static void child_append(const char *path, int64_t m, const char *vfs, int creat) {
   long rss0 = proc_kb("/proc/self/status", "VmRSS");
-  double t0 = now();
+  double t0 = now(), c0 = cpu();
   pagedb *db;
   int rc = 0;
   if (creat) db = create(path, vfs);
@@ -234,7 +234,7 @@ static void child_append(const char *path, int64_t m, const char *vfs, int creat
   double topen = now() - t0;
   pagedb_writer *w;
   if ((rc = pagedb_writer_open(db, &w))) die("writer", db, rc);
-  double trw = now() - t0;
+  double trw = now() - t0, crw = cpu() - c0;
   long rss1 = proc_kb("/proc/self/status", "VmRSS");
   /* Different bytes from the dataset's own samples: ids from 2^40 on. */
   double t1 = now(), c1 = cpu();
@@ -243,7 +243,7 @@ static void child_append(const char *path, int64_t m, const char *vfs, int creat
   pagedb_writer_close(w);
   double t2 = now();
   if ((rc = pagedb_close(db))) die("close", NULL, rc);
-  printf("%.6f %.6f %ld %.6f %.6f %.6f\n", topen, trw, rss1 - rss0, tapp, now() - t2, capp);
+  printf("%.6f %.6f %ld %.6f %.6f %.6f %.6f\n", topen, trw, rss1 - rss0, tapp, now() - t2, capp, crw);
 }
 
 /* check PATH: pagedb_check, full; prints seconds, result, problems. */
@@ -578,7 +578,7 @@ int main(int argc, char **argv) {
       const char *bn[2] = { "this", "base" }, *bb[2] = { self, base };
       const char *bp[2] = { path, bpath };
       double ropen[2][MAXREPS], rrw[2][MAXREPS], rrss[2][MAXREPS], rbig[2][MAXREPS], rempty[2][MAXREPS];
-      double cbig[2][MAXREPS], cempty[2][MAXREPS];
+      double cbig[2][MAXREPS], cempty[2][MAXREPS], crwo[2][MAXREPS];
       char mstr[32];
       snprintf(mstr, sizeof mstr, "%lld", (long long)m);
       for (int k = 0; k < reps; k++)
@@ -589,19 +589,19 @@ int main(int argc, char **argv) {
             if (into) remove_dataset(epath);
             char *args[] = { "append", (char *)mkvfs, (char *)(into ? epath : bp[b]), mstr, into ? "1" : "0", NULL };
             run(bb[b], args, line, sizeof line);
-            double to, trw, tapp, tclose, capp;
+            double to, trw, tapp, tclose, capp, crw;
             long rss;
-            if (sscanf(line, "%lf %lf %ld %lf %lf %lf", &to, &trw, &rss, &tapp, &tclose, &capp) != 6) return 1;
+            if (sscanf(line, "%lf %lf %ld %lf %lf %lf %lf", &to, &trw, &rss, &tapp, &tclose, &capp, &crw) != 7) return 1;
             if (into) {
               rempty[b][k] = (double)m / tapp, cempty[b][k] = (double)m / capp;
               remove_dataset(epath);
             } else {
               ropen[b][k] = to, rrw[b][k] = trw, rrss[b][k] = rss / 1024.0, rbig[b][k] = (double)m / tapp;
-              cbig[b][k] = (double)m / capp;
+              cbig[b][k] = (double)m / capp, crwo[b][k] = crw;
             }
-            printf("%-10lld %-6s rep %d: %s: open %.3f ms, open+writer %.3f ms, %lld appended at %.0f samples/s,"
+            printf("%-10lld %-6s rep %d: %s: open %.3f ms, open+writer %.3f ms (CPU %.3f ms), %lld appended at %.0f samples/s,"
                    " %.0f per CPU-second (close %.3f ms)\n", (long long)n, bn[b], k + 1,
-                   into ? "into an empty dataset" : "into this one", to * 1e3, trw * 1e3, (long long)m,
+                   into ? "into an empty dataset" : "into this one", to * 1e3, trw * 1e3, crw * 1e3, (long long)m,
                    (double)m / tapp, (double)m / capp, tclose * 1e3);
             fflush(stdout);
           }
@@ -609,9 +609,9 @@ int main(int argc, char **argv) {
         int kr = b ? breps : reps;
         double big = median(rbig[b], kr), empty = median(rempty[b], kr), rw = median(rrw[b], kr);
         double cb = median(cbig[b], kr), ce = median(cempty[b], kr);
-        printf("%-10lld %-6s read-write open %.3f ms (open+writer %.3f ms, min %.3f), RSS added %.1f MiB; append %.0f"
+        printf("%-10lld %-6s read-write open %.3f ms (open+writer %.3f ms, min %.3f; CPU %.3f ms), RSS added %.1f MiB; append %.0f"
                " samples/s into it, %.0f into an empty dataset: %.1f%%; per CPU-second %.0f and %.0f: %.1f%%\n", (long long)n,
-               bn[b], median(ropen[b], kr) * 1e3, rw * 1e3, rrw[b][0] * 1e3, median(rrss[b], kr), big, empty,
+               bn[b], median(ropen[b], kr) * 1e3, rw * 1e3, rrw[b][0] * 1e3, median(crwo[b], kr) * 1e3, median(rrss[b], kr), big, empty,
                100 * big / empty, cb, ce, 100 * cb / ce);
       }
       fflush(stdout);
