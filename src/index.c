@@ -24,8 +24,10 @@
 ** still reads valid memory.  A sparse slot so orphaned stays in its arena
 ** until idx_free; a dense one is reused if its id is written again.
 **
-** D only grows, and only under the exclusive side of the rwlock, when an id
-** arrives just past it ([D, 2D)): it doubles, and the hash entries that now
+** D only grows: once when a persistent index is set (idx_set_disk, before
+** any reservation: past a dense dataset's largest id), then only under the
+** exclusive side of the rwlock, when an id arrives just past it ([D, 2D)):
+** it doubles, and the hash entries that now
 ** fall below it are copied into the dense arena before the new D is
 ** published.  Hash operations hold the shared side, so none runs during the
 ** copy; dense operations need no lock, because an id below D stays below D.
