@@ -34,8 +34,10 @@
 ** still reads valid memory.  A sparse slot so orphaned stays in its arena
 ** until idx_free; a dense one is reused if its id is written again.
 **
-** D only grows, and only under the exclusive side of the rwlock, when an id
-** arrives just past it ([D, 2D)): it doubles, and the hash entries that now
+** D only grows: once when a persistent index is set (idx_set_disk, before
+** any reservation: past a dense dataset's largest id), then only under the
+** exclusive side of the rwlock, when an id arrives just past it ([D, 2D)):
+** it doubles, and the hash entries that now
 ** fall below it are copied into the dense arena before the new D is
 ** published.  Hash operations hold the shared side, so none runs during the
 ** copy; dense operations need no lock, because an id below D stays below D.
@@ -126,6 +128,21 @@ void idx_set_disk(Index *x, Dx *dx) {
   assert(atomic_load(&x->count) == 0);
   if (x->dx != dx) dx_close(x->dx);
   x->dx = dx;
+  /* Over a persistent index the memory part holds only reservations.  D
+  ** starts past the dataset's largest id, so that appending after a large
+  ** dataset's ids (far above 2D otherwise) reserves with one compare-and-
+  ** swap, not a hash claim and a tombstone per sample.  Only when the ids
+  ** are at least half dense: a dense chunk (about 1 MiB) is allocated for
+  ** any id reserved in it, so ids scattered below D may cost 8 bytes per id
+  ** of D, bounded so by 16 bytes per committed sample; sparse ids stay in
+  ** the hash table.  No hash entry exists yet to migrate. */
+  if (dx && atomic_load_explicit(&x->used, memory_order_relaxed) == 0) {
+    uint64_t d = atomic_load_explicit(&x->dense, memory_order_relaxed);
+    uint64_t next = (uint64_t)dx_next_id(dx), want = next + ((uint64_t)1 << x->bits);
+    if (next / 2 <= dx_count(dx))
+      while (d < want && 2 * d <= x->max) d *= 2;
+    atomic_store_explicit(&x->dense, d, memory_order_release);
+  }
 }
 
 Dx *idx_disk(Index *x) { return x ? x->dx : NULL; }
