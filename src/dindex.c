@@ -105,7 +105,7 @@ struct Dx {
   int nw;                   /* words of a slot; a disk slot has one more */
   uint64_t wsb;             /* bytes of a disk slot */
   int nfield;
-  uint8_t isbytes[PAGEDB_MAX_FIELDS];
+  uint8_t isbytes[PAGEDB_MAX_FIELDS];   /* 0, or the field's alignment (dx_open) */
   uint64_t fid;             /* the file's id */
   int writable;
   /* The snapshot in force: its directory record, inside MAP. */
@@ -137,14 +137,17 @@ static uint64_t slot_sum(const uint64_t *s, int nw) {
 /* Slot S of ID, found through directory D: checked before it is trusted. */
 static const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id) {
   if (s[0] != (uint64_t)id || s[x->nw] != slot_sum(s, x->nw)) return DX_BAD;
-  uint64_t lim = d[8], len = 0;
+  /* The record's end, its values aligned as api_extent places them. */
+  uint64_t lim = d[8], end = s[1];
+  if (end > lim) return DX_BAD;
   for (int f = 0; f < x->nfield; f++) {
     if (!x->isbytes[f] || !slot_has(s, f)) continue;
     uint64_t st = slot_stored(s, x->nfield, f);
-    if (st > lim || len > lim - st) return DX_BAD;
-    len += st;
+    end = pdb_align(end, x->isbytes[f]);
+    if (end > lim || st > lim - end) return DX_BAD;
+    end += st;
   }
-  return s[1] > lim || len > lim - s[1] ? DX_BAD : s;
+  return s;
 }
 
 static inline const uint64_t *seg_slot(const Dx *x, const uint8_t *base, uint64_t off, uint64_t i) {

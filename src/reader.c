@@ -194,7 +194,7 @@ int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const voi
   uint64_t need = 0;
   for (int i = 0; i < n; i++) {
     const uint64_t *s = idx_find(db->idx, ids[i]);
-    if (s) need += zraw(db, s, field);
+    if (s) need += pdb_align(zraw(db, s, field), PAGEDB_MAX_ALIGN);
   }
   int rc = zroom(r, need);
   uint8_t *out = r->zbuf;
@@ -202,7 +202,7 @@ int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const voi
     const uint64_t *s = still_there(r, ids[i], field);
     if (!s) return PAGEDB_NOTFOUND;
     rc = finish_value(r, ids[i], field, s, out, &data[i], &sizes[i]);
-    out += zraw(db, s, field);
+    out += pdb_align(zraw(db, s, field), PAGEDB_MAX_ALIGN);   /* each value aligned: pagedb_field_add_aligned */
   }
   return rc;
 }
