@@ -32,7 +32,8 @@ struct pagedb {
   char ixwhy[PDB_MSG_MAX];
   DxMeta ixmeta;
   /* Per field: 0 for INT and REAL, else (BYTES, TEXT: stored in pages) the
-  ** alignment of its values, 1..PAGEDB_MAX_ALIGN (api_extent). */
+  ** alignment of its values, 1..PAGEDB_MAX_ALIGN (api_extent): G, the
+  ** largest any of them asks for, the same for all (main.c, set_isbytes). */
   uint8_t isbytes[PAGEDB_MAX_FIELDS];
   pagedb_vfs *vfs;
   Pager *pager;
@@ -245,8 +246,8 @@ static inline int api_is_bytes(const pagedb *db, int f) {
 /*
 ** Offset and stored length of field F (BYTES or TEXT) of the sample in
 ** slot S.  The record is the sample's stored values in schema order, each
-** starting at the first multiple of its field's alignment at or after the
-** end of the one before (doc/format.md): the record's offset (word 1) is
+** starting at the first multiple of its field's alignment (G: isbytes) at
+** or after the end of the one before (doc/format.md): the record's offset (word 1) is
 ** where the writer stood when the sample began, the zeros before each
 ** value are the record's.  Data-region offsets have the alignment of file
 ** offsets, since the region starts at a multiple of 4096.

@@ -5,8 +5,8 @@
 ** be on disk: the run header, then the records of its samples back to back.
 ** A record is the sample's BYTES/TEXT fields in schema order; its extents
 ** are in the sample's slot (offset of the record, one length per field).
-** Each value starts at the first multiple of its field's alignment after
-** the end of the one before (zeros between: api_extent).  A buffer offset
+** Each value starts at the first multiple of its field's alignment at or
+** after the end of the one before (zeros between: api_extent).  A buffer offset
 ** is a run offset, and a run starts on a page, so aligning in the buffer
 ** aligns in the file.  Every field's values are aligned to the same G,
 ** the largest alignment of the fields (w->amax, api.h): a sample carried
