@@ -202,7 +202,10 @@ int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const voi
     const uint64_t *s = still_there(r, ids[i], field);
     if (!s) return PAGEDB_NOTFOUND;
     rc = finish_value(r, ids[i], field, s, out, &data[i], &sizes[i]);
-    out += pdb_align(zraw(db, s, field), PAGEDB_MAX_ALIGN);   /* each value aligned: pagedb_field_add_aligned */
+    /* Each value at a multiple of 64 (pagedb_field_add_aligned); none
+    ** decompressed yet: OUT may be NULL, and NULL + 0 is undefined. */
+    uint64_t zr = zraw(db, s, field);
+    if (zr) out += pdb_align(zr, PAGEDB_MAX_ALIGN);
   }
   return rc;
 }
