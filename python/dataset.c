@@ -457,11 +457,12 @@ static PyObject *dataset_exit(PyDataset *ds, PyObject *args) {
 /* ------------------------------------------------------------------ */
 
 static PyObject *dataset_add_field(PyDataset *ds, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"name", "type", "codec", "level", NULL};
+  static char *kwlist[] = {"name", "type", "codec", "level", "align", NULL};
   const char *name;
   PyObject *type, *codec_o = Py_None;
-  int level = 0, codec;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|Oi:add_field", kwlist, &name, &type, &codec_o, &level)) return NULL;
+  int level = 0, codec, align = PAGEDB_ALIGN_DEFAULT;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|Oii:add_field", kwlist, &name, &type, &codec_o, &level, &align))
+    return NULL;
   int t = parse_type(type);
   if (t < 0 || parse_codec(codec_o, level, &codec) < 0 || ds_check_open(ds)) return NULL;
   PdbErr e;
@@ -473,7 +474,7 @@ static PyObject *dataset_add_field(PyDataset *ds, PyObject *args, PyObject *kw) 
   } else {
     /* pagedb_field_add refuses while readers are open: the pool's are ours. */
     ds_pool_close(ds);
-    rc = pagedb_field_add(ds->db, name, t, codec);
+    rc = pagedb_field_add_aligned(ds->db, name, t, codec, align);
     if (rc != PAGEDB_OK) pdberr_set(&e, rc, pagedb_errmsg(ds->db));
   }
   Py_END_ALLOW_THREADS
@@ -874,8 +875,10 @@ static PyMethodDef dataset_methods[] = {
   {"__enter__", (PyCFunction)dataset_enter, METH_NOARGS, NULL},
   {"__exit__", (PyCFunction)dataset_exit, METH_VARARGS, NULL},
   {"add_field", (PyCFunction)(void (*)(void))dataset_add_field, METH_VARARGS | METH_KEYWORDS,
-   "add_field(name, type, codec=None, level=0) -> field number.  type: 'bytes', 'text', 'int', 'real'; "
-   "codec: None/'none', 'lz4', 'lz4hc' or 'lz4hc:12'."},
+   "add_field(name, type, codec=None, level=0, align=0) -> field number.  type: 'bytes', 'text', 'int', 'real'; "
+   "codec: None/'none', 'lz4', 'lz4hc' or 'lz4hc:12'; align: values start at multiples of it (1, 2, 4 ... 64; "
+   "0: 8 for bytes, 1 otherwise), so zero-copy views can be cast to float32, int64...: "
+   "pagedb_field_add_aligned."},
   {"get", (PyCFunction)(void (*)(void))dataset_get, METH_VARARGS | METH_KEYWORDS,
    "get(id, fields=None, raw=False) -> dict: as ds[id], for some fields; raw: TEXT as memoryview."},
   {"read", (PyCFunction)(void (*)(void))dataset_read, METH_VARARGS | METH_KEYWORDS,

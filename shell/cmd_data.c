@@ -99,15 +99,34 @@ int shellFieldSpec(ShellState *p, const char *zCmd, char *z, const char **pzName
   return parseFieldSpec(p, zCmd, z, pzName, pType, pCodec);
 }
 
-/* USAGE: .create FILE [--field NAME:TYPE[:CODEC[:LEVEL]] ...] [--page-size N]
+/* Split a trailing @ALIGN off field spec Z (a field name has no '@'):
+** *PALIGN its alignment, PAGEDB_ALIGN_DEFAULT without one. */
+static int parseFieldAlign(ShellState *p, const char *zCmd, char *z, int *pAlign){
+  char *zAt = strrchr(z, '@');
+  int64_t a;
+  *pAlign = PAGEDB_ALIGN_DEFAULT;
+  if( zAt == 0 ) return 0;
+  if( shellInt(zAt + 1, &a) || a < 1 || a > PAGEDB_MAX_ALIGN || (a & (a - 1)) ){
+    shellError(p, "%s --field %s: alignment \"%s\" is not a power of two from 1 to %d", zCmd, z, zAt + 1,
+               PAGEDB_MAX_ALIGN);
+    return 1;
+  }
+  *zAt = 0;
+  *pAlign = (int)a;
+  return 0;
+}
+
+/* USAGE: .create FILE [--field NAME:TYPE[:CODEC[:LEVEL]][@ALIGN] ...] [--page-size N]
 ** Create the dataset FILE (which must not exist) with these fields, in
-** this order, and open it in place of the current one.  Without fields it
+** this order, and open it in place of the current one.  @ALIGN: the
+** field's values start at multiples of ALIGN (pagedb_field_add_aligned).
+** Without fields it
 ** is an empty dataset for .import, which adds the fields of what it reads.
 ** N may end in K, M or G.  If anything fails, nothing is left behind. */
 int dotCreate(ShellState *p, int nArg, char **azArg){
   const char *zFile = 0;
   const char *azName[PAGEDB_MAX_FIELDS];
-  int aType[PAGEDB_MAX_FIELDS], aCodec[PAGEDB_MAX_FIELDS];
+  int aType[PAGEDB_MAX_FIELDS], aCodec[PAGEDB_MAX_FIELDS], aAlign[PAGEDB_MAX_FIELDS];
   int nField = 0;
   int64_t pageSize = 0;
   for(int i = 1; i < nArg; i++){
@@ -118,7 +137,8 @@ int dotCreate(ShellState *p, int nArg, char **azArg){
         shellError(p, ".create --field %s: more than %d fields", azArg[i + 1], PAGEDB_MAX_FIELDS);
         return 1;
       }
-      if( parseFieldSpec(p, ".create", azArg[++i], &azName[nField], &aType[nField], &aCodec[nField]) ){
+      if( parseFieldAlign(p, ".create", azArg[++i], &aAlign[nField])
+       || parseFieldSpec(p, ".create", azArg[i], &azName[nField], &aType[nField], &aCodec[nField]) ){
         return 1;
       }
       nField++;
@@ -166,7 +186,7 @@ int dotCreate(ShellState *p, int nArg, char **azArg){
   for(int f = 0; rc == PAGEDB_OK && f < nField; f++){
     zWhat = "--field";
     zArg = azName[f];
-    rc = pagedb_field_add(db, azName[f], aType[f], aCodec[f]);
+    rc = pagedb_field_add_aligned(db, azName[f], aType[f], aCodec[f], aAlign[f]);
   }
   if( rc ){
     shellError(p, ".create %s: %s%s%s: %s (%s)", zFile, zWhat, zArg ? " " : "", zArg ? zArg : "",

@@ -65,14 +65,16 @@ static const DotCmd aDotCmd[] = {
     "Prints the number of committed samples (as SELECT count(*) FROM sample).\n",
     "pagedb> .count\n"
     "70000\n" },
-  { "create", dotCreate, ".create [FILE] [--field NAME:TYPE[:CODEC[:LEVEL]] ...] [--page-size N]",
+  { "create", dotCreate, ".create [FILE] [--field NAME:TYPE[:CODEC[:LEVEL]][@ALIGN] ...] [--page-size N]",
     "Create and open a dataset (TYPE bytes|text|int|real, CODEC none|lz4|lz4hc)",
     "Creates the dataset FILE, which must not exist, with these fields in this\n"
     "order, and opens it.  Without FILE, the dataset the shell was started on\n"
     "when that file did not exist.  TYPE is bytes, text, int or real; CODEC\n"
     "(bytes and text) none, lz4 (LEVEL: acceleration 1 to 65537) or lz4hc\n"
-    "(LEVEL 1 to 12).  N is a power of two from 64K to 1G (default 8M).  If\n"
-    "anything fails, nothing is left behind.\n",
+    "(LEVEL 1 to 12).  @ALIGN (1, 2, 4 ... 64; default 8 for bytes, 1 for\n"
+    "text): values start at multiples of ALIGN, for zero-copy tensor views.\n"
+    "N is a power of two from 64K to 1G (default 8M).  If anything fails,\n"
+    "nothing is left behind.\n",
     "pagedb> .create cats.pagedb --field img:bytes --field label:int --page-size 64K\n" },
   { "delete", dotDelete, ".delete ID|LO-HI|WHERE-SQL",
     "Delete samples by id, id range or SQL condition on table sample, commit",

@@ -32,7 +32,10 @@ struct pagedb {
   int ixstate;
   char ixwhy[PDB_MSG_MAX];
   DxMeta ixmeta;
-  uint8_t isbytes[PAGEDB_MAX_FIELDS];   /* per field: stored in pages */
+  /* Per field: 0 for INT and REAL, else (BYTES, TEXT: stored in pages) the
+  ** alignment of its values, 1..PAGEDB_MAX_ALIGN (api_extent): G, the
+  ** largest any of them asks for, the same for all (main.c, set_isbytes). */
+  uint8_t isbytes[PAGEDB_MAX_FIELDS];
   pagedb_vfs *vfs;
   Pager *pager;
   Catalog *cat;
@@ -100,6 +103,7 @@ struct pagedb_writer {
   int in_sample;
   size_t start;             /* where the current sample's record begins */
   uint64_t *cur;            /* the current sample's slot */
+  size_t amax;              /* G, the alignment of every stored value (api_extent) */
   int nput;                 /* BYTES/TEXT fields given so far */
   uint16_t order[PAGEDB_MAX_FIELDS];  /* ...in the order given */
   uint8_t *zbuf;            /* compressed values are made here first */
@@ -260,21 +264,31 @@ static inline int api_is_bytes(const pagedb *db, int f) {
   return db->fields[f].type == PAGEDB_BYTES || db->fields[f].type == PAGEDB_TEXT;
 }
 
-/* Offset and stored length of field F of the sample in slot S. */
+/*
+** Offset and stored length of field F (BYTES or TEXT) of the sample in
+** slot S.  The record is the sample's stored values in schema order, each
+** starting at the first multiple of its field's alignment (G: isbytes) at
+** or after the end of the one before (doc/format.md): the record's offset (word 1) is
+** where the writer stood when the sample began, the zeros before each
+** value are the record's.  Data-region offsets have the alignment of file
+** offsets, since the region starts at a multiple of 4096.
+*/
 static inline void api_extent(const pagedb *db, const uint64_t *s, int f, uint64_t *off, uint64_t *len) {
   uint64_t o = s[1];
   for (int i = 0; i < f; i++)
-    if (api_is_bytes(db, i) && slot_has(s, i)) o += slot_stored(s, db->nfield, i);
-  *off = o;
+    if (db->isbytes[i] && slot_has(s, i)) o = pdb_align(o, db->isbytes[i]) + slot_stored(s, db->nfield, i);
+  assert(db->isbytes[f]);
+  *off = pdb_align(o, db->isbytes[f]);
   *len = slot_stored(s, db->nfield, f);
 }
 
-/* The bytes all the stored fields of the sample in slot S take. */
+/* The bytes the record of the sample in slot S takes: from its offset to
+** the end of its last stored value, the padding included. */
 static inline uint64_t api_record_len(const pagedb *db, const uint64_t *s) {
-  uint64_t len = 0;
+  uint64_t o = s[1];
   for (int f = 0; f < db->nfield; f++)
-    if (api_is_bytes(db, f) && slot_has(s, f)) len += slot_stored(s, db->nfield, f);
-  return len;
+    if (db->isbytes[f] && slot_has(s, f)) o = pdb_align(o, db->isbytes[f]) + slot_stored(s, db->nfield, f);
+  return o - s[1];
 }
 
 /* Whether reads of FIELD by R return other bytes than those stored, or

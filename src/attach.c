@@ -81,7 +81,8 @@ static const char *type_name(int t) {
   return t == PAGEDB_BYTES ? "bytes" : t == PAGEDB_TEXT ? "text" : t == PAGEDB_INT ? "int" : "real";
 }
 
-/* PAGEDB_MISMATCH unless OTHER has DB's page size and fields. */
+/* PAGEDB_MISMATCH unless OTHER has DB's page size and fields (names,
+** types, codecs and alignments). */
 static int check_schema(Attach *a) {
   pagedb *db = a->db, *o = a->o;
   uint32_t ps = pager_page_size(db->pager), ops = pager_page_size(o->pager);
@@ -91,7 +92,14 @@ static int check_schema(Attach *a) {
     return pdb_err(db, &a->em, PAGEDB_MISMATCH, "it has %d fields, %s has %d", o->nfield, db->path, db->nfield);
   for (int f = 0; f < db->nfield; f++) {
     const CatField *x = &db->fields[f], *y = &o->fields[f];
-    if (strcmp(x->name, y->name) == 0 && x->type == y->type && x->codec == y->codec) continue;
+    if (strcmp(x->name, y->name) == 0 && x->type == y->type && x->codec == y->codec) {
+      /* Records are copied byte for byte: their values must lie where
+      ** DB's alignment puts them (api_extent). */
+      if (db->isbytes[f] == o->isbytes[f]) continue;
+      return pdb_err(db, &a->em, PAGEDB_MISMATCH, "its records are laid out at another alignment: field %d ('%s')"
+                     " is aligned to %d bytes there, to %d in %s", f, x->name, o->isbytes[f], db->isbytes[f],
+                     db->path);
+    }
     char cx[32], cy[32];
     codec_name(x->codec, cx, sizeof cx);
     codec_name(y->codec, cy, sizeof cy);

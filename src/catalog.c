@@ -31,6 +31,7 @@ struct Catalog {
   sqlite3 *r;               /* read-only connection for pagedb_sql */
   pthread_mutex_t rmu;      /* serialises r */
   int in_txn;               /* the long write transaction is open */
+  int has_align;            /* table field has column align (else every alignment is 1) */
   sqlite3_stmt *ins_sample;
   sqlite3_stmt *ins_page;
 };
@@ -42,7 +43,7 @@ struct Catalog {
 static const char *kSchema =
   "CREATE TABLE meta(key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;"
   "CREATE TABLE field(idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
-  " type TEXT NOT NULL, codec TEXT NOT NULL);"
+  " type TEXT NOT NULL, codec TEXT NOT NULL, align INTEGER NOT NULL DEFAULT 1);"
   "CREATE TABLE page(pgno INTEGER PRIMARY KEY, npages INTEGER NOT NULL,"
   " used INTEGER NOT NULL, nsamples INTEGER NOT NULL);"
   "CREATE TABLE sample(id INTEGER PRIMARY KEY, page INTEGER NOT NULL, off INTEGER NOT NULL);"
@@ -237,6 +238,7 @@ int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size)
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "moved_samples", 0);
   if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "creating the catalog");
   if (rc != PAGEDB_OK) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  else c->has_align = 1;
   return rc;
 }
 
@@ -317,25 +319,47 @@ static int type_of(const char *s) {
   return -1;
 }
 
+/* Whether table field has its fifth column, align: a catalog made before
+** alignments existed has four, and its fields are all of alignment 1. */
+static int count_field_cols(Catalog *c, pdb_msg *m, int *n) {
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT count(*) FROM pragma_table_info('field')", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) *n = sqlite3_column_int(st, 0);
+  else rc = sq_fail(c, m, c->w, src, "reading the schema");
+  sqlite3_finalize(st);
+  return rc;
+}
+
 static int load_fields(Catalog *c, pdb_msg *m, CatField *fields, int *nfield) {
   sqlite3_stmt *st;
-  int rc = prepare(c, m, c->w, "SELECT idx, name, type, codec FROM field ORDER BY idx", &st);
+  int rc = prepare(c, m, c->w, c->has_align ? "SELECT idx, name, type, codec, align FROM field ORDER BY idx"
+                                            : "SELECT idx, name, type, codec, 1 FROM field ORDER BY idx", &st);
   if (rc != PAGEDB_OK) return rc;
   int n = 0, src;
   while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
     const char *name = (const char *)sqlite3_column_text(st, 1);
     const char *codec = (const char *)sqlite3_column_text(st, 3);
     int type = type_of((const char *)sqlite3_column_text(st, 2));
+    int64_t align = sqlite3_column_int64(st, 4);
     if (n >= PAGEDB_MAX_FIELDS || sqlite3_column_int64(st, 0) != n) {
       rc = corrupt(c, m, "table field is not numbered 0, 1, 2... (%s)", name ? name : "?");
     } else if (!name || strlen(name) == 0 || strlen(name) > PAGEDB_MAX_NAME || type < 0) {
       rc = corrupt(c, m, "table field has an invalid row for '%s'", name ? name : "?");
     } else if (codec_parse(codec) < 0 || (codec_parse(codec) != PAGEDB_CODEC_NONE && !is_bytes(type))) {
       rc = corrupt(c, m, "field uses codec '%s', which this pagedb does not support", codec ? codec : "?");
+    } else if (sqlite3_column_type(st, 4) != SQLITE_INTEGER || align < 1 || align > PAGEDB_MAX_ALIGN
+               || (align & (align - 1)) != 0 || (align > 1 && !is_bytes(type))) {
+      char what[120];
+      snprintf(what, sizeof what, "'%s' has alignment '%.20s'", name,
+               sqlite3_column_text(st, 4) ? (const char *)sqlite3_column_text(st, 4) : "NULL");
+      rc = corrupt(c, m, "field %s: an alignment is a power of two from 1 to 64, and 1 for int and real", what);
     } else {
       snprintf(fields[n].name, sizeof fields[n].name, "%s", name);
       fields[n].type = type;
       fields[n].codec = codec_parse(codec);
+      fields[n].align = (int)align;
       n++;
     }
   }
@@ -382,7 +406,8 @@ typedef struct Col {
 
 static const Col kMetaCols[] = { { "key", "TEXT", 1, 1 }, { "value", "", 1, 0 } };
 static const Col kFieldCols[] = { { "idx", "INTEGER", 0, 1 }, { "name", "TEXT", 1, 0 },
-                                  { "type", "TEXT", 1, 0 }, { "codec", "TEXT", 1, 0 } };
+                                  { "type", "TEXT", 1, 0 }, { "codec", "TEXT", 1, 0 },
+                                  { "align", "INTEGER", 1, 0 } };
 static const Col kPageCols[] = { { "pgno", "INTEGER", 0, 1 }, { "npages", "INTEGER", 1, 0 },
                                  { "used", "INTEGER", 1, 0 }, { "nsamples", "INTEGER", 1, 0 } };
 static const Col kSampleCols[] = { { "id", "INTEGER", 0, 1 }, { "page", "INTEGER", 1, 0 },
@@ -450,14 +475,24 @@ static int check_columns(Catalog *c, pdb_msg *m, const CatField *fields, int nfi
 }
 
 /* The extent view: one SELECT per BYTES/TEXT field, each offset the
-** record's plus the stored lengths of the fields before it.  The CREATE
-** statement (sqlite3_free it), or NULL without memory. */
+** record's plus the stored lengths of the fields before it.  With G, the
+** largest alignment of the fields, above 1 (doc/format.md), every value
+** starts at a multiple of G: the record's offset and each stored length
+** before it are rounded up to one, ((x + G-1) & -G), a sum whose text
+** grows linearly with the fields and nests no deeper.  With G = 1 the text
+** is the one made before alignments existed, so old catalogs' views stay
+** as they were made.  The CREATE statement (sqlite3_free it), or NULL
+** without memory. */
 static char *view_sql(const CatField *fields, int nfield) {
   if (nfield == 0) return sqlite3_mprintf("%s", NO_FIELDS_VIEW);
+  int g = 1;
+  for (int i = 0; i < nfield; i++)
+    if (is_bytes(fields[i].type) && fields[i].align > g) g = fields[i].align;
   sqlite3_str *sql = sqlite3_str_new(NULL);
   sqlite3_str *off = sqlite3_str_new(NULL);
   sqlite3_str_appendall(sql, "CREATE VIEW extent(id, field, name, page, off, len, raw, compressed, sum) AS ");
-  sqlite3_str_appendall(off, "off");
+  if (g > 1) sqlite3_str_appendf(off, "((off + %d) & %d)", g - 1, -g);
+  else sqlite3_str_appendall(off, "off");
   int any = 0;
   for (int i = 0; i < nfield; i++) {
     if (!is_bytes(fields[i].type)) continue;
@@ -468,7 +503,8 @@ static char *view_sql(const CatField *fields, int nfield) {
     sqlite3_str_appendf(sql, "%sSELECT id, %d, %Q, page, %s, coalesce(\"%w\", \"%w\"), \"%w\", \"%w\" IS NOT NULL,"
                         " \"%w\" FROM sample WHERE \"%w\" IS NOT NULL",
                         any ? " UNION ALL " : "", i, name, sqlite3_str_value(off), z, name, name, z, sum, name);
-    sqlite3_str_appendf(off, " + coalesce(\"%w\", \"%w\", 0)", z, name);
+    if (g > 1) sqlite3_str_appendf(off, " + ((coalesce(\"%w\", \"%w\", 0) + %d) & %d)", z, name, g - 1, -g);
+    else sqlite3_str_appendf(off, " + coalesce(\"%w\", \"%w\", 0)", z, name);
     any = 1;
   }
   if (!any) sqlite3_str_appendall(sql, "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE 0");
@@ -532,7 +568,10 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   }
   sqlite3_finalize(st);
   if (rc == PAGEDB_OK) rc = check_table(c, m, "meta", kMetaCols, 2);
-  if (rc == PAGEDB_OK) rc = check_table(c, m, "field", kFieldCols, 4);
+  int nfcol = 0;
+  if (rc == PAGEDB_OK) rc = count_field_cols(c, m, &nfcol);
+  c->has_align = nfcol != 4;
+  if (rc == PAGEDB_OK) rc = check_table(c, m, "field", kFieldCols, c->has_align ? 5 : 4);
   if (rc == PAGEDB_OK) rc = check_table(c, m, "page", kPageCols, 4);
   if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
   if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, nfield);
@@ -553,15 +592,29 @@ int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f) {
   if (!sql) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory adding field '%s'", f->name);
   char codec[32];
   codec_name(f->codec, codec, sizeof codec);
+  /* A catalog made before alignments existed gains column align with the
+  ** first field that needs it (its fields so far read as alignment 1);
+  ** until then it stays readable by the pagedb that made it. */
+  int add_col = !c->has_align && f->align != 1;
   int rc = exec(c, m, "BEGIN IMMEDIATE", "adding a field");
-  if (rc == PAGEDB_OK)
+  if (rc == PAGEDB_OK && add_col)
+    rc = exec(c, m, "ALTER TABLE field ADD COLUMN align INTEGER NOT NULL DEFAULT 1", "adding a field");
+  if (rc == PAGEDB_OK && (c->has_align || add_col))
+    rc = run(c, m, "INSERT INTO field(idx, name, type, codec, align) VALUES(?1, ?2, ?3, ?4, ?5)", "adding a field",
+             5, "i", (int64_t)idx, "t", f->name, "t", kTypeNames[f->type], "t", codec, "i", (int64_t)f->align);
+  else if (rc == PAGEDB_OK)
     rc = run(c, m, "INSERT INTO field(idx, name, type, codec) VALUES(?1, ?2, ?3, ?4)", "adding a field",
              4, "i", (int64_t)idx, "t", f->name, "t", kTypeNames[f->type], "t", codec);
   if (rc == PAGEDB_OK) rc = exec(c, m, sql, "adding a field");
+  int had_align = c->has_align;
+  c->has_align |= add_col;   /* load_fields reads the column now */
   if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, &nfield);
   if (rc == PAGEDB_OK) rc = make_view(c, m, fields, nfield);
   if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "adding a field");
-  if (rc != PAGEDB_OK) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != PAGEDB_OK) {
+    sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+    c->has_align = had_align;
+  }
   sqlite3_free(sql);
   sqlite3_finalize(c->ins_sample);
   c->ins_sample = NULL;

@@ -15,6 +15,7 @@ typedef struct CatField {
   char name[PAGEDB_MAX_NAME + 1];
   int type;                 /* PAGEDB_BYTES ... PAGEDB_REAL */
   int codec;
+  int align;                /* its values' alignment, 1..PAGEDB_MAX_ALIGN (1 for INT, REAL) */
 } CatField;
 
 typedef struct CatMeta {

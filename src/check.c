@@ -471,7 +471,9 @@ static int sample_value(Check *k, Run *r, int64_t page, int64_t id, int f, const
     *layout = 0;
     return PAGEDB_OK;
   }
-  Ext e = { .off = *at, .len = (uint64_t)v[0].i, .raw = (uint64_t)v[0].i, .id = id, .field = f };
+  /* Each value starts at its field's alignment (api.h, api_extent). */
+  uint64_t align = k->db->isbytes[f];
+  Ext e = { .off = pdb_align(*at, align), .len = (uint64_t)v[0].i, .raw = (uint64_t)v[0].i, .id = id, .field = f };
   if (v[1].type != CAT_NULL) {
     int64_t z = v[1].i;
     if (v[1].type != CAT_INTEGER) {
@@ -498,8 +500,14 @@ static int sample_value(Check *k, Run *r, int64_t page, int64_t id, int f, const
            id, name, name, type_name(v[2].type));
   e.sum = (uint64_t)v[2].i;
   if (!*layout) return PAGEDB_OK;
-  *at += e.len;
+  *at = e.off + e.len;
   if (!r || e.len == 0) return PAGEDB_OK;
+  /* The promise of pagedb_field_add_aligned: a run starts on a page, and
+  ** pages at multiples of 4096, so only a bad header could break it. */
+  if ((k->doff + (uint64_t)r->pgno * k->ps + e.off) % align != 0)
+    report(k, page, id, f, "sample %" PRId64 ", field '%s': its stored bytes start at byte %" PRIu64
+           " of the data file, not a multiple of the field's alignment %" PRIu64, id, name,
+           k->doff + (uint64_t)r->pgno * k->ps + e.off, align);
   if (e.off + e.len > r->used) {
     report(k, page, id, f, "sample %" PRId64 ", field '%s': its %" PRIu64 " stored bytes at offset %" PRIu64
            " of the run at page %" PRId64 " end at byte %" PRIu64 ", past the %" PRIu64 " bytes the run uses", id,

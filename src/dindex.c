@@ -105,7 +105,7 @@ struct Dx {
   int nw;                   /* words of a slot; a disk slot has one more */
   uint64_t wsb;             /* bytes of a disk slot */
   int nfield;
-  uint8_t isbytes[PAGEDB_MAX_FIELDS];
+  uint8_t isbytes[PAGEDB_MAX_FIELDS];   /* 0, or the field's alignment (dx_open) */
   uint16_t bf[PAGEDB_MAX_FIELDS];  /* the fields with stored bytes, in order */
   int nbf;                  /* ...how many */
   uint64_t fid;             /* the file's id */
@@ -181,13 +181,15 @@ static inline __attribute__((always_inline)) uint64_t slot_sum(const uint64_t *s
 */
 static inline __attribute__((always_inline)) const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id) {
   if (s[0] != (uint64_t)id || s[x->nw] != slot_sum(s, x->nw)) return DX_BAD;
+  /* The record's end, its values aligned as api_extent places them. */
   uint64_t lim = d[8], end = s[1];
   if (end > lim) return DX_BAD;
   for (int k = 0; k < x->nbf; k++) {
     int f = x->bf[k];
     if (!slot_has(s, f)) continue;
     uint64_t st = slot_stored(s, x->nfield, f);
-    if (st > lim - end) return DX_BAD;
+    end = pdb_align(end, x->isbytes[f]);
+    if (end > lim || st > lim - end) return DX_BAD;
     end += st;
   }
   return s;

@@ -40,7 +40,9 @@ typedef struct DxChange {
 ** renames it in).  Checks the header (magic, version, checksum, UUID, NW,
 ** NFIELD), that the file's id is META->id, that it holds META->len bytes,
 ** and the directory record at META->dir (checksum, bounds of every entry),
-** and maps the file.  ISBYTES[f] says whether field f has stored bytes.
+** and maps the file.  ISBYTES[f] is 0 when field f has no stored bytes,
+** else the alignment of its values (api.h, api_extent): a lookup checks
+** that the record, its padding included, lies in the data region.
 ** PAGEDB_CORRUPT_INDEX with a message saying what is wrong when the index
 ** is missing, stale or damaged (the caller rebuilds or falls back); other
 ** codes for I/O and memory.

@@ -578,8 +578,18 @@ static int load(pagedb *db, const CatMeta *meta) {
   return PAGEDB_OK;
 }
 
+/* The alignment every stored value of DB's records gets: the largest any
+** field declares (pagedb_field_add_aligned, doc/format.md). */
+static int records_align(const pagedb *db) {
+  int g = 1;
+  for (int f = 0; f < db->nfield; f++)
+    if (api_is_bytes(db, f) && db->fields[f].align > g) g = db->fields[f].align;
+  return g;
+}
+
 static void set_isbytes(pagedb *db) {
-  for (int f = 0; f < db->nfield; f++) db->isbytes[f] = (uint8_t)api_is_bytes(db, f);
+  int g = records_align(db);
+  for (int f = 0; f < db->nfield; f++) db->isbytes[f] = api_is_bytes(db, f) ? (uint8_t)g : 0;
 }
 
 /* The path of the index file of the dataset at PATH: NAME-index. */
@@ -633,7 +643,8 @@ static int build_one(void *ctx, int64_t id, const uint64_t *s) {
 
 /*
 ** Write a new index file (NAME-index.new) holding every sample of index
-** SRC, widened by one field if WIDEN, for the committed pages; *OUT the new
+** SRC, widened by one field if WIDEN (1 + the new field's isbytes: 1 for
+** a scalar, 1 + its alignment for BYTES/TEXT), for the committed pages; *OUT the new
 ** file, *XM what the catalog must record.  Nothing is in force until the
 ** caller commits XM and installs OUT.  commit_mu held (or the open).
 */
@@ -644,7 +655,14 @@ static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, Dx **out, 
   int nf = db->nfield + (widen ? 1 : 0);
   uint8_t isbytes[PAGEDB_MAX_FIELDS];
   memcpy(isbytes, db->isbytes, sizeof isbytes);
-  if (widen) isbytes[db->nfield] = (uint8_t)(widen == 2);
+  if (widen) {
+    /* The new field may raise the records' alignment (only while no page
+    ** is committed: pagedb_field_add_aligned), which every field takes. */
+    int g = records_align(db);
+    if (widen - 1 > g) g = widen - 1;
+    for (int f = 0; f < db->nfield; f++) isbytes[f] = isbytes[f] ? (uint8_t)g : 0;
+    isbytes[db->nfield] = widen > 1 ? (uint8_t)g : 0;
+  }
   Build b = { db, m, NULL, pdb_malloc(BUILD_BATCH * sizeof *b.ch), NULL, 0, BUILD_BATCH, widen };
   if (widen) b.store = pdb_malloc(BUILD_BATCH * (size_t)slot_words(nf) * sizeof(uint64_t));
   int rc = !b.ch || (widen && !b.store) ? pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing index %s", path)
@@ -1080,7 +1098,7 @@ static int field_add_disk(pagedb *db, const CatField *f) {
   pdb_msg *m = &db->err;
   Dx *x;
   DxMeta xm;
-  int rc = write_index(db, m, db->idx, f->type == PAGEDB_BYTES || f->type == PAGEDB_TEXT ? 2 : 1, &x, &xm);
+  int rc = write_index(db, m, db->idx, f->type == PAGEDB_BYTES || f->type == PAGEDB_TEXT ? 1 + f->align : 1, &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = cat_field_add(db->cat, m, db->nfield, f);
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);   /* the field is in doubt */
@@ -1138,6 +1156,10 @@ static int valid_name(const char *s) {
 }
 
 int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
+  return pagedb_field_add_aligned(db, name, type, codec, PAGEDB_ALIGN_DEFAULT);
+}
+
+int pagedb_field_add_aligned(pagedb *db, const char *name, int type, int codec, int align) {
   if (!db) return PAGEDB_MISUSE;
   int rc = field_add_open(db);
   if (rc != PAGEDB_OK) return rc;
@@ -1157,9 +1179,23 @@ int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
     if (strcasecmp(db->fields[i].name, name) == 0)
       return pdb_err(db, &db->err, PAGEDB_CONSTRAINT, "%s: a field named '%s' exists already", db->path,
                      db->fields[i].name);
+  int stored = type == PAGEDB_BYTES || type == PAGEDB_TEXT;
+  if (align < 0 || align > PAGEDB_MAX_ALIGN || (align & (align - 1)) != 0 || (!stored && align > 1))
+    return pdb_err(db, &db->err, PAGEDB_RANGE,
+                   "%s: field '%s': alignment %d is not %s", db->path, name, align,
+                   stored ? "a power of two from 1 to 64 (or 0, the default)"
+                          : "0 or 1: an INT or REAL field is kept in the catalog, not in pages");
+  if (align == PAGEDB_ALIGN_DEFAULT) align = type == PAGEDB_BYTES ? 8 : 1;
+  /* Committed records are laid out at the alignment of the fields they
+  ** were written for: a larger one would move their values. */
+  if (align > records_align(db) && atomic_load(&db->committed) > 0)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE,
+                   "%s: field '%s': alignment %d is larger than the %d bytes the committed records are laid out at:"
+                   " add it with at most %d, or declare it in a new dataset before its first commit",
+                   db->path, name, align, records_align(db), records_align(db));
   if (db->nfield >= PAGEDB_MAX_FIELDS)
     return pdb_err(db, &db->err, PAGEDB_TOOBIG, "%s: a dataset has at most %d fields", db->path, PAGEDB_MAX_FIELDS);
-  CatField f = { .type = type, .codec = codec };
+  CatField f = { .type = type, .codec = codec, .align = align };
   snprintf(f.name, sizeof f.name, "%s", name);
   if (idx_disk(db->idx)) {
     pthread_mutex_lock(&db->commit_mu);
@@ -1225,6 +1261,11 @@ int pagedb_field_type(pagedb *db, int i) {
 
 int pagedb_field_codec(pagedb *db, int i) {
   return db && i >= 0 && i < db->nfield ? db->fields[i].codec : -1;
+}
+
+int pagedb_field_align(pagedb *db, int i) {
+  if (!db || i < 0 || i >= db->nfield) return -1;
+  return db->isbytes[i] ? db->isbytes[i] : 1;
 }
 
 int64_t pagedb_count(pagedb *db) {

@@ -243,6 +243,8 @@ PAGEDB_API const char *pagedb_errmsg(pagedb *db);
 #define PAGEDB_MAX_FIELDS      256           /* fields per dataset */
 #define PAGEDB_MAX_NAME        64            /* bytes in a field name */
 #define PAGEDB_MAX_SAMPLE      ((uint64_t)1 << 36)  /* 64 GiB: bytes of one sample */
+#define PAGEDB_MAX_ALIGN       64            /* the largest alignment of a field's values */
+#define PAGEDB_ALIGN_DEFAULT   0             /* pagedb_field_add_aligned: the type's default */
 
 /*
 ** Set the page size of a new dataset: a power of two from
@@ -281,6 +283,47 @@ PAGEDB_API size_t pagedb_page_size(pagedb *db);
 */
 PAGEDB_API int pagedb_field_add(pagedb *db, const char *name, int type, int codec);
 
+/*
+** As pagedb_field_add, with ALIGN, the alignment the field's stored values
+** need: every value of a BYTES or TEXT field starts at a file offset that
+** is a multiple of ALIGN, so that a zero-copy pointer to it (the data file
+** is mapped at a page boundary) is aligned to ALIGN too, and NumPy or
+** PyTorch can view its bytes as float32, float64, int64... in place.  ALIGN
+** is a power of two from 1 to PAGEDB_MAX_ALIGN (64), or PAGEDB_ALIGN_DEFAULT
+** (0): 8 for BYTES (any element type up to 8 bytes), 1 for TEXT (strings
+** are read as bytes).  pagedb_field_add(db, name, type, codec) is
+** pagedb_field_add_aligned(db, name, type, codec, PAGEDB_ALIGN_DEFAULT).
+** An INT or REAL field lives in the catalog, not in pages: ALIGN must be 0
+** or 1.
+**
+** Layout.  A sample's values lie in schema order, each at the next
+** multiple of G, the largest alignment of the dataset's BYTES and TEXT
+** fields, with zeros before it: a value costs at most G-1 bytes of padding
+** (G/2 - 1/2 on average: 3.5 bytes at 8; doc/benchmarks.md gives the cost
+** on W-small).  Every field is therefore aligned to G, at least what it
+** asked for (pagedb_field_align says G).  Once a page is committed, G
+** cannot grow: a field added then with a larger ALIGN is refused
+** (PAGEDB_MISUSE), since the committed records' values would move.  A
+** dataset made before alignments existed has G = 1.
+**
+** What is guaranteed, for a value stored as given (no codec, or one its
+** codec did not shrink): the pointer pagedb_read and pagedb_read_batch give
+** is aligned to G, in PAGEDB_READ_MMAP mode (an address in the map) and
+** in PAGEDB_READ_COPY mode (the reader's buffers keep the file offset's
+** alignment).  A value stored compressed is decompressed into the reader's
+** buffer at a multiple of PAGEDB_MAX_ALIGN, in either mode.  Its stored
+** bytes are aligned in the file too, but they are lz4 bytes, not the
+** value: no zero-copy view of a compressed value exists.  The alignments
+** are recorded in the catalog (doc/format.md), kept by pagedb_vacuum, and
+** checked by pagedb_check; pagedb_attach needs the same G on both sides.
+**
+** Results: those of pagedb_field_add; PAGEDB_RANGE (ALIGN is not 0 or a
+** power of two up to PAGEDB_MAX_ALIGN, or is more than 1 for an INT or
+** REAL field); PAGEDB_MISUSE (ALIGN would raise G of a dataset that has
+** committed pages).
+*/
+PAGEDB_API int pagedb_field_add_aligned(pagedb *db, const char *name, int type, int codec, int align);
+
 /* The number of field NAME (exact match), or -1 if there is none. */
 PAGEDB_API int pagedb_field_index(pagedb *db, const char *name);
 
@@ -290,6 +333,11 @@ PAGEDB_API int pagedb_field_count(pagedb *db);
 PAGEDB_API const char *pagedb_field_name(pagedb *db, int i);
 PAGEDB_API int pagedb_field_type(pagedb *db, int i);
 PAGEDB_API int pagedb_field_codec(pagedb *db, int i);
+/* The alignment of field I's stored values in bytes: G, the largest any
+** BYTES or TEXT field asked for (pagedb_field_add_aligned), for a BYTES or
+** TEXT field; 1 for an INT or REAL field, and for every field of a dataset
+** made before alignments existed; -1 if I is out of range. */
+PAGEDB_API int pagedb_field_align(pagedb *db, int i);
 
 /* The number of committed samples (that a reader of DB can see). */
 PAGEDB_API int64_t pagedb_count(pagedb *db);
@@ -743,8 +791,8 @@ PAGEDB_API const char *pagedb_reader_errmsg(pagedb_reader *r);
 /*
 ** Append every committed sample of the dataset whose data file is OTHER to
 ** DB, and commit.  OTHER must have DB's page size and schema: the same
-** fields in the same order, with the same names, types and codecs (levels
-** included).  Its runs are copied page by page as they lie on disk: the
+** fields in the same order, with the same names, types, codecs (levels
+** included) and alignments.  Its runs are copied page by page as they lie on disk: the
 ** stored bytes, compressed or not, are never decoded, and every sample
 ** keeps its values, lengths and checksums; only its id changes as POLICY
 ** says, and the run headers take DB's uuid and page numbers.  The copied
@@ -985,6 +1033,9 @@ typedef struct pagedb_stat {
   int64_t io_writes;        /* write calls, and their bytes (padding */
   int64_t io_write_bytes;   /* included) */
   int64_t io_syncs;         /* sync calls */
+  int64_t bytes_padding;    /* zeros before the live samples' values, that
+                            ** align them (pagedb_field_add_aligned); 0 in
+                            ** a dataset whose fields all have alignment 1 */
 } pagedb_stat;
 
 /*

@@ -68,6 +68,13 @@ static inline uint64_t pdb_get64(const uint8_t *p) {
   return v;
 }
 
+/* O rounded up to a multiple of A, a power of two (a field's alignment:
+** pagedb_field_add_aligned).  A value of alignment A starts at
+** pdb_align(end of what comes before it, A). */
+static inline uint64_t pdb_align(uint64_t o, uint64_t a) {
+  return (o + a - 1) & ~(a - 1);
+}
+
 /* The splitmix64 finaliser: a cheap, well-mixed 64-bit hash. */
 static inline uint64_t pdb_mix64(uint64_t z) {
   z ^= z >> 30; z *= 0xbf58476d1ce4e5b9ull;

@@ -565,7 +565,7 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
   for (int i = 0; i < n; i++) {
     uint64_t a0, a1;
     aligned_range(p, off[i], len[i], &a0, &a1);
-    total += (size_t)(a1 - a0);
+    total += (size_t)(a1 - a0) + PAGEDB_MAX_ALIGN - 1;
   }
   pagedb_iovec small[64];   /* single reads and common batches allocate nothing */
   pagedb_iovec *iov = n <= 64 ? small : pdb_malloc((size_t)n * sizeof *iov);
@@ -579,6 +579,10 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
   for (int i = 0; i < n; i++) {
     uint64_t a0, a1;
     aligned_range(p, off[i], len[i], &a0, &a1);
+    /* Each extent at a multiple of PAGEDB_MAX_ALIGN in the buffer (a pool
+    ** buffer is 4 KiB-aligned), so that its bytes keep the alignment their
+    ** field gives them in the file (pagedb_field_add_aligned). */
+    at = (size_t)pdb_align(at, PAGEDB_MAX_ALIGN);
     iov[i] = (pagedb_iovec){ *buf + at, (size_t)(a1 - a0), a0, PAGEDB_OK };
     out[i] = *buf + at + (p->data_off + off[i] - a0);
     at += (size_t)(a1 - a0);

@@ -305,7 +305,7 @@ int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const voi
   uint64_t need = 0;
   for (int i = 0; i < n; i++) {
     const uint64_t *s = api_find(r, ids[i]);
-    if (s && s != DX_BAD) need += zraw(db, s, field);
+    if (s && s != DX_BAD) need += pdb_align(zraw(db, s, field), PAGEDB_MAX_ALIGN);
   }
   int rc = zroom(r, need);
   uint8_t *out = r->zbuf;
@@ -313,7 +313,10 @@ int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const voi
     const uint64_t *s;
     if ((rc = still_there(r, ids[i], field, &s)) != PAGEDB_OK) return rc;
     rc = finish_value(r, ids[i], field, s, out, &data[i], &sizes[i]);
-    out += zraw(db, s, field);
+    /* Each value at a multiple of 64 (pagedb_field_add_aligned); none
+    ** decompressed yet: OUT may be NULL, and NULL + 0 is undefined. */
+    uint64_t zr = zraw(db, s, field);
+    if (zr) out += pdb_align(zr, PAGEDB_MAX_ALIGN);
   }
   return rc;
 }

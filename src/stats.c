@@ -4,15 +4,16 @@
 ** Everything is computed from the committed state, with no SQL per sample:
 ** the page table (one scan, cat_runs) gives the runs and the bytes they
 ** use, the in-memory index (idx_scan) the live samples and their extents.
-** Every byte of the committed pages is then in exactly one of four parts:
+** Every byte of the committed pages is then in exactly one of five parts:
 **
 **   pages * page_size = bytes_stored   extents of live samples
+**                     + bytes_padding  zeros before them, for alignment
 **                     + bytes_dead     extents no live sample refers to
 **                     + bytes_header   64 bytes per run that holds data
 **                     + bytes_waste    past each run's used bytes
 **
 ** bytes_dead is what is left of the runs' used bytes once the headers and
-** the live extents are taken out, not a counter kept elsewhere, so it is
+** the live records are taken out, not a counter kept elsewhere, so it is
 ** right however samples stopped being live (pagedb_delete, if present).
 **
 ** Consistency: commit_mu is held throughout, so no commit publishes
@@ -40,11 +41,14 @@ static int stat_one(void *ctx, int64_t id, const uint64_t *s) {
   (void)id;
   if (st->all) {
     st->all->samples++;
+    int64_t stored = 0;
     for (int f = 0; f < nf; f++) {
       if (!api_is_bytes(db, f) || !slot_has(s, f)) continue;
-      st->all->bytes_stored += (int64_t)slot_stored(s, nf, f);
+      stored += (int64_t)slot_stored(s, nf, f);
       st->all->bytes_raw += (int64_t)slot_get(s, nf, f);
     }
+    st->all->bytes_stored += stored;
+    st->all->bytes_padding += (int64_t)api_record_len(db, s) - stored;
     return PAGEDB_OK;
   }
   int f = st->field;
@@ -104,7 +108,7 @@ int pagedb_stats(pagedb *db, pagedb_stat *out) {
     return rc;
   }
   out->pages = (int64_t)pages;
-  out->bytes_dead = out->bytes_used - out->bytes_header - out->bytes_stored;
+  out->bytes_dead = out->bytes_used - out->bytes_header - out->bytes_stored - out->bytes_padding;
   out->bytes_waste = (int64_t)(pages * ps) - out->bytes_used;
   if (out->bytes_dead < 0) {
     int64_t over = -out->bytes_dead;

@@ -173,8 +173,9 @@ static void copy_fail(Copy *c, const pdb_msg *m) {
   atomic_store(&c->stop, 1);
 }
 
-/* Copy sample L, whose record (stored fields in schema order) is at REC,
-** through W.  On failure M says what failed. */
+/* Copy sample L, whose record (stored fields in schema order, each at its
+** alignment: api_extent) is at REC, through W, which aligns them in the new
+** dataset as its own writes are.  On failure M says what failed. */
 static int copy_sample(Copy *c, pagedb_writer *w, const Live *l, const uint8_t *rec, pdb_msg *m) {
   pagedb *db = c->db;
   int nf = db->nfield;
@@ -192,18 +193,17 @@ static int copy_sample(Copy *c, pagedb_writer *w, const Live *l, const uint8_t *
       rc = pagedb_put_real(w, f, d);
     } else {
       const uint64_t *x = slot_cext(s, nf, f);
-      uint64_t len = x[0] & ~SLOT_Z;
-      if (pdb_sum(rec, len) != x[1]) {
-        uint64_t off, elen;
-        api_extent(db, s, f, &off, &elen);
+      uint64_t off, len;
+      api_extent(db, s, f, &off, &len);
+      const uint8_t *at = rec + (off - s[1]);
+      if (pdb_sum(at, len) != x[1]) {
         pagedb_sample_cancel(w);
         return pdb_err(db, m, PAGEDB_CORRUPT,
                        "cannot vacuum %s: sample %lld, field '%s' is damaged (checksum mismatch in its %llu bytes at"
                        " data offset %llu, page %llu)", db->path, id, db->fields[f].name, (unsigned long long)len,
                        (unsigned long long)off, (unsigned long long)(off / pager_page_size(db->pager)));
       }
-      rc = writer_put_stored(w, f, rec, (size_t)len, v, (x[0] & SLOT_Z) != 0, x[1]);
-      rec += len;
+      rc = writer_put_stored(w, f, at, (size_t)len, v, (x[0] & SLOT_Z) != 0, x[1]);
     }
   }
   if (rc == PAGEDB_OK) rc = pagedb_sample_end(w, NULL);
@@ -280,7 +280,8 @@ static int create_copy(pagedb *db, const char *dest, uint32_t ps, pagedb **out) 
   pagedb *dst = *out;
   if (rc == PAGEDB_OK && ps != pagedb_page_size(dst)) rc = pagedb_set_page_size(dst, ps);
   for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
-    rc = pagedb_field_add(dst, db->fields[f].name, db->fields[f].type, db->fields[f].codec);
+    rc = pagedb_field_add_aligned(dst, db->fields[f].name, db->fields[f].type, db->fields[f].codec,
+                                  db->fields[f].align);
   /* The application's tables in the catalog are part of the dataset. */
   if (rc == PAGEDB_OK) rc = cat_copy_user(db->cat, dst->cat, &dst->err);
   if (rc != PAGEDB_OK)

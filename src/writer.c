@@ -5,6 +5,13 @@
 ** be on disk: the run header, then the records of its samples back to back.
 ** A record is the sample's BYTES/TEXT fields in schema order; its extents
 ** are in the sample's slot (offset of the record, one length per field).
+** Each value starts at the first multiple of its field's alignment at or
+** after the end of the one before (zeros between: api_extent).  A buffer offset
+** is a run offset, and a run starts on a page, so aligning in the buffer
+** aligns in the file.  Every field's values are aligned to the same G,
+** the largest alignment of the fields (w->amax, api.h): a sample carried
+** to the other buffer moves from its first value on, which is at a
+** multiple of G, to the front of the buffer, also one (write_before_current).
 **
 ** The page number is claimed only when the buffer is written, so a claimed
 ** page is always written at once and never holds back the committed prefix
@@ -73,6 +80,9 @@ int pagedb_writer_open(pagedb *db, pagedb_writer **out) {
     w->pos = PDB_PAGE_HDR;
     w->spare = pdb_buf_alloc(ps, &w->spare_cap);
     w->async = pager_async(db->pager);
+    w->amax = 1;
+    for (int f = 0; f < db->nfield; f++)
+      if (db->isbytes[f] > w->amax) w->amax = db->isbytes[f];
   }
   if (!w || !w->buf || !w->cur || !w->spare) {
     if (w) {
@@ -148,12 +158,12 @@ void api_land_writers(pagedb *db) {
 
 /*
 ** Write the first USED bytes of the buffer, holding the samples ended so
-** far, as a run of as many pages as they need; the CARRY bytes of the
-** current sample, at w->start, move to the front of the buffer to be
-** filled next.  If the write fails, its samples are dropped, their ids
-** released, and the writer fails.
+** far, as a run of as many pages as they need; the CARRY bytes at FROM,
+** of the current sample, move to the front of the buffer to be filled
+** next.  If the write fails, its samples are dropped, their ids released,
+** and the writer fails.
 */
-static int write_run(pagedb_writer *w, size_t used, size_t carry) {
+static int write_run(pagedb_writer *w, size_t used, size_t carry, size_t from) {
   pagedb *db = w->db;
   Pager *p = db->pager;
   /* The other buffer must be free before it takes anything. */
@@ -180,7 +190,7 @@ static int write_run(pagedb_writer *w, size_t used, size_t carry) {
   r->d.npages = npages;
   r->d.nsamples = nsamples;
   r->d.used = used;
-  memcpy(w->spare + PDB_PAGE_HDR, w->buf + w->start, carry);
+  memcpy(w->spare + PDB_PAGE_HDR, w->buf + from, carry);
   rc = pager_write_start(p, &w->err, pgno, npages, nsamples, w->buf, used, &w->aio);
   uint8_t *b = w->buf;
   size_t c = w->cap;
@@ -204,8 +214,15 @@ static int write_run(pagedb_writer *w, size_t used, size_t carry) {
 ** sample's bytes to the front of the buffer. */
 static int write_before_current(pagedb_writer *w) {
   assert(w->in_sample && w->start > PDB_PAGE_HDR);
-  size_t len = w->pos - w->start;
-  int rc = write_run(w, w->start, len);
+  /* The sample's first value is at the first multiple of G after its
+  ** start (or it has none yet): from there on its bytes keep their
+  ** offsets modulo G at the front, a multiple of G too, where the record
+  ** then starts.  The padding before that value stays behind, unused. */
+  size_t from = pdb_align(w->start, w->amax);
+  if (from > w->pos) from = w->pos;
+  size_t len = w->pos - from;
+  assert(PDB_PAGE_HDR % PAGEDB_MAX_ALIGN == 0);
+  int rc = write_run(w, w->start, len, from);
   w->start = PDB_PAGE_HDR;
   w->pos = PDB_PAGE_HDR + len;
   return rc;
@@ -332,8 +349,14 @@ static int compress_value(pagedb_writer *w, int codec, const void *data, size_t 
 static int append_value(pagedb_writer *w, int field, const void *src, size_t stored, uint64_t raw, int z,
                         const uint64_t *sum) {
   int nf = w->db->nfield;
-  int rc = make_room(w, stored);
+  size_t a = w->db->isbytes[field];
+  int rc = make_room(w, pdb_align(w->pos, a) - w->pos + stored);
   if (rc != PAGEDB_OK) return rc;
+  /* A move kept w->pos modulo G, a multiple of a (write_before_current):
+  ** the pad is the same. */
+  size_t pad = pdb_align(w->pos, a) - w->pos;
+  memset(w->buf + w->pos, 0, pad);
+  w->pos += pad;
   if (stored) memcpy(w->buf + w->pos, src, stored);
   uint64_t *x = slot_ext(w->cur, nf, field);
   x[0] = stored | (z ? SLOT_Z : 0);
@@ -414,26 +437,46 @@ int pagedb_put_real(pagedb_writer *w, int field, double v) {
   return put_scalar(w, field, PAGEDB_REAL, bits);
 }
 
-/* Lay the current record out in schema order, if it was given otherwise. */
+/*
+** Lay the current record out in schema order, if it was given otherwise.
+** The values were placed in the order given, each aligned after the one
+** before; in schema order the padding differs, and the record may grow.
+*/
 static int reorder(pagedb_writer *w) {
   int sorted = 1;
   for (int i = 1; i < w->nput; i++) sorted &= w->order[i - 1] < w->order[i];
   if (sorted) return PAGEDB_OK;
-  size_t len = w->pos - w->start;
-  uint8_t *tmp = pdb_malloc(len ? len : 1);
-  if (!tmp)
-    return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], w->db->path);
-  int nf = w->db->nfield;
-  size_t out = 0;
-  for (int f = 0; f < nf; f++) {
-    if (!slot_has(w->cur, f) || !api_is_bytes(w->db, f)) continue;
-    size_t src = w->start;      /* where field f was put */
-    for (int i = 0; w->order[i] != f; i++) src += slot_stored(w->cur, nf, w->order[i]);
-    size_t n = slot_stored(w->cur, nf, f);
-    memcpy(tmp + out, w->buf + src, n);
-    out += n;
+  pagedb *db = w->db;
+  int nf = db->nfield;
+  size_t len = w->pos - w->start, end = w->start;
+  for (int f = 0; f < nf; f++)
+    if (slot_has(w->cur, f) && db->isbytes[f]) end = pdb_align(end, db->isbytes[f]) + slot_stored(w->cur, nf, f);
+  size_t want = end - w->start;
+  if (want > len) {
+    /* Room for the longer layout; a move keeps offsets modulo G. */
+    int rc = make_room(w, want - len);
+    if (rc != PAGEDB_OK) return rc;
   }
-  memcpy(w->buf + w->start, tmp, len);
+  uint8_t *tmp = pdb_malloc(want ? want : 1);
+  if (!tmp)
+    return pdb_err(db, &w->err, PAGEDB_NOMEM, "out of memory ending sample %lld of %s", (long long)w->cur[0], db->path);
+  size_t out = w->start;        /* where field f goes, in the buffer */
+  for (int f = 0; f < nf; f++) {
+    if (!slot_has(w->cur, f) || !db->isbytes[f]) continue;
+    size_t src = w->start;      /* where field f was put */
+    for (int i = 0; w->order[i] != f; i++) {
+      int g = w->order[i];
+      src = pdb_align(src, db->isbytes[g]) + slot_stored(w->cur, nf, g);
+    }
+    src = pdb_align(src, db->isbytes[f]);
+    size_t at = pdb_align(out, db->isbytes[f]), n = slot_stored(w->cur, nf, f);
+    memset(tmp + (out - w->start), 0, at - out);
+    memcpy(tmp + (at - w->start), w->buf + src, n);
+    out = at + n;
+  }
+  assert(out - w->start == want);
+  memcpy(w->buf + w->start, tmp, want);
+  w->pos = w->start + want;
   pdb_free(tmp);
   return PAGEDB_OK;
 }
@@ -472,7 +515,7 @@ int pagedb_sample_end(pagedb_writer *w, int64_t *id) {
   size_t ps = pager_page_size(w->db->pager);
   if (w->pos >= ps) {
     /* A full page or a multi-page sample: write it now. */
-    rc = write_run(w, w->pos, 0);
+    rc = write_run(w, w->pos, 0, w->pos);
     w->pos = PDB_PAGE_HDR;
   } else if (w->async) {
     rc = land_own(w, 0);
@@ -495,7 +538,7 @@ int pagedb_writer_flush(pagedb_writer *w) {
   if (w->in_sample) {
     if (w->start > PDB_PAGE_HDR) rc = write_before_current(w);
   } else if (w->recs && w->recs->d.nsamples > 0) {
-    rc = write_run(w, w->pos, 0);
+    rc = write_run(w, w->pos, 0, w->pos);
     w->pos = PDB_PAGE_HDR;
   }
   return rc == PAGEDB_OK ? land_own(w, 1) : rc;

@@ -37,7 +37,9 @@
 #   5. pagedb_check passes (DB check: every run header and extent checksum,
 #      every extent inside its committed run, the page table contiguous),
 #      the catalog passes PRAGMA quick_check, and check_catalog's counts
-#      agree (every sample on a committed page, the file long enough);
+#      agree (every sample on a committed page, the file long enough),
+#      and every stored value starts at a multiple of the records'
+#      alignment (pagedb_field_add_aligned), as the extent view says;
 #   6. the dataset goes on: ingest after the highest id, read back, commit,
 #      close, reopen read-only, the same count, everything verified.
 #   0. (before 1, so that recovery cannot repair it first) the index file
@@ -139,6 +141,12 @@ proc check_invariants {path args} {
     if {$qc ne "ok"} { lappend bad "catalog quick_check: $qc" }
     set cc [check_catalog ::invdb]
     if {$cc ne "ok"} { lappend bad "catalog: $cc" }
+    set g 1
+    for {set f 0} {$f < [llength [::invdb fields]]} {incr f} { set g [expr {max($g, [::invdb field_align $f])}] }
+    set d [data_offset $path]
+    set ps [::invdb page_size]
+    set mis [::invdb sql "SELECT count(*) FROM extent WHERE ($d + page * $ps + off) % $g <> 0"]
+    if {$mis != 0} { lappend bad "$mis stored values not at a multiple of the records' alignment $g" }
     # 6
     if {$bad eq ""} {
       set next $o(-append)

@@ -23,8 +23,15 @@
 #   NAME CODE STEPS DATA CATALOG SIDE WHAT
 # DATA, CATALOG and SIDE name files of test/corpus/ ("-": no such file) that
 # the test copies to NAME, NAME-catalog and, for SIDE X-wal, X-shm or
-# X-journal, NAME-catalog-wal, -shm or -journal.  STEPS are
-# those of corpus.test (open rw read verify good rwgood check quick).
+# X-journal, NAME-catalog-wal, -shm or -journal, for SIDE X-index,
+# NAME-index (the index file).  STEPS are those of corpus.test (open rw
+# read verify good rwgood check quick mapped scan rebuilt ixcheck).
+#
+# The datasets' index files are made again after their identity is fixed
+# (a read-write open rebuilds them), with a fixed file id, so that they and
+# the catalogs that name them are the same at every run too.  Files named
+# legacy-* are kept as they are: datasets of an earlier format, which this
+# pagedb cannot make any more but must keep opening.
 
 source [file join [file dirname [info script]] tester.tcl]
 package require sqlite3
@@ -77,7 +84,23 @@ proc make_dataset {name fields uuid script} {
   gdb close
   set_identity $path [hex16 $uuid]
   finish_catalog $path-catalog
+  fix_index $path $uuid
   return $path
+}
+
+# Make dataset PATH's index file again (its header has the uuid of before
+# set_identity) and give it the fixed id ID, in its header (with the
+# header's checksum) and in the catalog's meta.index_id.
+proc fix_index {path id} {
+  file delete -force $path-index $path-index.new
+  pagedb gdb $path
+  gdb close
+  patch_file $path-index 48 [u64_to_bytes $id]
+  patch_file $path-index 56 [u64_to_bytes [pdb_checksum [read_bytes $path-index 0 56]]]
+  sqlite3 cdb $path-catalog
+  cdb eval {UPDATE meta SET value = $id WHERE key = 'index_id'}
+  cdb close
+  finish_catalog $path-catalog
 }
 
 set base [make_dataset base $FIELDS 0x1111 { gdb ingest -count 6 {*}$GEN -flushevery 3 }]
@@ -93,8 +116,20 @@ set bomb [make_dataset bomb {{txt text lz4}} 0x4444 {
   w close
 }]
 
+# Keep the legacy-* files (see above); everything else is made again.
+set LEGACY {}
+foreach f [glob -nocomplain -directory $OUT legacy-*] {
+  set fd [open $f rb]
+  lappend LEGACY [file tail $f] [read $fd]
+  close $fd
+}
 file delete -force $OUT
 file mkdir $OUT
+foreach {name bytes} $LEGACY {
+  set fd [open [file join $OUT $name] wb]
+  puts -nonewline $fd $bytes
+  close $fd
+}
 set MANIFEST {}
 
 # A file of the corpus: a copy of SRC (a scratch path) named NAME.
@@ -108,6 +143,8 @@ foreach ds {base other empty bomb} {
   emit $ds [testpath $ds]
   emit $ds-catalog [testpath $ds]-catalog
 }
+emit base-index [testpath base]-index
+emit other-index [testpath other]-index
 
 proc case {name code steps data catalog wal what} {
   lappend ::MANIFEST [list $name $code $steps $data $catalog $wal $what]
@@ -194,6 +231,8 @@ proc fix_wal_salts {path} {
 case base PAGEDB_OK {open rw read verify good rwgood check quick} base base-catalog - {the base dataset, whole}
 case empty PAGEDB_OK {open rw check} empty empty-catalog - {an empty dataset: header and catalog}
 case bomb PAGEDB_OK {read verify check} bomb bomb-catalog - {4 MiB of zeros stored as 16 KiB of lz4}
+case legacy-base PAGEDB_OK {open rw read verify good rwgood check quick scan rebuilt} legacy-base legacy-base-catalog - \
+  {base as the format before the index file and alignments made it (no index_* keys, no column field.align)}
 
 # --- the header (of the empty dataset) ----------------------------------------
 
@@ -479,6 +518,57 @@ puts -nonewline $fd [pagedb_testdata 4 8192 4]
 close $fd
 case wal-garbage PAGEDB_OK {good rwgood check} base base-catalog garbage-wal \
   {8 KiB of garbage as the catalog's WAL: not a WAL, ignored}
+
+# --- the index file (of base) ---------------------------------------------------------
+#
+# Each damaged index is detected when the dataset opens: a read-only open
+# scans the catalog instead (scan), a read-write one writes the index
+# again (rebuilt); both read every sample right (their steps verify every
+# byte).  A damaged slot fails the read of its one sample, never gives
+# another's bytes.
+
+case ix-whole PAGEDB_OK {open rw read verify good rwgood check quick mapped} base base-catalog base-index \
+  {base with its index file, whole: mapped}
+case ix-missing PAGEDB_OK {good rwgood check scan rebuilt} base base-catalog - \
+  {no index file beside a catalog that names one}
+set f [out ix-truncated-index]
+file copy -force [out base-index] $f
+set fd [open $f r+]
+chan truncate $fd [expr {4096 + 40}]
+close $fd
+case ix-truncated PAGEDB_OK {good rwgood check scan rebuilt} base base-catalog ix-truncated-index \
+  {the index cut inside its first chunk, short of the length the catalog records}
+proc ix_flip {name at} {
+  set f [out $name-index]
+  file copy -force [out base-index] $f
+  binary scan [read_bytes $f $at 1] cu b
+  patch_file $f $at [binary format c [expr {$b ^ 0x5a}]]
+}
+ix_flip ix-flip-header 40
+case ix-flip-header PAGEDB_OK {good rwgood check scan rebuilt} base base-catalog ix-flip-header-index \
+  {a flipped byte in the index header's uuid: its checksum fails}
+sqlite3 cdb [out base-catalog]
+set ixdir [cdb eval {SELECT value FROM meta WHERE key = 'index_dir'}]
+cdb close
+ix_flip ix-flip-directory [expr {$ixdir + 24}]
+case ix-flip-directory PAGEDB_OK {good rwgood check scan rebuilt} base base-catalog ix-flip-directory-index \
+  {a flipped byte in the directory in force: its checksum fails}
+ix_flip ix-flip-slot [expr {4096 + 8}]
+case ix-flip-slot PAGEDB_CORRUPT_INDEX {read verify good rwgood mapped ixcheck} base base-catalog ix-flip-slot-index \
+  {a flipped byte in sample 0's slot: the index is in force, that sample's reads fail, the check lists it}
+case ix-other PAGEDB_OK {good rwgood check scan rebuilt} base base-catalog other-index \
+  {the index file of another dataset}
+# A crash between the index's sync and the catalog's commit: base's index
+# with one more commit's slots and directory after the bytes in force,
+# beside base's catalog and data file.
+set p [testpath stale]
+foreach s {"" -catalog -index} { file copy -force [out base$s] $p$s }
+pagedb gdb $p
+gdb ingest -start 6 -count 1 {*}$GEN
+gdb close
+emit ix-stale-index $p-index
+case ix-stale PAGEDB_OK {open rw read verify good rwgood check quick mapped} base base-catalog ix-stale-index \
+  {the index of a commit the catalog never recorded (a crash between them): the last commit's part is in force}
 
 # --- the manifest ---------------------------------------------------------------------
 

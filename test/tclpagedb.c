@@ -68,7 +68,7 @@
 ** DB stats returns pagedb_stats as a dict whose keys are the fields of
 ** pagedb_stat (pages runs multipage_runs samples bytes_used bytes_stored
 ** bytes_raw bytes_dead bytes_header bytes_waste moved fill_hist io_reads
-** io_read_bytes io_writes io_write_bytes io_syncs), fill_hist a list of 10;
+** io_read_bytes io_writes io_write_bytes io_syncs bytes_padding), fill_hist a list of 10;
 ** DB field_stats FIELD a dict of pagedb_field_stat (values compressed
 ** bytes_stored bytes_raw).
 **
@@ -383,10 +383,10 @@ static int writerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
 static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
     "read", "read_into", "read_int", "read_real", "close", "errmsg", "size", "read_batch", "advise",
-    "prefetch", 0
+    "prefetch", "addr", "addr_batch", 0
   };
   enum { R_READ, R_READ_INTO, R_READ_INT, R_READ_REAL, R_CLOSE, R_ERRMSG, R_SIZE, R_BATCH, R_ADVISE,
-         R_PREFETCH };
+         R_PREFETCH, R_ADDR, R_ADDR_BATCH };
   ChildObj *c = (ChildObj *)cd;
   pagedb_reader *r;
   int iSub, rc = PAGEDB_OK, f;
@@ -443,8 +443,9 @@ static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
     if( rc == -1 ) return TCL_ERROR;
     return rc == PAGEDB_OK ? TCL_OK : pdbError(interp, rc, pagedb_reader_errmsg(r));
   }
-  if( iSub == R_BATCH ){
-    /* The byte arrays of every id, in order: one pagedb_read_batch call. */
+  if( iSub == R_BATCH || iSub == R_ADDR_BATCH ){
+    /* The byte arrays of every id, in order: one pagedb_read_batch call;
+    ** addr_batch: the address each pointer holds instead (alignment tests). */
     Tcl_Obj **apId, *pList;
     int nId, i;
     if( objc != 4 ){
@@ -464,7 +465,9 @@ static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
     if( rc == PAGEDB_OK ){
       pList = Tcl_NewListObj(0, 0);
       for(i = 0; i < nId; i++){
-        Tcl_ListObjAppendElement(interp, pList, Tcl_NewByteArrayObj(aData[i], (int)aSize[i]));
+        Tcl_ListObjAppendElement(interp, pList, iSub == R_ADDR_BATCH
+                                 ? Tcl_NewWideIntObj((Tcl_WideInt)(uintptr_t)aData[i])
+                                 : Tcl_NewByteArrayObj(aData[i], (int)aSize[i]));
       }
       Tcl_SetObjResult(interp, pList);
     }
@@ -487,12 +490,16 @@ static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
   f = getField(c->pDb->db, objv[3]);
   switch( iSub ){
     case R_READ:
+    case R_ADDR:
     case R_SIZE: {
       const void *p = 0;
       size_t n = 0;
       rc = pagedb_read(r, id, f, &p, &n);
       if( rc != PAGEDB_OK ) break;
-      if( iSub == R_SIZE ){
+      if( iSub == R_ADDR ){
+        /* The address pagedb_read gave, to check its alignment. */
+        Tcl_SetObjResult(interp, Tcl_NewWideIntObj((Tcl_WideInt)(uintptr_t)p));
+      }else if( iSub == R_SIZE ){
         Tcl_SetObjResult(interp, Tcl_NewWideIntObj((Tcl_WideInt)n));
       }else{
         if( n > 0x7fffffff ){
@@ -776,7 +783,7 @@ static int dbStats(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]
     STAT_PUT(s, bytes_header); STAT_PUT(s, bytes_waste); STAT_PUT(s, moved);
     Tcl_DictObjPut(0, d, Tcl_NewStringObj("fill_hist", -1), hist);
     STAT_PUT(s, io_reads); STAT_PUT(s, io_read_bytes); STAT_PUT(s, io_writes);
-    STAT_PUT(s, io_write_bytes); STAT_PUT(s, io_syncs);
+    STAT_PUT(s, io_write_bytes); STAT_PUT(s, io_syncs); STAT_PUT(s, bytes_padding);
   }else{
     pagedb_field_stat s;
     if( objc != 3 ){
@@ -974,12 +981,12 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
     "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
-    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", "vfs", "sql_values", 0
+    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", "vfs", "sql_values", "field_align", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
          D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
-         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH, D_VFS, D_SQL_VALUES };
+         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH, D_VFS, D_SQL_VALUES, D_FIELD_ALIGN };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1004,19 +1011,32 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       return TCL_OK;
     }
     case D_FIELD_ADD: {
-      int type, codec = PAGEDB_CODEC_NONE;
-      if( objc != 4 && objc != 5 ){
-        Tcl_WrongNumArgs(interp, 2, objv, "NAME TYPE ?CODEC?");
+      int type, codec = PAGEDB_CODEC_NONE, align = -1;
+      if( objc != 4 && objc != 5 && objc != 6 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "NAME TYPE ?CODEC? ?ALIGN?");
         return TCL_ERROR;
       }
       if( parseType(interp, objv[3], &type) ) return TCL_ERROR;
-      if( objc == 5 && parseCodec(interp, objv[4], &codec) ) return TCL_ERROR;
-      rc = pagedb_field_add(db, Tcl_GetString(objv[2]), type, codec);
+      if( objc >= 5 && parseCodec(interp, objv[4], &codec) ) return TCL_ERROR;
+      if( objc == 6 && Tcl_GetIntFromObj(interp, objv[5], &align) ) return TCL_ERROR;
+      /* Without ALIGN, pagedb_field_add itself (its default). */
+      rc = objc == 6 ? pagedb_field_add_aligned(db, Tcl_GetString(objv[2]), type, codec, align)
+                     : pagedb_field_add(db, Tcl_GetString(objv[2]), type, codec);
       if( rc == PAGEDB_OK ){
         Tcl_SetObjResult(interp, Tcl_NewIntObj(pagedb_field_count(db) - 1));
         return TCL_OK;
       }
       break;
+    }
+    case D_FIELD_ALIGN: {
+      int i;
+      if( objc != 3 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "FIELD");
+        return TCL_ERROR;
+      }
+      i = getField(db, objv[2]);
+      Tcl_SetObjResult(interp, Tcl_NewIntObj(pagedb_field_align(db, i)));
+      return TCL_OK;
     }
     case D_FIELD_INDEX:
       if( objc != 3 ){

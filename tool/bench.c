@@ -271,6 +271,8 @@ static const char zUsage[] =
   "  --reps N          median of N runs (default 3, 1 with --quick)\n"
   "  --threads LIST    writer threads to measure, e.g. 1,2 (the default)\n"
   "  --page-size N     page size of the datasets (default the engine's)\n"
+  "  --align A         alignment of the workload's field (pagedb_field_add_aligned:\n"
+  "                    1, 2, 4 ... 64; default the engine's, 8 for BYTES)\n"
   "  --seed N          workload seed (default 42)\n"
   "  --cold            drop the page cache before every timed phase (root); adds\n"
   "                    the raw O_DIRECT references (pread, io_uring depth 32,\n"
@@ -366,7 +368,7 @@ int main(int argc, char **argv){
               || strcmp(z, "-seed") == 0 || strcmp(z, "-page-size") == 0
               || strcmp(z, "-vfs") == 0 || strcmp(z, "-batch") == 0
               || strcmp(z, "-window") == 0 || strcmp(z, "-compare") == 0
-              || strcmp(z, "-csv") == 0) ){
+              || strcmp(z, "-csv") == 0 || strcmp(z, "-align") == 0) ){
       fprintf(stderr, "pagedb-bench: %s needs an argument\n%s", argv[i], zUsage);
       return 2;
     }else if( strcmp(z, "-workload") == 0 ){
@@ -437,6 +439,15 @@ int main(int argc, char **argv){
         fprintf(stderr, "pagedb-bench: --seed %s: not a number\n", zArg);
         return 2;
       }
+      i++;
+    }else if( strcmp(z, "-align") == 0 ){
+      char *end;
+      long v = strtol(zArg, &end, 10);
+      if( *end || end == zArg || v < 1 || v > PAGEDB_MAX_ALIGN || (v & (v - 1)) ){
+        fprintf(stderr, "pagedb-bench: --align %s: not a power of two from 1 to %d\n", zArg, PAGEDB_MAX_ALIGN);
+        return 2;
+      }
+      b->align = (int)v;
       i++;
     }else if( strcmp(z, "-page-size") == 0 || strcmp(z, "-window") == 0 ){
       size_t v = parseSize(zArg);

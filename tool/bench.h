@@ -58,6 +58,7 @@ typedef struct Bench {
   int cold;                     /* --cold: drop the page cache before phases */
   int poolRatio;                /* --pool-ratio: print the lz4 ratios only */
   size_t pageSize;              /* --page-size, 0 for the default */
+  int align;                    /* --align: the workload field's alignment, 0 for the default */
   uint64_t seed;                /* --seed */
   const char *azSpec[MAX_WL];   /* --workload */
   int nSpec;

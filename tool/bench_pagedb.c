@@ -150,7 +150,7 @@ int pdbWrite(Run *r, int iT, int nT, WriteTimes *wt){
     rc = pagedb_set_page_size(db, b->pageSize);
     if( rc ){ failRc(b, "pagedb_set_page_size", rc, pagedb_errmsg(db)); pagedb_close(db); return 1; }
   }
-  rc = pagedb_field_add(db, r->w.field, PAGEDB_BYTES, PAGEDB_CODEC_NONE);
+  rc = pagedb_field_add_aligned(db, r->w.field, PAGEDB_BYTES, PAGEDB_CODEC_NONE, b->align);
   if( rc ){ failRc(b, "pagedb_field_add", rc, pagedb_errmsg(db)); pagedb_close(db); return 1; }
   rc = pagedb_field_add(db, "label", PAGEDB_INT, PAGEDB_CODEC_NONE);
   if( rc ){ failRc(b, "pagedb_field_add label", rc, pagedb_errmsg(db)); pagedb_close(db); return 1; }

@@ -42,6 +42,11 @@ void fz_rc(int rc, const char *what);
 **   bytes 5..8    CATLEN, little-endian
 **   CATLEN bytes  the catalog: a SQLite file, or with FZ_SQL the SQL that
 **                 makes it
+**   with FZ_INDEX, the index file NAME-index (doc/format.md): 4 bytes, its
+**                 size (capped at FZ_MAX_FILE); 4 bytes, IXLEN; IXLEN bytes
+**                 of its segments, as the data file's below (an index file
+**                 is mostly the holes of chunks' unwritten slots).  Without
+**                 FZ_INDEX there is no index file: the open scans the catalog
 **   the rest      segments of the data file, each a 4-byte offset, a
 **                 2-byte length and that many bytes; the file is zeros
 **                 elsewhere (a data file is mostly the hole before page 0
@@ -51,6 +56,7 @@ void fz_rc(int rc, const char *what);
 #define FZ_VERIFY     0x02   /* read with PAGEDB_READ_VERIFY */
 #define FZ_CHECKOPEN  0x04   /* open with PAGEDB_OPEN_CHECK */
 #define FZ_FULLCHECK  0x08   /* pagedb_check without PAGEDB_CHECK_QUICK */
+#define FZ_INDEX      0x10   /* an index file follows the catalog */
 #define FZ_MAX_FILE   (8u << 20)
 #define FZ_HDR        9
 

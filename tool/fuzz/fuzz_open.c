@@ -1,8 +1,11 @@
 /*
 ** fuzz_open.c -- the open path on a hostile dataset: the data file's
-** header, the catalog's schema and rows, the load of the index, then the
+** header, the catalog's schema and rows, the index file NAME-index (its
+** header, directory and slots, mapped by the read-only open when the
+** catalog names it; a scan of the catalog when it is refused), then the
 ** first samples read in copy mode, the epoch order, the statistics and
-** pagedb_check, and close.
+** pagedb_check (which compares every index entry with the catalog), and
+** close.
 **
 ** The input is a dataset in the framing of fuzz.h, written to this
 ** process's scratch directory.  Whatever it holds, every call must return
@@ -139,15 +142,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
   if (size > FZ_MAX_FILE) size = FZ_MAX_FILE;
   if (catlen > n - FZ_HDR) catlen = (uint32_t)(n - FZ_HDR);
   static const char *leftovers[] = { "d-catalog", "d-catalog-wal", "d-catalog-shm", "d-catalog-journal",
-                                     "d.vacuum", "d.vacuum-catalog" };
+                                     "d.vacuum", "d.vacuum-catalog", "d-index", "d-index.new" };
   char path[FZ_PATH], cat[FZ_PATH];
   for (size_t i = 0; i < sizeof leftovers / sizeof *leftovers; i++) {
     fz_path(path, leftovers[i]);
     fz_unlink(path);
   }
+  const uint8_t *rest = data + FZ_HDR + catlen;
+  size_t left = n - FZ_HDR - catlen;
+  if ((flags & FZ_INDEX) && left >= 8) {
+    uint32_t ixsize = fz_get32(rest), ixlen = fz_get32(rest + 4);
+    if (ixsize > FZ_MAX_FILE) ixsize = FZ_MAX_FILE;
+    if (ixlen > left - 8) ixlen = (uint32_t)(left - 8);
+    fz_path(path, "d-index");
+    make_data(path, ixsize, rest + 8, ixlen);
+    rest += 8 + ixlen;
+    left -= 8 + ixlen;
+  }
   fz_path(path, "d");
   fz_path(cat, "d-catalog");
-  make_data(path, size, data + FZ_HDR + catlen, n - FZ_HDR - catlen);
+  make_data(path, size, rest, left);
   if (flags & FZ_SQL) make_catalog(cat, data + FZ_HDR, catlen);
   else fz_write(cat, data + FZ_HDR, catlen);
 

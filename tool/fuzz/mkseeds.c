@@ -8,7 +8,11 @@
 ** every type, lz4 and lz4hc values, a missing value, a deleted sample, an
 ** empty dataset), each framed as fuzz.h says twice: with the catalog as a
 ** SQLite file (made compact: 512-byte pages, rollback journal) and as the
-** SQL that makes it; with flag variants.  fuzz_page: those datasets' first
+** SQL that makes it; with flag variants; with their index files NAME-index
+** (FZ_INDEX), whole and damaged as test/index.test damages them: cut short,
+** a byte flipped in the header, a slot or the directory, another dataset's,
+** and stale (the index of a commit the catalog never recorded: a crash
+** between the index's sync and the catalog's commit).  fuzz_page: those datasets' first
 ** runs with their extents from the catalog's extent view.  fuzz_tar: tars
 ** written by the shell's own writer (shell/tar.c: ustar, pax long names,
 ** gzip) and one GNU long-name tar made here.
@@ -99,6 +103,16 @@ static void make_dataset(const char *path, int kind) {
     ok(pagedb_writer_close(w), db, "writer close");
     ok(pagedb_commit(db), db, "commit");
     if (kind == 1) {
+      /* The catalog as this commit left it (close checkpoints it): with the
+      ** index of the next commit, the crash between the two. */
+      char pre[FZ_PATH + 16], cat[FZ_PATH + 16];
+      ok(pagedb_close(db), NULL, "close");
+      snprintf(cat, sizeof cat, "%s-catalog", path);
+      snprintf(pre, sizeof pre, "%s-pre-catalog", path);
+      Buf b = slurp(cat);
+      fz_write(pre, b.p, b.n);
+      free(b.p);
+      ok(pagedb_open(path, &db, PAGEDB_OPEN_READWRITE, NULL), db, "open");
       ok(pagedb_delete(db, 14), db, "delete");
       ok(pagedb_commit(db), db, "commit");
     }
@@ -172,16 +186,77 @@ static void segments(Buf *out, const uint8_t *data, size_t n) {
   }
 }
 
-static void open_seed(const char *name, int flags, const Buf *cat, const Buf *file) {
+/* A fuzz_open input: catalog CAT, data file FILE and, if IX is not NULL,
+** the index file IX (FZ_INDEX is then set). */
+static void open_seed_ix(const char *name, int flags, const Buf *cat, const Buf *ix, const Buf *file) {
   Buf b = { 0 };
-  uint8_t f = (uint8_t)flags;
+  uint8_t f = (uint8_t)(flags | (ix ? FZ_INDEX : 0));
   put(&b, &f, 1);
   put32(&b, (uint32_t)file->n);
   put32(&b, (uint32_t)cat->n);
   put(&b, cat->p, cat->n);
+  if (ix) {
+    Buf seg = { 0 };
+    segments(&seg, ix->p, ix->n);
+    put32(&b, (uint32_t)ix->n);
+    put32(&b, (uint32_t)seg.n);
+    put(&b, seg.p, seg.n);
+    free(seg.p);
+  }
   segments(&b, file->p, file->n);
   emit("fuzz_open", name, &b);
   free(b.p);
+}
+
+static void open_seed(const char *name, int flags, const Buf *cat, const Buf *file) {
+  open_seed_ix(name, flags, cat, NULL, file);
+}
+
+/* Meta key KEY of the catalog at PATH, 0 if absent. */
+static uint64_t meta_of(const char *path, const char *key) {
+  sqlite3 *c;
+  sqlite3_stmt *st;
+  uint64_t v = 0;
+  if (sqlite3_open(path, &c) != SQLITE_OK) DIE("cannot open %s", path);
+  sqlite3_prepare_v2(c, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL);
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  if (sqlite3_step(st) == SQLITE_ROW) v = (uint64_t)sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(c);
+  return v;
+}
+
+/* A copy of IX with byte AT flipped. */
+static Buf flipped(const Buf *ix, size_t at) {
+  Buf b = { 0 };
+  put(&b, ix->p, ix->n);
+  if (at < b.n) b.p[at] ^= 0x5a;
+  return b;
+}
+
+/* The index seeds of dataset 0 (catalog RAW, index IX, data FILE), with
+** OTHER, dataset 1's index, and STALE, dataset 1's catalog of the commit
+** before its last, beside its last index and data file STALEFILE. */
+static void index_seeds(const char *cat, const Buf *raw, const Buf *ix, const Buf *file, const Buf *other,
+                        const Buf *stale, const Buf *staleix, const Buf *stalefile) {
+  int fl = FZ_VERIFY | FZ_FULLCHECK;
+  open_seed_ix("ix-whole", fl, raw, ix, file);
+  Buf cut = { 0 };
+  put(&cut, ix->p, ix->n < 4096 + 100 ? ix->n : 4096 + 100);
+  open_seed_ix("ix-truncated", fl, raw, &cut, file);
+  Buf b = flipped(ix, 50);                      /* the file's id: the header checksum fails */
+  open_seed_ix("ix-flip-header", fl, raw, &b, file);
+  free(b.p);
+  b = flipped(ix, 4096 + 8);                    /* word 1 of the first slot: its checksum fails */
+  open_seed_ix("ix-flip-slot", fl, raw, &b, file);
+  free(b.p);
+  b = flipped(ix, (size_t)meta_of(cat, "index_dir") + 24);   /* a count in the directory */
+  open_seed_ix("ix-flip-directory", fl, raw, &b, file);
+  free(b.p);
+  open_seed_ix("ix-other-dataset", fl, raw, other, file);
+  open_seed_ix("ix-stale", fl, stale, staleix, stalefile);
+  open_seed_ix("ix-stale-checkopen", fl | FZ_CHECKOPEN, stale, staleix, stalefile);
+  free(cut.p);
 }
 
 /* The first run of dataset PATH (catalog copy COPY) and its extents. */
@@ -223,6 +298,8 @@ static void page_seed(const char *name, const char *copy, const Buf *file) {
 
 static void datasets(void) {
   static const char *names[] = { "all-types", "deleted", "empty" };
+  Buf ix0 = { 0 }, raw0 = { 0 }, file0 = { 0 }, ix1 = { 0 }, file1 = { 0 }, pre1 = { 0 };
+  char cat0[FZ_PATH];
   for (int kind = 0; kind < 3; kind++) {
     char path[FZ_PATH], cat[FZ_PATH], copy[FZ_PATH], nm[64];
     snprintf(nm, sizeof nm, "ds%d", kind);
@@ -243,10 +320,45 @@ static void datasets(void) {
     snprintf(nm, sizeof nm, "%s-sql-checkopen", names[kind]);
     open_seed(nm, FZ_SQL | FZ_CHECKOPEN | FZ_FULLCHECK | FZ_VERIFY, &sql, &file);
     page_seed(names[kind], copy, &file);
+    if (kind < 2) {
+      snprintf(nm, sizeof nm, "ds%d-index", kind);
+      fz_path(path, nm);
+      Buf ix = slurp(path);
+      snprintf(nm, sizeof nm, "%s-sqlite-index", names[kind]);
+      open_seed_ix(nm, FZ_VERIFY | FZ_FULLCHECK, &raw, &ix, &file);
+      snprintf(nm, sizeof nm, "%s-sql-index", names[kind]);
+      open_seed_ix(nm, FZ_SQL, &sql, &ix, &file);
+      if (kind == 0) {
+        ix0 = ix;
+        raw0 = raw;
+        file0 = file;
+        snprintf(cat0, sizeof cat0, "%s", copy);
+        free(sql.p);
+        continue;
+      }
+      ix1 = ix;
+      file1 = file;
+      char pre[FZ_PATH], precopy[FZ_PATH];
+      Buf presql = { 0 };
+      fz_path(pre, "ds1-pre-catalog");
+      fz_path(precopy, "ds1-pre.copy");
+      catalog_forms(pre, precopy, &pre1, &presql);
+      free(presql.p);
+      free(raw.p);
+      free(sql.p);
+      continue;
+    }
     free(raw.p);
     free(sql.p);
     free(file.p);
   }
+  index_seeds(cat0, &raw0, &ix0, &file0, &ix1, &pre1, &ix1, &file1);
+  free(ix0.p);
+  free(raw0.p);
+  free(file0.p);
+  free(ix1.p);
+  free(file1.p);
+  free(pre1.p);
 }
 
 /* --- tars ---------------------------------------------------------------- */
