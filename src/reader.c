@@ -324,8 +324,8 @@ int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const voi
 int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t cap, size_t *n) {
   if (!r || !n || (!buf && cap)) return PAGEDB_MISUSE;
   *n = 0;
-  uint64_t off, len;
-  const uint64_t *s;
+  uint64_t off = 0, len = 0;   /* set by bytes_field; zeroed for the compiler's flow analysis */
+  const uint64_t *s = NULL;
   int rc = bytes_field(r, id, field, &off, &len, &s);
   if (rc != PAGEDB_OK) return rc;
   uint64_t raw = slot_get(s, r->db->nfield, field);
@@ -410,7 +410,7 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
   uint64_t *ext = r->scratch;
   uint64_t *off = ext, *len = ext + n;
   int rc = PAGEDB_OK, rc2, i;
-  const uint64_t *s;
+  const uint64_t *s = NULL;
   for (i = 0; i < n && rc == PAGEDB_OK; i++) rc = bytes_field(r, ids[i], field, &off[i], &len[i], &s);
   int good = rc == PAGEDB_OK ? n : i - 1;     /* extents found before a failure */
   if (r->mode == PAGEDB_READ_MMAP && good > 0 && (rc2 = pager_map_fill(r->db->pager, &r->err, good, off, len))) {
