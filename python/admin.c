@@ -267,6 +267,7 @@ static PyObject *admin_stats(PyDataset *ds, PyObject *noarg) {
     STAT(d, s, bytes_used); STAT(d, s, bytes_stored); STAT(d, s, bytes_raw); STAT(d, s, bytes_dead);
     STAT(d, s, bytes_header); STAT(d, s, bytes_waste); STAT(d, s, moved); STAT(d, s, io_reads);
     STAT(d, s, io_read_bytes); STAT(d, s, io_writes); STAT(d, s, io_write_bytes); STAT(d, s, io_syncs);
+    STAT(d, s, bytes_padding);
     hist = PyList_New(10);
     for (int i = 0; hist && i < 10; i++) {
       PyObject *o = PyLong_FromLongLong(s->fill_hist[i]);

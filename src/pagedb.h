@@ -999,9 +999,9 @@ PAGEDB_API const char *pagedb_vfs_name(pagedb *db);
 /*
 ** Where the bytes of a dataset go, as of its last commit (what a reader of
 ** the handle sees), filled in by pagedb_stats.  Every byte of the committed
-** pages is counted in exactly one of four parts, so that
+** pages is counted in exactly one of five parts, so that
 **
-**   bytes_stored + bytes_dead + bytes_header + bytes_waste
+**   bytes_stored + bytes_dead + bytes_header + bytes_padding + bytes_waste
 **       == pages * page_size
 **
 ** holds exactly.  A run is one page, or the contiguous pages of a sample

@@ -56,7 +56,7 @@ def test_check_stats_status(path):
     assert ds.check() == [] and ds.check(quick=True) == []
     st = ds.stats()
     assert st["samples"] == 30
-    assert st["bytes_stored"] + st["bytes_dead"] + st["bytes_header"] + st["bytes_waste"] == \
+    assert st["bytes_stored"] + st["bytes_dead"] + st["bytes_header"] + st["bytes_padding"] + st["bytes_waste"] == \
         st["pages"] * ds.page_size
     assert len(st["fill_hist"]) == 10 and sum(st["fill_hist"]) == st["runs"]
     assert st["fields"]["label"]["values"] == 30
