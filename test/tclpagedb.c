@@ -1105,21 +1105,10 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       Tcl_SetObjResult(interp, pRes);
       return TCL_OK;
     }
-    case D_SQL: {
-      Tcl_Obj *pList;
-      if( objc != 3 ){
-        Tcl_WrongNumArgs(interp, 2, objv, "SQL");
-        return TCL_ERROR;
-      }
-      pList = Tcl_NewObj();
-      Tcl_IncrRefCount(pList);
-      rc = pagedb_sql(db, Tcl_GetString(objv[2]), sqlRow, pList);
-      if( rc == PAGEDB_OK ) Tcl_SetObjResult(interp, pList);
-      Tcl_DecrRefCount(pList);
-      break;
-    }
+    case D_SQL:
     case D_SQL_VALUES: {
-      /* {TYPE VALUE} per value of pagedb_sql_values; a BLOB in hex */
+      /* sql: a flat list of every value as text; sql_values: {TYPE VALUE}
+      ** per value of pagedb_sql_values, a BLOB in hex */
       Tcl_Obj *pList;
       if( objc != 3 ){
         Tcl_WrongNumArgs(interp, 2, objv, "SQL");
@@ -1127,7 +1116,8 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       }
       pList = Tcl_NewObj();
       Tcl_IncrRefCount(pList);
-      rc = pagedb_sql_values(db, Tcl_GetString(objv[2]), sqlValuesRow, pList);
+      rc = iSub == D_SQL ? pagedb_sql(db, Tcl_GetString(objv[2]), sqlRow, pList)
+                         : pagedb_sql_values(db, Tcl_GetString(objv[2]), sqlValuesRow, pList);
       if( rc == PAGEDB_OK ) Tcl_SetObjResult(interp, pList);
       Tcl_DecrRefCount(pList);
       break;
