@@ -43,10 +43,12 @@
 **   2. The catalog's meta.index_{id,dir,len,samples,pages} name the
 **      directory in force; they are committed in the same SQLite
 **      transaction as the samples they index, after the index bytes are
-**      synced (commit order: data synced -> index written and synced ->
-**      catalog committed -> visible).  A crash at any instant leaves the
-**      last commit's directory in force (bytes written past it are
-**      garbage that nothing refers to and the next commit overwrites).
+**      synced (commit order: data synced, and index written and synced
+**      beside it -> catalog committed -> visible; the two syncs need no
+**      order, as nothing names the new index bytes before the catalog
+**      does).  A crash at any instant leaves the last commit's directory
+**      in force (bytes written past it are garbage that nothing refers to
+**      and the next commit overwrites).
 **   3. A dense id is kept in a chunk when its chunk exists or when the
 **      chunk number c < 2 * (chunks in use) + 4, so the directory stays
 **      proportional to the chunks in use; other ids go to segments.
@@ -81,6 +83,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/mman.h>
 
 #define DX_MAGIC     "pagedb index\0\0\0"   /* 16 bytes with the NUL */
 #define DX_VERSION   1u
@@ -924,6 +927,11 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
   x->staged_dir = off;
   *out = (DxMeta){ x->fid, off, x->end, x->count, pages };
   return PAGEDB_OK;
+}
+
+void dx_advise(Dx *x, int madv) {
+  if (x->writable || x->heap || x->filled || !x->map) return;
+  madvise((void *)x->map, x->maplen, madv);
 }
 
 int dx_publish(Dx *x, pdb_msg *m) {

@@ -187,6 +187,55 @@ static int stage_index(pagedb *db, pdb_msg *m, Dx *dx, uint64_t ndel, uint64_t e
   return ix_failed(db, rc);
 }
 
+/*
+** The index's part of a commit, run beside the data sync.  Safe because
+** nothing refers to what stage_index writes until the catalog commits it
+** (dindex.c, invariant 2): index bytes past the length in force are
+** garbage to every open, whether or not the data they name is durable
+** yet.  What the order needs is only that both syncs are done before
+** cat_commit, and the committer joins this thread before it.  The thread
+** touches only the index (commit_mu keeps every other committer out), the
+** runs inserted and the sorted deletions, which nothing changes while it
+** runs; its message is its own, copied to the caller's on failure.
+*/
+typedef struct IxJob {
+  pagedb *db;
+  Dx *dx;
+  uint64_t ndel, end;
+  DxMeta xm;
+  pdb_msg msg;
+  int rc;
+} IxJob;
+
+static void *ix_job_run(void *arg) {
+  IxJob *j = arg;
+  j->rc = stage_index(j->db, &j->msg, j->dx, j->ndel, j->end, &j->xm);
+  return NULL;
+}
+
+/*
+** Make the inserted data and the index entries durable together: the data
+** sync on this thread and, when there is an index, its write and sync on
+** another (run here after the data sync if a thread cannot be had).
+** *XM receives what the catalog must record of the index.
+*/
+static int sync_data_and_index(pagedb *db, pdb_msg *m, Dx *dx, uint64_t ndel, uint64_t end, DxMeta *xm) {
+  IxJob j = { .db = db, .dx = dx, .ndel = ndel, .end = end };
+  pthread_t t;
+  int threaded = dx && db->inserted && pthread_create(&t, NULL, ix_job_run, &j) == 0;
+  /* Invariant 4 of pager.c: data durable before the catalog says so. */
+  int rc = db->inserted ? pager_sync(db->pager, m) : PAGEDB_OK;
+  if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
+  if (threaded) {
+    pthread_join(t, NULL);
+  } else if (dx && rc == PAGEDB_OK) {
+    ix_job_run(&j);
+  }
+  if (rc == PAGEDB_OK && dx && j.rc != PAGEDB_OK) rc = pdb_err_copy(db, m, &j.msg);
+  if (rc == PAGEDB_OK) *xm = j.xm;
+  return rc;
+}
+
 static int cmp_id(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return x < y ? -1 : x > y;
@@ -233,19 +282,17 @@ static int commit_locked(pagedb *db) {
     end = r->d.pgno + r->d.npages;
     n += r->d.nsamples;
   }
-  /* Invariant 4 of pager.c: data durable before the catalog says so. */
-  rc = db->inserted ? pager_sync(db->pager, m) : PAGEDB_OK;
-  if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
-  if (rc == PAGEDB_OK && db->ndel) rc = stage_deletes(db, m, &ndel);
+  if (db->ndel) rc = stage_deletes(db, m, &ndel);
   n -= ndel;
   uint64_t moved = atomic_load_explicit(&db->moved, memory_order_relaxed);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "moved_samples", (int64_t)moved);
-  /* The index entries written and synced before the catalog records them
-  ** (dindex.c, invariant 2); without an index file, the catalog records
-  ** none, so that no later open trusts a stale one. */
+  /* The data and the index entries synced before the catalog records them
+  ** (pager.c invariant 4, dindex.c invariant 2), the two at once; without
+  ** an index file, the catalog records none, so that no later open trusts
+  ** a stale one. */
   Dx *dx = idx_disk(db->idx);
   DxMeta xm = { 0 };
-  if (rc == PAGEDB_OK && dx) rc = stage_index(db, m, dx, ndel, end, &xm);
+  if (rc == PAGEDB_OK) rc = sync_data_and_index(db, m, dx, ndel, end, &xm);
   if (rc == PAGEDB_OK) rc = stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, end, n);
   /* A failed catalog sync leaves this commit in doubt: it may be durable

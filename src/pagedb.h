@@ -747,8 +747,13 @@ PAGEDB_API int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, in
 ** Tell the kernel how R will read: PAGEDB_ADVISE_SEQUENTIAL, _RANDOM,
 ** _WILLNEED (read the whole committed data soon) or _DONTNEED (drop the
 ** cached and, in zero-copy mode, mapped pages: resident memory falls; the
-** bytes are read again on the next access).  Pointers R returned stay
-** valid.  Results: PAGEDB_OK; PAGEDB_MISUSE (unknown hint); PAGEDB_IOERR.
+** bytes are read again on the next access).  The hint is given to the map
+** of the index file (NAME-index) of a read-only handle too, whose slots are
+** looked up in the same order: a reader of a dataset larger than memory in
+** a random order wants PAGEDB_ADVISE_RANDOM, or each slot and sample it
+** faults in reads the disk's whole read-ahead around it.  Pointers R
+** returned stay valid.  Results: PAGEDB_OK; PAGEDB_MISUSE (unknown hint);
+** PAGEDB_IOERR.
 */
 PAGEDB_API int pagedb_advise(pagedb_reader *r, int hint);
 

@@ -606,16 +606,21 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
   return rc;
 }
 
-int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end) {
+int pager_madv(int hint) {
   static const int madv[] = {
     [PAGEDB_ADVISE_NORMAL] = MADV_NORMAL, [PAGEDB_ADVISE_SEQUENTIAL] = MADV_SEQUENTIAL,
     [PAGEDB_ADVISE_RANDOM] = MADV_RANDOM, [PAGEDB_ADVISE_WILLNEED] = MADV_WILLNEED,
     [PAGEDB_ADVISE_DONTNEED] = MADV_DONTNEED,
   };
+  assert(hint >= PAGEDB_ADVISE_NORMAL && hint <= PAGEDB_ADVISE_DONTNEED);
+  return madv[hint];
+}
+
+int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end) {
   pthread_mutex_lock(&p->mapmu);
   const uint8_t *map = atomic_load_explicit(&p->map, memory_order_relaxed);
   int e = 0;
-  if (map && end > 0 && madvise((void *)map, (size_t)(p->data_off + end), madv[hint]) != 0) e = errno;
+  if (map && end > 0 && madvise((void *)map, (size_t)(p->data_off + end), pager_madv(hint)) != 0) e = errno;
   pthread_mutex_unlock(&p->mapmu);
   if (e) return pdb_err(p->db, m, PAGEDB_IOERR, "madvise of %s failed: %s", p->path, strerror(e));
   int rc = p->fd->pMethods->xAdvise ? p->fd->pMethods->xAdvise(p->fd, p->data_off, end, hint) : PAGEDB_OK;

@@ -150,6 +150,8 @@ int pager_fetch_batch(Pager *p, pdb_msg *m, int n, const uint64_t *off, const ui
 /* Advise the kernel of how data-region bytes [0, END) will be read, for the
 ** file and, if mapped, the map (a PAGEDB_ADVISE_* hint). */
 int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end);
+/* The madvise(2) advice of PAGEDB_ADVISE_* HINT. */
+int pager_madv(int hint);
 
 /* Advise WILLNEED for mapped bytes [OFF, OFF+N) of the data region. */
 void pager_map_willneed(Pager *p, uint64_t off, uint64_t n);

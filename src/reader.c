@@ -449,6 +449,7 @@ int pagedb_advise(pagedb_reader *r, int hint) {
   if (hint < PAGEDB_ADVISE_NORMAL || hint > PAGEDB_ADVISE_DONTNEED)
     return pdb_err(r->db, &r->err, PAGEDB_MISUSE, "%s: unknown access hint %d", r->db->path, hint);
   uint64_t end = atomic_load(&r->db->committed) * pager_page_size(r->db->pager);
+  if (r->dx) dx_advise(r->dx, pager_madv(hint));   /* the slots are read in the same order */
   return pager_advise(r->db->pager, &r->err, hint, end);
 }
 
