@@ -258,6 +258,14 @@ int dotInfo(ShellState *p, int nArg, char **azArg){
             shellTypeName(pagedb_field_type(db, i)));
   }
   fprintf(p->out, "%s\n", nField ? ")" : "");
+  /* G: every stored value starts at a multiple of it (pagedb.h,
+  ** pagedb_field_add_aligned); 1 when no field stores bytes. */
+  int g = 1;
+  for(int i = 0; i < nField; i++){
+    int t = pagedb_field_type(db, i);
+    if( (t == PAGEDB_BYTES || t == PAGEDB_TEXT) && pagedb_field_align(db, i) > g ) g = pagedb_field_align(db, i);
+  }
+  fprintf(p->out, "%-16s %d bytes\n", "alignment:", g);
   fprintf(p->out, "%-16s %lld\n", "samples:", (long long)pagedb_count(db));
   fprintf(p->out, "%-16s %lld\n", "pages:", (long long)pagedb_page_count(db));
   fprintf(p->out, "%-16s %s\n", "vfs:", p->zDbVfs ? p->zDbVfs : "?");
@@ -400,6 +408,7 @@ int dotStats(ShellState *p, int nArg, char **azArg){
   fprintf(out, "%-16s %lld (%.1f%%)\n", "stored:", (long long)s.bytes_stored, pct(s.bytes_stored, total));
   fprintf(out, "%-16s %lld (%.1f%%)\n", "dead:", (long long)s.bytes_dead, pct(s.bytes_dead, total));
   fprintf(out, "%-16s %lld (%.1f%%)\n", "run headers:", (long long)s.bytes_header, pct(s.bytes_header, total));
+  fprintf(out, "%-16s %lld (%.1f%%)\n", "padding:", (long long)s.bytes_padding, pct(s.bytes_padding, total));
   fprintf(out, "%-16s %lld (%.1f%%)\n", "unused:", (long long)s.bytes_waste, pct(s.bytes_waste, total));
   fprintf(out, "%-16s %lld stored for %lld raw (ratio %.2f)\n", "values:", (long long)s.bytes_stored,
           (long long)s.bytes_raw, s.bytes_stored ? (double)s.bytes_raw / (double)s.bytes_stored : 1.0);
