@@ -59,7 +59,11 @@
 **      process exclude each other too), and looks for the file again once
 **      it has it; one that finds the lock taken waits for it, then finds
 **      the file.  Locks are taken without waiting while a process holds
-**      others, and waited for only while it holds none: no deadlock.
+**      others, and waited for only while it holds none: no deadlock.  A
+**      batch takes each chunk's lock as its request starts (sink_begin),
+**      passes over a chunk found locked and waits for those after the
+**      batch, so that processes wanting the same chunks fetch different
+**      ones at once.
 */
 #define _GNU_SOURCE
 #include "remote.h"
@@ -643,6 +647,10 @@ typedef struct Fetch {
   RcHeld *out;
   Wr *w;
   uint8_t *held;            /* per chunk: stored and held */
+  uint8_t *lazy;            /* per chunk, or NULL (all locked already): 0 not
+                            ** locked yet, 2 locked by this fetch, 3 found
+                            ** locked by another (passed over), 1 held from a
+                            ** file another finished meanwhile */
   int nomem;
   int lockfd;               /* holds the chunks' fetch locks */
 } Fetch;
@@ -703,10 +711,28 @@ static int wr_flush(Fetch *f, int i, uint64_t at) {
   return wr_to_mem(f, i, at);
 }
 
-static void sink_begin(void *ctx, int i) {
+static int sink_begin(void *ctx, int i) {
   Fetch *f = ctx;
   Wr *w = &f->w[i];
   RcObj *c = f->c;
+  if (f->lazy && f->lazy[i] == 0) {
+    /* Invariant 5, taken as each chunk's request starts rather than for
+    ** the whole batch at once: processes wanting the same chunks (the
+    ** ranks of a world) then fetch different ones side by side, each with
+    ** its requests in flight, instead of all but one waiting. */
+    void *at = f->at ? f->at[i] : NULL;
+    if (ofd_lock(f->lockfd, F_WRLCK, (off_t)f->k[i], 1, 0) != 0) {
+      f->lazy[i] = 3;
+      return 0;
+    }
+    if (hold_file(c, f->k[i], at, &f->out[i])) {   /* finished meanwhile */
+      ofd_lock(f->lockfd, F_UNLCK, (off_t)f->k[i], 1, 0);
+      f->lazy[i] = 1;
+      f->held[i] = 1;
+      return 0;
+    }
+    f->lazy[i] = 2;
+  }
   wr_drop(f, i);
   XXH3_64bits_reset(w->hs);
   uint64_t need = HDR + chunk_len(c, f->k[i]);
@@ -730,9 +756,10 @@ static void sink_begin(void *ctx, int i) {
     ** are written (KEEP_SIZE): a temporary's size says what it holds.
     ** Where it is not supported, the writes allocate. */
     if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)need) != 0) { /* EOPNOTSUPP and the like */ }
-    if (w->stage || (w->stage = pdb_buf_alloc(STAGE, NULL))) return;
+    if (w->stage || (w->stage = pdb_buf_alloc(STAGE, NULL))) return 1;
   }
   if (!wr_to_mem(f, i, 0)) f->nomem = 1;   /* then put refuses: the range fails */
+  return 1;
 }
 
 static int sink_put(void *ctx, int i, const uint8_t *b, size_t n, uint64_t at) {
@@ -812,10 +839,13 @@ static void sink_end(void *ctx, int i, int ok) {
 
 static const RmtSink kSink = { sink_begin, sink_put, sink_end };
 
-/* Fetch chunks K[0..N) (their fetch locks held on LOCKFD, each let go as
-** soon as its chunk is stored) and hold them in OUT. */
-static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, int lockfd, char *msg,
-                       size_t cap) {
+/* Fetch chunks K[0..N) and hold them in OUT.  Their fetch locks are held
+** on LOCKFD already (LAZY NULL), or taken on LOCKFD as each request starts
+** (LAZY: N zeroed bytes; a chunk another process is fetching is passed
+** over, LAZY 3, and not held).  Each lock is let go as soon as its chunk
+** is stored. */
+static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, int lockfd, uint8_t *lazy,
+                       char *msg, size_t cap) {
   RmtRange *r = pdb_calloc((size_t)n, sizeof *r);
   uint8_t *held = pdb_calloc((size_t)n, 1);
   Wr *w = pdb_calloc((size_t)n, sizeof *w);
@@ -827,7 +857,7 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
     if (!(w[i].hs = XXH3_createState())) rc = PAGEDB_NOMEM;
   }
   if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory fetching %d chunks of %s", n, rmt_url(c->obj));
-  Fetch f = { c, k, at, out, w, held, 0, lockfd };
+  Fetch f = { c, k, at, out, w, held, lazy, 0, lockfd };
   if (rc == PAGEDB_OK) rc = rmt_fetch_sink(c->obj, r, n, &kSink, &f, msg, cap);
   if (rc == PAGEDB_OK && f.nomem) {
     rc = PAGEDB_NOMEM;
@@ -847,7 +877,7 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
 }
 
 int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, char *msg, size_t cap) {
-  uint8_t *st = pdb_calloc((size_t)n, 1);   /* 0 to do, 1 held, 2 locked by us, 3 another's */
+  uint8_t *st = pdb_calloc((size_t)n, 1);   /* 0 to do, 1 held, 3 being fetched by another */
   uint64_t *mine = pdb_malloc((size_t)n * sizeof *mine);
   void **mat = pdb_malloc((size_t)n * sizeof *mat);
   RcHeld *mout = pdb_malloc((size_t)n * sizeof *mout);
@@ -858,42 +888,40 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
     assert(k[i] < c->nchunk);
     if (hold_file(c, k[i], at ? at[i] : NULL, &out[i])) st[i] = 1;
   }
-  /* Invariant 5: the missing ones whose fetch lock is free are ours.  The
-  ** lock file is opened per call: OFD locks of one open file description
-  ** do not exclude each other, and threads must. */
+  /* Invariant 5: the missing ones whose fetch lock is free are ours,
+  ** locked as their requests start (sink_begin); those another process is
+  ** fetching are passed over and waited for below.  The lock file is
+  ** opened per call: OFD locks of one open file description do not
+  ** exclude each other, and threads must. */
   int nm = 0, lockfd = -1;
   for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
     if (st[i]) continue;
-    if (lockfd < 0 && (lockfd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
-      rc = PAGEDB_IOERR_LOCK;
-      snprintf(msg, cap, "cache %s: %s", c->lockpath, strerror(errno));
-      break;
-    }
-    if (ofd_lock(lockfd, F_WRLCK, (off_t)k[i], 1, 0) != 0) {
-      st[i] = 3;
-      continue;
-    }
-    if (hold_file(c, k[i], at ? at[i] : NULL, &out[i])) {   /* finished meanwhile */
-      ofd_lock(lockfd, F_UNLCK, (off_t)k[i], 1, 0);
-      st[i] = 1;
-      continue;
-    }
-    st[i] = 2;
     mine[nm] = k[i];
     mat[nm] = at ? at[i] : NULL;
     midx[nm++] = i;
   }
+  if (rc == PAGEDB_OK && nm > 0 && (lockfd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+    rc = PAGEDB_IOERR_LOCK;
+    snprintf(msg, cap, "cache %s: %s", c->lockpath, strerror(errno));
+  }
   if (rc == PAGEDB_OK && nm > 0) {
-    rc = fetch_store(c, mine, nm, mat, mout, lockfd, msg, cap);
-    for (int j = 0; j < nm; j++) {
-      ofd_lock(lockfd, F_UNLCK, (off_t)mine[j], 1, 0);
-      if (rc == PAGEDB_OK) {
+    uint8_t *lazy = pdb_calloc((size_t)nm, 1);
+    if (!lazy) {
+      rc = PAGEDB_NOMEM;
+      snprintf(msg, cap, "out of memory reading %s", rmt_url(c->obj));
+    } else {
+      rc = fetch_store(c, mine, nm, mat, mout, lockfd, lazy, msg, cap);
+    }
+    for (int j = 0; j < nm && rc == PAGEDB_OK; j++) {
+      assert(lazy[j] != 0);
+      if (lazy[j] == 3) {
+        st[midx[j]] = 3;
+      } else {
         out[midx[j]] = mout[j];
         st[midx[j]] = 1;
-      } else {
-        st[midx[j]] = 0;
       }
     }
+    pdb_free(lazy);
   }
   /* Those another process or thread was fetching: wait, holding nothing
   ** locked, then take the file (or fetch it, if that fetch failed). */
@@ -905,7 +933,7 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
       break;
     }
     void *a = at ? at[i] : NULL;
-    if (!hold_file(c, k[i], a, &out[i])) rc = fetch_store(c, &k[i], 1, &a, &out[i], lockfd, msg, cap);
+    if (!hold_file(c, k[i], a, &out[i])) rc = fetch_store(c, &k[i], 1, &a, &out[i], lockfd, NULL, msg, cap);
     ofd_lock(lockfd, F_UNLCK, (off_t)k[i], 1, 0);
     if (rc == PAGEDB_OK) st[i] = 1;
   }
