@@ -29,16 +29,6 @@
 ** read-only open of the remote dataset, cold and warm.
 **
 **   RBENCH_ONLY=posix|curl|cold|warm   one kind alone (for profiling)
-**   RBENCH_RM=1   empty the cache by removing it just before each cold run
-**
-** By default a cold run's empty cache is a new directory: the previous
-** one is renamed aside and all of them are removed at the end of the run.
-** Removing it just before (RBENCH_RM=1) costs the cold run that follows
-** more than the files it writes: on an ext4 without a journal (this
-** machine's), each file created within seconds of many deletions scans
-** past the inodes just freed (ext4's recently_deleted: a tenth of a cold
-** epoch's CPU in perf), a cost of the benchmark's own deletion, not of
-** reading a dataset the machine has not cached.
 **
 **   pagedb-rbench -open URL [REPS [LOCAL N]]
 **
@@ -337,27 +327,6 @@ static void open_read(const char *url, uint64_t seed, double *t) {
   wait(NULL);
 }
 
-/* The cache directory (PAGEDB_CACHE_DIR), emptied before each cold run. */
-static const char *cache_dir;
-static int gone;
-
-static int empty_cache(void) {
-  char cmd[8600];
-  const char *rm = getenv("RBENCH_RM");
-  if (rm && atoi(rm)) snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
-  else snprintf(cmd, sizeof cmd, "if [ -e '%s' ]; then mv '%s' '%s.gone.%d'; fi", cache_dir, cache_dir, cache_dir, gone++);
-  return system(cmd);
-}
-
-/* Remove the caches renamed aside, and the last one unless KEEP (a run of
-** one kind: a warm one may follow). */
-static void drop_caches(int keep) {
-  char cmd[8600];
-  snprintf(cmd, sizeof cmd, "rm -rf %s%s%s '%s'.gone.*", keep ? "" : "'", keep ? "" : cache_dir, keep ? "" : "'",
-           cache_dir);
-  if (system(cmd) != 0) fprintf(stderr, "pagedb-rbench: %s failed\n", cmd);
-}
-
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -366,12 +335,12 @@ static int cmp_d(const void *a, const void *b) {
 /* pagedb-rbench -open URL [REPS]: the open of a remote dataset and its
 ** first read, cold cache (emptied before each) and warm, alternated;
 ** medians of REPS (default 5). */
-static int open_bench(const char *url, int reps) {
+static int open_bench(const char *url, int reps, const char *rm) {
   double cold[64], warm[64], co[64], wo[64], creq = 0, wreq = 0;
   if (reps < 1 || reps > 64) reps = 5;
   for (int i = 0; i < reps; i++) {
     double t[3];
-    if (empty_cache() != 0) return 1;
+    if (system(rm) != 0) return 1;
     open_read(url, 1 + (uint64_t)i, t);
     cold[i] = t[0], co[i] = t[1], creq = t[2];
     open_read(url, 1 + (uint64_t)i, t);   /* the same sample: every chunk cached */
@@ -400,12 +369,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "pagedb-rbench: set PAGEDB_CACHE_DIR (it is emptied for the cold runs)\n");
     return 2;
   }
-  cache_dir = cache;
+  char rm[4200];
+  snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
   if (strcmp(argv[1], "-open") == 0) {
     if (argc > 5 && access(argv[4], F_OK) != 0) make_small(argv[4], atoll(argv[5]));
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    int rc = open_bench(argv[2], argc > 3 ? atoi(argv[3]) : 5);
-    drop_caches(0);
+    int rc = open_bench(argv[2], argc > 3 ? atoi(argv[3]) : 5, rm);
     curl_global_cleanup();
     return rc;
   }
@@ -427,7 +396,7 @@ int main(int argc, char **argv) {
   const char *only = getenv("RBENCH_ONLY");
   if (!only || !*only) {
     read_epoch(local, &w, 0, 1, 1);
-    if (empty_cache() != 0) return 1;
+    if (system(rm) != 0) return 1;
     read_epoch(url, &w, 0, 1, 1);
   }
   int reps = getenv("RBENCH_REPS") ? atoi(getenv("RBENCH_REPS")) : 5;
@@ -442,7 +411,7 @@ int main(int argc, char **argv) {
     if (world < 1 || world > 64) return 2;
     if (only && *only) {   /* one kind alone, for profiling */
       int cold = strcmp(only, "cold") == 0;
-      if (cold && empty_cache() != 0) return 1;
+      if (cold && system(rm) != 0) return 1;
       double v = strcmp(only, "posix") == 0  ? run(POSIX, local, &w, size, world, 0)
                  : strcmp(only, "curl") == 0 ? run(CURLX, url, &w, size, world, 0)
                                              : run(REMOTE, url, &w, size, world, 0);
@@ -455,7 +424,7 @@ int main(int argc, char **argv) {
       cpx[k] = last_cpu_per_gb;
       cu[k] = run(CURLX, url, &w, size, world, 0);
       ccu[k] = last_cpu_per_gb;
-      if (empty_cache() != 0) return 1;
+      if (system(rm) != 0) return 1;
       co[k] = run(REMOTE, url, &w, size, world, 0);
       cco[k] = last_cpu_per_gb;
       wa[k] = run(REMOTE, url, &w, size, world, 0);
@@ -476,15 +445,11 @@ int main(int argc, char **argv) {
            cco[m], cwa[m]);
     fflush(stdout);
   }
-  if (only && *only) {
-    drop_caches(1);
-    return 0;
-  }
-  if (empty_cache() != 0) return 1;
+  if (only && *only) return 0;
+  if (system(rm) != 0) return 1;
   double oc = open_ms(url), ow = open_ms(url);
   printf("open of the remote dataset (%lld samples): cold cache %.1f ms, warm cache %.1f ms\n", (long long)w.count,
          oc, ow);
-  drop_caches(0);
   wl_free(&w);
   curl_global_cleanup();
   return 0;
