@@ -92,6 +92,7 @@ static long long read_epoch(const char *path, const wl_t *w, int rank, int world
   pagedb *db;
   int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
   if (rc) die("open", rc, db);
+  double topen = now() - t0;
   int64_t n = 0;
   if ((rc = pagedb_order(db, PAGEDB_ORDER_RANDOM, 7, 0, rank, world, NULL, &n))) die("order", rc, db);
   int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
@@ -115,8 +116,12 @@ static long long read_epoch(const char *path, const wl_t *w, int rank, int world
   const char *verbose = getenv("RBENCH_VERBOSE");
   if (verbose && *verbose) {
     pagedb_remote_stats(&c);
-    fprintf(stderr, "  rank %d/%d of %s: %.3f s; requests %lld, retries %lld, chunks fetched %lld, hits %lld\n",
-            rank, world, path, now() - t0, (long long)(c.requests - c0.requests), (long long)(c.retries - c0.retries),
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    fprintf(stderr, "  rank %d/%d of %s: %.3f s (open %.1f ms), CPU %.1f ms; requests %lld, retries %lld, chunks fetched %lld,"
+            " hits %lld\n", rank, world, path, now() - t0, topen * 1e3,
+            (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3,
+            (long long)(c.requests - c0.requests), (long long)(c.retries - c0.retries),
             (long long)(c.chunk_fetches - c0.chunk_fetches), (long long)(c.chunk_hits - c0.chunk_hits));
   }
   return bytes;

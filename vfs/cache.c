@@ -59,7 +59,11 @@
 **      process exclude each other too), and looks for the file again once
 **      it has it; one that finds the lock taken waits for it, then finds
 **      the file.  Locks are taken without waiting while a process holds
-**      others, and waited for only while it holds none: no deadlock.
+**      others, and waited for only while it holds none: no deadlock.  A
+**      batch takes each chunk's lock as its request starts (sink_begin),
+**      passes over a chunk found locked and waits for those after the
+**      batch, so that processes wanting the same chunks fetch different
+**      ones at once.
 */
 #define _GNU_SOURCE
 #include "remote.h"
@@ -92,6 +96,7 @@ struct RcObj {
   Cfg cfg;
   RmtObject *obj;
   _Atomic uint64_t *vino;   /* per chunk: the file last verified whole, 0 none */
+  _Atomic int seeded;       /* vino has taken OBJ/verified's entries (seed_verified) */
   int vfd;                  /* OBJ/verified, or -1 (then each process sums) */
   uint64_t size;
   uint64_t nchunk;
@@ -402,16 +407,19 @@ static void encode(const RcObj *c, uint64_t k, uint64_t sum, size_t len, uint8_t
   pdb_put64(h + HDR - 8, pdb_checksum(h, HDR - 8));
 }
 
-/* Whether header H describes chunk K of C; *SUM receives its data sum. */
+/* Whether header H describes chunk K of C; *SUM receives its data sum.
+** Its checksum is checked apart (header_sum_ok): only when the file is
+** not known verified (hold_file). */
 static int header_ok(const RcObj *c, uint64_t k, const uint8_t *h, uint64_t *sum) {
   size_t len = chunk_len(c, k);
-  if (memcmp(h, kMagic, 8) != 0 || pdb_get32(h + 8) != 1 || pdb_get64(h + HDR - 8) != pdb_checksum(h, HDR - 8))
-    return 0;
+  if (memcmp(h, kMagic, 8) != 0 || pdb_get32(h + 8) != 1) return 0;
   if (pdb_get32(h + 12) != c->keylen || memcmp(h + 48, c->key, c->keylen) != 0) return 0;   /* foreign */
   if (pdb_get64(h + 16) != k * c->cfg.chunk || pdb_get64(h + 24) != len || pdb_get64(h + 40) != c->cfg.chunk) return 0;
   *sum = pdb_get64(h + 32);
   return 1;
 }
+
+static int header_sum_ok(const uint8_t *h) { return pdb_get64(h + HDR - 8) == pdb_checksum(h, HDR - 8); }
 
 /* Remove a chunk file found bad, if PATH still names FD's file. */
 static void drop_bad(const RcObj *c, const char *path, int fd) {
@@ -419,6 +427,15 @@ static void drop_bad(const RcObj *c, const char *path, int fd) {
   atomic_fetch_add(&rmt_stats.chunk_bad, 1);
   if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev && unlink(path) == 0)
     usage_add(&c->cfg, -(int64_t)a.st_size);
+}
+
+/* The identity of a file from its statx SX (see file_id). */
+static uint64_t statx_id(const struct statx *sx, uint64_t sum) {
+  if ((sx->stx_mask & (STATX_BTIME | STATX_CTIME)) != (STATX_BTIME | STATX_CTIME)) return 0;
+  uint64_t t = pdb_mix64((uint64_t)sx->stx_btime.tv_sec << 30 ^ sx->stx_btime.tv_nsec)
+               ^ pdb_mix64(pdb_mix64((uint64_t)sx->stx_ctime.tv_sec << 30 ^ sx->stx_ctime.tv_nsec) + 1);
+  uint64_t id = pdb_mix64(sx->stx_ino ^ pdb_mix64(((uint64_t)sx->stx_dev_major << 32 | sx->stx_dev_minor) ^ t)) ^ sum;
+  return id + (id == 0);
 }
 
 /* The identity of the chunk file open as FD (or, FD -1, at PATH) whose
@@ -429,13 +446,9 @@ static void drop_bad(const RcObj *c, const char *path, int fd) {
 static uint64_t file_id(int fd, const char *path, uint64_t sum) {
   struct statx sx;
   if (statx(fd >= 0 ? fd : AT_FDCWD, fd >= 0 ? "" : path, fd >= 0 ? AT_EMPTY_PATH : 0,
-            STATX_INO | STATX_BTIME | STATX_CTIME, &sx) != 0
-      || (sx.stx_mask & (STATX_BTIME | STATX_CTIME)) != (STATX_BTIME | STATX_CTIME))
+            STATX_INO | STATX_BTIME | STATX_CTIME, &sx) != 0)
     return 0;
-  uint64_t t = pdb_mix64((uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec)
-               ^ pdb_mix64(pdb_mix64((uint64_t)sx.stx_ctime.tv_sec << 30 ^ sx.stx_ctime.tv_nsec) + 1);
-  uint64_t id = pdb_mix64(sx.stx_ino ^ pdb_mix64(((uint64_t)sx.stx_dev_major << 32 | sx.stx_dev_minor) ^ t)) ^ sum;
-  return id + (id == 0);
+  return statx_id(&sx, sum);
 }
 
 /* The identity OBJ/verified records for chunk K, or 0.  Damaged, it only
@@ -459,30 +472,34 @@ static void note_verified(RcObj *c, uint64_t k, uint64_t id, uint64_t mine, uint
   if (id && shared != id) shared_put(c, k, id);
 }
 
-/* Hold chunk K from its cache file (invariants 2, 3).  Returns 1 on
-** success, 0 if there is no good file. */
-static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
-  char path[3300];
-  chunk_path(c, k, path, sizeof path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  size_t len = chunk_len(c, k);
-  uint8_t *h = NULL;
-  struct stat st;
-  uint64_t sum = 0;
-  int ok = 0;
-  /* Shared lock first: an evictor holding it is removing the file. */
-  if (flock(fd, LOCK_SH | LOCK_NB) != 0 || fstat(fd, &st) != 0 || st.st_nlink == 0) {
-    close(fd);
-    return 0;
+/* Take the machine's table (OBJ/verified) as this process's, for the
+** chunks it knows nothing of yet: one read at the first hold instead of
+** one per chunk (a process of a world holds every chunk of the file).
+** An entry read here that no longer matches is read again before the
+** chunk is summed (hold_file), so a stale copy costs a read, never a sum
+** skipped: an identity names one unchanged file. */
+static void seed_verified(RcObj *c) {
+  if (atomic_exchange(&c->seeded, 1) || c->vfd < 0) return;
+  size_t n = (size_t)c->nchunk, got = 0;
+  uint8_t *b = pdb_malloc(n ? n * 8 : 1);
+  if (!b) return;
+  while (got < n * 8) {
+    ssize_t r = pread(c->vfd, b + got, n * 8 - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
   }
-  if (!(h = malloc(HDR)) || pread(fd, h, HDR, 0) != HDR || !header_ok(c, k, h, &sum) || (uint64_t)st.st_size != HDR + len) {
-    if (h) drop_bad(c, path, fd);
-    free(h);
-    close(fd);
-    return 0;
+  for (size_t k = 0; k < got / 8; k++) {
+    uint64_t zero = 0, id = pdb_get64(b + 8 * k);
+    if (id) atomic_compare_exchange_strong_explicit(&c->vino[k], &zero, id, memory_order_relaxed, memory_order_relaxed);
   }
-  free(h);
+  pdb_free(b);
+}
+
+/* Map chunk K's LEN bytes from its open file FD into *OUT: at AT (a
+** page-aligned place in a reservation) or anywhere.  Returns 0 on failure
+** (a fixed place is then put back to a reservation). */
+static int map_chunk(int fd, uint64_t k, size_t len, void *at, RcHeld *out) {
   void *base;
   const uint8_t *data;
   size_t maplen;
@@ -505,37 +522,81 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   }
   if (base == MAP_FAILED) {
     if (at) unfix(at, len);
+    return 0;
+  }
+  *out = (RcHeld){ k, data, len, base, maplen };
+  return 1;
+}
+
+/* Hold chunk K from its cache file (invariants 2, 3).  Returns 1 on
+** success, 0 if there is no good file.  A process of a world holds every
+** chunk of the file for a share of its samples, so a hold is kept to a
+** few system calls: open, flock, statx, the header's read, mmap, close. */
+static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
+  char path[3300];
+  chunk_path(c, k, path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t len = chunk_len(c, k);
+  uint8_t h[HDR] __attribute__((aligned(8)));
+  struct statx sx;
+  uint64_t sum = 0;
+  /* Shared lock first: an evictor holding it is removing the file. */
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0
+      || statx(fd, "", AT_EMPTY_PATH, STATX_NLINK | STATX_SIZE | STATX_MTIME | STATX_INO | STATX_BTIME | STATX_CTIME, &sx)
+         != 0
+      || sx.stx_nlink == 0) {
     close(fd);
     return 0;
   }
-  /* The bytes are summed the first time this process holds this file:
-  ** files are never changed in place (invariant 1), so the same file with
-  ** the same header holds the same bytes.  "Same" is inode, device, birth
-  ** time and the header's sum, so a file made anew in a reused inode is
-  ** summed again; without a birth time (a file system that keeps none)
-  ** every hold sums. */
-  uint64_t id = file_id(fd, NULL, sum), mine = atomic_load_explicit(&c->vino[k], memory_order_relaxed);
+  if (pread(fd, h, HDR, 0) != HDR || !header_ok(c, k, h, &sum) || sx.stx_size != HDR + len) {
+    drop_bad(c, path, fd);
+    close(fd);
+    return 0;
+  }
+  /* The bytes, and the header's checksum, are checked the first time a
+  ** process of the machine holds this file: files are never changed in
+  ** place (invariant 1), so the same file with the same header holds the
+  ** same bytes.  "Same" is inode, device, birth and change time and the
+  ** header's sum, so a file made anew in a reused inode, or changed in
+  ** place, is checked again; without a birth time (a file system that
+  ** keeps none) every hold checks. */
+  uint64_t id = statx_id(&sx, sum), mine = atomic_load_explicit(&c->vino[k], memory_order_relaxed);
+  if (id && mine != id && !atomic_load_explicit(&c->seeded, memory_order_relaxed)) {
+    seed_verified(c);
+    mine = atomic_load_explicit(&c->vino[k], memory_order_relaxed);
+  }
   uint64_t shared = id && mine != id ? shared_id(c, k) : id;
-  if ((id == 0 || shared != id) && pdb_sum(data, len) != sum) {
+  int check = id == 0 || shared != id;
+  if (check && !header_sum_ok(h)) {
+    drop_bad(c, path, fd);
+    close(fd);
+    return 0;
+  }
+  RcHeld m;
+  if (!map_chunk(fd, k, len, at, &m)) {
+    close(fd);
+    return 0;
+  }
+  if (check && pdb_sum(m.data, len) != sum) {
     drop_bad(c, path, fd);
     if (at) unfix(at, len);
-    else munmap(base, maplen);
+    else munmap(m.base, m.maplen);
     close(fd);
     return 0;
   }
-  ok = 1;
   /* Most recently held: the eviction order (invariant 4).  To the minute:
   ** a metadata write per read would cost more than the read.  It moves
   ** the change time: the file's identity is taken again. */
-  if (time(NULL) - st.st_mtime >= 60 && futimens(fd, NULL) == 0) {
+  if (time(NULL) - sx.stx_mtime.tv_sec >= 60 && futimens(fd, NULL) == 0) {
     id = file_id(fd, NULL, sum);
     shared = 0;
   }
   note_verified(c, k, id, mine, shared);
   close(fd);          /* the mapping keeps the file and its flock */
   atomic_fetch_add(&rmt_stats.chunk_hits, 1);
-  *out = (RcHeld){ k, data, len, base, maplen };
-  return ok;
+  *out = m;
+  return 1;
 }
 
 /* Hold LEN bytes at DATA in private memory (no room in the cache). */
@@ -552,15 +613,27 @@ static int hold_mem(uint64_t k, const uint8_t *data, size_t len, void *at, RcHel
 
 /*
 ** A chunk being received (rmt_fetch_sink), written as it arrives into its
-** temporary file (invariant 1) and summed on the way, so that its bytes
-** are neither copied into a buffer first nor read again to be summed.
-** Without room in the cache (or after a failed write) it is gathered in
-** memory instead and held from there (hold_mem).
+** temporary file (invariant 1) and summed on the way.  curl hands the body
+** over in pieces of 16 KiB at most; a write per piece cost a system call
+** and ext4's per-write page-cache work each time, so the pieces are
+** gathered in a small staging buffer (STAGE bytes, small enough to stay
+** in the CPU's cache: the write copies them from there, not from memory)
+** and written by one call when it is full.  The file's space is allocated
+** in one go when the chunk starts.  The temporary stays open, and
+** shared-locked, until the chunk is mapped from it (invariant 3): it is
+** held without being opened again or its header read back.  Without room
+** in the cache (or after a failed write) the chunk is gathered in memory
+** instead and held from there (hold_mem).
 */
+#define STAGE (256u << 10)
+
 typedef struct Wr {
   int fd;                   /* the temporary file, or -1 */
   uint64_t need;            /* bytes reserved in usage for it, 0 none */
   uint8_t *mem;             /* the bytes, when not in a file */
+  uint8_t *stage;           /* pieces not yet written (STAGE bytes) */
+  size_t staged;            /* how many */
+  uint64_t stage_at;        /* their offset in the chunk */
   XXH3_state_t *hs;         /* the sum so far */
   char tmp[3400];
 } Wr;
@@ -574,6 +647,10 @@ typedef struct Fetch {
   RcHeld *out;
   Wr *w;
   uint8_t *held;            /* per chunk: stored and held */
+  uint8_t *lazy;            /* per chunk, or NULL (all locked already): 0 not
+                            ** locked yet, 2 locked by this fetch, 3 found
+                            ** locked by another (passed over), 1 held from a
+                            ** file another finished meanwhile */
   int nomem;
   int lockfd;               /* holds the chunks' fetch locks */
 } Fetch;
@@ -590,57 +667,126 @@ static void wr_drop(Fetch *f, int i) {
   w->need = 0;
   free(w->mem);
   w->mem = NULL;
+  w->staged = 0;
 }
 
-/* Gather chunk I in memory from now on, with the AT bytes its file has. */
+/* Write N bytes at B to chunk I's file at offset AT of the chunk. */
+static int wr_file(Wr *w, const uint8_t *b, size_t n, uint64_t at) {
+  while (n > 0) {
+    ssize_t r = pwrite(w->fd, b, n, (off_t)(HDR + at));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return 0;
+    b += r;
+    n -= (size_t)r;
+    at += (uint64_t)r;
+  }
+  return 1;
+}
+
+/* Gather chunk I in memory from now on, with the AT bytes its file and
+** staging buffer have. */
 static int wr_to_mem(Fetch *f, int i, uint64_t at) {
   Wr *w = &f->w[i];
   uint8_t *m = malloc(chunk_len(f->c, f->k[i]) ? chunk_len(f->c, f->k[i]) : 1);
-  if (!m || (at && (w->fd < 0 || pread(w->fd, m, (size_t)at, HDR) != (ssize_t)at))) {
+  uint64_t infile = at - w->staged;
+  if (!m || (infile && (w->fd < 0 || pread(w->fd, m, (size_t)infile, HDR) != (ssize_t)infile))) {
     free(m);
     return 0;
   }
+  if (w->staged) memcpy(m + infile, w->stage, w->staged);
   wr_drop(f, i);
   w->mem = m;
   return 1;
 }
 
-static void sink_begin(void *ctx, int i) {
+/* Write chunk I's staged pieces into its file; on failure, gather it in
+** memory (the AT bytes so far).  Returns 0 when neither works. */
+static int wr_flush(Fetch *f, int i, uint64_t at) {
+  Wr *w = &f->w[i];
+  if (w->fd < 0 || w->staged == 0) return 1;
+  if (wr_file(w, w->stage, w->staged, w->stage_at)) {
+    w->staged = 0;
+    return 1;
+  }
+  return wr_to_mem(f, i, at);
+}
+
+static int sink_begin(void *ctx, int i) {
   Fetch *f = ctx;
   Wr *w = &f->w[i];
   RcObj *c = f->c;
+  if (f->lazy && f->lazy[i] == 0) {
+    /* Invariant 5, taken as each chunk's request starts rather than for
+    ** the whole batch at once: processes wanting the same chunks (the
+    ** ranks of a world) then fetch different ones side by side, each with
+    ** its requests in flight, instead of all but one waiting. */
+    void *at = f->at ? f->at[i] : NULL;
+    if (ofd_lock(f->lockfd, F_WRLCK, (off_t)f->k[i], 1, 0) != 0) {
+      f->lazy[i] = 3;
+      return 0;
+    }
+    if (hold_file(c, f->k[i], at, &f->out[i])) {   /* finished meanwhile */
+      ofd_lock(f->lockfd, F_UNLCK, (off_t)f->k[i], 1, 0);
+      f->lazy[i] = 1;
+      f->held[i] = 1;
+      return 0;
+    }
+    f->lazy[i] = 2;
+  }
   wr_drop(f, i);
   XXH3_64bits_reset(w->hs);
   uint64_t need = HDR + chunk_len(c, f->k[i]);
   /* The temporary exists, its name saying how many bytes it will hold,
   ** before the space is reserved: a scan from then on counts it (scan),
-  ** so no eviction pass forgets a reservation in flight. */
+  ** so no eviction pass forgets a reservation in flight.  Shared-locked
+  ** from its creation until it is held: another process's eviction
+  ** (invariant 3) cannot take it after the rename. */
   snprintf(w->tmp, sizeof w->tmp, "%s/%016llx.t.%ld.%llu.%llu", c->dir, (unsigned long long)f->k[i], (long)getpid(),
            (unsigned long long)atomic_fetch_add(&tmpseq, 1), (unsigned long long)need);
-  w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (w->fd >= 0 && usage_add(&c->cfg, (int64_t)need)) {
+  w->fd = open(w->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (w->fd >= 0 && (flock(w->fd, LOCK_SH | LOCK_NB) != 0 || !usage_add(&c->cfg, (int64_t)need))) {
+    close(w->fd);
+    unlink(w->tmp);
+    w->fd = -1;
+  }
+  if (w->fd >= 0) {
     w->need = need;
-    return;
+    /* One extent for the whole chunk: ext4 then skips its per-page
+    ** delayed-allocation bookkeeping.  The size still grows as the bytes
+    ** are written (KEEP_SIZE): a temporary's size says what it holds.
+    ** Where it is not supported, the writes allocate. */
+    if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)need) != 0) { /* EOPNOTSUPP and the like */ }
+    if (w->stage || (w->stage = pdb_buf_alloc(STAGE, NULL))) return 1;
   }
   if (!wr_to_mem(f, i, 0)) f->nomem = 1;   /* then put refuses: the range fails */
+  return 1;
 }
 
 static int sink_put(void *ctx, int i, const uint8_t *b, size_t n, uint64_t at) {
   Fetch *f = ctx;
   Wr *w = &f->w[i];
   assert(at + n <= chunk_len(f->c, f->k[i]));
-  if (w->fd >= 0 && pwrite(w->fd, b, n, (off_t)(HDR + at)) != (ssize_t)n && !wr_to_mem(f, i, at)) return 0;
-  if (w->fd < 0) {
-    if (!w->mem) return 0;
-    memcpy(w->mem + at, b, n);
-  }
   XXH3_64bits_update(w->hs, b, n);
+  if (w->fd >= 0 && w->staged + n > STAGE && !wr_flush(f, i, at)) return 0;
+  if (w->fd >= 0) {
+    assert(w->staged == 0 || at == w->stage_at + w->staged);
+    if (n <= STAGE) {
+      if (w->staged == 0) w->stage_at = at;
+      memcpy(w->stage + w->staged, b, n);
+      w->staged += n;
+      return 1;
+    }
+    if (wr_file(w, b, n, at)) return 1;     /* a piece larger than the stage */
+    if (!wr_to_mem(f, i, at)) return 0;
+  }
+  if (!w->mem) return 0;
+  memcpy(w->mem + at, b, n);
   return 1;
 }
 
 /* Chunk I has arrived whole (OK) or failed for good: finish its file,
-** rename it into place and hold it, or hold its bytes from memory; let go
-** of its fetch lock. */
+** rename it into place and hold it from the file still open, or hold its
+** bytes from memory; let go of its fetch lock. */
 static void sink_end(void *ctx, int i, int ok) {
   Fetch *f = ctx;
   Wr *w = &f->w[i];
@@ -649,6 +795,7 @@ static void sink_end(void *ctx, int i, int ok) {
   size_t len = chunk_len(c, k);
   void *at = f->at ? f->at[i] : NULL;
   int arrived = ok;
+  if (ok && !wr_flush(f, i, len)) ok = 0;
   if (ok && w->fd >= 0) {
     uint64_t sum = XXH3_64bits_digest(w->hs);
     uint8_t *h = malloc(HDR);
@@ -658,39 +805,24 @@ static void sink_end(void *ctx, int i, int ok) {
     if (good) encode(c, k, sum, len, h);
     good = good && pwrite(w->fd, h, HDR, 0) == HDR;
     free(h);
-    if (!good) {
-      if (!wr_to_mem(f, i, len)) ok = 0;
-    } else {
-      /* Shared-locked from before the rename until held: another
-      ** process's eviction (invariant 3) cannot take it meanwhile. */
-      int rfd = open(w->tmp, O_RDONLY | O_CLOEXEC);
-      if (rfd >= 0 && flock(rfd, LOCK_SH | LOCK_NB) != 0) {
-        close(rfd);
-        rfd = -1;
-      }
-      good = close(w->fd) == 0 && rfd >= 0;
-      w->fd = -1;
-      if (good && rename(w->tmp, path) == 0) {
-        w->need = 0;          /* the chunk file holds the reservation now */
-        /* Bytes this process has just summed and written need no second
-        ** reading: the tables name this very file, as the rename left it. */
-        note_verified(c, k, file_id(rfd, NULL, sum), 0, 0);
-        if (hold_file(c, k, at, &f->out[i])) {
-          atomic_fetch_sub(&rmt_stats.chunk_hits, 1);   /* a fetch, not a hit */
-          f->held[i] = 1;
-        }
+    if (good && rename(w->tmp, path) == 0) {
+      w->need = 0;            /* the chunk file holds the reservation now */
+      /* Bytes this process has just summed and written need no second
+      ** reading: the tables name this very file, as the rename left it. */
+      note_verified(c, k, file_id(w->fd, NULL, sum), 0, 0);
+      if (map_chunk(w->fd, k, len, at, &f->out[i])) {
+        f->held[i] = 1;
       } else {
-        unlink(w->tmp);       /* the reservation is given back below */
+        /* Not mappable: the file stays (a good chunk), the bytes are held
+        ** from memory, read back from it. */
+        uint8_t *m = malloc(len ? len : 1);
+        if (m && pread(w->fd, m, len, HDR) == (ssize_t)len) w->mem = m;
+        else free(m), ok = 0;
       }
-      if (!f->held[i]) {
-        /* Not holdable from the cache (a failed rename or hold): the
-        ** bytes, read back from the file still open, are held from memory. */
-        uint8_t *m = rfd >= 0 ? malloc(len ? len : 1) : NULL;
-        if (m && pread(rfd, m, len, HDR) == (ssize_t)len) w->mem = m;
-        else free(m);
-        if (!w->mem) ok = 0;
-      }
-      if (rfd >= 0) close(rfd);
+      close(w->fd);           /* a mapping keeps the file and its flock */
+      w->fd = -1;
+    } else if (!wr_to_mem(f, i, len)) {
+      ok = 0;
     }
   }
   if (ok && !f->held[i] && w->mem && hold_mem(k, w->mem, len, at, &f->out[i])) f->held[i] = 1;
@@ -698,6 +830,8 @@ static void sink_end(void *ctx, int i, int ok) {
   if (arrived && !f->held[i]) f->nomem = 1;
   if (f->held[i]) atomic_fetch_add(&rmt_stats.chunk_fetches, 1);
   wr_drop(f, i);
+  if (w->stage) pdb_buf_free(w->stage);
+  w->stage = NULL;
   /* Stored: a process waiting for this chunk may take it now, before the
   ** rest of the batch has arrived. */
   ofd_lock(f->lockfd, F_UNLCK, (off_t)k, 1, 0);
@@ -705,10 +839,13 @@ static void sink_end(void *ctx, int i, int ok) {
 
 static const RmtSink kSink = { sink_begin, sink_put, sink_end };
 
-/* Fetch chunks K[0..N) (their fetch locks held on LOCKFD, each let go as
-** soon as its chunk is stored) and hold them in OUT. */
-static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, int lockfd, char *msg,
-                       size_t cap) {
+/* Fetch chunks K[0..N) and hold them in OUT.  Their fetch locks are held
+** on LOCKFD already (LAZY NULL), or taken on LOCKFD as each request starts
+** (LAZY: N zeroed bytes; a chunk another process is fetching is passed
+** over, LAZY 3, and not held).  Each lock is let go as soon as its chunk
+** is stored. */
+static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, int lockfd, uint8_t *lazy,
+                       char *msg, size_t cap) {
   RmtRange *r = pdb_calloc((size_t)n, sizeof *r);
   uint8_t *held = pdb_calloc((size_t)n, 1);
   Wr *w = pdb_calloc((size_t)n, sizeof *w);
@@ -720,7 +857,7 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
     if (!(w[i].hs = XXH3_createState())) rc = PAGEDB_NOMEM;
   }
   if (rc == PAGEDB_NOMEM) snprintf(msg, cap, "out of memory fetching %d chunks of %s", n, rmt_url(c->obj));
-  Fetch f = { c, k, at, out, w, held, 0, lockfd };
+  Fetch f = { c, k, at, out, w, held, lazy, 0, lockfd };
   if (rc == PAGEDB_OK) rc = rmt_fetch_sink(c->obj, r, n, &kSink, &f, msg, cap);
   if (rc == PAGEDB_OK && f.nomem) {
     rc = PAGEDB_NOMEM;
@@ -730,6 +867,7 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
     if (held[i]) rc_release(&out[i], at != NULL);
   for (int i = 0; i < n && w; i++) {
     if (w[i].hs) wr_drop(&f, i);
+    if (w[i].stage) pdb_buf_free(w[i].stage);
     XXH3_freeState(w[i].hs);
   }
   pdb_free(r);
@@ -739,7 +877,7 @@ static int fetch_store(RcObj *c, const uint64_t *k, int n, void *const *at, RcHe
 }
 
 int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, char *msg, size_t cap) {
-  uint8_t *st = pdb_calloc((size_t)n, 1);   /* 0 to do, 1 held, 2 locked by us, 3 another's */
+  uint8_t *st = pdb_calloc((size_t)n, 1);   /* 0 to do, 1 held, 3 being fetched by another */
   uint64_t *mine = pdb_malloc((size_t)n * sizeof *mine);
   void **mat = pdb_malloc((size_t)n * sizeof *mat);
   RcHeld *mout = pdb_malloc((size_t)n * sizeof *mout);
@@ -750,42 +888,40 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
     assert(k[i] < c->nchunk);
     if (hold_file(c, k[i], at ? at[i] : NULL, &out[i])) st[i] = 1;
   }
-  /* Invariant 5: the missing ones whose fetch lock is free are ours.  The
-  ** lock file is opened per call: OFD locks of one open file description
-  ** do not exclude each other, and threads must. */
+  /* Invariant 5: the missing ones whose fetch lock is free are ours,
+  ** locked as their requests start (sink_begin); those another process is
+  ** fetching are passed over and waited for below.  The lock file is
+  ** opened per call: OFD locks of one open file description do not
+  ** exclude each other, and threads must. */
   int nm = 0, lockfd = -1;
   for (int i = 0; i < n && rc == PAGEDB_OK; i++) {
     if (st[i]) continue;
-    if (lockfd < 0 && (lockfd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
-      rc = PAGEDB_IOERR_LOCK;
-      snprintf(msg, cap, "cache %s: %s", c->lockpath, strerror(errno));
-      break;
-    }
-    if (ofd_lock(lockfd, F_WRLCK, (off_t)k[i], 1, 0) != 0) {
-      st[i] = 3;
-      continue;
-    }
-    if (hold_file(c, k[i], at ? at[i] : NULL, &out[i])) {   /* finished meanwhile */
-      ofd_lock(lockfd, F_UNLCK, (off_t)k[i], 1, 0);
-      st[i] = 1;
-      continue;
-    }
-    st[i] = 2;
     mine[nm] = k[i];
     mat[nm] = at ? at[i] : NULL;
     midx[nm++] = i;
   }
+  if (rc == PAGEDB_OK && nm > 0 && (lockfd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+    rc = PAGEDB_IOERR_LOCK;
+    snprintf(msg, cap, "cache %s: %s", c->lockpath, strerror(errno));
+  }
   if (rc == PAGEDB_OK && nm > 0) {
-    rc = fetch_store(c, mine, nm, mat, mout, lockfd, msg, cap);
-    for (int j = 0; j < nm; j++) {
-      ofd_lock(lockfd, F_UNLCK, (off_t)mine[j], 1, 0);
-      if (rc == PAGEDB_OK) {
+    uint8_t *lazy = pdb_calloc((size_t)nm, 1);
+    if (!lazy) {
+      rc = PAGEDB_NOMEM;
+      snprintf(msg, cap, "out of memory reading %s", rmt_url(c->obj));
+    } else {
+      rc = fetch_store(c, mine, nm, mat, mout, lockfd, lazy, msg, cap);
+    }
+    for (int j = 0; j < nm && rc == PAGEDB_OK; j++) {
+      assert(lazy[j] != 0);
+      if (lazy[j] == 3) {
+        st[midx[j]] = 3;
+      } else {
         out[midx[j]] = mout[j];
         st[midx[j]] = 1;
-      } else {
-        st[midx[j]] = 0;
       }
     }
+    pdb_free(lazy);
   }
   /* Those another process or thread was fetching: wait, holding nothing
   ** locked, then take the file (or fetch it, if that fetch failed). */
@@ -797,7 +933,7 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
       break;
     }
     void *a = at ? at[i] : NULL;
-    if (!hold_file(c, k[i], a, &out[i])) rc = fetch_store(c, &k[i], 1, &a, &out[i], lockfd, msg, cap);
+    if (!hold_file(c, k[i], a, &out[i])) rc = fetch_store(c, &k[i], 1, &a, &out[i], lockfd, NULL, msg, cap);
     ofd_lock(lockfd, F_UNLCK, (off_t)k[i], 1, 0);
     if (rc == PAGEDB_OK) st[i] = 1;
   }

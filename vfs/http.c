@@ -609,6 +609,15 @@ static int fetch(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int i
       }
       qhead = (qhead + 1) % n;
       qlen--;
+      Xfer *x = &xs[i];
+      /* Anew: what a failed attempt put is void.  A sink may pass a range
+      ** over (another process is fetching it: cache.c), which then counts
+      ** as done, neither fetched nor failed. */
+      if (sink && !sink->begin(ctx, i)) {
+        done++;
+        s--;                      /* the slot is still free */
+        continue;
+      }
       if ((!c->easy[s] && !(c->easy[s] = curl_easy_init()))
           || (!sink && !r[i].buf && !(r[i].buf = pdb_buf_alloc(r[i].n ? r[i].n : 1, NULL)))) {
         r[i].rc = PAGEDB_NOMEM;
@@ -620,12 +629,10 @@ static int fetch(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int i
         done++;
         continue;
       }
-      Xfer *x = &xs[i];
       CURL *e = c->easy[s];
       x->got = 0;
       x->overflow = 0;
       x->nomem = 0;
-      if (sink) sink->begin(ctx, i);   /* anew: what a failed attempt put is void */
       memset(&x->h, 0, sizeof x->h);
       rmt_setup(o, e, &x->h, x->err);
       char range[64];

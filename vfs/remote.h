@@ -84,14 +84,16 @@ int rmt_fetch_each(RmtObject *o, RmtRange *r, int n, void (*done)(void *ctx, int
 /*
 ** As rmt_fetch, the bodies handed to SINK piece by piece instead of
 ** buffers (RmtRange.buf unused): BEGIN(CTX, i) when range i starts, again
-** at each retry (what PUT gave before is void); PUT(CTX, i, B, N, AT) the
+** at each retry (what PUT gave before is void), returning 0 to pass range
+** i over (it is then neither fetched nor failed, and END is not called for
+** it) or 1 to fetch it; PUT(CTX, i, B, N, AT) the
 ** next N bytes, at offset AT of the range, returning 0 when it cannot take
 ** them (out of memory: the range then fails with PAGEDB_NOMEM); END(CTX,
 ** i, OK) once: OK 1 when the range arrived whole and checked, 0 when it
 ** failed for good.  END may be called without a BEGIN.
 */
 typedef struct RmtSink {
-  void (*begin)(void *ctx, int i);
+  int (*begin)(void *ctx, int i);
   int (*put)(void *ctx, int i, const uint8_t *b, size_t n, uint64_t at);
   void (*end)(void *ctx, int i, int ok);
 } RmtSink;
