@@ -32,8 +32,10 @@
 **     EINTR and short transfers below the methods, which the backends
 **     retry, are tclsyscall.c's;
 **   - crash: lose power (below) at the Nth counted call (-crash N), or
-**     just before the Nth sync call (xSync or xSyncDir of any file, counted
-**     whatever -ops says) would reach the file (-crashsync N), or just
+**     just before the Nth sync call (xSync or xSyncDir of a file -files
+**     selects, counted whatever -ops says) would reach the file
+**     (-crashsync N: a commit syncs the data and the index files at once,
+**     in either order, so a test that wants one file's sync selects it), or just
 **     after it succeeded, before its caller hears of it (-crashsync N
 **     -crashafter 1): what that sync covered is then durable, and the
 **     caller never acknowledges anything on the strength of it.
@@ -58,7 +60,7 @@
 **                          ?-seed S? ?-device plain|atomic4k|safeappend?
 **   pagedb_faultvfs reset        (disarm, zero the counters)
 **   pagedb_faultvfs count        (counted calls so far)
-**   pagedb_faultvfs syncs        (sync calls so far)
+**   pagedb_faultvfs syncs        (sync calls so far, of the files -files selects)
 **   pagedb_faultvfs hits         (faults injected so far)
 **
 ** POWER LOSS (SQLite's test6.c, on a file that is written through at once
@@ -315,11 +317,14 @@ static void faultHold(void){
   while( atomic_load(&fv.crashing) ) pause();
 }
 
-/* Count a sync call.  Returns 1 if the power must fail once it is done
+/* Count a sync call of a file of KIND (not counted unless -files selects
+** it).  Returns 1 if the power must fail once it is done
 ** (the one -crashsync names, with -crashafter); without -crashafter that
 ** one crashes here, before it acts. */
-static int faultSyncPoint(void){
-  long long n = atomic_fetch_add(&fv.syncs, 1) + 1;
+static int faultSyncPoint(int kind){
+  long long n;
+  if( !faultCounts(kind) ) return 0;
+  n = atomic_fetch_add(&fv.syncs, 1) + 1;
   long long at = atomic_load(&fv.crashSyncAt);
   if( at <= 0 || n != at ) return 0;
   if( !atomic_load(&fv.crashAfter) ) faultCrash();
@@ -573,7 +578,7 @@ static int fvSync(pagedb_file *pf, int flags){
   FaultFile *f = (FaultFile *)pf;
   FaultImage *im = &f->img;
   int nBefore, rc;
-  int crashAfter = faultSyncPoint();
+  int crashAfter = faultSyncPoint(f->kind);
   if( faultHit(f, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
   /* Only the writes made before the sync started are known to be synced. */
   pthread_mutex_lock(&f->mu);
@@ -714,7 +719,7 @@ static int fvAccess(pagedb_vfs *vfs, const char *path, int *exists){
 }
 
 static int fvSyncDir(pagedb_vfs *vfs, const char *path){
-  int crashAfter = faultSyncPoint(), rc;
+  int crashAfter = faultSyncPoint(faultFileKind(path)), rc;
   if( faultCounts(faultFileKind(path)) && faultHit(0, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
   rc = fv.real->xSyncDir ? fv.real->xSyncDir(fv.real, path) : PAGEDB_OK;
   if( crashAfter ) faultCrash();
