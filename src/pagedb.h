@@ -1289,7 +1289,7 @@ struct pagedb_io_methods {
 typedef void (*pagedb_syscall_ptr)(void);
 
 struct pagedb_vfs {
-  int iVersion;            /* 1 or 2 */
+  int iVersion;            /* 1 to 3 */
   int szFile;              /* size of the backend's subclass of pagedb_file */
   const char *zName;       /* unique name, e.g. "posix" */
   pagedb_vfs *pNext;       /* used by the registry; do not touch */
@@ -1321,6 +1321,17 @@ struct pagedb_vfs {
   int (*xSetSystemCall)(pagedb_vfs *, const char *zName, pagedb_syscall_ptr p);
   pagedb_syscall_ptr (*xGetSystemCall)(pagedb_vfs *, const char *zName);
   const char *(*xNextSystemCall)(pagedb_vfs *, const char *zName);
+  /*
+  ** Version 3: a hint, before pagedb_open asks xAccess and xOpen about the
+  ** N files of a dataset (PATHS: the data file, NAME-catalog, NAME.vacuum,
+  ** NAME-index), that it is about to.  A backend whose every question is a
+  ** round trip (the remote VFSes: a HEAD request each) may ask about them
+  ** all at once and keep the answers for the questions that follow, for
+  ** a moment (the remote VFSes: 250 ms).  It returns nothing: an answer it
+  ** could not get is asked again by the question itself, which reports
+  ** the failure.  NULL (or iVersion below 3): no hint.
+  */
+  void (*xAccessAhead)(pagedb_vfs *, const char *const *paths, int n);
 };
 
 /*

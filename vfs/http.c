@@ -28,9 +28,10 @@
 **
 ** Bodies go to a buffer per range (rmt_fetch, rmt_fetch_each) or, piece
 ** by piece as curl receives them, to a sink (rmt_fetch_sink: the cache
-** writes them into the chunk's file and sums them on the way).  An open's
-** HEAD answer is kept for RECENT_MS and taken by the next open of the same
-** path, once (pagedb_open asks whether a file exists, then opens it).
+** writes them into the chunk's file and sums them on the way).  HEAD
+** answers are kept for RECENT_MS for the questions that follow (pagedb_open
+** asks whether a file exists, then opens it), and the HEADs of a dataset's
+** files are sent side by side ahead of them (rmt_head_ahead).
 **
 ** Connections: a fetch borrows a curl multi handle with its easy handles
 ** from the object's idle pool (under the object's mutex) and gives it back
@@ -336,51 +337,135 @@ int rmt_tls_failure(int cc) {
 }
 
 /*
-** The answer of the latest HEAD, taken by the next rmt_open of the same
-** path if it comes within RECENT_MS: pagedb_open asks whether a file
-** exists (xAccess) and then opens it, and each question is a round trip
-** to the server.  Taken once, and young: an open later than that asks
-** again (a version changed in between is caught by If-Match anyway).
+** The answers of the latest HEADs, for the questions that follow within
+** RECENT_MS: pagedb_open asks whether a file exists (xAccess) and then
+** opens it, and each question is a round trip to the server; the HEADs
+** that xAccessAhead sends side by side (rmt_head_ahead) answer the open's
+** questions about a dataset's files all at once.  An answer that a file
+** exists (its size and validators) is looked at by rmt_recent (xAccess)
+** and taken once by the next rmt_open; one that it does not (a 404) is
+** taken once by rmt_recent.  Young, and taken once: a question later than
+** that asks again (a version changed in between is caught by If-Match).
 */
 #define RECENT_MS 250
-#define RECENT_N 4          /* the data file, catalog, index, and one more */
+#define RECENT_N 8          /* two opens' worth of a dataset's four files */
 static struct {
   pthread_mutex_t mu;
   int next;
   struct {
     char path[1024];
     long long at;
+    int absent;             /* the server said 404 */
     uint64_t size;
     Resp h;
   } e[RECENT_N];
 } recent = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static void recent_put(const char *path, uint64_t size, const Resp *h) {
+static void recent_put(const char *path, int absent, uint64_t size, const Resp *h) {
   if (strlen(path) >= sizeof recent.e[0].path) return;
   pthread_mutex_lock(&recent.mu);
   int k = recent.next;
-  recent.next = (k + 1) % RECENT_N;
+  for (int j = 0; j < RECENT_N; j++)   /* a newer answer replaces an older one */
+    if (strcmp(recent.e[j].path, path) == 0) k = j;
+  if (k == recent.next) recent.next = (k + 1) % RECENT_N;
   strcpy(recent.e[k].path, path);
   recent.e[k].at = now_ms();
+  recent.e[k].absent = absent;
   recent.e[k].size = size;
-  recent.e[k].h = *h;
+  if (h) recent.e[k].h = *h;
   pthread_mutex_unlock(&recent.mu);
 }
 
-static int recent_take(const char *path, uint64_t *size, Resp *h) {
-  int hit = 0;
+/* The young answer about PATH: 1 (it exists; *SIZE and *H filled if not
+** NULL, and taken if TAKE), 0 (absent; taken), -1 (none; an old one is
+** dropped). */
+static int recent_get(const char *path, int take, uint64_t *size, Resp *h) {
+  int r = -1;
   pthread_mutex_lock(&recent.mu);
-  for (int k = 0; k < RECENT_N && !hit; k++) {
+  for (int k = 0; k < RECENT_N && r < 0; k++) {
     if (!recent.e[k].path[0] || strcmp(recent.e[k].path, path) != 0) continue;
-    hit = now_ms() - recent.e[k].at <= RECENT_MS;
-    if (hit) {
-      *size = recent.e[k].size;
-      *h = recent.e[k].h;
+    if (now_ms() - recent.e[k].at > RECENT_MS) {
+      recent.e[k].path[0] = 0;
+      continue;
     }
-    recent.e[k].path[0] = 0;   /* taken once, or stale */
+    r = !recent.e[k].absent;
+    if (r && size) *size = recent.e[k].size;
+    if (r && h) *h = recent.e[k].h;
+    if (take || !r) recent.e[k].path[0] = 0;
   }
   pthread_mutex_unlock(&recent.mu);
-  return hit;
+  return r;
+}
+
+int rmt_recent(const char *path) { return recent_get(path, 0, NULL, NULL); }
+
+static int recent_take(const char *path, uint64_t *size, Resp *h) {
+  int r = recent_get(path, 1, size, h);
+  return r == 1;
+}
+
+/* The status and length of a HEAD that E finished with CC, as rmt_open
+** judges them: 1 (200 and a length), 0 (404), -1 (anything else). */
+static int head_answer(CURL *e, CURLcode cc, curl_off_t *len) {
+  long status = 0;
+  if (cc != CURLE_OK) return -1;
+  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+  if (status == 404) return 0;
+  if (status != 200 || curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, len) != CURLE_OK || *len < 0)
+    return -1;
+  return 1;
+}
+
+void rmt_head_ahead(const char *const *paths, int n) {
+  enum { MAXN = 8 };
+  if (n > MAXN) n = MAXN;
+  RmtObject *o[MAXN] = { 0 };
+  CURL *e[MAXN] = { 0 };
+  Resp h[MAXN];
+  char err[MAXN][CURL_ERROR_SIZE];
+  char msg[RMT_ERR_MAX];
+  CURLM *m = (curl_once(), curl_multi_init());
+  long timeout = 0;
+  for (int i = 0; m && i < n; i++) {
+    if (recent_get(paths[i], 0, NULL, NULL) >= 0) continue;   /* answered already */
+    if (target(paths[i], &o[i], msg, sizeof msg) != PAGEDB_OK) continue;
+    if (!(e[i] = curl_easy_init())) continue;
+    memset(&h[i], 0, sizeof h[i]);
+    rmt_setup(o[i], e[i], &h[i], err[i]);
+    curl_easy_setopt(e[i], CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(e[i], CURLOPT_PRIVATE, (void *)(intptr_t)i);
+    if (o[i]->hdrs) curl_easy_setopt(e[i], CURLOPT_HTTPHEADER, o[i]->hdrs);
+    if (o[i]->timeout_ms > timeout) timeout = o[i]->timeout_ms;
+    if (curl_multi_add_handle(m, e[i]) != CURLM_OK) {
+      curl_easy_cleanup(e[i]);
+      e[i] = NULL;
+    }
+  }
+  /* Each request has its own timeout (rmt_setup), so this ends. */
+  int running = 1;
+  while (m && running) {
+    if (curl_multi_perform(m, &running) != CURLM_OK) break;
+    if (running && curl_multi_poll(m, NULL, 0, (int)(timeout < 1000 ? timeout : 1000), NULL) != CURLM_OK) break;
+    CURLMsg *cm;
+    int left;
+    while ((cm = curl_multi_info_read(m, &left))) {
+      if (cm->msg != CURLMSG_DONE) continue;
+      void *priv = NULL;
+      curl_easy_getinfo(cm->easy_handle, CURLINFO_PRIVATE, &priv);
+      int i = (int)(intptr_t)priv;
+      curl_off_t len = -1;
+      int a = head_answer(cm->easy_handle, cm->data.result, &len);
+      if (a >= 0) recent_put(paths[i], !a, a ? (uint64_t)len : 0, &h[i]);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (e[i]) {
+      if (m) curl_multi_remove_handle(m, e[i]);
+      curl_easy_cleanup(e[i]);
+    }
+    rmt_close(o[i]);
+  }
+  if (m) curl_multi_cleanup(m);
 }
 
 int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
@@ -438,7 +523,7 @@ int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
     break;
   }
   if (e) curl_easy_cleanup(e);
-  if (rc == PAGEDB_OK && !reuse) recent_put(path, (uint64_t)len, &h);
+  if (rc == PAGEDB_OK && !reuse) recent_put(path, 0, (uint64_t)len, &h);
   if (rc == PAGEDB_OK) {
     o->size = (uint64_t)len;
     snprintf(o->etag, sizeof o->etag, "%s", h.etag);

@@ -588,6 +588,11 @@ static int rm_access(pagedb_vfs *vfs, const char *path, int *exists) {
   RmtObject *o = NULL;
   *exists = 0;
   if (!own_scheme(vfs, path)) return PAGEDB_CANTOPEN;
+  int known = rmt_recent(path);   /* xAccessAhead's answer, or an earlier HEAD's */
+  if (known >= 0) {
+    *exists = known;
+    return PAGEDB_OK;
+  }
   char msg[RMT_ERR_MAX];
   int rc = rmt_open(path, &o, msg, sizeof msg);
   rmt_close(o);
@@ -597,6 +602,15 @@ static int rm_access(pagedb_vfs *vfs, const char *path, int *exists) {
   if (rc == PAGEDB_OK || rc == PAGEDB_CANTOPEN_NOENT) return PAGEDB_OK;
   pdb_os_set_why("%s", msg);
   return rc;
+}
+
+/* The HEADs of the files pagedb_open is about to ask about, side by side. */
+static void rm_access_ahead(pagedb_vfs *vfs, const char *const *paths, int n) {
+  const char *mine[8];
+  int k = 0;
+  for (int i = 0; i < n && k < 8; i++)
+    if (own_scheme(vfs, paths[i])) mine[k++] = paths[i];
+  if (k > 1) rmt_head_ahead(mine, k);
 }
 
 static int rm_delete(pagedb_vfs *vfs, const char *path, int syncDir) {
@@ -610,8 +624,9 @@ static int rm_sync_dir(pagedb_vfs *vfs, const char *path) {
   return PAGEDB_READONLY;
 }
 
-#define RM_VFS(name) { .iVersion = 1, .szFile = sizeof(RemoteFile), .zName = name, \
-    .xOpen = rm_open, .xDelete = rm_delete, .xAccess = rm_access, .xSyncDir = rm_sync_dir }
+#define RM_VFS(name) { .iVersion = 3, .szFile = sizeof(RemoteFile), .zName = name, \
+    .xOpen = rm_open, .xDelete = rm_delete, .xAccess = rm_access, .xSyncDir = rm_sync_dir,     \
+    .xAccessAhead = rm_access_ahead }
 static pagedb_vfs http_vfs = RM_VFS("http");
 static pagedb_vfs https_vfs = RM_VFS("https");
 static pagedb_vfs s3_vfs = RM_VFS("s3");

@@ -55,6 +55,14 @@ extern RmtStats rmt_stats;
 ** PAGEDB_CANTOPEN_NOENT (404, no such bucket or key), PAGEDB_CANTOPEN
 ** (403, missing credentials, bad URL, server unreachable), PAGEDB_NOMEM. */
 int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap);
+/* What a HEAD of the last RECENT_MS (250 ms) said of PATH: 1 it exists, 0
+** it does not (404), -1 nothing known.  rmt_open takes a 1 (no request). */
+int rmt_recent(const char *path);
+/* HEAD up to 8 PATHS side by side and keep their answers (200 or 404) for
+** rmt_recent and rmt_open; any other outcome is not kept (the question
+** asked again by itself retries and reports it).  Paths answered in the
+** last RECENT_MS are not asked again. */
+void rmt_head_ahead(const char *const *paths, int n);
 void rmt_close(RmtObject *o);
 uint64_t rmt_size(const RmtObject *o);
 /* The object's identity for the cache: URL, validator and size. */
