@@ -16,6 +16,9 @@
 **   curl    the network limit: the object's 1 MiB chunks fetched by libcurl
 **           in random order, 16 requests in flight per process over reused
 **           connections, the bytes thrown away
+**   curl into files   the same, each chunk written into a file of its own
+**           (space allocated first, 256 KiB per pwrite): what storing the
+**           bytes costs any cache of files, pagedb's or not
 **   cold    the remote dataset with an empty cache (PAGEDB_CACHE_DIR)
 **   warm    the same again, every chunk in the cache
 **
@@ -28,7 +31,7 @@
 ** other processes' load moves far less than MB/s.  Then the time of a
 ** read-only open of the remote dataset, cold and warm.
 **
-**   RBENCH_ONLY=posix|curl|cold|warm   one kind alone (for profiling)
+**   RBENCH_ONLY=posix|curl|curlfile|cold|warm   one kind alone (for profiling)
 **
 **   pagedb-rbench -open URL [REPS [LOCAL N]]
 **
@@ -43,6 +46,7 @@
 #include "workload.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,14 +156,64 @@ static void make_small(const char *path, int64_t n) {
 
 /* --- the network limit ---------------------------------------------------- */
 
-static size_t sink(char *b, size_t s, size_t n, void *ctx) {
-  (void)b;
-  *(long long *)ctx += (long long)(s * n);
+/* A request's body: thrown away (fd < 0), or written into a file of its
+** own as the cheapest cache would: its space allocated first, the pieces
+** gathered 256 KiB at a time and written by one pwrite each (as cache.c
+** does). */
+typedef struct Body {
+  long long *got;
+  int fd;
+  size_t n, at;
+  uint8_t buf[256 << 10];
+} Body;
+
+static void body_flush(Body *b) {
+  if (b->fd >= 0 && b->n && pwrite(b->fd, b->buf, b->n, (off_t)b->at) != (ssize_t)b->n) {
+    perror("pagedb-rbench: pwrite");
+    exit(1);
+  }
+  b->at += b->n;
+  b->n = 0;
+}
+
+static size_t sink(char *p, size_t s, size_t n, void *ctx) {
+  Body *b = ctx;
+  size_t len = s * n;
+  *b->got += (long long)len;
+  if (b->fd < 0) return len;
+  while (len) {
+    size_t k = sizeof b->buf - b->n < len ? sizeof b->buf - b->n : len;
+    memcpy(b->buf + b->n, p, k);
+    b->n += k;
+    p += k;
+    len -= k;
+    if (b->n == sizeof b->buf) body_flush(b);
+  }
   return s * n;
 }
 
-/* Fetch rank RANK of WORLD's share of URL's 1 MiB chunks (SIZE bytes). */
-static long long curl_epoch(const char *url, long long size, int rank, int world) {
+/* Start BODY for chunk K: a new file in DIR (NULL: none). */
+static void body_start(Body *b, const char *dir, long long k, long long C) {
+  b->n = b->at = 0;
+  b->fd = -1;
+  if (!dir) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%016llx.c", dir, (unsigned long long)k);
+  if ((b->fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644)) < 0 || fallocate(b->fd, FALLOC_FL_KEEP_SIZE, 0, C)) {
+    perror("pagedb-rbench: a chunk file");
+    exit(1);
+  }
+}
+
+static void body_end(Body *b) {
+  body_flush(b);
+  if (b->fd >= 0) close(b->fd);
+  b->fd = -1;
+}
+
+/* Fetch rank RANK of WORLD's share of URL's 1 MiB chunks (SIZE bytes),
+** each into a file of its own in DIR if not NULL. */
+static long long curl_epoch(const char *url, long long size, int rank, int world, const char *dir) {
   const long long C = 1 << 20;
   long long nch = (size + C - 1) / C, mine = 0, got = 0;
   long long *k = malloc((size_t)(nch + 1) * sizeof *k);
@@ -172,6 +226,8 @@ static long long curl_epoch(const char *url, long long size, int rank, int world
   }
   CURLM *m = curl_multi_init();
   CURL *e[16] = { 0 };
+  Body *body = malloc(16 * sizeof *body);
+  for (int i = 0; i < 16; i++) body[i].got = &got;
   long long next = 0;
   int active = 0;
   char range[64];
@@ -183,7 +239,8 @@ static long long curl_epoch(const char *url, long long size, int rank, int world
       snprintf(range, sizeof range, "%lld-%lld", k[next] * C, (k[next] + 1) * C - 1);
       curl_easy_setopt(e[i], CURLOPT_RANGE, range);
       curl_easy_setopt(e[i], CURLOPT_WRITEFUNCTION, sink);
-      curl_easy_setopt(e[i], CURLOPT_WRITEDATA, &got);
+      body_start(&body[i], dir, k[next], C);
+      curl_easy_setopt(e[i], CURLOPT_WRITEDATA, &body[i]);
       curl_easy_setopt(e[i], CURLOPT_PRIVATE, (void *)(intptr_t)i);
       curl_multi_add_handle(m, e[i]);
       next++;
@@ -204,6 +261,7 @@ static long long curl_epoch(const char *url, long long size, int rank, int world
         exit(1);
       }
       curl_multi_remove_handle(m, e[i]);
+      body_end(&body[i]);
       /* Keep the handle (and its connection) for the next range. */
       CURL *keep = e[i];
       e[i] = NULL;
@@ -211,6 +269,7 @@ static long long curl_epoch(const char *url, long long size, int rank, int world
       if (next < mine) {
         snprintf(range, sizeof range, "%lld-%lld", k[next] * C, (k[next] + 1) * C - 1);
         curl_easy_setopt(keep, CURLOPT_RANGE, range);
+        body_start(&body[i], dir, k[next], C);
         curl_multi_add_handle(m, keep);
         e[i] = keep;
         next++;
@@ -222,13 +281,17 @@ static long long curl_epoch(const char *url, long long size, int rank, int world
     if (active) curl_multi_poll(m, NULL, 0, 100, NULL);
   }
   curl_multi_cleanup(m);
+  free(body);
   free(k);
   return got;
 }
 
 /* --- processes --------------------------------------------------------------- */
 
-enum { POSIX, CURLX, REMOTE };
+enum { POSIX, CURLX, CURLF, REMOTE };
+
+/* CURLF's directory of chunk files, emptied before each run. */
+static char curl_dir[4200];
 
 /* The CPU seconds (user + system) of the children waited for so far. */
 static double child_cpu(void) {
@@ -244,6 +307,11 @@ static double last_cpu_per_gb;
 /* Run WORLD processes of KIND at once; the bytes they moved per second. */
 static double run(int kind, const char *path, const wl_t *w, long long size, int world, int check) {
   int go[2], res[2];
+  if (kind == CURLF) {
+    char cmd[8600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", curl_dir, curl_dir);
+    if (system(cmd) != 0) exit(1);
+  }
   double cpu0 = child_cpu();
   if (pipe(go) || pipe(res)) exit(1);
   for (int r = 0; r < world; r++) {
@@ -251,7 +319,9 @@ static double run(int kind, const char *path, const wl_t *w, long long size, int
       close(go[1]);
       char c;
       if (read(go[0], &c, 1) != 1) _exit(1);
-      long long b = kind == CURLX ? curl_epoch(path, size, r, world) : read_epoch(path, w, r, world, check);
+      long long b = kind == CURLX   ? curl_epoch(path, size, r, world, NULL)
+                    : kind == CURLF ? curl_epoch(path, size, r, world, curl_dir)
+                                    : read_epoch(path, w, r, world, check);
       if (write(res[1], &b, sizeof b) != sizeof b) _exit(1);
       _exit(0);
     }
@@ -371,6 +441,7 @@ int main(int argc, char **argv) {
   }
   char rm[4200];
   snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
+  snprintf(curl_dir, sizeof curl_dir, "%s.curl", cache);
   if (strcmp(argv[1], "-open") == 0) {
     if (argc > 5 && access(argv[4], F_OK) != 0) make_small(argv[4], atoll(argv[5]));
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -414,16 +485,20 @@ int main(int argc, char **argv) {
       if (cold && system(rm) != 0) return 1;
       double v = strcmp(only, "posix") == 0  ? run(POSIX, local, &w, size, world, 0)
                  : strcmp(only, "curl") == 0 ? run(CURLX, url, &w, size, world, 0)
+                 : strcmp(only, "curlfile") == 0 ? run(CURLF, url, &w, size, world, 0)
                                              : run(REMOTE, url, &w, size, world, 0);
       printf("%-6d %s %.0f MB/s, %.2f CPU s per GB\n", world, only, v, last_cpu_per_gb);
       continue;
     }
     double px[64], cu[64], co[64], wa[64], rc[64], rw[64], cpx[64], ccu[64], cco[64], cwa[64];
+    double cf[64], ccf[64], rf[64], rff[64];
     for (int k = 0; k < reps; k++) {
       px[k] = run(POSIX, local, &w, size, world, 0);
       cpx[k] = last_cpu_per_gb;
       cu[k] = run(CURLX, url, &w, size, world, 0);
       ccu[k] = last_cpu_per_gb;
+      cf[k] = run(CURLF, url, &w, size, world, 0);
+      ccf[k] = last_cpu_per_gb;
       if (system(rm) != 0) return 1;
       co[k] = run(REMOTE, url, &w, size, world, 0);
       cco[k] = last_cpu_per_gb;
@@ -431,11 +506,14 @@ int main(int argc, char **argv) {
       cwa[k] = last_cpu_per_gb;
       rc[k] = co[k] / cu[k];
       rw[k] = wa[k] / px[k];
+      rf[k] = cf[k] / cu[k];
+      rff[k] = co[k] / cf[k];
       if (getenv("RBENCH_VERBOSE"))
-        fprintf(stderr, "round %d: posix %.0f curl %.0f cold %.0f warm %.0f\n", k, px[k], cu[k], co[k], wa[k]);
+        fprintf(stderr, "round %d: posix %.0f curl %.0f curl+files %.0f cold %.0f warm %.0f\n", k, px[k], cu[k],
+                cf[k], co[k], wa[k]);
     }
-    double *all[] = { px, cu, co, wa, rc, rw, cpx, ccu, cco, cwa };
-    for (int a = 0; a < 10; a++) qsort(all[a], (size_t)reps, sizeof(double), cmp_d);
+    double *all[] = { px, cu, co, wa, rc, rw, cpx, ccu, cco, cwa, cf, ccf, rf, rff };
+    for (int a = 0; a < 14; a++) qsort(all[a], (size_t)reps, sizeof(double), cmp_d);
     int m = reps / 2;
     printf("%-6d %14.0f %14.0f %14.0f %14.0f %11.0f%% %11.0f%%\n", world, px[m], cu[m], co[m], wa[m], 100 * rc[m],
            100 * rw[m]);
@@ -443,10 +521,15 @@ int main(int argc, char **argv) {
            100 * rc[reps - 1], 100 * rw[0], 100 * rw[reps - 1]);
     printf("%-6s %14.2f %14.2f %14.2f %14.2f   CPU s per GB (client processes; medians)\n", "", cpx[m], ccu[m],
            cco[m], cwa[m]);
+    printf("%-6s curl into files: %.0f MB/s, %.2f CPU s per GB; curl into files / curl %.0f%% (%.0f-%.0f%%);"
+           " cold / curl into files %.0f%% (%.0f-%.0f%%)\n", "", cf[m], ccf[m], 100 * rf[m], 100 * rf[0],
+           100 * rf[reps - 1], 100 * rff[m], 100 * rff[0], 100 * rff[reps - 1]);
     fflush(stdout);
   }
   if (only && *only) return 0;
-  if (system(rm) != 0) return 1;
+  char rmc[4300];
+  snprintf(rmc, sizeof rmc, "rm -rf '%s'", curl_dir);
+  if (system(rm) != 0 || system(rmc) != 0) return 1;
   double oc = open_ms(url), ow = open_ms(url);
   printf("open of the remote dataset (%lld samples): cold cache %.1f ms, warm cache %.1f ms\n", (long long)w.count,
          oc, ow);
