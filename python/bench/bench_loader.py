@@ -267,6 +267,34 @@ class FloorSource(_Chunked):
             yield ids, np.zeros(len(ids), dtype=np.int64), 0
 
 
+class FloorDeliver(_Chunked):
+    """The deliver loop with no source: each worker hands over every batch
+    as deliver() does, its bytes copied from the worker's memory into a new
+    array (as every source's batch is a new array: the queue's feeder thread
+    pickles a batch after the worker has moved on), from one buffer of the
+    largest batch made before the loop, each batch's headers written in:
+    the sizes are the workload's, nothing is read.  What making and moving
+    the batches costs by itself: no source can go faster through this loop."""
+
+    def __init__(self, order, batch, lengths):
+        super().__init__(order, batch, "deliver")
+        self.lengths = lengths
+
+    def __iter__(self):
+        chunks = list(self.chunks())
+        most = max((int(self.lengths[ids].sum()) for ids in chunks), default=0)
+        buf = np.ones(most, dtype=np.uint8)
+        col = np.arange(16)
+        for ids in chunks:
+            lens = self.lengths[ids]
+            offs = np.zeros(len(ids) + 1, dtype=np.int64)
+            np.cumsum(lens, out=offs[1:])
+            data = buf[:offs[-1]].copy()
+            hdr = np.stack([ids, lens], 1).astype("<u8").view(np.uint8)
+            data[offs[:-1, None] + col] = hdr
+            yield deliver(data, offs)
+
+
 class PagedbCheck:
     """pagedb's per-sample transform: check() of the sample's field.  The
     id is the sample's position in the order, which a sample dict does not
@@ -447,8 +475,17 @@ def bench_workload(name, count, d, args, rows):
         res[("floor", "none")] = (n / dt, dt, 0, cpu / n * 1e6)
         print("  %-8s the loop alone, empty batches: %9d samples in %7.2f s = %9.0f samples/s; CPU %7.1f us/sample"
               % (name, n, dt, n / dt, cpu / n * 1e6), flush=True)
+    if not args.bare_only and "deliver" in args.loops:
+        for rnd in range(args.rounds):
+            n, dt, ids, total, cpu = run_loader(FloorDeliver(order, b, lengths), b, w, True)
+            if n != count or not (ids == order).all():
+                raise SystemExit("%s deliver floor: %d samples, not the order" % (name, n))
+            if ("deliver-floor", "none") not in res or n / dt > res[("deliver-floor", "none")][0]:
+                res[("deliver-floor", "none")] = (n / dt, dt, 0, cpu / n * 1e6)
+            print("  %-8s the deliver loop alone, bytes in memory, round %d: %9d samples in %7.2f s = %9.0f "
+                  "samples/s; CPU %7.1f us/sample" % (name, rnd + 1, n, dt, n / dt, cpu / n * 1e6), flush=True)
     for loop in args.loops + ["deliver-sum"]:
-        sums = {v[2] for k, v in res.items() if k[0] == loop}
+        sums = {v[2] for k, v in res.items() if k[0] == loop and k[1] != "none"}
         if len(sums) > 1:
             raise SystemExit("%s %s: the sources' byte sums differ: %r" % (name, loop, res))
     k = min(count, args.us_samples)
@@ -525,6 +562,11 @@ def main():
         f = res[("floor", "none")]
         print("%-8s the DataLoader loop alone (empty batches, nothing read): %9.0f samples/s, CPU %.1f us/sample"
               % (name, f[0], f[3]))
+        if ("deliver-floor", "none") in res:
+            f = res[("deliver-floor", "none")]
+            s = res.get(("deliver", "sqlite3"), (float("nan"),))[0]
+            print("%-8s the deliver loop alone (batches' bytes in memory, nothing read): %9.0f samples/s, CPU %.1f "
+                  "us/sample: %.2fx sqlite3's deliver loop, the most any source could be" % (name, f[0], f[3], f[0] / s))
     print()
     print("CPU time (the main process and its workers, user + system) per sample, in the best round (us):")
     print("%-8s %-10s %10s %10s %10s %12s %12s" % ("workload", "loop", "pagedb", "memmap", "sqlite3",

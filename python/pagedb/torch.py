@@ -32,9 +32,12 @@ rank's order the consumer has received -- is counted in the main process by
 its batch size): that is what ``state_dict`` saves and ``load_state_dict``
 resumes from.
 """
+import mmap as _mmap
 import multiprocessing as _mp
 import multiprocessing.context as _mpctx
+import multiprocessing.reduction as _mpred
 import os
+import tempfile
 
 import numpy as np
 import torch
@@ -171,11 +174,13 @@ class IterableDataset(_tud.IterableDataset):
         # that outlive an epoch (persistent_workers): written by the main
         # process before it starts them iterating, read by them in __iter__.
         self._start = _mp.RawArray("q", 2)
+        self._ring = None        # set by DataLoader while its workers start
 
     def __getstate__(self):
         state = dict(self.__dict__)
         if _mpctx.get_spawning_popen() is None:
             state["_start"] = None   # shared memory crosses only to a starting process
+            state["_ring"] = None
         return state
 
     def _publish(self):
@@ -246,7 +251,13 @@ class IterableDataset(_tud.IterableDataset):
         it = self._open.ds.iterate(ids, self.fields, self.window, self.raw)
         try:
             if self.collate_fn is not None or self.batch_transform is not None:
-                yield from self._batches(it)
+                info = _tud.get_worker_info()
+                if self._ring is None or info is None:
+                    yield from self._batches(it)
+                else:
+                    put, w = self._ring.put, info.id
+                    for batch in self._batches(it):
+                        yield put(w, batch)
             else:
                 yield from self._samples(it)
         finally:
@@ -280,6 +291,179 @@ class IterableDataset(_tud.IterableDataset):
                 yield collate([t(s) for s in chunk] if t is not None else chunk)
 
 
+class _T:
+    """Where a tensor of a batch in the ring was (its index in _InRing.places)."""
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __getstate__(self):
+        return self.i
+
+    def __setstate__(self, i):
+        self.i = i
+
+
+class _InRing:
+    """What a worker hands torch for a batch whose tensors are in the ring:
+    the batch with each tensor replaced by a _T, and the tensors' places
+    (offset, bytes, dtype, shape) in worker W's slot K."""
+
+    def __init__(self, w, k, spec, places):
+        self.w, self.k, self.spec, self.places = w, k, spec, places
+
+
+def _strip(x, out):
+    """X with its CPU tensors replaced by _T (appended to OUT), through
+    dicts, lists and tuples; None if a tensor cannot go into the ring (one
+    NumPy cannot view: the batch then crosses as torch moves it)."""
+    if isinstance(x, torch.Tensor):
+        if x.device.type != "cpu" or x.dtype in (torch.bfloat16, torch.complex32) or x.is_sparse:
+            return None
+        out.append(x)
+        return _T(len(out) - 1)
+    if type(x) is dict:
+        d = {}
+        for k, v in x.items():
+            d[k] = _strip(v, out)
+            if d[k] is None and v is not None:
+                return None
+        return d
+    if type(x) in (list, tuple):
+        items = [_strip(v, out) for v in x]
+        if any(i is None and v is not None for i, v in zip(items, x)):
+            return None
+        return items if type(x) is list else tuple(items)
+    return x
+
+
+def _fill(x, tensors):
+    """_strip's inverse: X with each _T replaced by its tensor."""
+    if type(x) is _T:
+        return tensors[x.i]
+    if type(x) is dict:
+        return {k: _fill(v, tensors) for k, v in x.items()}
+    if type(x) is list:
+        return [_fill(v, tensors) for v in x]
+    if type(x) is tuple:
+        return tuple(_fill(v, tensors) for v in x)
+    return x
+
+
+class _Ring:
+    """Shared memory in which a DataLoader's workers hand over their
+    batches' tensors, instead of torch's transfer: torch moves every tensor
+    of every batch into a shared-memory segment of its own, made for it and
+    faulted in page by page (10 ms of CPU for a 5 MB batch on the machine of
+    doc/benchmarks.md, against 0.75 ms to copy it).
+
+    Invariants:
+      1. SLOTS slots of SLOT bytes per worker, in one file of /dev/shm (else
+         the temporary directory), unlinked at once and mapped by the main
+         process and its workers; a slot's bytes are allocated
+         (posix_fallocate) before a worker writes them, so a full /dev/shm
+         is an error the batch survives (it then crosses as torch moves
+         it), never a SIGBUS.
+      2. Worker w puts its k-th batch into slot k % SLOTS after taking one
+         count of its semaphore (SLOTS at first): a slot is written only
+         when the main process has released what was in it.  A wait that
+         finds the main process gone ends with an error.
+      3. The main process copies the tensors out into new ones and then
+         releases the slot: a batch is the caller's to keep, and nothing it
+         holds points into the ring.  A worker's batches reach the main
+         process in the order it made them (torch keeps each worker's
+         order), so its slots are released in the order they were filled.
+      4. Used only by pagedb.torch.DataLoader with workers that do not
+         outlive an iteration: a new ring for every iter(loader), so the
+         batches of an iteration left unfinished hold no slot of the next.
+    """
+
+    def __init__(self, workers, slots, slot, ctx):
+        self.workers, self.slots, self.slot = workers, slots, slot
+        self.size = workers * slots * slot
+        self.parent = os.getpid()
+        self.sems = [ctx.Semaphore(slots) for _ in range(workers)]
+        self.k = 0                      # the next slot's number, in a worker
+        self.fd = None
+        for d in ("/dev/shm", tempfile.gettempdir()):
+            try:
+                self.fd, name = tempfile.mkstemp(prefix="pagedb-ring-", dir=d)
+            except OSError:
+                continue
+            os.unlink(name)
+            break
+        if self.fd is None:
+            raise OSError("no directory for the DataLoader's shared batches (/dev/shm, %s)" % tempfile.gettempdir())
+        os.ftruncate(self.fd, self.size)
+        self.mm = _mmap.mmap(self.fd, self.size)
+
+    def __getstate__(self):
+        # Only to a starting worker (spawn: the dataset's __getstate__ drops
+        # the ring otherwise); the file's descriptor goes with it.
+        state = dict(self.__dict__)
+        del state["mm"]
+        state["fd"] = _mpred.DupFd(self.fd)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.fd = state["fd"].detach()
+        self.mm = _mmap.mmap(self.fd, self.size)
+
+    def __del__(self):
+        if getattr(self, "fd", None) is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def put(self, w, batch):
+        """In worker W: BATCH's tensors copied into its next slot, and the
+        _InRing that stands for it; BATCH itself if it has no tensor, if
+        they do not fit a slot, or if the slot's memory cannot be had."""
+        tensors = []
+        spec = _strip(batch, tensors)
+        sizes = [t.numel() * t.element_size() for t in tensors]
+        need = sum((n + 63) & ~63 for n in sizes)
+        if spec is None or not tensors or need > self.slot:
+            return batch
+        # Invariant 2: wait for the slot; a main process gone ends the wait.
+        while not self.sems[w].acquire(timeout=1.0):
+            try:
+                os.kill(self.parent, 0)
+            except ProcessLookupError:
+                raise RuntimeError("pagedb.torch: the DataLoader's main process is gone") from None
+        base = (w * self.slots + self.k % self.slots) * self.slot
+        try:
+            os.posix_fallocate(self.fd, base, max(need, 1))    # invariant 1
+            places, off = [], base
+            for t, n in zip(tensors, sizes):
+                if n:
+                    src = t.detach().contiguous().numpy().reshape(-1).view(np.uint8)
+                    np.frombuffer(self.mm, np.uint8, n, off)[:] = src
+                places.append((off, n, t.dtype, tuple(t.shape)))
+                off += (n + 63) & ~63
+        except (OSError, TypeError, ValueError, RuntimeError):
+            self.sems[w].release()
+            return batch
+        k = self.k % self.slots
+        self.k += 1
+        return _InRing(w, k, spec, places)
+
+    def take(self, d):
+        """In the main process: the batch D stands for, its tensors copied
+        out of the ring (invariant 3), and D's slot released."""
+        try:
+            out = []
+            for off, n, dtype, shape in d.places:
+                t = torch.empty(shape, dtype=dtype)
+                if n:
+                    t.view(-1).numpy().view(np.uint8)[:] = np.frombuffer(self.mm, np.uint8, n, off)
+                out.append(t)
+        finally:
+            self.sems[d.w].release()
+        return _fill(d.spec, out)
+
+
 def _as_is(batch):
     return batch
 
@@ -290,10 +474,22 @@ class DataLoader(_tud.DataLoader):
     collate_fn are handed to the dataset, and torch is given batch_size
     None -- and that counts, in this process, the samples handed out: the
     dataset's ``position``, which its ``state_dict`` saves.  Any other
-    dataset is loaded as torch's DataLoader does."""
+    dataset is loaded as torch's DataLoader does.
 
-    def __init__(self, dataset, batch_size=1, *args, collate_fn=None, **kw):
+    shared_batches (default True): with workers that do not outlive an
+    iteration (``persistent_workers=False``), the tensors of a batch cross
+    from its worker in shared memory the loader reuses (a ring of
+    ``prefetch_factor * num_workers + 1`` slots of SLOT_BYTES per worker,
+    allocated as used) and are copied out into new tensors in this process, instead of
+    through a new shared-memory segment per tensor as torch moves them; a
+    batch yielded is yours to keep either way.  A batch larger than a slot,
+    or with tensors NumPy cannot view (bfloat16, sparse), crosses as torch
+    moves it."""
+
+    def __init__(self, dataset, batch_size=1, *args, collate_fn=None, shared_batches=True, slot_bytes=64 << 20,
+                 **kw):
         self._pagedb = isinstance(dataset, IterableDataset) and batch_size is not None
+        self.shared_batches, self.slot_bytes = bool(shared_batches), int(slot_bytes)
         if self._pagedb:
             dataset.batch_size = batch_size
             dataset.collate_fn = collate_fn or _tud.default_collate
@@ -316,7 +512,26 @@ class DataLoader(_tud.DataLoader):
             return
         ds._publish()
         total = len(ds.order()) if self._pagedb else None
-        for batch in super().__iter__():
+        ring = None
+        if self._pagedb and self.shared_batches and self.num_workers > 0 and not self.persistent_workers:
+            ctx = self.multiprocessing_context or _mp.get_context()
+            try:
+                # As many slots as torch lets a worker have batches in
+                # flight, and one more: the wait of invariant 2 is then a
+                # safeguard that never blocks (a slot takes memory only when
+                # a batch is put in it).
+                slots = (self.prefetch_factor or 2) * self.num_workers + 1
+                ring = _Ring(self.num_workers, slots, self.slot_bytes, ctx)
+            except OSError:
+                ring = None                  # no shared memory to be had: torch's transfer
+        ds._ring = ring
+        try:
+            batches = super().__iter__()     # the workers start here, with the ring
+        finally:
+            ds._ring = None
+        for batch in batches:
+            if type(batch) is _InRing:
+                batch = ring.take(batch)
             if self._pagedb:
                 ds.position = min(total, ds.position + ds.batch_size)
             else:

@@ -170,3 +170,124 @@ def test_batch_transform_and_packed_collate(tmp_path):
         seen.append((ids, off))
     assert seen[0] == ([0, 1, 2], [0, 1, 3, 6]) and [i for s in seen for i in s[0]] == list(range(10))
     assert bt.position == 10
+
+
+# --- shared batches: the ring of pagedb.torch.DataLoader ---------------------
+
+@pytest.fixture(scope="module")
+def bigpath(tmp_path_factory):
+    """Samples of 1..40,000 bytes (a batch of 8 spans up to 320 KB), the
+    first 8 bytes of each its key."""
+    import random
+    p = str(tmp_path_factory.mktemp("ring") / "r.pagedb")
+    ds = pagedb.open(p, "c")
+    ds.add_field("key", "int")
+    ds.add_field("data", "bytes")
+    rnd = random.Random(5)
+    with ds.writer() as w:
+        for i in range(300):
+            n = rnd.randint(8, 40000)
+            w.append({"key": i, "data": i.to_bytes(8, "little") + bytes(rnd.getrandbits(8) for _ in range(n - 8))},
+                     id=i)
+    ds.commit()
+    ds.close()
+    return p
+
+
+@pytest.fixture
+def takes(monkeypatch):
+    """How many batches the main process took out of a ring."""
+    import pagedb.torch as pt
+    n = [0]
+    take = pt._Ring.take
+
+    def counting(self, d):
+        n[0] += 1
+        return take(self, d)
+    monkeypatch.setattr(pt._Ring, "take", counting)
+    return n
+
+
+def as_bytes(batch):
+    """KEY -> bytes of a batch of the default collate (a list of tensors:
+    the lengths differ)."""
+    return {int(k): bytes(t.numpy()) for k, t in zip(batch["key"], batch["data"])}
+
+
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_shared_batches_are_yours_to_keep(bigpath, ctx, takes):
+    """Every batch kept until the end of the epoch (and beyond the loader)
+    holds its own bytes: nothing the ring reuses is pointed at."""
+    ref = pagedb.open(bigpath)
+    want = {i: bytes(ref.view(i, "data")) for i in range(len(ref))}
+    ds = IterableDataset(bigpath, kind="random", seed=3)
+    dl = DataLoader(ds, batch_size=8, num_workers=2, multiprocessing_context=ctx)
+    kept = list(dl)
+    del dl
+    got = {}
+    for b in kept:
+        got.update(as_bytes(b))
+    assert got == want
+    assert [int(k) for b in kept for k in b["key"]] == ref.order("random", seed=3).tolist()
+    assert takes[0] == len(kept) == -(-len(ref) // 8)          # every batch crossed in the ring
+    ref.close()
+
+
+def test_shared_batches_fall_back(bigpath, takes):
+    """A batch larger than a slot crosses as torch moves it; so do all
+    batches with shared_batches=False and with persistent workers."""
+    ref = pagedb.open(bigpath)
+    want = {i: bytes(ref.view(i, "data")) for i in range(len(ref))}
+    for kw in ({"slot_bytes": 4096}, {"shared_batches": False}, {"persistent_workers": True}):
+        ds = IterableDataset(bigpath, kind="random", seed=1)
+        got = {}
+        for b in DataLoader(ds, batch_size=8, num_workers=2, multiprocessing_context="fork", **kw):
+            got.update(as_bytes(b))
+        assert got == want, kw
+    assert takes[0] == 0
+    ref.close()
+
+
+def test_shared_batches_of_a_batch_transform(bigpath, takes):
+    """A batch_transform's result: tensors anywhere in dicts, lists and
+    tuples cross in the ring; other values (str, NumPy, None) as they are."""
+    import numpy as np
+
+    def bt(batch):
+        data, off = batch.columns["data"]
+        t = torch.from_numpy(data)
+        return {"ids": torch.from_numpy(batch.ids), "parts": [t[:16], (t, torch.tensor(3.5))],
+                "name": "b%d" % int(batch.ids[0]), "off": off, "none": None, "empty": torch.empty((0, 4))}
+    ds = IterableDataset(bigpath, kind="sequential", fields=["data"], batch_transform=bt)
+    ref = pagedb.open(bigpath)
+    n = 0
+    for b in DataLoader(ds, batch_size=16, num_workers=2, multiprocessing_context="fork"):
+        ids = b["ids"].tolist()
+        whole = b"".join(bytes(ref.view(i, "data")) for i in ids)
+        assert bytes(b["parts"][1][0].numpy()) == whole and bytes(b["parts"][0].numpy()) == whole[:16]
+        assert b["parts"][1][1].item() == 3.5 and b["name"] == "b%d" % ids[0] and b["none"] is None
+        assert isinstance(b["off"], np.ndarray) and b["off"][-1] == len(whole)
+        assert b["empty"].shape == (0, 4) and b["ids"].dtype == torch.int64
+        n += len(ids)
+    assert n == len(ref) and takes[0] == -(-len(ref) // 16)
+    ref.close()
+
+
+def test_shared_batches_after_a_break(bigpath, takes):
+    """An epoch left after its first batch, then whole epochs: each
+    iteration has a ring of its own, and the bytes stay right."""
+    ref = pagedb.open(bigpath)
+    want = {i: bytes(ref.view(i, "data")) for i in range(len(ref))}
+    ds = IterableDataset(bigpath, kind="random", seed=9)
+    dl = DataLoader(ds, batch_size=8, num_workers=2, multiprocessing_context="fork", prefetch_factor=4)
+    for epoch in range(3):
+        ds.set_epoch(epoch)
+        for b in dl:
+            assert as_bytes(b) == {int(k): want[int(k)] for k in b["key"]}
+            break
+        ds.set_epoch(epoch + 10)
+        got = {}
+        for b in dl:
+            got.update(as_bytes(b))
+        assert got == want
+    ref.close()
