@@ -57,6 +57,14 @@ The sources:
            call per batch (Iterator.next_packed) copies the batch's values
            into one buffer (a pagedb.Batch), passed to batch_transform
            (deliver: the buffer and its offsets become the two tensors).
+           Its DataLoader (pagedb.torch.DataLoader) hands tensors over in
+           shared memory it reuses (shared_batches: the deliver loop's two
+           tensors per batch are copied into the worker's next slot and out
+           into new tensors in the main process).
+  pagedb-tq  the same in the deliver loop only, with shared_batches=False:
+           the batch's tensors cross as torch moves them, as the other
+           sources' do (in the other loops the batches are NumPy arrays,
+           which cross the same way either way).
   memmap   numpy.memmap of the raw file (the samples back to back, at offsets
            known in advance), viewed as a plain ndarray so that a slice is
            a cheap view (a numpy.memmap slice builds a memmap subclass).
@@ -331,14 +339,15 @@ class PagedbCheckBatch:
         return check_batch(batch.ids, *batch.columns[self.field])
 
 
-def run_loader(source, batch, workers, deliver_loop=False, verify=False):
+def run_loader(source, batch, workers, deliver_loop=False, verify=False, shared=True):
     """The loop over a DataLoader of SOURCE: (samples, seconds, ids, sum,
     CPU seconds).  DELIVER_LOOP: batches are deliver()'s tensors, checked by
-    delivered_ids() only; VERIFY (untimed use) also sums their bytes."""
+    delivered_ids() only; VERIFY (untimed use) also sums their bytes.
+    SHARED: pagedb.torch.DataLoader's shared_batches."""
     ctx = "fork" if workers else None
     if isinstance(source, IterableDataset):
         loader = DataLoader(source, batch_size=batch, num_workers=workers, multiprocessing_context=ctx,
-                            collate_fn=collate)
+                            collate_fn=collate, shared_batches=shared)
     else:
         loader = tud.DataLoader(source, batch_size=None, num_workers=workers, multiprocessing_context=ctx,
                                 collate_fn=lambda b: b)
@@ -441,7 +450,7 @@ def bench_workload(name, count, d, args, rows):
             dl = loop == "deliver"
 
             def make(src):
-                if src == "pagedb":
+                if src in ("pagedb", "pagedb-tq"):
                     bt = PagedbDeliver(field) if dl else PagedbCheckBatch(field) if per_batch else None
                     return IterableDataset(pdb_path, kind="random", seed=SEED, fields=[field], raw=True,
                                            window=args.window, read_mode=args.read_mode,
@@ -450,14 +459,16 @@ def bench_workload(name, count, d, args, rows):
                     return MemmapSource(raw, offsets, lengths, order, b, per_batch)
                 return SqliteSource(sq, order, b, per_batch)
             for src in args.sources:
+                if src == "pagedb-tq" and not dl:
+                    continue
                 if dl and rnd == 0:
                     # The bytes' sum, in an untimed pass of the same loop.
-                    n, dt, ids, total, cpu = run_loader(make(src), b, w, True, True)
+                    n, dt, ids, total, cpu = run_loader(make(src), b, w, True, True, src != "pagedb-tq")
                     if n != count or not (ids == order).all():
                         raise SystemExit("%s deliver %s (untimed): read %d samples, not the %d of the order"
                                          % (name, src, n, count))
                     res[("deliver-sum", src)] = (0, 0, total, 0)
-                n, dt, ids, total, cpu = run_loader(make(src), b, w, dl)
+                n, dt, ids, total, cpu = run_loader(make(src), b, w, dl, False, src != "pagedb-tq")
                 if dl:
                     total = res[("deliver-sum", src)][2]
                 if n != count or not (ids == order).all():
@@ -512,7 +523,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--us-samples", type=int, default=20000, help="samples timed for ds[i] (%(default)s)")
-    ap.add_argument("--sources", default="pagedb,memmap,sqlite3")
+    ap.add_argument("--sources", default="pagedb,pagedb-tq,memmap,sqlite3")
     ap.add_argument("--bare-only", action="store_true", help="skip the DataLoader runs")
     ap.add_argument("--window", type=int, default=16 << 20, help="pagedb's read-ahead bytes (%(default)s)")
     ap.add_argument("--loops", default="per-sample,per-batch,deliver", help="the loops to run (%(default)s)")
@@ -557,6 +568,10 @@ def main():
             p, m, s = (res.get((loop, k), (float("nan"),))[0] for k in ("pagedb", "memmap", "sqlite3"))
             print("%-8s %-10s %9d %12.0f %12.0f %12.0f %9.1f%% %9.2fx" % (name, loop, count, p, m, s, 100 * p / m,
                                                                           p / s))
+            if (loop, "pagedb-tq") in res:
+                q = res[(loop, "pagedb-tq")][0]
+                print("%-8s %-10s %9s %12.0f %12s %12s %9.1f%% %9.2fx   (pagedb-tq: torch's transfer)"
+                      % ("", "", "", q, "", "", 100 * q / m, q / s))
     print()
     for name, count, res, *_ in ([] if args.bare_only else rows):
         f = res[("floor", "none")]
@@ -575,6 +590,9 @@ def main():
         for loop in args.loops:
             p, m, s = (res.get((loop, k), (0, 0, 0, float("nan")))[3] for k in ("pagedb", "memmap", "sqlite3"))
             print("%-8s %-10s %10.1f %10.1f %10.1f %11.2fx %11.2fx" % (name, loop, p, m, s, m / p, s / p))
+            if (loop, "pagedb-tq") in res:
+                q = res[(loop, "pagedb-tq")][3]
+                print("%-8s %-10s %10.1f %10s %10s %11.2fx %11.2fx   (pagedb-tq)" % ("", "", q, "", "", m / q, s / q))
     print()
     print("the same order in one process, no DataLoader, one byte of each page touched (samples/s):")
     print("%-8s %9s %12s %12s %12s %10s %10s" % ("workload", "samples", "pagedb/s", "memmap/s", "sqlite3/s",

@@ -291,3 +291,30 @@ def test_shared_batches_after_a_break(bigpath, takes):
             got.update(as_bytes(b))
         assert got == want
     ref.close()
+
+
+def ids_and_bytes(batch):
+    """A batch_transform (module-level: spawn pickles it): the ids, and the
+    values back to back (16 samples: up to 640 KB)."""
+    return torch.from_numpy(batch.ids), torch.from_numpy(batch.columns["data"][0])
+
+
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_shared_batches_pool_reuses_only_what_nobody_holds(bigpath, ctx, takes):
+    """Big tensors are made in buffers the main process reuses once no
+    tensor uses them: a view kept of a batch (a slice, a NumPy array of it)
+    keeps its buffer from being reused, and every batch dropped lets it go."""
+    ref = pagedb.open(bigpath)
+    ds = IterableDataset(bigpath, kind="random", seed=2, fields=["data"], batch_transform=ids_and_bytes)
+    kept = []
+    for k, (ids, data) in enumerate(DataLoader(ds, batch_size=16, num_workers=2, multiprocessing_context=ctx)):
+        whole = b"".join(bytes(ref.view(i, "data")) for i in ids.tolist())
+        assert bytes(data.numpy()) == whole                  # right when taken
+        if k % 3 == 0:
+            kept.append((whole[8:40], data[8:40]))          # a view keeps the buffer
+        elif k % 3 == 1:
+            kept.append((whole[:64], data.numpy()[:64]))     # so does a NumPy array of it
+    for want, view in kept:                                  # nothing kept was written over
+        assert bytes(view.numpy() if isinstance(view, torch.Tensor) else view) == want
+    assert takes[0] == -(-len(ref) // 16)
+    ref.close()
