@@ -19,6 +19,8 @@
 **   curl into files   the same, each chunk written into a file of its own
 **           (space allocated first, 256 KiB per pwrite): what storing the
 **           bytes costs any cache of files, pagedb's or not
+**           (RBENCH_FILES_DIRECT=1: written with O_DIRECT, bypassing the
+**           page cache)
 **   cold    the remote dataset with an empty cache (PAGEDB_CACHE_DIR)
 **   warm    the same again, every chunk in the cache
 **
@@ -164,11 +166,16 @@ typedef struct Body {
   long long *got;
   int fd;
   size_t n, at;
-  uint8_t buf[256 << 10];
+  uint8_t *buf;             /* 256 KiB, 4096-aligned (O_DIRECT) */
 } Body;
 
+/* RBENCH_FILES_DIRECT=1: the files written with O_DIRECT (the page cache
+** bypassed; a short last piece padded to 4 KiB, the file cut after). */
+static int files_direct;
+
 static void body_flush(Body *b) {
-  if (b->fd >= 0 && b->n && pwrite(b->fd, b->buf, b->n, (off_t)b->at) != (ssize_t)b->n) {
+  size_t w = files_direct ? (b->n + 4095) & ~(size_t)4095 : b->n;
+  if (b->fd >= 0 && b->n && pwrite(b->fd, b->buf, w, (off_t)b->at) != (ssize_t)w) {
     perror("pagedb-rbench: pwrite");
     exit(1);
   }
@@ -182,12 +189,12 @@ static size_t sink(char *p, size_t s, size_t n, void *ctx) {
   *b->got += (long long)len;
   if (b->fd < 0) return len;
   while (len) {
-    size_t k = sizeof b->buf - b->n < len ? sizeof b->buf - b->n : len;
+    size_t k = (256 << 10) - b->n < len ? (256 << 10) - b->n : len;
     memcpy(b->buf + b->n, p, k);
     b->n += k;
     p += k;
     len -= k;
-    if (b->n == sizeof b->buf) body_flush(b);
+    if (b->n == 256 << 10) body_flush(b);
   }
   return s * n;
 }
@@ -199,7 +206,8 @@ static void body_start(Body *b, const char *dir, long long k, long long C) {
   if (!dir) return;
   char path[4096];
   snprintf(path, sizeof path, "%s/%016llx.c", dir, (unsigned long long)k);
-  if ((b->fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644)) < 0 || fallocate(b->fd, FALLOC_FL_KEEP_SIZE, 0, C)) {
+  if ((b->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | (files_direct ? O_DIRECT : 0), 0644)) < 0
+      || fallocate(b->fd, FALLOC_FL_KEEP_SIZE, 0, C)) {
     perror("pagedb-rbench: a chunk file");
     exit(1);
   }
@@ -207,6 +215,10 @@ static void body_start(Body *b, const char *dir, long long k, long long C) {
 
 static void body_end(Body *b) {
   body_flush(b);
+  if (b->fd >= 0 && files_direct && ftruncate(b->fd, (off_t)b->at)) {
+    perror("pagedb-rbench: ftruncate");
+    exit(1);
+  }
   if (b->fd >= 0) close(b->fd);
   b->fd = -1;
 }
@@ -227,7 +239,10 @@ static long long curl_epoch(const char *url, long long size, int rank, int world
   CURLM *m = curl_multi_init();
   CURL *e[16] = { 0 };
   Body *body = malloc(16 * sizeof *body);
-  for (int i = 0; i < 16; i++) body[i].got = &got;
+  for (int i = 0; i < 16; i++) {
+    body[i].got = &got;
+    if (posix_memalign((void **)&body[i].buf, 4096, 256 << 10)) exit(1);
+  }
   long long next = 0;
   int active = 0;
   char range[64];
@@ -281,6 +296,7 @@ static long long curl_epoch(const char *url, long long size, int rank, int world
     if (active) curl_multi_poll(m, NULL, 0, 100, NULL);
   }
   curl_multi_cleanup(m);
+  for (int i = 0; i < 16; i++) free(body[i].buf);
   free(body);
   free(k);
   return got;
@@ -442,6 +458,7 @@ int main(int argc, char **argv) {
   char rm[4200];
   snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
   snprintf(curl_dir, sizeof curl_dir, "%s.curl", cache);
+  files_direct = getenv("RBENCH_FILES_DIRECT") && atoi(getenv("RBENCH_FILES_DIRECT")) == 1;
   if (strcmp(argv[1], "-open") == 0) {
     if (argc > 5 && access(argv[4], F_OK) != 0) make_small(argv[4], atoll(argv[5]));
     curl_global_init(CURL_GLOBAL_DEFAULT);
