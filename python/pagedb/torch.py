@@ -529,11 +529,12 @@ class DataLoader(_tud.DataLoader):
     iteration (``persistent_workers=False``), the tensors of a batch cross
     from its worker in shared memory the loader reuses (a ring of
     ``prefetch_factor * num_workers + 1`` slots of SLOT_BYTES per worker,
-    allocated as used) and are copied out into new tensors in this process, instead of
-    through a new shared-memory segment per tensor as torch moves them; a
-    batch yielded is yours to keep either way.  A batch larger than a slot,
-    or with tensors NumPy cannot view (bfloat16, sparse), crosses as torch
-    moves it."""
+    allocated as used) and are copied out into new tensors in this
+    process, instead of through a new shared-memory segment per tensor as
+    torch moves them; a batch yielded is yours to keep either way.  A batch
+    larger than a slot, or with tensors NumPy cannot view (bfloat16,
+    sparse), crosses as torch moves it; so do all batches with
+    ``pin_memory=True`` (torch pins them as they arrive)."""
 
     def __init__(self, dataset, batch_size=1, *args, collate_fn=None, shared_batches=True, slot_bytes=64 << 20,
                  **kw):
@@ -562,7 +563,10 @@ class DataLoader(_tud.DataLoader):
         ds._publish()
         total = len(ds.order()) if self._pagedb else None
         ring = None
-        if self._pagedb and self.shared_batches and self.num_workers > 0 and not self.persistent_workers:
+        # Not with pin_memory: torch pins a batch as it arrives, before this
+        # process takes it out of the ring.
+        if (self._pagedb and self.shared_batches and self.num_workers > 0 and not self.persistent_workers
+                and not self.pin_memory):
             ctx = self.multiprocessing_context or _mp.get_context()
             try:
                 # As many slots as torch lets a worker have batches in

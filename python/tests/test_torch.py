@@ -235,10 +235,11 @@ def test_shared_batches_are_yours_to_keep(bigpath, ctx, takes):
 
 def test_shared_batches_fall_back(bigpath, takes):
     """A batch larger than a slot crosses as torch moves it; so do all
-    batches with shared_batches=False and with persistent workers."""
+    batches with shared_batches=False, persistent workers or pin_memory."""
     ref = pagedb.open(bigpath)
     want = {i: bytes(ref.view(i, "data")) for i in range(len(ref))}
-    for kw in ({"slot_bytes": 4096}, {"shared_batches": False}, {"persistent_workers": True}):
+    for kw in ({"slot_bytes": 4096}, {"shared_batches": False}, {"persistent_workers": True},
+               {"pin_memory": True}):
         ds = IterableDataset(bigpath, kind="random", seed=1)
         got = {}
         for b in DataLoader(ds, batch_size=8, num_workers=2, multiprocessing_context="fork", **kw):
