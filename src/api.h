@@ -234,6 +234,9 @@ int api_reopen(pagedb *db);
 ** NAME in the first case and ignores the leftovers otherwise.
 */
 int vacuum_open_pager(pagedb *db);
+/* The path of the dataset at PATH's vacuum copy, NAME.vacuum (pdb_malloc'd;
+** NULL without memory). */
+char *vacuum_path(const char *path);
 
 /* Start the catalog thread if it is not running. */
 void api_start_thread(pagedb *db);

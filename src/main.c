@@ -910,9 +910,8 @@ static int is_unborn(pagedb *db) {
 ** questions in turn were most of a warm remote open. */
 static void access_ahead(pagedb *db) {
   if (db->vfs->iVersion < 3 || !db->vfs->xAccessAhead) return;
-  char *vac = pdb_malloc(strlen(db->path) + 8), *idx = index_path(db->path);
+  char *vac = vacuum_path(db->path), *idx = index_path(db->path);
   if (vac && idx) {
-    sprintf(vac, "%s.vacuum", db->path);
     const char *const paths[] = { db->path, db->catpath, vac, idx };
     db->vfs->xAccessAhead(db->vfs, paths, 4);
   }

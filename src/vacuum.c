@@ -95,6 +95,8 @@ static char *path_with(const char *a, const char *b) {
   return p;
 }
 
+char *vacuum_path(const char *path) { return path_with(path, ".vacuum"); }
+
 /* Delete the files of the dataset at PATH (SQLite's side files too), those
 ** that exist, and sync the directory. */
 static void remove_dataset(pagedb *db, const char *path) {
@@ -475,7 +477,7 @@ int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size) {
   const char *busy = db->writers ? "a writer is open" : db->readers ? "a reader is open" : NULL;
   pthread_mutex_unlock(&db->mu);
   if (busy) return pdb_err(db, m, PAGEDB_MISUSE, "cannot vacuum %s in place: %s (close it first)", db->path, busy);
-  char *vdata = path_with(db->path, ".vacuum"), *vcat = path_with(db->path, ".vacuum-catalog");
+  char *vdata = vacuum_path(db->path), *vcat = path_with(db->path, ".vacuum-catalog");
   rc = vdata && vcat ? PAGEDB_OK : pdb_err(db, m, PAGEDB_NOMEM, "cannot vacuum %s: out of memory", db->path);
   pthread_mutex_lock(&db->commit_mu);
   pthread_mutex_lock(&db->cat_mu);
@@ -530,7 +532,7 @@ static int vacuum_current(pagedb *db, const char *vdata, int *cur) {
 
 int vacuum_open_pager(pagedb *db) {
   pdb_msg *m = &db->err;
-  char *vdata = path_with(db->path, ".vacuum");
+  char *vdata = vacuum_path(db->path);
   if (!vdata) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening %s", db->path);
   int cur = 0, rc;
   if (db->readonly) {

@@ -32,6 +32,7 @@ rank's order the consumer has received -- is counted in the main process by
 its batch size): that is what ``state_dict`` saves and ``load_state_dict``
 resumes from.
 """
+import math
 import mmap as _mmap
 import multiprocessing as _mp
 import multiprocessing.context as _mpctx
@@ -311,20 +312,15 @@ class _T:
     def __init__(self, i):
         self.i = i
 
-    def __getstate__(self):
-        return self.i
-
-    def __setstate__(self, i):
-        self.i = i
-
 
 class _InRing:
     """What a worker hands torch for a batch whose tensors are in the ring:
     the batch with each tensor replaced by a _T, and the tensors' places
-    (offset, bytes, dtype, shape) in worker W's slot K."""
+    (offset in the ring, bytes, dtype, shape); W, the worker whose slot
+    they are in."""
 
-    def __init__(self, w, k, spec, places):
-        self.w, self.k, self.spec, self.places = w, k, spec, places
+    def __init__(self, w, spec, places):
+        self.w, self.spec, self.places = w, spec, places
 
 
 def _strip(x, out):
@@ -403,7 +399,7 @@ class _Ring:
     POOL = 8
 
     def __init__(self, workers, slots, slot, ctx):
-        self.workers, self.slots, self.slot = workers, slots, slot
+        self.slots, self.slot = slots, slot
         self.size = workers * slots * slot
         self.parent = os.getpid()
         self.sems = [ctx.Semaphore(slots) for _ in range(workers)]
@@ -475,7 +471,7 @@ class _Ring:
             self.sems[w].release()
             return batch
         self.k += 1
-        return _InRing(w, k, spec, places)
+        return _InRing(w, spec, places)
 
     def _tensor(self, n, dtype, shape):
         """A new tensor of N bytes (invariant 5)."""
@@ -494,7 +490,7 @@ class _Ring:
             if len(self.pool) > self.POOL:
                 drop = next((e for e in self.pool if e[1] is not None), None) or next(e for e in self.pool if e is not free)
                 self.pool.remove(drop)
-        t = torch.frombuffer(free[0], dtype=dtype, count=n // torch.empty(0, dtype=dtype).element_size())
+        t = torch.frombuffer(free[0], dtype=dtype, count=math.prod(shape))
         free[1] = _StorageWeakRef(t.storage())
         return t.view(shape)
 
