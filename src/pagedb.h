@@ -1327,7 +1327,7 @@ struct pagedb_vfs {
   ** NAME-index), that it is about to.  A backend whose every question is a
   ** round trip (the remote VFSes: a HEAD request each) may ask about them
   ** all at once and keep the answers for the questions that follow, for
-  ** a moment (the remote VFSes: 250 ms).  It returns nothing: an answer it
+  ** a moment (the remote VFSes: 2 s).  It returns nothing: an answer it
   ** could not get is asked again by the question itself, which reports
   ** the failure.  NULL (or iVersion below 3): no hint.
   */

@@ -68,6 +68,7 @@ set total(pass) 0
 set total(fail) 0
 set total(skip) 0
 set failed_files {}
+set failure_lines {}
 
 proc on_readable {chan} {
   global state
@@ -78,6 +79,11 @@ proc on_readable {chan} {
       # A test finished: the file is not hung.
       arm_timer
     } else {
+      # A failure's lines ("! NAME expected/got/error"), kept for the
+      # summary: CI shows the end of the output.
+      if {[string match "! *" $line] && [llength $::failure_lines] < 40} {
+        lappend ::failure_lines "$state(name): [string range $line 2 300]"
+      }
       puts $line
       flush stdout
     }
@@ -109,6 +115,7 @@ foreach f $files {
   puts "=== $name"
   flush stdout
   array unset state
+  set state(name) $name
   set state(result) {}
   set state(timedout) 0
   set t1 [clock milliseconds]
@@ -158,6 +165,7 @@ foreach f $files {
 set secs [expr {([clock milliseconds] - $t0) / 1000.0}]
 puts [format "all.tcl: %d files in %.1f s" [llength $files] $secs]
 if {[llength $failed_files]} {
+  foreach l $failure_lines { puts "  $l" }
   puts "Failures in: [join $failed_files {, }]"
 }
 if {$total(skip)} { puts "$total(skip) skipped" }

@@ -131,11 +131,14 @@ CONF
     >"$D/log/user.out" 2>&1 || fail "radosgw-admin user create failed"
   echo "$RGWPORT $AK $SK" > "$D/endpoint"
   if [ -n "$3" ]; then
-    # Stop the cluster when the owner is gone, however it ended.
-    (while kill -0 "$3" 2>/dev/null; do sleep 1; done; bash "$0" stop "$D") </dev/null >/dev/null 2>&1 &
+    # Stop the cluster when the owner is gone, however it ended: this
+    # cluster only (its fsid), not a later start's in the same DIR.
+    (while kill -0 "$3" 2>/dev/null; do sleep 1; done; bash "$0" stop "$D" "$FSID") </dev/null >/dev/null 2>&1 &
   fi
   echo "$RGWPORT $AK $SK" ;;
 stop)
+  # stop DIR FSID (the watcher): only the cluster of that fsid.
+  [ -z "$3" ] || grep -qx "fsid = $3" "$D/ceph.conf" 2>/dev/null || exit 0
   [ -d "$D/run" ] && stop
   exit 0 ;;
 *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;

@@ -21,9 +21,14 @@ K=${K%%.*}; case $K in ""|*[!0-9]*|0) K=1 ;; esac   # whole seconds: 1.5 -> 1
 # The servers and their tools are not ours to instrument: a sanitizer build
 # preloads its runtime into the test's processes (Makefile.am), not theirs.
 unset LD_PRELOAD
+# The watcher stops this start's nginx only: a later start in the same DIR
+# (the next run of the suite) writes another token, and its nginx is not
+# this watcher's to stop.
 watch() {
   [ -n "$1" ] || return 0
-  (while kill -0 "$1" 2>/dev/null; do sleep 1; done; sh "$0" stop "$D") </dev/null >/dev/null 2>&1 &
+  T=$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  echo "$T" > "$D/token"
+  (while kill -0 "$1" 2>/dev/null; do sleep 1; done; sh "$0" stop "$D" "$T") </dev/null >/dev/null 2>&1 &
 }
 cmd=$1 D=$2
 [ -n "$D" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
@@ -105,6 +110,8 @@ CONF
   echo "nginx did not start: $(cat "$D/log/start.err" "$D/log/error.log" 2>/dev/null | tail -3)" >&2
   exit 1 ;;
 stop)
+  # stop DIR TOKEN (the watcher): only the nginx of the start that wrote TOKEN.
+  [ -z "$3" ] || [ "$(cat "$D/token" 2>/dev/null)" = "$3" ] || exit 0
   [ -s "$D/nginx.pid" ] && kill "$(cat "$D/nginx.pid")" 2>/dev/null || true
   for i in $(seq $((300 * K))); do
     [ -e "$D/nginx.pid" ] || exit 0

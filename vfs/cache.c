@@ -53,7 +53,9 @@
 **      least recently held unlocked chunks first (mtime is set at a hold
 **      when it is a minute old or more); when nothing can be evicted the chunk is held in private
 **      memory instead (counted as uncached).  A damaged `usage` is
-**      recomputed by scanning.
+**      recomputed by scanning.  A scan holds the usage lock, and so does
+**      every rename into place and every unlink that gives bytes back:
+**      a scan sees each file once, so the account it writes is the files'.
 **   5. One fetch per chunk per machine: a process fetches chunk K only
 **      while it holds byte K of OBJ/lock (an OFD lock, so threads of one
 **      process exclude each other too), and looks for the file again once
@@ -267,18 +269,33 @@ static void usage_write(int fd, uint64_t v) {
   }
 }
 
-/* Reserve N bytes (DELTA > 0) or give them back (DELTA < 0).  Returns 0 if
-** the reservation could not be made without passing the bound. */
-static int usage_add(const Cfg *cfg, int64_t delta) {
+/* The usage lock: held while the account changes and while a file a scan
+** counts changes its name (a rename into place, an unlink that gives its
+** bytes back), so that a scan, made under it, sees each file once (a
+** readdir racing a rename can see a file under both names or neither) and
+** the account it writes matches the files.  Returns the locked usage
+** file, or -1. */
+static int usage_lock(const Cfg *cfg) {
   /* Opened per call: a descriptor kept open would outlive every handle. */
   char path[3200];
   snprintf(path, sizeof path, "%s/usage", cfg->dir);
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return 0;
-  if (ofd_lock(fd, F_WRLCK, 0, 0, 1) != 0) {
+  if (fd >= 0 && ofd_lock(fd, F_WRLCK, 0, 0, 1) != 0) {
     close(fd);
-    return 0;
+    fd = -1;
   }
+  return fd;
+}
+
+static void usage_unlock(int fd) {
+  if (fd >= 0) close(fd);   /* drops the lock */
+}
+
+/* Reserve N bytes (DELTA > 0) or give them back (DELTA < 0), the usage
+** lock held (FD).  Returns 0 if the reservation could not be made without
+** passing the bound. */
+static int usage_add_locked(const Cfg *cfg, int fd, int64_t delta) {
+  if (fd < 0) return 0;
   uint64_t u = usage_read(fd);
   if (u == UINT64_MAX) u = scan(cfg, UINT64_MAX);
   int ok = 1;
@@ -297,8 +314,22 @@ static int usage_add(const Cfg *cfg, int64_t delta) {
   }
   if (ok && delta > 0) u += (uint64_t)delta;
   usage_write(fd, u);
-  close(fd);                /* drops the lock */
   return ok;
+}
+
+static int usage_add(const Cfg *cfg, int64_t delta) {
+  int fd = usage_lock(cfg);
+  int ok = usage_add_locked(cfg, fd, delta);
+  usage_unlock(fd);
+  return ok;
+}
+
+/* Unlink PATH and give back its BYTES (if the unlink did it), as one step
+** for a scan (usage_lock). */
+static void usage_unlink(const Cfg *cfg, const char *path, uint64_t bytes) {
+  int fd = usage_lock(cfg);
+  if (unlink(path) == 0 && bytes) usage_add_locked(cfg, fd, -(int64_t)bytes);
+  usage_unlock(fd);
 }
 
 /* --- objects ------------------------------------------------------------------ */
@@ -425,8 +456,8 @@ static int header_sum_ok(const uint8_t *h) { return pdb_get64(h + HDR - 8) == pd
 static void drop_bad(const RcObj *c, const char *path, int fd) {
   struct stat a, b;
   atomic_fetch_add(&rmt_stats.chunk_bad, 1);
-  if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev && unlink(path) == 0)
-    usage_add(&c->cfg, -(int64_t)a.st_size);
+  if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+    usage_unlink(&c->cfg, path, (uint64_t)a.st_size);
 }
 
 /* The identity of a file from its statx SX (see file_id). */
@@ -660,10 +691,11 @@ static void wr_drop(Fetch *f, int i) {
   Wr *w = &f->w[i];
   if (w->fd >= 0) {
     close(w->fd);
-    unlink(w->tmp);
+    usage_unlink(&f->c->cfg, w->tmp, w->need);
     w->fd = -1;
+  } else if (w->need) {
+    usage_add(&f->c->cfg, -(int64_t)w->need);
   }
-  if (w->need) usage_add(&f->c->cfg, -(int64_t)w->need);
   w->need = 0;
   free(w->mem);
   w->mem = NULL;
@@ -805,7 +837,10 @@ static void sink_end(void *ctx, int i, int ok) {
     if (good) encode(c, k, sum, len, h);
     good = good && pwrite(w->fd, h, HDR, 0) == HDR;
     free(h);
-    if (good && rename(w->tmp, path) == 0) {
+    int ufd = good ? usage_lock(&c->cfg) : -1;   /* a scan sees one name */
+    if (good) good = rename(w->tmp, path) == 0;
+    usage_unlock(ufd);
+    if (good) {
       w->need = 0;            /* the chunk file holds the reservation now */
       /* Bytes this process has just summed and written need no second
       ** reading: the tables name this very file, as the rename left it. */

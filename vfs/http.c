@@ -347,7 +347,7 @@ int rmt_tls_failure(int cc) {
 ** taken once by rmt_recent.  Young, and taken once: a question later than
 ** that asks again (a version changed in between is caught by If-Match).
 */
-#define RECENT_MS 250
+#define RECENT_MS 2000      /* an open's questions, even on a loaded machine */
 #define RECENT_N 8          /* two opens' worth of a dataset's four files */
 static struct {
   pthread_mutex_t mu;
@@ -398,6 +398,13 @@ static int recent_get(const char *path, int take, uint64_t *size, Resp *h) {
 }
 
 int rmt_recent(const char *path) { return recent_get(path, 0, NULL, NULL); }
+
+void rmt_forget(const char *path) {
+  pthread_mutex_lock(&recent.mu);
+  for (int k = 0; k < RECENT_N; k++)
+    if (strcmp(recent.e[k].path, path) == 0) recent.e[k].path[0] = 0;
+  pthread_mutex_unlock(&recent.mu);
+}
 
 static int recent_take(const char *path, uint64_t *size, Resp *h) {
   int r = recent_get(path, 1, size, h);

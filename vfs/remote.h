@@ -55,9 +55,12 @@ extern RmtStats rmt_stats;
 ** PAGEDB_CANTOPEN_NOENT (404, no such bucket or key), PAGEDB_CANTOPEN
 ** (403, missing credentials, bad URL, server unreachable), PAGEDB_NOMEM. */
 int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap);
-/* What a HEAD of the last RECENT_MS (250 ms) said of PATH: 1 it exists, 0
+/* What a HEAD of the last RECENT_MS (2 s) said of PATH: 1 it exists, 0
 ** it does not (404), -1 nothing known.  rmt_open takes a 1 (no request). */
 int rmt_recent(const char *path);
+/* Forget what a HEAD said of PATH: this process has changed the object
+** (rmt_put_file, rmt_delete), and its next open must ask again. */
+void rmt_forget(const char *path);
 /* HEAD up to 8 PATHS side by side and keep their answers (200 or 404) for
 ** rmt_recent and rmt_open; any other outcome is not kept (the question
 ** asked again by itself retries and reports it).  Paths answered in the

@@ -406,6 +406,7 @@ int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, si
   }
   close(fd);
   rmt_close(o);
+  rmt_forget(url);
   return rc;
 }
 
@@ -422,6 +423,7 @@ int rmt_delete(const char *url, char *msg, size_t cap) {
   if (rc == PAGEDB_IOERR_REMOTE && strstr(msg, "HTTP 404")) rc = PAGEDB_OK;
   pdb_free(g);
   rmt_close(o);
+  rmt_forget(url);
   return rc;
 }
 
