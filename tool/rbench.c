@@ -166,8 +166,9 @@ typedef struct Body {
   long long *got;
   int fd;
   size_t n, at;
-  uint8_t *buf;             /* 256 KiB, 4096-aligned (O_DIRECT) */
+  uint8_t *buf;             /* BODY_BUF bytes, 4096-aligned (O_DIRECT) */
 } Body;
+#define BODY_BUF (256 << 10)
 
 /* RBENCH_FILES_DIRECT=1: the files written with O_DIRECT (the page cache
 ** bypassed; a short last piece padded to 4 KiB, the file cut after). */
@@ -189,12 +190,12 @@ static size_t sink(char *p, size_t s, size_t n, void *ctx) {
   *b->got += (long long)len;
   if (b->fd < 0) return len;
   while (len) {
-    size_t k = (256 << 10) - b->n < len ? (256 << 10) - b->n : len;
+    size_t k = BODY_BUF - b->n < len ? BODY_BUF - b->n : len;
     memcpy(b->buf + b->n, p, k);
     b->n += k;
     p += k;
     len -= k;
-    if (b->n == 256 << 10) body_flush(b);
+    if (b->n == BODY_BUF) body_flush(b);
   }
   return s * n;
 }
@@ -241,7 +242,10 @@ static long long curl_epoch(const char *url, long long size, int rank, int world
   Body *body = malloc(16 * sizeof *body);
   for (int i = 0; i < 16; i++) {
     body[i].got = &got;
-    if (posix_memalign((void **)&body[i].buf, 4096, 256 << 10)) exit(1);
+    if (posix_memalign((void **)&body[i].buf, 4096, BODY_BUF)) {
+      fprintf(stderr, "pagedb-rbench: out of memory for a body buffer\n");
+      exit(1);
+    }
   }
   long long next = 0;
   int active = 0;

@@ -689,12 +689,11 @@ typedef struct Fetch {
 /* Give up chunk I's file or memory. */
 static void wr_drop(Fetch *f, int i) {
   Wr *w = &f->w[i];
+  assert(w->fd >= 0 || w->need == 0);   /* a reservation is a temporary's */
   if (w->fd >= 0) {
     close(w->fd);
     usage_unlink(&f->c->cfg, w->tmp, w->need);
     w->fd = -1;
-  } else if (w->need) {
-    usage_add(&f->c->cfg, -(int64_t)w->need);
   }
   w->need = 0;
   free(w->mem);

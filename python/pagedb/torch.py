@@ -259,6 +259,9 @@ class IterableDataset(_tud.IterableDataset):
                 else:
                     put, w = self._ring.put, info.id
                     for batch in self._batches(it):
+                        # The name now holds the descriptor, not the
+                        # tensors: they are not kept alive while the next
+                        # batch is read (see _batches).
                         batch = put(w, batch)
                         yield batch
             else:
