@@ -2,8 +2,10 @@
 ** tclfault.c -- the fault-injecting VFS of the test suite, and the Tcl
 ** commands that drive it and probe the VFS registry.
 */
+#define _GNU_SOURCE            /* SEEK_DATA, SEEK_HOLE, a writer-first rwlock */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -58,6 +60,7 @@
 **                          ?-crashsync N? ?-crashafter BOOL?
 **                          ?-crashmode mix|old|new|garbage?
 **                          ?-seed S? ?-device plain|atomic4k|safeappend?
+**                          ?-snapshot DIR? ?-snapshotfirst K? ?-snapshotstep N?
 **   pagedb_faultvfs reset        (disarm, zero the counters)
 **   pagedb_faultvfs count        (counted calls so far)
 **   pagedb_faultvfs syncs        (sync calls so far, of the files -files selects)
@@ -89,6 +92,26 @@
 **               whatever size survives, what lies below it was written.
 **
 ** Then the process ends at once with _exit(86).
+**
+** SNAPSHOTS (-snapshot DIR, "" for none): a power loss at every sync
+** point of one run instead of one per run.  At each sync -files selects
+** (just before it, or with -crashafter just after it), the files of the
+** dataset being written (its data file PATH and every PATH* beside it:
+** catalog, WAL, WAL index, index file) are copied into DIR/K/ (K the
+** sync's number; with -snapshotfirst and -snapshotstep, only at syncs K,
+** K+N, ...), every unsynced write meets its fate in the copies
+** exactly as a crash there would give it in the originals (the same
+** -crashmode, -seed and -device; the same surviving sizes), and the
+** process writes "snapshot K" on its standard output, then waits for a
+** line on its standard input (the checker is done with DIR/K) before it
+** goes on: the copies are the state a power loss at sync K would leave,
+** and the run continues to the next sync point.  While a snapshot is
+** taken no other thread writes, truncates, syncs or deletes through this
+** VFS (snapLock), so that the copies and the unsynced writes agree.
+** The acknowledgements written on the same output before "snapshot K"
+** are those the crash would have let through.  A test checks the crash
+** states of a whole run for the cost of one run (test/powerloss.test),
+** where one process per state would replay the run up to each sync.
 */
 #define FOP_READ   0x01
 #define FOP_WRITE  0x02
@@ -167,10 +190,18 @@ static struct {
   uint64_t seed;               /* -seed: the fates of "mix" */
   int device;                  /* FDEV_* */
   atomic_llong hits;
+  char *zSnapDir;              /* -snapshot: where the copies go, or NULL */
+  char *zSnapSrc;              /* the data file last opened: what they copy */
+  long long snapFirst, snapStep;  /* -snapshotfirst, -snapshotstep: which syncs */
+  pthread_rwlock_t snapLock;   /* held to write, truncate, sync or delete
+                               ** (shared) and to take a snapshot (alone) */
   pthread_mutex_t mu;          /* guards pFiles, pGhosts and methods */
   FaultFile *pFiles;
   FaultGhost *pGhosts;
-} fv = { .mu = PTHREAD_MUTEX_INITIALIZER, .opsMask = 0xff, .filesMask = FFILE_ALL };
+} fv = { .mu = PTHREAD_MUTEX_INITIALIZER,
+         /* Writer first: four threads writing by turns never leave it free. */
+         .snapLock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
+         .opsMask = 0xff, .filesMask = FFILE_ALL };
 
 /* Whether PATH is the catalog (PATH-catalog, -catalog-wal, -catalog-journal). */
 static int faultFileKind(const char *path){
@@ -199,7 +230,7 @@ static int faultCounts(int kind){
 #define FATE_TORN    3         /* a write's only: each unit its own fate */
 
 static int faultArmed(void){
-  return atomic_load(&fv.crashAt) > 0 || atomic_load(&fv.crashSyncAt) > 0;
+  return atomic_load(&fv.crashAt) > 0 || atomic_load(&fv.crashSyncAt) > 0 || fv.zSnapDir != 0;
 }
 
 /* What a crash treats as one: a sector, or a block of an atomic4k device. */
@@ -260,14 +291,16 @@ static void faultPatch(int fd, const FaultRange *r, uint64_t pos, uint64_t n, in
 }
 
 /* Give every unsynced write of IM its fate, newest first, then cut the
-** file to the size it keeps. */
-static void faultCrashImage(FaultImage *im){
+** file to the size it keeps: in the file itself, or (FD >= 0) in a copy
+** of it open on FD. */
+static void faultCrashImage(FaultImage *im, int fd){
   uint64_t u = faultUnit(), cur, keep;
   struct stat st;
-  int i, fd = im->plainFd;
+  int i;
   if( im->nRange == 0 ) return;
   /* Through a plain descriptor: a direct (O_DIRECT) file would need
   ** aligned buffers.  A closed file is opened again. */
+  if( fd < 0 ) fd = im->plainFd;
   if( fd < 0 && im->zPath ) fd = open(im->zPath, O_RDWR | O_CLOEXEC);
   if( fd < 0 || fstat(fd, &st) != 0 ) return;
   cur = (uint64_t)st.st_size;
@@ -306,10 +339,157 @@ static void faultCrash(void){
   pthread_mutex_lock(&fv.mu);
   for(f = fv.pFiles; f; f = f->pNext){
     pthread_mutex_lock(&f->mu);
-    faultCrashImage(&f->img);
+    faultCrashImage(&f->img, -1);
   }
-  for(g = fv.pGhosts; g; g = g->pNext) faultCrashImage(&g->img);
+  for(g = fv.pGhosts; g; g = g->pNext) faultCrashImage(&g->img, -1);
   _exit(86);
+}
+
+/* Copy the file at FROM to TO (created), holes kept as holes: the data
+** and index files of a crash test are mostly holes.  (copy_file_range
+** took twice the time on tmpfs.)  Returns 0, 1 if FROM is gone, or -1. */
+static int faultCopyFile(const char *zFrom, const char *zTo){
+  static unsigned char buf[1 << 20];
+  struct stat st;
+  off_t pos = 0;
+  int rc = -1, in = open(zFrom, O_RDONLY | O_CLOEXEC), out;
+  if( in < 0 ) return errno == ENOENT ? 1 : -1;   /* gone meanwhile: as after the crash */
+  out = open(zTo, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if( out < 0 || fstat(in, &st) != 0 ) goto done;
+  while( pos < st.st_size ){
+    off_t data = lseek(in, pos, SEEK_DATA), hole;
+    if( data < 0 ) break;                         /* ENXIO: only a hole is left */
+    hole = lseek(in, data, SEEK_HOLE);
+    if( hole < 0 || hole > st.st_size ) hole = st.st_size;
+    pos = data;
+    while( pos < hole ){
+      ssize_t got = pread(in, buf, (size_t)(hole - pos < (off_t)sizeof buf ? hole - pos : (off_t)sizeof buf), pos);
+      if( got <= 0 || pwrite(out, buf, (size_t)got, pos) != got ) goto done;
+      pos += got;
+    }
+  }
+  rc = ftruncate(out, st.st_size);
+done:
+  if( out >= 0 ) close(out);
+  close(in);
+  return rc;
+}
+
+/* The copies of one snapshot: each file's inode and its copy's path. */
+typedef struct FaultCopy {
+  dev_t dev;
+  ino_t ino;
+  char *zCopy;
+} FaultCopy;
+
+/* Give IM's unsynced writes their fates in its copy among the N of A (if
+** any).  The copy is found by inode, as the crash finds the file: by the
+** descriptor it holds (which follows a rename: NAME-index.new renamed
+** into place), or by the path of a closed one. */
+static void faultSnapImage(FaultImage *im, FaultCopy *a, int n){
+  struct stat st;
+  int i, fd;
+  if( im->nRange == 0 ) return;
+  if( im->plainFd >= 0 ? fstat(im->plainFd, &st) != 0
+                       : (im->zPath == 0 || stat(im->zPath, &st) != 0) ) return;
+  for(i = 0; i < n; i++){
+    if( a[i].dev == st.st_dev && a[i].ino == st.st_ino ) break;
+  }
+  if( i == n ) return;
+  fd = open(a[i].zCopy, O_RDWR | O_CLOEXEC);
+  if( fd >= 0 ){
+    faultCrashImage(im, fd);
+    close(fd);
+  }
+}
+
+/* The power loss of sync K, on copies (see SNAPSHOTS above): copy, give
+** the fates, say "snapshot K", wait for the checker's line.  Any failure
+** here ends the process with status 87: a snapshot that cannot be taken
+** must not pass for a crash state that checked clean. */
+static void faultSnapshot(long long k){
+  const char *zSrc, *zPrefix;
+  char *zDir = 0, *zSrcDir = 0, *zSlash, line[32];
+  FaultCopy aCopy[16];
+  FaultFile *f;
+  FaultGhost *g;
+  DIR *d;
+  struct dirent *e;
+  size_t nPrefix;
+  int n, nCopy = 0, i;
+  pthread_rwlock_wrlock(&fv.snapLock);
+  pthread_mutex_lock(&fv.mu);
+  /* The data file last opened, even once closed: a close's last catalog
+  ** syncs come after the data file's. */
+  zSrc = fv.zSnapSrc;
+  if( zSrc == 0 ) goto fail;
+  zDir = Tcl_Alloc((unsigned)(strlen(fv.zSnapDir) + 32));
+  sprintf(zDir, "%s/%lld", fv.zSnapDir, k);
+  if( mkdir(zDir, 0755) != 0 ) goto fail;
+  /* The directory of the data file and its name: PATH* are copied. */
+  zSrcDir = Tcl_Alloc((unsigned)strlen(zSrc) + 3);
+  zSlash = strrchr(zSrc, '/');
+  if( zSlash ){
+    memcpy(zSrcDir, zSrc, (size_t)(zSlash - zSrc));
+    zSrcDir[zSlash - zSrc] = 0;
+    zPrefix = zSlash + 1;
+  }else{
+    strcpy(zSrcDir, ".");
+    zPrefix = zSrc;
+  }
+  nPrefix = strlen(zPrefix);
+  d = opendir(zSrcDir);
+  if( d == 0 ) goto fail;
+  while( (e = readdir(d)) != 0 ){
+    char *zFrom, *zTo;
+    struct stat st;
+    int rc;
+    if( strncmp(e->d_name, zPrefix, nPrefix) != 0 ) continue;
+    if( nCopy == (int)(sizeof aCopy / sizeof aCopy[0]) ){ closedir(d); goto fail; }
+    zFrom = Tcl_Alloc((unsigned)(strlen(zSrcDir) + strlen(e->d_name) + 2));
+    zTo = Tcl_Alloc((unsigned)(strlen(zDir) + strlen(e->d_name) + 2));
+    sprintf(zFrom, "%s/%s", zSrcDir, e->d_name);
+    sprintf(zTo, "%s/%s", zDir, e->d_name);
+    rc = stat(zFrom, &st) != 0 ? (errno == ENOENT ? 1 : -1) : faultCopyFile(zFrom, zTo);
+    Tcl_Free(zFrom);
+    if( rc == 0 ){
+      aCopy[nCopy].dev = st.st_dev;
+      aCopy[nCopy].ino = st.st_ino;
+      aCopy[nCopy++].zCopy = zTo;
+    }else{
+      Tcl_Free(zTo);
+    }
+    if( rc < 0 ){ closedir(d); goto fail; }
+  }
+  closedir(d);
+  for(f = fv.pFiles; f; f = f->pNext){
+    pthread_mutex_lock(&f->mu);
+    faultSnapImage(&f->img, aCopy, nCopy);
+    pthread_mutex_unlock(&f->mu);
+  }
+  for(g = fv.pGhosts; g; g = g->pNext) faultSnapImage(&g->img, aCopy, nCopy);
+  pthread_mutex_unlock(&fv.mu);
+  for(i = 0; i < nCopy; i++) Tcl_Free(aCopy[i].zCopy);
+  Tcl_Free(zDir);
+  Tcl_Free(zSrcDir);
+  n = snprintf(line, sizeof line, "snapshot %lld\n", k);
+  if( write(1, line, (size_t)n) != n ) goto fail;
+  /* The checker's line: one byte at a time, so as to take no more. */
+  for(;;){
+    char c;
+    ssize_t got = read(0, &c, 1);
+    if( got <= 0 ) goto fail;
+    if( c == '\n' ) break;
+  }
+  pthread_rwlock_unlock(&fv.snapLock);
+  return;
+fail:
+  {
+    static const char msg[] = "fault VFS: a snapshot could not be taken\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+  }
+  _exit(87);
 }
 
 /* A write that comes while the power fails never happens. */
@@ -321,14 +501,28 @@ static void faultHold(void){
 ** it).  Returns 1 if the power must fail once it is done
 ** (the one -crashsync names, with -crashafter); without -crashafter that
 ** one crashes here, before it acts. */
-static int faultSyncPoint(int kind){
-  long long n;
+static long long faultSyncPoint(int kind){
+  long long n, at;
   if( !faultCounts(kind) ) return 0;
   n = atomic_fetch_add(&fv.syncs, 1) + 1;
-  long long at = atomic_load(&fv.crashSyncAt);
+  if( fv.zSnapDir ){
+    long long first = fv.snapFirst > 0 ? fv.snapFirst : 1, step = fv.snapStep > 0 ? fv.snapStep : 1;
+    if( n < first || (n - first) % step != 0 ) return 0;
+    if( atomic_load(&fv.crashAfter) ) return n;
+    faultSnapshot(n);
+    return 0;
+  }
+  at = atomic_load(&fv.crashSyncAt);
   if( at <= 0 || n != at ) return 0;
   if( !atomic_load(&fv.crashAfter) ) faultCrash();
-  return 1;
+  return n;
+}
+
+/* After sync N (non-zero: the one faultSyncPoint named) succeeded. */
+static void faultAfterSync(long long n){
+  if( n == 0 ) return;
+  if( fv.zSnapDir ) faultSnapshot(n);
+  else faultCrash();
 }
 
 static void faultImageFree(FaultImage *im){
@@ -487,11 +681,16 @@ static int fvWrite(pagedb_file *pf, const void *buf, size_t n, uint64_t off){
   uint64_t nOld;
   int rc;
   faultHold();
-  if( faultHit(f, FOP_WRITE) ) return faultWriteFail(f, buf, n, off);
-  faultSaveOld(f, n, off, &pOld, &nOld);
-  rc = f->real->pMethods->xWrite(f->real, buf, n, off);
-  if( rc == PAGEDB_OK ) faultRecord(f, n, off, pOld, nOld);
-  else free(pOld);
+  pthread_rwlock_rdlock(&fv.snapLock);
+  if( faultHit(f, FOP_WRITE) ){
+    rc = faultWriteFail(f, buf, n, off);
+  }else{
+    faultSaveOld(f, n, off, &pOld, &nOld);
+    rc = f->real->pMethods->xWrite(f->real, buf, n, off);
+    if( rc == PAGEDB_OK ) faultRecord(f, n, off, pOld, nOld);
+    else free(pOld);
+  }
+  pthread_rwlock_unlock(&fv.snapLock);
   return rc;
 }
 
@@ -514,6 +713,7 @@ static int fvWriteStart(pagedb_file *pf, pagedb_aio *a){
   a->pPriv = 0;
   if( x == 0 ) return a->rc = fvWrite(pf, a->buf, a->n, a->off);
   faultHold();
+  pthread_rwlock_rdlock(&fv.snapLock);
   if( faultHit(f, FOP_WRITE) ){
     x->rc = faultWriteFail(f, a->buf, a->n, a->off);
   }else{
@@ -521,6 +721,7 @@ static int fvWriteStart(pagedb_file *pf, pagedb_aio *a){
     x->rc = f->real->pMethods->xWriteStart(f->real, a);
     x->pReal = a->pPriv;
   }
+  pthread_rwlock_unlock(&fv.snapLock);
   a->pPriv = x;
   return PAGEDB_OK;
 }
@@ -536,14 +737,16 @@ static int fvWriteWait(pagedb_file *pf, pagedb_aio *a, int wait){
     if( !wait ) return PAGEDB_BUSY;
     rc = x->rc;
   }else{
+    pthread_rwlock_rdlock(&fv.snapLock);
     a->pPriv = x->pReal;
     rc = f->real->pMethods->xWriteWait(f->real, a, wait);
     x->pReal = a->pPriv;
     a->pPriv = x;
+    if( rc == PAGEDB_OK ) faultRecord(f, a->n, a->off, x->pOld, x->nOld);
+    pthread_rwlock_unlock(&fv.snapLock);
     if( rc == PAGEDB_BUSY ) return rc;
   }
-  if( rc == PAGEDB_OK ) faultRecord(f, a->n, a->off, x->pOld, x->nOld);
-  else free(x->pOld);
+  if( rc != PAGEDB_OK ) free(x->pOld);
   free(x);
   a->pPriv = 0;
   return a->rc = rc;
@@ -554,6 +757,7 @@ static int fvTruncate(pagedb_file *pf, uint64_t size){
   int rc;
   faultHold();
   if( faultHit(f, FOP_TRUNC) ) return PAGEDB_IOERR_TRUNCATE;
+  pthread_rwlock_rdlock(&fv.snapLock);
   rc = f->real->pMethods->xTruncate(f->real, size);
   if( rc == PAGEDB_OK ){
     /* Durable at once (see above): no write past SIZE is left to undo. */
@@ -571,6 +775,7 @@ static int fvTruncate(pagedb_file *pf, uint64_t size){
     im->syncedSize = size;
     pthread_mutex_unlock(&f->mu);
   }
+  pthread_rwlock_unlock(&fv.snapLock);
   return rc;
 }
 
@@ -578,9 +783,10 @@ static int fvSync(pagedb_file *pf, int flags){
   FaultFile *f = (FaultFile *)pf;
   FaultImage *im = &f->img;
   int nBefore, rc;
-  int crashAfter = faultSyncPoint(f->kind);
+  long long crashAfter = faultSyncPoint(f->kind);
   if( faultHit(f, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
   /* Only the writes made before the sync started are known to be synced. */
+  pthread_rwlock_rdlock(&fv.snapLock);
   pthread_mutex_lock(&f->mu);
   nBefore = im->nRange;
   pthread_mutex_unlock(&f->mu);
@@ -598,7 +804,8 @@ static int fvSync(pagedb_file *pf, int flags){
     im->syncedSize = faultImageSize(im);
     pthread_mutex_unlock(&f->mu);
   }
-  if( crashAfter ) faultCrash();
+  pthread_rwlock_unlock(&fv.snapLock);
+  faultAfterSync(crashAfter);
   return rc;
 }
 
@@ -701,6 +908,11 @@ static int fvOpen(pagedb_vfs *vfs, const char *path, pagedb_file *pf, int flags)
   f->img.plainFd = open(path, ((flags & PAGEDB_VFS_READWRITE) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   f->img.syncedSize = faultImageSize(&f->img);
   pthread_mutex_lock(&fv.mu);
+  if( f->kind == FFILE_DATA ){
+    if( fv.zSnapSrc ) Tcl_Free(fv.zSnapSrc);
+    fv.zSnapSrc = Tcl_Alloc((unsigned)strlen(path) + 1);
+    strcpy(fv.zSnapSrc, path);
+  }
   fvInitMethods(real->pMethods);
   f->pNext = fv.pFiles;
   fv.pFiles = f;
@@ -710,8 +922,12 @@ static int fvOpen(pagedb_vfs *vfs, const char *path, pagedb_file *pf, int flags)
 }
 
 static int fvDelete(pagedb_vfs *vfs, const char *path, int syncDir){
+  int rc;
+  pthread_rwlock_rdlock(&fv.snapLock);
   faultGhostsDrop(path);   /* a deletion is durable at once, like truncation */
-  return fv.real->xDelete(fv.real, path, syncDir);
+  rc = fv.real->xDelete(fv.real, path, syncDir);
+  pthread_rwlock_unlock(&fv.snapLock);
+  return rc;
 }
 
 static int fvAccess(pagedb_vfs *vfs, const char *path, int *exists){
@@ -719,10 +935,11 @@ static int fvAccess(pagedb_vfs *vfs, const char *path, int *exists){
 }
 
 static int fvSyncDir(pagedb_vfs *vfs, const char *path){
-  int crashAfter = faultSyncPoint(faultFileKind(path)), rc;
+  long long crashAfter = faultSyncPoint(faultFileKind(path));
+  int rc;
   if( faultCounts(faultFileKind(path)) && faultHit(0, FOP_SYNC) ) return PAGEDB_IOERR_SYNC;
   rc = fv.real->xSyncDir ? fv.real->xSyncDir(fv.real, path) : PAGEDB_OK;
-  if( crashAfter ) faultCrash();
+  faultAfterSync(crashAfter);
   return rc;
 }
 
@@ -799,6 +1016,16 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
           atomic_store(&fv.filesMask, aMask[iFiles]);
           continue;
         }
+        if( strcmp(z, "-snapshot") == 0 ){
+          const char *zDir = Tcl_GetString(objv[i+1]);
+          if( fv.zSnapDir ) Tcl_Free(fv.zSnapDir);
+          fv.zSnapDir = 0;
+          if( zDir[0] ){
+            fv.zSnapDir = Tcl_Alloc((unsigned)strlen(zDir) + 1);
+            strcpy(fv.zSnapDir, zDir);
+          }
+          continue;
+        }
         if( Tcl_GetWideIntFromObj(interp, objv[i+1], &w) ) return TCL_ERROR;
         if( strcmp(z, "-ioerr") == 0 ) atomic_store(&fv.ioerrAt, (long long)w);
         else if( strcmp(z, "-persist") == 0 ) atomic_store(&fv.persist, w != 0);
@@ -808,10 +1035,12 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
         else if( strcmp(z, "-crashsync") == 0 ) atomic_store(&fv.crashSyncAt, (long long)w);
         else if( strcmp(z, "-crashafter") == 0 ) atomic_store(&fv.crashAfter, w != 0);
         else if( strcmp(z, "-seed") == 0 ) fv.seed = (uint64_t)w;
+        else if( strcmp(z, "-snapshotfirst") == 0 ) fv.snapFirst = (long long)w;
+        else if( strcmp(z, "-snapshotstep") == 0 ) fv.snapStep = (long long)w;
         else{
           Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": must be -ops, -files, -ioerr, "
                                                  "-persist, -full, -short, -crash, -crashsync, -crashafter, -crashmode, "
-                                                 "-seed or -device", z));
+                                                 "-seed, -device, -snapshot, -snapshotfirst or -snapshotstep", z));
           return TCL_ERROR;
         }
       }
@@ -826,6 +1055,8 @@ static int faultvfsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *con
       atomic_store(&fv.crashSyncAt, 0);
       atomic_store(&fv.crashAfter, 0);
       atomic_store(&fv.syncs, 0);
+      if( fv.zSnapDir ) Tcl_Free(fv.zSnapDir);
+      fv.zSnapDir = 0;
       fv.crashMode = 0;
       fv.seed = 0;
       fv.device = FDEV_PLAIN;

@@ -105,6 +105,32 @@ proc scaled {secs} {
   return [expr {$secs * $k}]
 }
 
+# Long loops sized per build.  A loop over fault or crash points (the Nth
+# call failing, a power loss at the Nth sync) visits every point in the
+# normal build.  A sanitizer build is there to find memory and undefined-
+# behaviour errors, which the same code paths at a fraction of the points
+# find as well as at all of them, at several times the cost per point: it
+# visits every [loop_stride]th point (4).  PAGEDB_LOOP_STRIDE sets the
+# stride for either build (1: every point).  The full counts run in the
+# normal build and in the make targets that report them (check-crash,
+# check-kill, check-oom; doc/reliability.md).
+proc loop_stride {} {
+  if {[info exists ::env(PAGEDB_LOOP_STRIDE)] && $::env(PAGEDB_LOOP_STRIDE) ne ""} {
+    set s $::env(PAGEDB_LOOP_STRIDE)
+    if {![string is integer -strict $s] || $s < 1} {
+      error "PAGEDB_LOOP_STRIDE must be a whole number, 1 or more, not \"$s\""
+    }
+    return $s
+  }
+  if {[info exists ::env(PAGEDB_SANITIZERS)] && $::env(PAGEDB_SANITIZERS)} { return 4 }
+  return 1
+}
+
+# The first point a loop visits (1 in the normal build): loops given
+# different PHASEs start at different points below the stride, so that
+# together they still meet the points a single one would skip.
+proc loop_first {{phase 0}} { expr {1 + $phase % [loop_stride]} }
+
 # A deterministic random integer in [lo, hi].
 proc randint {lo hi} {
   return [expr {$lo + int(rand() * ($hi - $lo + 1))}]
