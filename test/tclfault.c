@@ -112,6 +112,8 @@
 ** are those the crash would have let through.  A test checks the crash
 ** states of a whole run for the cost of one run (test/powerloss.test),
 ** where one process per state would replay the run up to each sync.
+** A snapshot that cannot be taken ends the process with status 87 and a
+** line on standard error saying which, what and why.
 */
 #define FOP_READ   0x01
 #define FOP_WRITE  0x02
@@ -347,31 +349,37 @@ static void faultCrash(void){
 
 /* Copy the file at FROM to TO (created), holes kept as holes: the data
 ** and index files of a crash test are mostly holes.  (copy_file_range
-** took twice the time on tmpfs.)  Returns 0, 1 if FROM is gone, or -1. */
-static int faultCopyFile(const char *zFrom, const char *zTo){
+** took twice the time on tmpfs.)  *PST is FROM's stat.  Returns 0, 1 if
+** FROM is gone, or -1 with errno set. */
+static int faultCopyFile(const char *zFrom, const char *zTo, struct stat *pSt){
   static unsigned char buf[1 << 20];
-  struct stat st;
   off_t pos = 0;
-  int rc = -1, in = open(zFrom, O_RDONLY | O_CLOEXEC), out;
+  int rc = -1, in = open(zFrom, O_RDONLY | O_CLOEXEC), out = -1, e;
   if( in < 0 ) return errno == ENOENT ? 1 : -1;   /* gone meanwhile: as after the crash */
+  if( fstat(in, pSt) != 0 ) goto done;
   out = open(zTo, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if( out < 0 || fstat(in, &st) != 0 ) goto done;
-  while( pos < st.st_size ){
+  if( out < 0 ) goto done;
+  while( pos < pSt->st_size ){
     off_t data = lseek(in, pos, SEEK_DATA), hole;
     if( data < 0 ) break;                         /* ENXIO: only a hole is left */
     hole = lseek(in, data, SEEK_HOLE);
-    if( hole < 0 || hole > st.st_size ) hole = st.st_size;
+    if( hole < 0 || hole > pSt->st_size ) hole = pSt->st_size;
     pos = data;
     while( pos < hole ){
       ssize_t got = pread(in, buf, (size_t)(hole - pos < (off_t)sizeof buf ? hole - pos : (off_t)sizeof buf), pos);
-      if( got <= 0 || pwrite(out, buf, (size_t)got, pos) != got ) goto done;
+      if( got <= 0 || pwrite(out, buf, (size_t)got, pos) != got ){
+        if( got == 0 ) errno = EIO;               /* shorter than its size: cut meanwhile */
+        goto done;
+      }
       pos += got;
     }
   }
-  rc = ftruncate(out, st.st_size);
+  rc = ftruncate(out, pSt->st_size);
 done:
+  e = errno;
   if( out >= 0 ) close(out);
   close(in);
+  errno = e;
   return rc;
 }
 
@@ -403,13 +411,25 @@ static void faultSnapImage(FaultImage *im, FaultCopy *a, int n){
   }
 }
 
+/* A snapshot could not be taken: say which, what and why, and end the
+** process with status 87 (a missing crash state must not pass for one
+** that checked clean). */
+static _Noreturn void faultSnapFail(long long k, const char *zWhat, const char *zPath){
+  char msg[1024];
+  int n = snprintf(msg, sizeof msg, "fault VFS: snapshot %lld: %s%s%s: %s\n", k, zWhat,
+                   zPath ? " " : "", zPath ? zPath : "", errno ? strerror(errno) : "no error code");
+  ssize_t w = write(2, msg, n < (int)sizeof msg ? (size_t)n : sizeof msg - 1);
+  (void)w;
+  _exit(87);
+}
+
 /* The power loss of sync K, on copies (see SNAPSHOTS above): copy, give
 ** the fates, say "snapshot K", wait for the checker's line.  Any failure
 ** here ends the process with status 87: a snapshot that cannot be taken
 ** must not pass for a crash state that checked clean. */
 static void faultSnapshot(long long k){
   const char *zSrc, *zPrefix;
-  char *zDir = 0, *zSrcDir = 0, *zSlash, line[32];
+  char *zDir, *zSrcDir, *zSlash, line[32];
   FaultCopy aCopy[16];
   FaultFile *f;
   FaultGhost *g;
@@ -422,10 +442,11 @@ static void faultSnapshot(long long k){
   /* The data file last opened, even once closed: a close's last catalog
   ** syncs come after the data file's. */
   zSrc = fv.zSnapSrc;
-  if( zSrc == 0 ) goto fail;
+  errno = 0;
+  if( zSrc == 0 ) faultSnapFail(k, "no data file was opened through this VFS", 0);
   zDir = Tcl_Alloc((unsigned)(strlen(fv.zSnapDir) + 32));
   sprintf(zDir, "%s/%lld", fv.zSnapDir, k);
-  if( mkdir(zDir, 0755) != 0 ) goto fail;
+  if( mkdir(zDir, 0755) != 0 ) faultSnapFail(k, "cannot make the directory", zDir);
   /* The directory of the data file and its name: PATH* are copied. */
   zSrcDir = Tcl_Alloc((unsigned)strlen(zSrc) + 3);
   zSlash = strrchr(zSrc, '/');
@@ -439,18 +460,20 @@ static void faultSnapshot(long long k){
   }
   nPrefix = strlen(zPrefix);
   d = opendir(zSrcDir);
-  if( d == 0 ) goto fail;
+  if( d == 0 ) faultSnapFail(k, "cannot list the directory", zSrcDir);
   while( (e = readdir(d)) != 0 ){
     char *zFrom, *zTo;
     struct stat st;
     int rc;
     if( strncmp(e->d_name, zPrefix, nPrefix) != 0 ) continue;
-    if( nCopy == (int)(sizeof aCopy / sizeof aCopy[0]) ){ closedir(d); goto fail; }
+    errno = 0;
+    if( nCopy == (int)(sizeof aCopy / sizeof aCopy[0]) ) faultSnapFail(k, "more than 16 files begin with the name of", zSrc);
     zFrom = Tcl_Alloc((unsigned)(strlen(zSrcDir) + strlen(e->d_name) + 2));
     zTo = Tcl_Alloc((unsigned)(strlen(zDir) + strlen(e->d_name) + 2));
     sprintf(zFrom, "%s/%s", zSrcDir, e->d_name);
     sprintf(zTo, "%s/%s", zDir, e->d_name);
-    rc = stat(zFrom, &st) != 0 ? (errno == ENOENT ? 1 : -1) : faultCopyFile(zFrom, zTo);
+    rc = faultCopyFile(zFrom, zTo, &st);
+    if( rc < 0 ) faultSnapFail(k, "cannot copy", zFrom);
     Tcl_Free(zFrom);
     if( rc == 0 ){
       aCopy[nCopy].dev = st.st_dev;
@@ -459,7 +482,6 @@ static void faultSnapshot(long long k){
     }else{
       Tcl_Free(zTo);
     }
-    if( rc < 0 ){ closedir(d); goto fail; }
   }
   closedir(d);
   for(f = fv.pFiles; f; f = f->pNext){
@@ -473,23 +495,17 @@ static void faultSnapshot(long long k){
   Tcl_Free(zDir);
   Tcl_Free(zSrcDir);
   n = snprintf(line, sizeof line, "snapshot %lld\n", k);
-  if( write(1, line, (size_t)n) != n ) goto fail;
+  if( write(1, line, (size_t)n) != n ) faultSnapFail(k, "cannot write to the checker", "(standard output)");
   /* The checker's line: one byte at a time, so as to take no more. */
   for(;;){
     char c;
-    ssize_t got = read(0, &c, 1);
-    if( got <= 0 ) goto fail;
+    ssize_t got;
+    errno = 0;
+    got = read(0, &c, 1);
+    if( got <= 0 ) faultSnapFail(k, "no answer from the checker", "(standard input)");
     if( c == '\n' ) break;
   }
   pthread_rwlock_unlock(&fv.snapLock);
-  return;
-fail:
-  {
-    static const char msg[] = "fault VFS: a snapshot could not be taken\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
-    (void)w;
-  }
-  _exit(87);
 }
 
 /* A write that comes while the power fails never happens. */

@@ -112,8 +112,8 @@ proc scaled {secs} {
 # find as well as at all of them, at several times the cost per point: it
 # visits every [loop_stride]th point (4).  PAGEDB_LOOP_STRIDE sets the
 # stride for either build (1: every point).  The full counts run in the
-# normal build and in the make targets that report them (check-crash,
-# check-kill, check-oom; doc/reliability.md).
+# normal build's default suite and, in any build, in make check-loops
+# (doc/reliability.md, "CI time").
 proc loop_stride {} {
   if {[info exists ::env(PAGEDB_LOOP_STRIDE)] && $::env(PAGEDB_LOOP_STRIDE) ne ""} {
     set s $::env(PAGEDB_LOOP_STRIDE)
