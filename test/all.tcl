@@ -53,6 +53,7 @@ set srcdir [file normalize [file dirname [info script]]]
 set shares {
   powerloss.test    {300 300}
   remote.test       {150 180}
+  cache-private.test {5 10}
   fault-uring.test  {120 120}
   fault.test        {120 90}
   vacuum.test       {90 150}

@@ -1,6 +1,6 @@
 /*
 ** cache.c -- the local chunk cache of remote objects, shared by every
-** process of the machine.
+** process of one user on the machine, and by no other user (invariant 6).
 **
 ** LAYOUT (under PAGEDB_CONFIG_CACHE_DIR or PAGEDB_CACHE_DIR; default
 ** $XDG_CACHE_HOME/pagedb, else $HOME/.cache/pagedb: rconfig.c)
@@ -66,6 +66,15 @@
 **      passes over a chunk found locked and waits for those after the
 **      batch, so that processes wanting the same chunks fetch different
 **      ones at once.
+**   6. Private: the cache directory and each object's directory are owned
+**      by the user and writable by nobody else, else the open is refused
+**      (dir_private); directories are made 0700 and files 0600 whatever
+**      the umask (an object directory left more open by an older pagedb
+**      is closed to 0700 at open).  Both directories are held open and
+**      every file is opened, renamed and unlinked relative to them
+**      (openat, O_NOFOLLOW): a symbolic link in the cache is never
+**      followed, and a rename of the directory under an open handle does
+**      not move where the handle's files go.
 */
 #define _GNU_SOURCE
 #include "remote.h"
@@ -88,6 +97,7 @@ static const char kMagic[8] = "PDBCHNK";
 /* A cache's configuration, read at each open (rconfig.c). */
 typedef struct Cfg {
   char dir[3072];
+  int dfd;                  /* the directory, open: every name is resolved from it */
   uint64_t bound;
   uint64_t chunk;
 } Cfg;
@@ -102,22 +112,62 @@ struct RcObj {
   int vfd;                  /* OBJ/verified, or -1 (then each process sums) */
   uint64_t size;
   uint64_t nchunk;
-  char dir[3200];           /* DIR/OBJ */
-  char lockpath[3300];      /* DIR/OBJ/lock */
+  int ofd;                  /* DIR/OBJ, open: chunk, lock and verified files by name from it */
+  char dir[3200];           /* DIR/OBJ, for messages */
   const char *key;
   size_t keylen;
 };
 
+/* Make the missing directories of PATH, 0700 (a cache's parents are the
+** user's own: XDG's ~/.cache is 0700 too). */
 static int mkdirs(const char *path) {
   char tmp[3200];
   snprintf(tmp, sizeof tmp, "%s", path);
   for (char *p = tmp + 1; *p; p++) {
     if (*p != '/') continue;
     *p = 0;
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
     *p = '/';
   }
-  return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+  return mkdir(tmp, 0700) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Open a file NAME of directory DFD, never through a symbolic link
+** (invariant 6), made 0600 whatever the umask when FLAGS create it. */
+static int open_in(int dfd, const char *name, int flags) {
+  int fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+  struct stat st;
+  if (fd >= 0 && (flags & O_CREAT) && fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) != 0600)
+    if (fchmod(fd, 0600) != 0) { /* our own file: cannot fail but on a read-only file system */ }
+  return fd;
+}
+
+/* Whether the directory open as FD may hold this user's cache (invariant
+** 6): owned by the user, writable by nobody else.  Otherwise 0, with the
+** reason in MSG. */
+static int dir_private(int fd, const char *path, char *msg, size_t cap) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    snprintf(msg, cap, "cache directory %s: %s", path, strerror(errno));
+    return 0;
+  }
+  const char *why = NULL;
+  char buf[128];
+  if (st.st_uid != geteuid()) {
+    snprintf(buf, sizeof buf, "it is owned by uid %u, not by this user (uid %u)", (unsigned)st.st_uid,
+             (unsigned)geteuid());
+    why = buf;
+  } else if (st.st_mode & 022) {
+    snprintf(buf, sizeof buf, "it is writable by %s (mode %04o)", st.st_mode & 002 ? "every user" : "its group",
+             (unsigned)(st.st_mode & 07777));
+    why = buf;
+  }
+  if (!why) return 1;
+  snprintf(msg, cap, "cache directory %s refused: %s, so another user could plant or read chunks there; a"
+           " private cache must be a directory of your own that only you can write (mode 0700: set"
+           " PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to one); a cache shared by several users is a"
+           " shared cache (doc/remote.md, \"Who can read the cache\")", path, why);
+  return 0;
 }
 
 static int cfg_init(Cfg *cfg, char *msg, size_t cap) {
@@ -125,6 +175,7 @@ static int cfg_init(Cfg *cfg, char *msg, size_t cap) {
   ** the chunk is a power of two from 64 KiB to 64 MiB: whole pages, for
   ** mapping. */
   int64_t bound, chunk;
+  cfg->dfd = -1;
   int rc = pdb_rconf_str(PAGEDB_CONFIG_CACHE_DIR, cfg->dir, sizeof cfg->dir, msg, cap);
   if (rc == PAGEDB_OK) rc = pdb_rconf_num(PAGEDB_CONFIG_CACHE_BYTES, &bound, msg, cap);
   if (rc == PAGEDB_OK) rc = pdb_rconf_num(PAGEDB_CONFIG_CACHE_CHUNK, &chunk, msg, cap);
@@ -132,13 +183,25 @@ static int cfg_init(Cfg *cfg, char *msg, size_t cap) {
   assert(bound > 0 && chunk >= (64 << 10) && chunk <= (64 << 20) && !(chunk & (chunk - 1)));
   cfg->bound = (uint64_t)bound;
   cfg->chunk = (uint64_t)chunk;
-  char path[3200];
-  snprintf(path, sizeof path, "%s/usage", cfg->dir);
+  /* The directory itself may be reached through a link the user made;
+  ** what is checked is the directory reached, held open from then on. */
   int fd = -1;
-  if (mkdirs(cfg->dir) != 0 || (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+  if (mkdirs(cfg->dir) != 0 || (cfg->dfd = open(cfg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
     snprintf(msg, cap, "cache directory %s: %s (set PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to a writable"
              " directory)", cfg->dir,
              strerror(errno));
+    return PAGEDB_CANTOPEN;
+  }
+  if (!dir_private(cfg->dfd, cfg->dir, msg, cap)) {
+    close(cfg->dfd);
+    cfg->dfd = -1;
+    return PAGEDB_CANTOPEN;
+  }
+  if ((fd = open_in(cfg->dfd, "usage", O_RDWR | O_CREAT)) < 0) {
+    snprintf(msg, cap, "cache directory %s: usage: %s (set PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to a"
+             " writable directory)", cfg->dir, strerror(errno));
+    close(cfg->dfd);
+    cfg->dfd = -1;
     return PAGEDB_CANTOPEN;
   }
   close(fd);
@@ -156,7 +219,7 @@ static int ofd_lock(int fd, short type, off_t start, off_t len, int wait) {
 }
 
 typedef struct Entry {
-  char path[3600];
+  char path[64];            /* OBJ/NAME, from the cache directory */
   uint64_t size;
   struct timespec mtime;
 } Entry;
@@ -174,16 +237,17 @@ static int is_hex16(const char *s, size_t n) {
   return 1;
 }
 
-/* Remove the file at PATH if it can be locked exclusively now (nobody
-** holds it) and is still the file at PATH.  Returns 1 if removed. */
-static int evict_one(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* Remove the file at PATH (from directory DFD) if it can be locked
+** exclusively now (nobody holds it) and is still the file at PATH.
+** Returns 1 if removed. */
+static int evict_one(int dfd, const char *path) {
+  int fd = open_in(dfd, path, O_RDONLY);
   if (fd < 0) return errno == ENOENT;
   int gone = 0;
   struct stat a, b;
-  if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino
-      && a.st_dev == b.st_dev)
-    gone = unlink(path) == 0;
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &a) == 0 && fstatat(dfd, path, &b, AT_SYMLINK_NOFOLLOW) == 0
+      && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+    gone = unlinkat(dfd, path, 0) == 0;
   close(fd);
   return gone;
 }
@@ -192,8 +256,12 @@ static int evict_one(const char *path) {
 ** least recently held chunks until it holds at most TARGET.  Caller holds
 ** the usage lock. */
 static uint64_t scan(const Cfg *cfg, uint64_t target) {
-  DIR *top = opendir(cfg->dir);
-  if (!top) return UINT64_MAX;
+  int tfd = openat(cfg->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *top = tfd >= 0 ? fdopendir(tfd) : NULL;
+  if (!top) {
+    if (tfd >= 0) close(tfd);
+    return UINT64_MAX;
+  }
   Entry *e = NULL;
   size_t n = 0, cap = 0;
   uint64_t total = 0;
@@ -201,24 +269,26 @@ static uint64_t scan(const Cfg *cfg, uint64_t target) {
   struct dirent *d;
   while ((d = readdir(top))) {
     if (strlen(d->d_name) != 16 || !is_hex16(d->d_name, 16)) continue;
-    char sub[3200];
-    snprintf(sub, sizeof sub, "%s/%s", cfg->dir, d->d_name);
-    DIR *dd = opendir(sub);
-    if (!dd) continue;
+    int sfd = openat(cfg->dfd, d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *dd = sfd >= 0 ? fdopendir(sfd) : NULL;
+    if (!dd) {
+      if (sfd >= 0) close(sfd);
+      continue;
+    }
     struct dirent *f;
     while ((f = readdir(dd))) {
       if (!is_hex16(f->d_name, 16) || f->d_name[16] != '.') continue;
-      char path[3600];
-      snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
+      char path[64];
+      if (snprintf(path, sizeof path, "%s/%s", d->d_name, f->d_name) >= (int)sizeof path) continue;
       struct stat st;
-      if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (fstatat(sfd, f->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
       if (f->d_name[17] == 't') {
         /* A writer's temporary counts as the bytes its name reserves (it
         ** may not have them yet); one left by a writer that died long ago
         ** is removed. */
         const char *dot = strrchr(f->d_name, '.');
         unsigned long long want = strtoull(dot + 1, NULL, 10);
-        if (now - st.st_mtime > 600) unlink(path);
+        if (now - st.st_mtime > 600) unlinkat(sfd, f->d_name, 0);
         else total += want > (uint64_t)st.st_size && want <= HDR + (64u << 20) ? want : (uint64_t)st.st_size;
         continue;
       }
@@ -242,7 +312,7 @@ static uint64_t scan(const Cfg *cfg, uint64_t target) {
   if (target != UINT64_MAX && total > target) {
     qsort(e, n, sizeof *e, by_mtime);
     for (size_t i = 0; i < n && total > target; i++) {
-      if (evict_one(e[i].path)) {
+      if (evict_one(cfg->dfd, e[i].path)) {
         total -= e[i].size;
         atomic_fetch_add(&rmt_stats.evictions, 1);
       }
@@ -277,9 +347,7 @@ static void usage_write(int fd, uint64_t v) {
 ** file, or -1. */
 static int usage_lock(const Cfg *cfg) {
   /* Opened per call: a descriptor kept open would outlive every handle. */
-  char path[3200];
-  snprintf(path, sizeof path, "%s/usage", cfg->dir);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open_in(cfg->dfd, "usage", O_RDWR | O_CREAT);
   if (fd >= 0 && ofd_lock(fd, F_WRLCK, 0, 0, 1) != 0) {
     close(fd);
     fd = -1;
@@ -324,11 +392,11 @@ static int usage_add(const Cfg *cfg, int64_t delta) {
   return ok;
 }
 
-/* Unlink PATH and give back its BYTES (if the unlink did it), as one step
-** for a scan (usage_lock). */
-static void usage_unlink(const Cfg *cfg, const char *path, uint64_t bytes) {
+/* Unlink NAME of directory DFD and give back its BYTES (if the unlink did
+** it), as one step for a scan (usage_lock). */
+static void usage_unlink(const Cfg *cfg, int dfd, const char *name, uint64_t bytes) {
   int fd = usage_lock(cfg);
-  if (unlink(path) == 0 && bytes) usage_add_locked(cfg, fd, -(int64_t)bytes);
+  if (unlinkat(dfd, name, 0) == 0 && bytes) usage_add_locked(cfg, fd, -(int64_t)bytes);
   usage_unlock(fd);
 }
 
@@ -338,6 +406,7 @@ static int open_obj(RmtObject *o, int small, RcObj **out, char *msg, size_t cap)
   *out = NULL;
   RcObj *c = pdb_calloc(1, sizeof *c);
   if (!c) return PAGEDB_NOMEM;
+  c->vfd = c->ofd = -1;
   int rc = cfg_init(&c->cfg, msg, cap);
   if (rc != PAGEDB_OK) {
     pdb_free(c);
@@ -356,30 +425,43 @@ static int open_obj(RmtObject *o, int small, RcObj **out, char *msg, size_t cap)
   c->size = rmt_size(o);
   c->nchunk = (c->size + c->cfg.chunk - 1) / c->cfg.chunk;
   if (!(c->vino = pdb_calloc(c->nchunk ? c->nchunk : 1, sizeof *c->vino))) {
-    pdb_free(c);
+    rc_close(c);
     return PAGEDB_NOMEM;
   }
   c->key = rmt_key(o);
   c->keylen = strlen(c->key);
   if (c->keylen >= KEY_MAX) {
-    pdb_free(c->vino);
-    pdb_free(c);
     snprintf(msg, cap, "%s: the URL is too long for the cache", rmt_url(o));
+    rc_close(c);
     return PAGEDB_CANTOPEN;
   }
-  snprintf(c->dir, sizeof c->dir, "%s/%016llx", c->cfg.dir, (unsigned long long)(pdb_sum(c->key, c->keylen) ^ salt));
-  snprintf(c->lockpath, sizeof c->lockpath, "%s/lock", c->dir);
+  char oname[20];
+  snprintf(oname, sizeof oname, "%016llx", (unsigned long long)(pdb_sum(c->key, c->keylen) ^ salt));
+  snprintf(c->dir, sizeof c->dir, "%s/%s", c->cfg.dir, oname);
+  /* The object's directory is the user's (invariant 6): made 0700, never
+  ** reached through a link, and one left by an older pagedb with more
+  ** open modes is closed. */
   int fd = -1;
-  if ((mkdir(c->dir, 0755) != 0 && errno != EEXIST) || (fd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+  struct stat st;
+  if ((mkdirat(c->cfg.dfd, oname, 0700) != 0 && errno != EEXIST)
+      || (c->ofd = openat(c->cfg.dfd, oname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0
+      || fstat(c->ofd, &st) != 0) {
     snprintf(msg, cap, "cache directory %s: %s", c->dir, strerror(errno));
-    pdb_free(c->vino);
-    pdb_free(c);
+    rc_close(c);
+    return PAGEDB_CANTOPEN;
+  }
+  if (st.st_uid == geteuid() && (st.st_mode & 07777) != 0700 && fchmod(c->ofd, 0700) != 0) { /* checked next */ }
+  if (!dir_private(c->ofd, c->dir, msg, cap)) {
+    rc_close(c);
+    return PAGEDB_CANTOPEN;
+  }
+  if ((fd = open_in(c->ofd, "lock", O_RDWR | O_CREAT)) < 0) {
+    snprintf(msg, cap, "cache directory %s: lock: %s", c->dir, strerror(errno));
+    rc_close(c);
     return PAGEDB_CANTOPEN;
   }
   close(fd);
-  char vpath[3300];
-  snprintf(vpath, sizeof vpath, "%s/verified", c->dir);
-  c->vfd = open(vpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);   /* without it, each process sums */
+  c->vfd = open_in(c->ofd, "verified", O_RDWR | O_CREAT);   /* without it, each process sums */
   *out = c;
   return PAGEDB_OK;
 }
@@ -390,6 +472,8 @@ int rc_open_small(RmtObject *o, RcObj **out, char *msg, size_t cap) { return ope
 void rc_close(RcObj *c) {
   if (!c) return;
   if (c->vfd >= 0) close(c->vfd);
+  if (c->ofd >= 0) close(c->ofd);
+  if (c->cfg.dfd >= 0) close(c->cfg.dfd);
   pdb_free(c->vino);
   pdb_free(c);
 }
@@ -407,8 +491,9 @@ static size_t chunk_len(const RcObj *c, uint64_t k) {
   return (size_t)(c->size - off < c->cfg.chunk ? c->size - off : c->cfg.chunk);
 }
 
-static void chunk_path(const RcObj *c, uint64_t k, char *out, size_t cap) {
-  snprintf(out, cap, "%s/%016llx.c", c->dir, (unsigned long long)k);
+/* Chunk K's file name in its object's directory. */
+static void chunk_path(uint64_t k, char *out, size_t cap) {
+  snprintf(out, cap, "%016llx.c", (unsigned long long)k);
 }
 
 static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
@@ -456,8 +541,9 @@ static int header_sum_ok(const uint8_t *h) { return pdb_get64(h + HDR - 8) == pd
 static void drop_bad(const RcObj *c, const char *path, int fd) {
   struct stat a, b;
   atomic_fetch_add(&rmt_stats.chunk_bad, 1);
-  if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
-    usage_unlink(&c->cfg, path, (uint64_t)a.st_size);
+  if (fstat(fd, &a) == 0 && fstatat(c->ofd, path, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino
+      && a.st_dev == b.st_dev)
+    usage_unlink(&c->cfg, c->ofd, path, (uint64_t)a.st_size);
 }
 
 /* The identity of a file from its statx SX (see file_id). */
@@ -564,9 +650,9 @@ static int map_chunk(int fd, uint64_t k, size_t len, void *at, RcHeld *out) {
 ** chunk of the file for a share of its samples, so a hold is kept to a
 ** few system calls: open, flock, statx, the header's read, mmap, close. */
 static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
-  char path[3300];
-  chunk_path(c, k, path, sizeof path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  char path[32];
+  chunk_path(k, path, sizeof path);
+  int fd = open_in(c->ofd, path, O_RDONLY);
   if (fd < 0) return 0;
   size_t len = chunk_len(c, k);
   uint8_t h[HDR] __attribute__((aligned(8)));
@@ -666,7 +752,7 @@ typedef struct Wr {
   size_t staged;            /* how many */
   uint64_t stage_at;        /* their offset in the chunk */
   XXH3_state_t *hs;         /* the sum so far */
-  char tmp[3400];
+  char tmp[96];              /* its name in the object's directory */
 } Wr;
 
 /* A fetch in progress: each chunk is stored and held as soon as it has
@@ -692,7 +778,7 @@ static void wr_drop(Fetch *f, int i) {
   assert(w->fd >= 0 || w->need == 0);   /* a reservation is a temporary's */
   if (w->fd >= 0) {
     close(w->fd);
-    usage_unlink(&f->c->cfg, w->tmp, w->need);
+    usage_unlink(&f->c->cfg, f->c->ofd, w->tmp, w->need);
     w->fd = -1;
   }
   w->need = 0;
@@ -772,12 +858,12 @@ static int sink_begin(void *ctx, int i) {
   ** so no eviction pass forgets a reservation in flight.  Shared-locked
   ** from its creation until it is held: another process's eviction
   ** (invariant 3) cannot take it after the rename. */
-  snprintf(w->tmp, sizeof w->tmp, "%s/%016llx.t.%ld.%llu.%llu", c->dir, (unsigned long long)f->k[i], (long)getpid(),
+  snprintf(w->tmp, sizeof w->tmp, "%016llx.t.%ld.%llu.%llu", (unsigned long long)f->k[i], (long)getpid(),
            (unsigned long long)atomic_fetch_add(&tmpseq, 1), (unsigned long long)need);
-  w->fd = open(w->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  w->fd = open_in(c->ofd, w->tmp, O_RDWR | O_CREAT | O_EXCL);
   if (w->fd >= 0 && (flock(w->fd, LOCK_SH | LOCK_NB) != 0 || !usage_add(&c->cfg, (int64_t)need))) {
     close(w->fd);
-    unlink(w->tmp);
+    unlinkat(c->ofd, w->tmp, 0);
     w->fd = -1;
   }
   if (w->fd >= 0) {
@@ -830,14 +916,14 @@ static void sink_end(void *ctx, int i, int ok) {
   if (ok && w->fd >= 0) {
     uint64_t sum = XXH3_64bits_digest(w->hs);
     uint8_t *h = malloc(HDR);
-    char path[3300];
-    chunk_path(c, k, path, sizeof path);
+    char path[32];
+    chunk_path(k, path, sizeof path);
     int good = h != NULL;
     if (good) encode(c, k, sum, len, h);
     good = good && pwrite(w->fd, h, HDR, 0) == HDR;
     free(h);
     int ufd = good ? usage_lock(&c->cfg) : -1;   /* a scan sees one name */
-    if (good) good = rename(w->tmp, path) == 0;
+    if (good) good = renameat(c->ofd, w->tmp, c->ofd, path) == 0;
     usage_unlock(ufd);
     if (good) {
       w->need = 0;            /* the chunk file holds the reservation now */
@@ -934,9 +1020,9 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
     mat[nm] = at ? at[i] : NULL;
     midx[nm++] = i;
   }
-  if (rc == PAGEDB_OK && nm > 0 && (lockfd = open(c->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+  if (rc == PAGEDB_OK && nm > 0 && (lockfd = open_in(c->ofd, "lock", O_RDWR | O_CREAT)) < 0) {
     rc = PAGEDB_IOERR_LOCK;
-    snprintf(msg, cap, "cache %s: %s", c->lockpath, strerror(errno));
+    snprintf(msg, cap, "cache %s/lock: %s", c->dir, strerror(errno));
   }
   if (rc == PAGEDB_OK && nm > 0) {
     uint8_t *lazy = pdb_calloc((size_t)nm, 1);
