@@ -260,6 +260,9 @@ int dotShow(ShellState *p, int nArg, char **azArg){
     { "s3 endpoint", PAGEDB_CONFIG_S3_ENDPOINT }, { "s3 region", PAGEDB_CONFIG_S3_REGION },
     { "ca bundle", PAGEDB_CONFIG_CA_BUNDLE }, { "push part", PAGEDB_CONFIG_PUSH_PART_BYTES },
     { "push at once", PAGEDB_CONFIG_PUSH_PARALLEL },
+    /* The secret and the token read back as "(set)" only (pagedb.h). */
+    { "s3 key id", PAGEDB_CONFIG_S3_ACCESS_KEY_ID }, { "s3 secret", PAGEDB_CONFIG_S3_SECRET_ACCESS_KEY },
+    { "s3 token", PAGEDB_CONFIG_S3_SESSION_TOKEN }, { "s3 profile", PAGEDB_CONFIG_S3_PROFILE },
   };
   for(size_t i = 0; i < sizeof remote / sizeof remote[0]; i++){
     char buf[4200];

@@ -2,7 +2,7 @@
 ** config.c -- pagedb_config: each op goes to the layer that owns it.
 **
 **   1..6   the allocator, the pool, the memory limit   src/mem.c
-**   7..18  the remote settings                          vfs/rconfig.c
+**   7..22  the remote settings                          vfs/rconfig.c
 **
 ** The allocator and pool ops may be used only while the library is not
 ** initialized (mem.c checks); MEMLIMIT and the remote settings at any
@@ -18,7 +18,9 @@ int pagedb_config(int op, ...) {
   va_start(ap, op);
   int rc;
   if (op == PAGEDB_CONFIG_GETREMOTE) rc = pdb_rconf_get(ap);
-  else if (op >= PAGEDB_CONFIG_CACHE_DIR && op <= PAGEDB_CONFIG_PUSH_PARALLEL) rc = pdb_rconf_set(op, ap);
+  else if ((op >= PAGEDB_CONFIG_CACHE_DIR && op <= PAGEDB_CONFIG_PUSH_PARALLEL)
+           || (op >= PAGEDB_CONFIG_S3_ACCESS_KEY_ID && op <= PAGEDB_CONFIG_S3_PROFILE))
+    rc = pdb_rconf_set(op, ap);
   else rc = pdb_mem_config(op, ap);
   va_end(ap);
   return rc;

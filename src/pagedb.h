@@ -1375,13 +1375,26 @@ PAGEDB_API int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, siz
 ** default.  Both are read at each open of a remote dataset (and by each
 ** pagedb_push and pagedb_pull): a handle keeps what it read at its open.
 **
-**   s3://   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (required),
-**           AWS_SESSION_TOKEN (environment only); the region
-**           (PAGEDB_CONFIG_S3_REGION, AWS_REGION, AWS_DEFAULT_REGION;
-**           default us-east-1) and endpoint (PAGEDB_CONFIG_S3_ENDPOINT,
-**           AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL: an S3-compatible store,
-**           addressed path-style ENDPOINT/BUCKET/KEY; unset or "": AWS
-**           itself).  Requests are signed with AWS Signature V4.
+**   s3://   credentials in the AWS tools' order: PAGEDB_CONFIG_S3_ACCESS_KEY_ID
+**           and _SECRET_ACCESS_KEY (+ _SESSION_TOKEN); AWS_ACCESS_KEY_ID
+**           and AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN); the profile
+**           (PAGEDB_CONFIG_S3_PROFILE, AWS_PROFILE, default "default") of
+**           the shared credentials and config files
+**           (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, default
+**           ~/.aws/credentials and ~/.aws/config); the container's
+**           credentials service (AWS_CONTAINER_CREDENTIALS_FULL_URI or
+**           _RELATIVE_URI); the instance metadata service (IMDSv2 at
+**           AWS_EC2_METADATA_SERVICE_ENDPOINT, default 169.254.169.254,
+**           one second at most; off with AWS_EC2_METADATA_DISABLED=true).
+**           Credentials of the two services are fetched again before
+**           they expire.  The region (PAGEDB_CONFIG_S3_REGION, AWS_REGION,
+**           AWS_DEFAULT_REGION, the profile's region; default us-east-1)
+**           and endpoint (PAGEDB_CONFIG_S3_ENDPOINT, AWS_ENDPOINT_URL_S3,
+**           AWS_ENDPOINT_URL, the profile's endpoint_url: an S3-compatible
+**           store, addressed path-style ENDPOINT/BUCKET/KEY; unset or "":
+**           AWS itself).  Requests are signed with AWS Signature V4.  No
+**           message, stat or setting read back holds a secret key, a
+**           session token or a signature.
 **   https   the server's certificate is always verified (peer and host
 **           name), against the CA bundle PAGEDB_CONFIG_CA_BUNDLE, else
 **           CURL_CA_BUNDLE, else SSL_CERT_FILE (a PEM file, as the curl
@@ -1434,6 +1447,10 @@ typedef struct pagedb_remote_counters {
   int64_t chunk_bad;      /* cached chunks it rejected (damaged, truncated, foreign) */
   int64_t evictions;      /* chunk files it evicted to keep the bound */
   int64_t uncached;       /* chunks it held in memory: the cache had no room */
+  int64_t cred_refreshes; /* S3 credentials of a metadata service fetched again
+                          ** before they expired (issue 30) */
+  int64_t cred_refresh_failures; /* such fetches that failed (the credentials held
+                          ** are kept and the fetch is tried again 10 s later) */
 } pagedb_remote_counters;
 
 /* This process's remote counters since it started (all zero without
@@ -1533,7 +1550,7 @@ struct pagedb_pool_methods {
 #define PAGEDB_CONFIG_PUSH_PARALLEL  17  /* int64_t: parts uploaded at once, 1..16 */
 /*
 ** int op, char *buf, size_t cap, const char **source: the value setting OP
-** (7..17) has for the next open, as text (numbers in decimal bytes or
+** (7..17, 19..22) has for the next open, as text (numbers in decimal bytes or
 ** units, strings as they are, "" for an unset string: the built-in
 ** behaviour), into BUF (CAP bytes; cut short to fit), and where it comes
 ** from into *SOURCE (if SOURCE is not NULL): "pagedb_config", the name of
@@ -1542,6 +1559,20 @@ struct pagedb_pool_methods {
 ** then says which and why), as the next open would fail.
 */
 #define PAGEDB_CONFIG_GETREMOTE      18
+/*
+** S3 credentials (issue 30), the first place they are looked for: the
+** access key id and secret key are used when both are set (one without
+** the other fails the next S3 open with PAGEDB_CANTOPEN), the session
+** token with them.  GETREMOTE gives the key id back, but of the secret key
+** and the token only "(set)" or "": pagedb never hands a secret out.  The
+** profile (default AWS_PROFILE, else AWS_DEFAULT_PROFILE, else "default")
+** names the section of the AWS credentials and config files read when
+** neither these options nor the environment give keys.
+*/
+#define PAGEDB_CONFIG_S3_ACCESS_KEY_ID     19  /* const char * */
+#define PAGEDB_CONFIG_S3_SECRET_ACCESS_KEY 20  /* const char * */
+#define PAGEDB_CONFIG_S3_SESSION_TOKEN     21  /* const char * */
+#define PAGEDB_CONFIG_S3_PROFILE           22  /* const char *: the AWS profile's name */
 
 /*
 ** Configure the library.  Results: PAGEDB_OK; PAGEDB_MISUSE (an unknown

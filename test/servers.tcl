@@ -24,8 +24,8 @@ proc srv_clean_env {} {
     unset -nocomplain ::env($v)
   }
   # No ~/.aws of the machine's user: files of the test's own, or none.
-  set ::env(AWS_SHARED_CREDENTIALS_FILE) [testpath no-aws-credentials]
-  set ::env(AWS_CONFIG_FILE) [testpath no-aws-config]
+  set ::env(AWS_SHARED_CREDENTIALS_FILE) /nonexistent/pagedb-test/aws-credentials
+  set ::env(AWS_CONFIG_FILE) /nonexistent/pagedb-test/aws-config
   set ::env(AWS_EC2_METADATA_DISABLED) true
 }
 
@@ -61,4 +61,30 @@ proc srv_s3cmd {cfg args} {
 proc srv_stop {{ngxdir ""} {cephdir ""}} {
   if {$ngxdir ne ""} { catch {exec sh $::srv_here/nginx.sh stop $ngxdir} }
   if {$cephdir ne ""} { catch {exec bash $::srv_here/micro-ceph.sh stop $cephdir} }
+}
+
+# Secrets never printed (issue 30): a file calls srv_record at its start,
+# which records every pagedb error message the extension makes
+# (pagedb_messages) and lets it add any other output with srv_saw (the
+# shell's, a setting read back); srv_scan_secrets NAME SECRETS at its end
+# is a test that none of them holds one of SECRETS (keys, tokens, the
+# authorization of a metadata service) or a piece of a signed request.
+set ::srv_seen {}
+proc srv_record {} { pagedb_messages -record 1 }
+proc srv_saw {text} { lappend ::srv_seen $text; return $text }
+proc srv_scan_secrets {name secrets} {
+  set ::srv_secrets $secrets
+  do_test $name {
+    set texts [concat [pagedb_messages] $::srv_seen [list [pagedb_remote_stats]]]
+    set found {}
+    foreach text $texts {
+      foreach s $::srv_secrets {
+        if {$s ne "" && [string first $s $text] >= 0} { lappend found "secret [string range $s 0 3]..." }
+      }
+      foreach w {Signature= Credential= x-amz-security-token Authorization:} {
+        if {[string first $w $text] >= 0} { lappend found $w }
+      }
+    }
+    list [expr {[llength $texts] > 5}] [lsort -unique $found]
+  } {1 {}}
 }

@@ -123,11 +123,40 @@
 
 /* Leave "PAGEDB_NAME: MSG" in the interpreter and errorCode
 ** {PAGEDB PAGEDB_NAME}; return TCL_ERROR. */
+/* While recording (pagedb_messages -record 1), every error message is
+** kept too, for a test to scan (creds.test, remote.test: no secret in
+** any message).  One interpreter per test process. */
+static Tcl_Obj *recorded;
+
 int pdbError(Tcl_Interp *interp, int rc, const char *msg){
   const char *name = pagedb_errname(rc);
   Tcl_SetObjResult(interp, Tcl_ObjPrintf("%s: %s", name, msg ? msg : "(no message)"));
+  if( recorded ) Tcl_ListObjAppendElement(interp, recorded, Tcl_GetObjResult(interp));
   Tcl_SetErrorCode(interp, "PAGEDB", name, (char *)NULL);
   return TCL_ERROR;
+}
+
+/* pagedb_messages -record 0|1: start (cleared) or stop recording;
+** pagedb_messages: the messages recorded, a list. */
+static int messagesCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  (void)cd;
+  int on;
+  if( objc == 3 && strcmp(Tcl_GetString(objv[1]), "-record") == 0 ){
+    if( Tcl_GetBooleanFromObj(interp, objv[2], &on) ) return TCL_ERROR;
+    if( recorded ) Tcl_DecrRefCount(recorded);
+    recorded = NULL;
+    if( on ){
+      recorded = Tcl_NewListObj(0, 0);
+      Tcl_IncrRefCount(recorded);
+    }
+    return TCL_OK;
+  }
+  if( objc != 1 ){
+    Tcl_WrongNumArgs(interp, 1, objv, "?-record BOOL?");
+    return TCL_ERROR;
+  }
+  Tcl_SetObjResult(interp, recorded ? Tcl_DuplicateObj(recorded) : Tcl_NewListObj(0, 0));
+  return TCL_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1366,7 +1395,7 @@ static int remoteStatsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *
   Tcl_Obj *d = Tcl_NewDictObj();
 #define RS(f) Tcl_DictObjPut(interp, d, Tcl_NewStringObj(#f, -1), Tcl_NewWideIntObj(c.f))
   RS(requests); RS(bytes); RS(retries); RS(failures); RS(chunk_fetches);
-  RS(chunk_hits); RS(chunk_bad); RS(evictions); RS(uncached);
+  RS(chunk_hits); RS(chunk_bad); RS(evictions); RS(uncached); RS(cred_refreshes); RS(cred_refresh_failures);
 #undef RS
   Tcl_SetObjResult(interp, d);
   return TCL_OK;
@@ -1422,6 +1451,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_version", versionCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_handles", handlesCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_remote_stats", remoteStatsCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_messages", messagesCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_check_null", checkNullCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_kill9", kill9Cmd, 0, 0);
   Tclfault_Init(interp);

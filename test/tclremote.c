@@ -8,8 +8,9 @@
 **   pagedb_config_remote NAME -unset     -> forget (NULL, or -1)
 **
 ** NAME is cache_dir, cache_bytes, cache_chunk, timeout, retries,
-** connections, s3_endpoint, s3_region, ca_bundle, push_part_bytes or
-** push_parallel.  A failing call is a Tcl error whose errorCode is
+** connections, s3_endpoint, s3_region, ca_bundle, push_part_bytes,
+** push_parallel, s3_access_key_id, s3_secret_access_key, s3_session_token
+** or s3_profile.  A failing call is a Tcl error whose errorCode is
 ** {PAGEDB PAGEDB_NAME}, with GETREMOTE's message when it gives one.
 */
 #include "tclpagedb.h"
@@ -32,6 +33,10 @@ static const struct {
   { "ca_bundle", PAGEDB_CONFIG_CA_BUNDLE, 1 },
   { "push_part_bytes", PAGEDB_CONFIG_PUSH_PART_BYTES, 0 },
   { "push_parallel", PAGEDB_CONFIG_PUSH_PARALLEL, 0 },
+  { "s3_access_key_id", PAGEDB_CONFIG_S3_ACCESS_KEY_ID, 1 },
+  { "s3_secret_access_key", PAGEDB_CONFIG_S3_SECRET_ACCESS_KEY, 1 },
+  { "s3_session_token", PAGEDB_CONFIG_S3_SESSION_TOKEN, 1 },
+  { "s3_profile", PAGEDB_CONFIG_S3_PROFILE, 1 },
 };
 
 static int configRemoteCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){

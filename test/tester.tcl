@@ -63,6 +63,17 @@ if {![info exists ::env(PAGEDB_TCLLIB)]} {
 }
 load $::env(PAGEDB_TCLLIB) Tclpagedb
 
+# No test asks a metadata service it did not start (an S3 open that finds
+# no other credentials would ask the instance's, at 169.254.169.254), nor
+# reads the credentials and profiles of the machine's user (~/.aws).
+set ::env(AWS_EC2_METADATA_DISABLED) true
+foreach v {AWS_CONTAINER_CREDENTIALS_FULL_URI AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_PROFILE
+           AWS_DEFAULT_PROFILE} {
+  unset -nocomplain ::env($v)
+}
+set ::env(AWS_SHARED_CREDENTIALS_FILE) /nonexistent/pagedb-test/aws-credentials
+set ::env(AWS_CONFIG_FILE) /nonexistent/pagedb-test/aws-config
+
 # PAGEDB_VFS=fault runs a whole file through the fault VFS (unarmed, it
 # passes every call through): a check of the VFS layer's plumbing.
 if {[info exists ::env(PAGEDB_VFS)] && $::env(PAGEDB_VFS) eq "fault"} {

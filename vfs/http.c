@@ -25,6 +25,12 @@
 **      reset, a timeout, a truncated body) is retried at most
 **      PAGEDB_REMOTE_RETRIES times with exponential backoff, so a fetch
 **      ends within (retries + 1) x (timeout + 2 s).
+**   4. S3 credentials (creds.c) are fetched again before they expire, by
+**      the first request set up after they are due (rmt_setup), under the
+**      object's credentials lock: every request of every thread is signed
+**      with one whole set.  A header list a refresh replaces may be in use
+**      by a request in flight, so it is kept until the object is closed.
+**      Secrets are never put into a message (the source is named).
 **
 ** Bodies go to a buffer per range (rmt_fetch, rmt_fetch_each) or, piece
 ** by piece as curl receives them, to a sink (rmt_fetch_sink: the cache
@@ -65,9 +71,14 @@ struct RmtObject {
   char *key;                /* url, validator and size: the cache's key */
   int s3;
   char *sigv4;              /* "aws:amz:REGION:s3" */
-  char *userpwd;            /* "KEY:SECRET" */
+  char *userpwd;            /* "KEY:SECRET" (under cmu) */
   char *cainfo;             /* the CA bundle for TLS, or NULL: libcurl's */
-  struct curl_slist *hdrs;  /* signing and If-Match headers */
+  struct curl_slist *hdrs;  /* signing and If-Match headers (under cmu) */
+  RmtCreds *creds;          /* S3: the credentials signed with (under cmu) */
+  long long due;            /* when to fetch them again (0 never), under cmu */
+  long long retry_at;       /* after a failed refresh, not before this */
+  struct Retired *retired;  /* header lists replaced by a refresh */
+  pthread_mutex_t cmu;      /* guards the credentials (invariant 4) */
   uint64_t size;
   char etag[256];           /* "" when the server gives none */
   char lastmod[128];
@@ -77,6 +88,12 @@ struct RmtObject {
   pthread_mutex_t mu;       /* guards idle */
   Conn *idle;
 };
+
+/* A header list replaced while requests may still use it: freed at close. */
+typedef struct Retired {
+  struct Retired *next;
+  struct curl_slist *l;
+} Retired;
 
 typedef RmtResp Resp;
 
@@ -121,6 +138,92 @@ static int url_escape(char *out, size_t cap, const char *s) {
   return 1;
 }
 
+/* Wipe and free secret S. */
+static void free_secret(char *s) {
+  if (!s) return;
+  explicit_bzero(s, strlen(s));
+  pdb_free(s);
+}
+
+/* O's header list: the S3 payload and token headers (from O's
+** credentials), then If-Match when O has an ETag.  NULL when there are
+** none or out of memory (*NOMEM). */
+static struct curl_slist *build_hdrs(RmtObject *o, int *nomem) {
+  struct curl_slist *l = NULL, *t;
+  char hdr[RMT_TOKEN_MAX + 64];
+  *nomem = 0;
+  if (o->s3) {
+    if (!(l = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD"))) return *nomem = 1, NULL;
+    if (o->creds->token[0]) {
+      snprintf(hdr, sizeof hdr, "x-amz-security-token: %s", o->creds->token);
+      t = curl_slist_append(l, hdr);
+      explicit_bzero(hdr, sizeof hdr);
+      if (!t) return curl_slist_free_all(l), *nomem = 1, NULL;
+      l = t;
+    }
+  }
+  if (o->etag[0]) {
+    snprintf(hdr, sizeof hdr, "If-Match: %s", o->etag);
+    if (!(t = curl_slist_append(l, hdr))) return curl_slist_free_all(l), *nomem = 1, NULL;
+    l = t;
+  }
+  return l;
+}
+
+/* Make O's signing (userpwd, headers) from its credentials, keeping the
+** header list replaced (invariant 4).  0 when out of memory (O as it
+** was).  Caller holds cmu, or O is not shared yet. */
+static int sign_with(RmtObject *o) {
+  size_t n = strlen(o->creds->id) + strlen(o->creds->secret) + 2;
+  char *up = pdb_malloc(n);
+  Retired *r = o->hdrs ? pdb_malloc(sizeof *r) : NULL;
+  int nomem = 0;
+  struct curl_slist *l = up && (r || !o->hdrs) ? build_hdrs(o, &nomem) : NULL;
+  if (!up || (o->hdrs && !r) || !l) {
+    free_secret(up);
+    pdb_free(r);
+    curl_slist_free_all(l);
+    return 0;
+  }
+  snprintf(up, n, "%s:%s", o->creds->id, o->creds->secret);
+  free_secret(o->userpwd);
+  o->userpwd = up;
+  if (o->hdrs) {
+    r->l = o->hdrs;
+    r->next = o->retired;
+    o->retired = r;
+  }
+  o->hdrs = l;
+  return 1;
+}
+
+/* S3: fetch O's credentials again when they are due (invariant 4).  A
+** failed refresh keeps the credentials (they may still be good) and is
+** tried again after 10 s.  Caller holds cmu. */
+static void refresh_due(RmtObject *o) {
+  long long now = (long long)time(NULL);
+  if (!o->due || now < o->due || now < o->retry_at) return;
+  RmtCreds *n = pdb_malloc(sizeof *n);
+  char why[512];
+  if (n) *n = *o->creds;
+  if (n && rmt_creds_refresh(n, why, sizeof why) == 0) {
+    RmtCreds *old = o->creds;
+    o->creds = n;
+    if (sign_with(o)) {
+      explicit_bzero(old, sizeof *old);
+      pdb_free(old);
+      o->due = rmt_creds_due(o->creds);
+      atomic_fetch_add(&rmt_stats.cred_refreshes, 1);
+      return;
+    }
+    o->creds = old;
+  }
+  if (n) explicit_bzero(n, sizeof *n);
+  pdb_free(n);
+  atomic_fetch_add(&rmt_stats.cred_refresh_failures, 1);
+  o->retry_at = now + 10;
+}
+
 /* Fill O's url and signing from its path. */
 static int parse(RmtObject *o, char *msg, size_t cap) {
   const char *p = o->path;
@@ -141,15 +244,11 @@ static int parse(RmtObject *o, char *msg, size_t cap) {
     snprintf(msg, cap, "%s: an S3 path is s3://BUCKET/KEY", p);
     return PAGEDB_CANTOPEN;
   }
-  const char *id = getenv("AWS_ACCESS_KEY_ID"), *secret = getenv("AWS_SECRET_ACCESS_KEY");
-  if (!id || !*id || !secret || !*secret) {
-    snprintf(msg, cap, "%s: no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", p);
-    return PAGEDB_CANTOPEN;
-  }
   char region[256], endpoint[4096];
-  int rc = pdb_rconf_str(PAGEDB_CONFIG_S3_REGION, region, sizeof region, msg, cap);
-  if (rc == PAGEDB_OK) rc = pdb_rconf_str(PAGEDB_CONFIG_S3_ENDPOINT, endpoint, sizeof endpoint, msg, cap);
+  if (!(o->creds = pdb_malloc(sizeof *o->creds))) return PAGEDB_NOMEM;
+  int rc = rmt_creds_find(p, o->creds, region, sizeof region, endpoint, sizeof endpoint, msg, cap);
   if (rc != PAGEDB_OK) return rc;
+  o->due = rmt_creds_due(o->creds);
   char url[8192];
   int blen = (int)(slash - bucket);
   if (*endpoint) {
@@ -168,25 +267,13 @@ static int parse(RmtObject *o, char *msg, size_t cap) {
     snprintf(msg, cap, "%s: S3 region '%.64s': not a region name (letters, digits, '-')", p, region);
     return PAGEDB_CANTOPEN;
   }
-  char sig[128], hdr[4096];
+  char sig[128];
   snprintf(sig, sizeof sig, "aws:amz:%.64s:s3", region);
   o->s3 = 1;
   o->url = pdb_strdup(url);
   o->sigv4 = pdb_strdup(sig);
-  o->userpwd = pdb_malloc(strlen(id) + strlen(secret) + 2);
-  if (!o->url || !o->sigv4 || !o->userpwd) return PAGEDB_NOMEM;
-  sprintf(o->userpwd, "%s:%s", id, secret);
-  struct curl_slist *l = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-  const char *token = getenv("AWS_SESSION_TOKEN");
-  if (l && token && *token) {
-    snprintf(hdr, sizeof hdr, "x-amz-security-token: %s", token);
-    struct curl_slist *t = curl_slist_append(l, hdr);
-    if (!t) curl_slist_free_all(l);
-    l = t;
-  }
-  if (!l) return PAGEDB_NOMEM;
-  o->hdrs = l;
-  return PAGEDB_OK;
+  if (!o->url || !o->sigv4) return PAGEDB_NOMEM;
+  return sign_with(o) ? PAGEDB_OK : PAGEDB_NOMEM;
 }
 
 /* --- one request ---------------------------------------------------------- */
@@ -255,10 +342,16 @@ void rmt_setup(RmtObject *o, void *easy, RmtResp *h, char *err) {
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
   if (o->cainfo) curl_easy_setopt(e, CURLOPT_CAINFO, o->cainfo);
   err[0] = 0;
+  /* The credentials and the headers that go with them, as one set
+  ** (invariant 4): curl copies USERPWD; the list stays until close. */
+  pthread_mutex_lock(&o->cmu);
   if (o->s3) {
+    refresh_due(o);
     curl_easy_setopt(e, CURLOPT_AWS_SIGV4, o->sigv4);
     curl_easy_setopt(e, CURLOPT_USERPWD, o->userpwd);
   }
+  if (o->hdrs) curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs);
+  pthread_mutex_unlock(&o->cmu);
 }
 
 /* --- open ----------------------------------------------------------------- */
@@ -273,12 +366,20 @@ void rmt_close(RmtObject *o) {
     pdb_free(c);
   }
   curl_slist_free_all(o->hdrs);
+  for (Retired *r = o->retired, *next; r; r = next) {
+    next = r->next;
+    curl_slist_free_all(r->l);
+    pdb_free(r);
+  }
+  if (o->creds) explicit_bzero(o->creds, sizeof *o->creds);
+  pdb_free(o->creds);
+  pthread_mutex_destroy(&o->cmu);
   pthread_mutex_destroy(&o->mu);
   pdb_free(o->path);
   pdb_free(o->url);
   pdb_free(o->key);
   pdb_free(o->sigv4);
-  pdb_free(o->userpwd);
+  free_secret(o->userpwd);
   pdb_free(o->cainfo);
   pdb_free(o);
 }
@@ -290,6 +391,7 @@ static int target(const char *path, RmtObject **out, char *msg, size_t cap) {
   RmtObject *o = pdb_calloc(1, sizeof *o);
   if (!o) return PAGEDB_NOMEM;
   pthread_mutex_init(&o->mu, NULL);
+  pthread_mutex_init(&o->cmu, NULL);
   /* pagedb_config, else the environment, else the defaults (rconfig.c). */
   int64_t timeout, retries, flight;
   char ca[4096];
@@ -328,7 +430,6 @@ static int target(const char *path, RmtObject **out, char *msg, size_t cap) {
 int rmt_target(const char *path, RmtObject **out, char *msg, size_t cap) { return target(path, out, msg, cap); }
 const char *rmt_fetch_url(const RmtObject *o) { return o->url; }
 int rmt_is_s3(const RmtObject *o) { return o->s3; }
-void *rmt_headers(const RmtObject *o) { return o->hdrs; }
 int rmt_retries(const RmtObject *o) { return o->retries; }
 
 int rmt_tls_failure(int cc) {
@@ -441,7 +542,6 @@ void rmt_head_ahead(const char *const *paths, int n) {
     rmt_setup(o[i], e[i], &h[i], err[i]);
     curl_easy_setopt(e[i], CURLOPT_NOBODY, 1L);
     curl_easy_setopt(e[i], CURLOPT_PRIVATE, (void *)(intptr_t)i);
-    if (o[i]->hdrs) curl_easy_setopt(e[i], CURLOPT_HTTPHEADER, o[i]->hdrs);
     if (o[i]->timeout_ms > timeout) timeout = o[i]->timeout_ms;
     if (curl_multi_add_handle(m, e[i]) != CURLM_OK) {
       curl_easy_cleanup(e[i]);
@@ -493,7 +593,6 @@ int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
     memset(&h, 0, sizeof h);
     rmt_setup(o, e, &h, err);
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    if (o->hdrs) curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs);
     CURLcode cc = curl_easy_perform(e);
     status = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
@@ -517,8 +616,9 @@ int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
       snprintf(msg, cap, "%s: no such %s (HTTP 404 from %s)", path, o->s3 ? "bucket or key" : "object", o->url);
       rc = PAGEDB_CANTOPEN_NOENT;
     } else if (status == 403 || status == 401) {
-      snprintf(msg, cap, "%s: access denied (HTTP %ld from %s)%s", path, status, o->url,
-               o->s3 ? ": check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION" : "");
+      snprintf(msg, cap, "%s: access denied (HTTP %ld from %s)%s%s%s", path, status, o->url,
+               o->s3 ? ": check the credentials (from " : "", o->s3 ? o->creds->source : "",
+               o->s3 ? ") and the region" : "");
       rc = PAGEDB_CANTOPEN;
     } else if (status != 200) {
       snprintf(msg, cap, "%s: HEAD %s answered HTTP %ld", path, o->url, status);
@@ -535,12 +635,13 @@ int rmt_open(const char *path, RmtObject **out, char *msg, size_t cap) {
     o->size = (uint64_t)len;
     snprintf(o->etag, sizeof o->etag, "%s", h.etag);
     snprintf(o->lastmod, sizeof o->lastmod, "%s", h.lastmod);
-    char hdr[320];
-    snprintf(hdr, sizeof hdr, "If-Match: %s", o->etag);
-    if (o->etag[0]) {
-      struct curl_slist *l = curl_slist_append(o->hdrs, hdr);
-      if (!l) rc = PAGEDB_NOMEM;
-      else o->hdrs = l;
+    /* If-Match from now on (invariant 1); the object is not shared yet. */
+    int nomem = 0;
+    struct curl_slist *l = o->etag[0] ? build_hdrs(o, &nomem) : NULL;
+    if (nomem) rc = PAGEDB_NOMEM;
+    if (l) {
+      curl_slist_free_all(o->hdrs);
+      o->hdrs = l;
     }
     size_t kl = strlen(o->url) + strlen(o->etag) + strlen(o->lastmod) + 64;
     if (rc == PAGEDB_OK && (o->key = pdb_malloc(kl)))
@@ -736,7 +837,6 @@ static int fetch(RmtObject *o, RmtRange *r, int n, void (*each)(void *ctx, int i
       if (sink) curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
       curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
       curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-      if (o->hdrs) curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs);
       curl_easy_setopt(e, CURLOPT_PRIVATE, (void *)(intptr_t)s);
       curl_multi_add_handle(c->multi, e);
       slot_of[s] = i;

@@ -60,6 +60,9 @@ int pdb_rconf_set(int op, va_list ap);
 int pdb_rconf_get(va_list ap);
 int pdb_rconf_num(int op, int64_t *v, char *msg, size_t cap);
 int pdb_rconf_str(int op, char *buf, size_t cap, char *msg, size_t mcap);
+/* pdb_rconf_str, and where the value comes from into *SRC ("pagedb_config",
+** a variable's name, or "default"). */
+int pdb_rconf_str_src(int op, char *buf, size_t cap, const char **src, char *msg, size_t mcap);
 
 /*
 ** Why the calling thread's latest failed open failed, when errno cannot

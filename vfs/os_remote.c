@@ -652,5 +652,7 @@ int pagedb_remote_stats(pagedb_remote_counters *out) {
   out->chunk_bad = atomic_load(&rmt_stats.chunk_bad);
   out->evictions = atomic_load(&rmt_stats.evictions);
   out->uncached = atomic_load(&rmt_stats.uncached);
+  out->cred_refreshes = atomic_load(&rmt_stats.cred_refreshes);
+  out->cred_refresh_failures = atomic_load(&rmt_stats.cred_refresh_failures);
   return PAGEDB_OK;
 }

@@ -15,6 +15,9 @@
 **      (MAX_STR bytes with the terminator), so a setting costs no memory
 **      pagedb counts and can be made before pagedb_initialize.
 **   4. Thread-safe: one mutex guards the values set; readers copy out.
+**   5. A secret is never given back: GETREMOTE of the secret key or the
+**      session token says only whether one is set ("(set)", or ""); a
+**      secret that is replaced or unset is wiped from its buffer.
 */
 #include "os.h"
 
@@ -51,6 +54,13 @@ static const Setting kSettings[] = {
   { PAGEDB_CONFIG_CA_BUNDLE, K_STR, { "CURL_CA_BUNDLE", "SSL_CERT_FILE" }, 0, 0, 0, 0, 1 },
   { PAGEDB_CONFIG_PUSH_PART_BYTES, K_SIZE, { "PAGEDB_PUSH_PART_BYTES" }, 5ll << 20, 5ll << 30, 32ll << 20, 0, 0 },
   { PAGEDB_CONFIG_PUSH_PARALLEL, K_INT, { "PAGEDB_PUSH_PARALLEL" }, 1, 16, 4, 0, 0 },
+  /* Credentials: set by pagedb_config only here (the environment's
+  ** AWS_ACCESS_KEY_ID and the rest are read as a pair by creds.c, after
+  ** these); the secret and the token are never given back (invariant 5). */
+  { PAGEDB_CONFIG_S3_ACCESS_KEY_ID, K_STR, { NULL }, 0, 0, 0, 0, 0 },
+  { PAGEDB_CONFIG_S3_SECRET_ACCESS_KEY, K_STR, { NULL }, 0, 0, 0, 0, 0 },
+  { PAGEDB_CONFIG_S3_SESSION_TOKEN, K_STR, { NULL }, 0, 0, 0, 0, 0 },
+  { PAGEDB_CONFIG_S3_PROFILE, K_STR, { "AWS_PROFILE", "AWS_DEFAULT_PROFILE" }, 0, 0, 0, 0, 0 },
 };
 #define NSET ((int)(sizeof kSettings / sizeof kSettings[0]))
 
@@ -91,9 +101,9 @@ int pdb_rconf_set(int op, va_list ap) {
   pthread_mutex_lock(&mu);
   if (t->kind == K_STR) {
     const char *s = va_arg(ap, const char *);
-    if (!s) isset[i] = 0;
+    if (!s) isset[i] = 0, explicit_bzero(str[i], sizeof str[i]);
     else if ((!*s && !t->empty_ok) || strlen(s) >= MAX_STR) rc = PAGEDB_MISUSE;
-    else memcpy(str[i], s, strlen(s) + 1), isset[i] = 1;
+    else explicit_bzero(str[i], sizeof str[i]), memcpy(str[i], s, strlen(s) + 1), isset[i] = 1;
   } else {
     int64_t v = va_arg(ap, int64_t);
     if (v == -1) isset[i] = 0;
@@ -177,6 +187,13 @@ int pdb_rconf_str(int op, char *buf, size_t cap, char *msg, size_t mcap) {
   return resolve(i, &v, buf, cap, &src, msg, mcap);
 }
 
+int pdb_rconf_str_src(int op, char *buf, size_t cap, const char **src, char *msg, size_t mcap) {
+  int64_t v;
+  int i = find(op);
+  assert(i >= 0 && kSettings[i].kind == K_STR);
+  return resolve(i, &v, buf, cap, src, msg, mcap);
+}
+
 int pdb_rconf_get(va_list ap) {
   int op = va_arg(ap, int);
   char *buf = va_arg(ap, char *);
@@ -190,7 +207,9 @@ int pdb_rconf_get(va_list ap) {
   int rc = resolve(i, &v, s, sizeof s, &src, buf, cap);
   if (source) *source = src;
   if (rc != PAGEDB_OK) return rc;
-  if (kSettings[i].kind == K_STR) snprintf(buf, cap, "%s", s);
+  int secret = op == PAGEDB_CONFIG_S3_SECRET_ACCESS_KEY || op == PAGEDB_CONFIG_S3_SESSION_TOKEN;
+  if (kSettings[i].kind == K_STR) snprintf(buf, cap, "%s", secret && s[0] ? "(set)" : s);
   else snprintf(buf, cap, "%lld", (long long)v);
+  explicit_bzero(s, sizeof s);
   return PAGEDB_OK;
 }

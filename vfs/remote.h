@@ -45,6 +45,8 @@ typedef struct RmtStats {
   _Atomic int64_t chunk_bad;    /* cached chunks rejected (damaged, truncated, foreign) */
   _Atomic int64_t evictions;    /* chunk files evicted to keep the bound */
   _Atomic int64_t uncached;     /* chunks held in memory: no room in the cache */
+  _Atomic int64_t cred_refreshes;        /* expiring credentials fetched again */
+  _Atomic int64_t cred_refresh_failures; /* refreshes that failed (the old kept) */
 } RmtStats;
 extern RmtStats rmt_stats;
 
@@ -110,6 +112,32 @@ typedef struct RmtSink {
 } RmtSink;
 int rmt_fetch_sink(RmtObject *o, RmtRange *r, int n, const RmtSink *sink, void *ctx, char *msg, size_t cap);
 
+/* S3 credentials and where they came from (creds.c). */
+#define RMT_ID_MAX 256
+#define RMT_SECRET_MAX 256
+#define RMT_TOKEN_MAX 8192
+#define RMT_CREDS_STATIC 0      /* pagedb_config, the environment, a profile */
+#define RMT_CREDS_CONTAINER 1   /* the container's credentials service */
+#define RMT_CREDS_IMDS 2        /* the instance metadata service */
+typedef struct RmtCreds {
+  char id[RMT_ID_MAX];
+  char secret[RMT_SECRET_MAX];
+  char token[RMT_TOKEN_MAX];    /* "" none */
+  long long expires;            /* Unix seconds; 0 never */
+  int kind;
+  char source[640];             /* where from, for messages: never a secret */
+} RmtCreds;
+/* Find PATH's credentials, region (RCAP bytes) and endpoint (ECAP bytes)
+** in the AWS tools' order (creds.c): PAGEDB_CANTOPEN with MSG (naming
+** sources and files, never a secret) when there are none or a source is
+** bad, PAGEDB_NOMEM. */
+int rmt_creds_find(const char *path, RmtCreds *c, char *region, size_t rcap, char *endpoint, size_t ecap, char *msg,
+                   size_t cap);
+/* When C should be fetched again (Unix seconds), 0 never. */
+long long rmt_creds_due(const RmtCreds *c);
+/* Fetch C again from its service: 0, or -1 with WHY (C unchanged). */
+int rmt_creds_refresh(RmtCreds *c, char *why, size_t cap);
+
 /* A response's headers of interest (rmt_setup fills them). */
 typedef struct RmtResp {
   char etag[256];
@@ -123,10 +151,9 @@ typedef struct RmtResp {
 int rmt_target(const char *path, RmtObject **out, char *msg, size_t cap);
 /* Set curl easy handle EASY up for a request to O's URL: timeouts, S3
 ** signing, response headers into H, curl's error text into ERR (of
-** CURL_ERROR_SIZE).  The caller adds method, headers (rmt_headers) and
-** body. */
+** CURL_ERROR_SIZE), the object's headers (signing, If-Match).  The caller
+** adds method and body. */
 void rmt_setup(RmtObject *o, void *easy, RmtResp *h, char *err);
-void *rmt_headers(const RmtObject *o);     /* a struct curl_slist *, or NULL */
 const char *rmt_fetch_url(const RmtObject *o);
 int rmt_is_s3(const RmtObject *o);
 int rmt_retries(const RmtObject *o);

@@ -124,7 +124,6 @@ static void prepare(RmtObject *o, CURL *e, const char *method, const char *url, 
   rmt_setup(o, e, h, err);
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-  if (rmt_headers(o)) curl_easy_setopt(e, CURLOPT_HTTPHEADER, (struct curl_slist *)rmt_headers(o));
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_got);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, g);
   if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
