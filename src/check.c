@@ -347,7 +347,8 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
   if (!e->z) return PAGEDB_OK;
   /* A larger recorded length cannot be right, and is not worth a buffer. */
   int ok = 0;
-  if (e->raw <= codec_max_raw(e->len)) {
+  int codec = k->db->fields[e->field].codec;
+  if (e->raw <= codec_max_raw(codec, e->len)) {
     if (e->raw > k->zcap) {
       size_t cap;
       uint8_t *b = pdb_buf_alloc((size_t)e->raw, &cap);
@@ -358,7 +359,7 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
       k->zbuf = b;
       k->zcap = cap;
     }
-    ok = codec_decompress(src, (size_t)e->len, k->zbuf, (size_t)e->raw);
+    ok = codec_decompress(codec, NULL, src, (size_t)e->len, k->zbuf, (size_t)e->raw);
   }
   if (!ok)
     report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': its %" PRIu64 " compressed bytes at offset %"

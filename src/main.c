@@ -1234,7 +1234,8 @@ int pagedb_field_add_aligned(pagedb *db, const char *name, int type, int codec, 
   if (!codec_check(type, codec, &codec))
     return pdb_err(db, &db->err, PAGEDB_MISUSE,
                    "%s: field '%s': codec %d (kind %d, level %d) is not one for a %s field: use PAGEDB_CODEC_NONE, or for"
-                   " BYTES/TEXT PAGEDB_CODEC_LZ4 (level 0..65537) or PAGEDB_CODEC_LZ4HC (level 0..12)",
+                   " BYTES/TEXT PAGEDB_CODEC_LZ4 (level 0..65537), PAGEDB_CODEC_LZ4HC (level 0..12) or PAGEDB_CODEC_ZSTD[_DICT]"
+                   " (level -131072..22)",
                    db->path, name, codec, PAGEDB_CODEC_KIND(codec), PAGEDB_CODEC_LEVEL_OF(codec),
                    type == PAGEDB_INT ? "INT" : type == PAGEDB_REAL ? "REAL" : "BYTES/TEXT");
   for (int i = 0; i < db->nfield; i++)
@@ -1323,6 +1324,30 @@ int pagedb_field_type(pagedb *db, int i) {
 
 int pagedb_field_codec(pagedb *db, int i) {
   return db && i >= 0 && i < db->nfield ? db->fields[i].codec : -1;
+}
+
+void pagedb_codec_name(int codec, char *out, size_t n) {
+  if (out && n > 0) codec_name(codec, out, n);
+}
+
+int pagedb_codec_parse(const char *name, int *codec) {
+  if (!name || !codec) return PAGEDB_MISUSE;
+  /* A bare kind is its default level (the catalog always spells it). */
+  char full[48];
+  if (!strchr(name, ':') && strcmp(name, "none") != 0 && strlen(name) < 16) {
+    snprintf(full, sizeof full, "%s:0", name);
+    int c;
+    for (int k = 1; k <= PAGEDB_CODEC_ZSTD_DICT; k++) {
+      char kn[32];
+      codec_name(PAGEDB_CODEC_LEVEL(k, 1), kn, sizeof kn);
+      if (strncmp(kn, name, strlen(name)) == 0 && kn[strlen(name)] == ':' && codec_check(PAGEDB_BYTES, k, &c)) {
+        *codec = c;
+        return PAGEDB_OK;
+      }
+    }
+    return PAGEDB_MISUSE;
+  }
+  return codec_parse(name, codec) ? PAGEDB_OK : PAGEDB_MISUSE;
 }
 
 int pagedb_field_align(pagedb *db, int i) {

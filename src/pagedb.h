@@ -224,18 +224,29 @@ PAGEDB_API const char *pagedb_errmsg(pagedb *db);
 
 /*
 ** Codecs for BYTES and TEXT fields, with a level in the bits above the low
-** eight: PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 12).  A writer compresses
-** each value in its own thread; a value that does not shrink is stored as
-** given (and read without any decompression).  Level 0 means the codec's
-** default.
+** eight: PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 12), or with a negative
+** level PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_ZSTD, -5) (the codec is then a
+** negative int, never -1).  A writer compresses each value in its own
+** thread; a value that does not shrink is stored as given (and read without
+** any decompression).  Level 0 means the codec's default.
+**
+** PAGEDB_CODEC_ZSTD_DICT compresses each value alone with a dictionary of
+** its field, trained by ZDICT from the field's first values (they are
+** stored as given while it learns) or given by pagedb_field_dict_set; the
+** dictionaries live in the catalog and every value names the one it was
+** compressed with (pagedb_field_dict_train, doc/format.md).
 */
 #define PAGEDB_CODEC_NONE   0   /* stored as given */
 #define PAGEDB_CODEC_LZ4    1   /* liblz4; level: acceleration 1..65537 (default
                                 ** 1; higher is faster and compresses less) */
 #define PAGEDB_CODEC_LZ4HC  2   /* liblz4 high compression; level 1..12 (default 9) */
-#define PAGEDB_CODEC_LEVEL(codec, level)  ((codec) | ((level) << 8))
+#define PAGEDB_CODEC_ZSTD   3   /* libzstd; level ZSTD_minCLevel()..22, not 0
+                                ** (default 3; negative levels are faster) */
+#define PAGEDB_CODEC_ZSTD_DICT 4 /* libzstd with the field's dictionary; levels
+                                ** as PAGEDB_CODEC_ZSTD */
+#define PAGEDB_CODEC_LEVEL(codec, level)  ((codec) | (int)((unsigned)(level) << 8))
 #define PAGEDB_CODEC_KIND(codec)          ((codec) & 0xff)
-#define PAGEDB_CODEC_LEVEL_OF(codec)      ((codec) >> 8)
+#define PAGEDB_CODEC_LEVEL_OF(codec)      ((codec) >> 8)   /* arithmetic shift */
 
 #define PAGEDB_MIN_PAGE_SIZE   (64u << 10)   /* 64 KiB */
 #define PAGEDB_MAX_PAGE_SIZE   (1u << 30)    /* 1 GiB */
@@ -333,6 +344,18 @@ PAGEDB_API int pagedb_field_count(pagedb *db);
 PAGEDB_API const char *pagedb_field_name(pagedb *db, int i);
 PAGEDB_API int pagedb_field_type(pagedb *db, int i);
 PAGEDB_API int pagedb_field_codec(pagedb *db, int i);
+
+/*
+** A codec's name, as the catalog, the shell and Python spell it: "none",
+** "lz4:1", "lz4hc:9", "zstd:3", "zstd:-5", "zstd-dict:19".
+** pagedb_codec_name writes the name of CODEC into OUT (N bytes, 32 are
+** always enough), "unknown(...)" for one it does not know.
+** pagedb_codec_parse sets *CODEC from NAME ("zstd" alone is the default
+** level; a level must be one the codec has) and returns PAGEDB_OK, or
+** PAGEDB_MISUSE for a name it does not know.  Both are thread safe.
+*/
+PAGEDB_API void pagedb_codec_name(int codec, char *out, size_t n);
+PAGEDB_API int pagedb_codec_parse(const char *name, int *codec);
 /* The alignment of field I's stored values in bytes: G, the largest any
 ** BYTES or TEXT field asked for (pagedb_field_add_aligned), for a BYTES or
 ** TEXT field; 1 for an INT or REAL field, and for every field of a dataset

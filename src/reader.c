@@ -237,7 +237,7 @@ static int verify(pagedb_reader *r, int64_t id, int f, const uint64_t *s, const 
 static int inflate(pagedb_reader *r, int64_t id, int f, const uint64_t *s, const uint8_t *src, uint8_t *dst) {
   const uint64_t *x = slot_cext(s, r->db->nfield, f);
   uint64_t raw = slot_get(s, r->db->nfield, f), len = x[0] & ~SLOT_Z;
-  if (codec_decompress(src, len, dst, raw)) return PAGEDB_OK;
+  if (codec_decompress(r->db->fields[f].codec, NULL, src, len, dst, raw)) return PAGEDB_OK;
   return pdb_err(r->db, &r->err, PAGEDB_CORRUPT,
                  "%s: sample %lld, field '%s': %llu compressed bytes do not decompress to the %llu bytes recorded",
                  r->db->path, (long long)id, r->db->fields[f].name, (unsigned long long)len, (unsigned long long)raw);

@@ -323,6 +323,7 @@ static int compress_value(pagedb_writer *w, int codec, const void *data, size_t 
   if (w->zstate_size < need) {
     void *st = pdb_calloc(1, need);
     if (!st) return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory compressing sample %lld", (long long)w->cur[0]);
+    codec_state_clear(w->zstate);
     pdb_free(w->zstate);
     w->zstate = st;
     w->zstate_size = need;
@@ -336,7 +337,7 @@ static int compress_value(pagedb_writer *w, int codec, const void *data, size_t 
     w->zcap = cap;
   }
   /* Room for n - 1 bytes: only a value that shrinks comes back compressed. */
-  *stored = codec_compress(codec, w->zstate, data, n, w->zbuf, n - 1);
+  *stored = codec_compress(codec, w->zstate, NULL, data, n, w->zbuf, n - 1);
   if (*stored == 0) *stored = n;
   return PAGEDB_OK;
 }
@@ -570,6 +571,7 @@ int api_writer_free(pagedb_writer *w, pdb_msg *out) {
   pdb_buf_free(w->buf);
   pdb_buf_free(w->spare);
   pdb_buf_free(w->zbuf);
+  codec_state_clear(w->zstate);
   pdb_free(w->zstate);
   pdb_free(w->cur);
   pdb_free(w);

@@ -636,9 +636,11 @@ static int parseType(Tcl_Interp *interp, Tcl_Obj *o, int *pType){
   return TCL_OK;
 }
 
-/* CODEC: a number, or none | lz4 | lz4hc, optionally :LEVEL. */
+/* CODEC: a number, or none | lz4 | lz4hc | zstd | zstd-dict, optionally
+** :LEVEL (any integer: pagedb_field_add judges it, so tests can give bad
+** levels). */
 static int parseCodec(Tcl_Interp *interp, Tcl_Obj *o, int *pCodec){
-  static const char *az[] = {"none", "lz4", "lz4hc", 0};
+  static const char *az[] = {"none", "lz4", "lz4hc", "zstd", "zstd-dict", 0};
   const char *z = Tcl_GetString(o), *colon = strchr(z, ':');
   int i, level = 0;
   if( Tcl_GetIntFromObj(0, o, pCodec) == TCL_OK ) return TCL_OK;
@@ -658,14 +660,11 @@ static int parseCodec(Tcl_Interp *interp, Tcl_Obj *o, int *pCodec){
   return TCL_OK;
 }
 
-/* The codec's name as DB fields reports it: none, lz4:LEVEL, lz4hc:LEVEL. */
+/* The codec's name as DB fields reports it: none, lz4:LEVEL, zstd:LEVEL... */
 static Tcl_Obj *codecName(int codec){
-  switch( PAGEDB_CODEC_KIND(codec) ){
-    case PAGEDB_CODEC_NONE: return Tcl_NewStringObj("none", -1);
-    case PAGEDB_CODEC_LZ4: return Tcl_ObjPrintf("lz4:%d", PAGEDB_CODEC_LEVEL_OF(codec));
-    case PAGEDB_CODEC_LZ4HC: return Tcl_ObjPrintf("lz4hc:%d", PAGEDB_CODEC_LEVEL_OF(codec));
-  }
-  return Tcl_ObjPrintf("unknown(%d)", codec);
+  char z[48];
+  pagedb_codec_name(codec, z, sizeof z);
+  return Tcl_NewStringObj(z, -1);
 }
 
 /*

@@ -78,14 +78,7 @@ static double median(double *v, int n) {
   return v[n / 2];
 }
 
-static int parse_codec(const char *s, int *codec) {
-  int kind = !strncmp(s, "none", 4) ? PAGEDB_CODEC_NONE : !strncmp(s, "lz4hc", 5) ? PAGEDB_CODEC_LZ4HC
-           : !strncmp(s, "lz4", 3) ? PAGEDB_CODEC_LZ4 : -1;
-  if (kind < 0) return -1;
-  const char *colon = strchr(s, ':');
-  *codec = PAGEDB_CODEC_LEVEL(kind, colon ? atoi(colon + 1) : 0);
-  return 0;
-}
+static int parse_codec(const char *s, int *codec) { return pagedb_codec_parse(s, codec) == PAGEDB_OK ? 0 : -1; }
 
 static void path_of(char *out, size_t n, const char *codec) {
   snprintf(out, n, "%s/zbench-%.31s.pagedb", gDir, codec);   /* codec names are under 32 bytes */
