@@ -550,7 +550,8 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   sqlite3_stmt *st;
   int rc = prepare(c, m, c->w,
                    "SELECT type, name FROM sqlite_schema WHERE NOT ("
-                   " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample'))"
+                   " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample', 'pagedb_dict'))"
+                   " OR (type = 'index' AND name = 'sqlite_autoindex_pagedb_dict_1' AND tbl_name = 'pagedb_dict')"
                    " OR (type = 'view' AND name IN ('extent', 'sample_info'))"
                    " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
                    /* user tables and their indexes (pagedb_sql_user); not virtual tables */

@@ -356,6 +356,37 @@ PAGEDB_API int pagedb_field_codec(pagedb *db, int i);
 */
 PAGEDB_API void pagedb_codec_name(int codec, char *out, size_t n);
 PAGEDB_API int pagedb_codec_parse(const char *name, int *codec);
+
+/*
+** Dictionaries of a field with codec PAGEDB_CODEC_ZSTD_DICT (issue 28).
+**
+** Such a field learns its dictionary from its first values: it keeps a
+** copy of SAMPLES values (at most 128 KiB of each; default 2000), stores
+** them as given meanwhile, and the writer whose value completes the set
+** trains a dictionary of at most SIZE bytes (default 112 KiB) with ZDICT
+** in its own thread; later values are compressed with it.  (A vacuum that
+** names the field's codec compresses the first ones too: pagedb_vacuum.)
+** The dictionary is stored in the catalog by the commit that stores the
+** first values using it.  Values name the dictionary they were made with,
+** so a field may change dictionaries and every value stays readable.
+**
+** pagedb_field_dict_train(db, field, samples, size): learn a new
+** dictionary from the next SAMPLES values (0: the default) of at most SIZE
+** bytes (0: the default; else 1 KiB to 64 MiB); the current one stays in
+** use until it is made.  pagedb_field_dict_set(db, field, dict, n): make
+** the N bytes at DICT, a zstd dictionary (zstd --train, ZDICT; copied),
+** the field's dictionary from the next value on.  Both: PAGEDB_OK;
+** PAGEDB_RANGE (no such field); PAGEDB_MISUSE (not a zstd-dict field; a
+** bad size; DICT is no zstd dictionary); PAGEDB_READONLY; PAGEDB_NOMEM.
+** Thread safe with writers.
+**
+** pagedb_field_dicts(db, field, ids, sizes, cap): the number of
+** dictionaries FIELD has (stored, and made since the last commit), newest
+** first, the first CAP of them in IDS and SIZES; -1 for a bad argument.
+*/
+PAGEDB_API int pagedb_field_dict_train(pagedb *db, int field, unsigned samples, size_t size);
+PAGEDB_API int pagedb_field_dict_set(pagedb *db, int field, const void *dict, size_t n);
+PAGEDB_API int pagedb_field_dicts(pagedb *db, int field, uint32_t *ids, size_t *sizes, int cap);
 /* The alignment of field I's stored values in bytes: G, the largest any
 ** BYTES or TEXT field asked for (pagedb_field_add_aligned), for a BYTES or
 ** TEXT field; 1 for an INT or REAL field, and for every field of a dataset
