@@ -310,6 +310,61 @@ void dict_committed(pagedb *db, int ok) {
   }
 }
 
+int dict_import(pagedb *db, pdb_msg *m, int field, pagedb *other, int ofield, int make_current) {
+  pthread_mutex_lock(&db->dict_mu);
+  int rc = PAGEDB_OK;
+  const char *name = db->fields[field].name;
+  PdbDict *newest = NULL;
+  for (PdbDict *o = dict_list(other); o && rc == PAGEDB_OK; o = o->next) {
+    if (o->field != ofield) continue;
+    if (o->bad[0]) {
+      rc = pdb_err(db, m, PAGEDB_CORRUPT, "%s: field '%s': dictionary %u is damaged: %s", other->path,
+                   other->fields[ofield].name, o->id, o->bad);
+      break;
+    }
+    const PdbDict *have = dict_find(db, field, o->id);
+    if (have) {
+      /* The same dictionary (an earlier attach of the same data): shared. */
+      if (have->n != o->n || have->sum != o->sum || memcmp(have->bytes, o->bytes, o->n) != 0)
+        rc = pdb_err(db, m, PAGEDB_MISMATCH, "%s: field '%s' has another dictionary with id %u than %s has", db->path,
+                     name, o->id, other->path);
+      if (!newest) newest = (PdbDict *)have;
+      continue;
+    }
+    PdbDict *d = pdb_calloc(1, sizeof *d);
+    uint8_t *b = pdb_malloc(o->n);
+    if (!d || !b) {
+      pdb_free(d);
+      pdb_free(b);
+      rc = pdb_err(db, m, PAGEDB_NOMEM, "%s: out of memory copying field '%s''s dictionary %u", db->path, name, o->id);
+      break;
+    }
+    memcpy(b, o->bytes, o->n);
+    d->field = field;
+    d->id = o->id;
+    d->bytes = b;
+    d->n = o->n;
+    d->sum = o->sum;
+    prepare(d, PAGEDB_CODEC_LEVEL_OF(db->fields[field].codec), 0);
+    publish(db, d);
+    if (!newest) newest = d;   /* OTHER's list is newest first */
+  }
+  if (rc == PAGEDB_OK && make_current && newest) {
+    if (!newest->cdict) newest->cdict = codec_cdict(newest->bytes, newest->n, PAGEDB_CODEC_LEVEL_OF(db->fields[field].codec));
+    if (!newest->cdict) {
+      rc = pdb_err(db, m, PAGEDB_NOMEM, "%s: out of memory preparing field '%s''s dictionary %u", db->path, name,
+                   newest->id);
+    } else {
+      atomic_store_explicit(&db->dict_cur[field], newest, memory_order_release);
+      free_learn(db->learn[field]);
+      db->learn[field] = NULL;
+      atomic_store(&db->learning[field], 0);
+    }
+  }
+  pthread_mutex_unlock(&db->dict_mu);
+  return rc;
+}
+
 /* --- the API ------------------------------------------------------------------------ */
 
 static int dict_field(pagedb *db, int field, const char *what) {

@@ -36,6 +36,14 @@ const PdbDict *dict_find(pagedb *db, int field, uint32_t id);
 ** damaged), set on M. */
 int dict_for_read(pagedb *db, pdb_msg *m, int64_t id, int field, const void *src, size_t len, const void **ddict);
 
+/* Bring every dictionary of field OFIELD of OTHER into field FIELD of DB,
+** with its id (an id DB's field has already: the same bytes are shared,
+** others are PAGEDB_MISMATCH), to be stored by DB's next commit; with
+** MAKE_CURRENT OTHER's newest becomes the one DB's writers use.  A damaged
+** one of OTHER is PAGEDB_CORRUPT.  Dictionaries brought before a failure
+** stay (the next commit stores them; no value names them). */
+int dict_import(pagedb *db, pdb_msg *m, int field, pagedb *other, int ofield, int make_current);
+
 /* In commit: store the dictionaries not yet in the catalog in its open
 ** transaction; dict_committed after it commits marks them stored. */
 int dict_stage(pagedb *db, pdb_msg *m);

@@ -993,6 +993,7 @@ int api_reopen(pagedb *db) {
   pager_close(db->pager);
   cat_close(db->cat);
   idx_free(db->idx);
+  dict_free_all(db);        /* no reader is open: nothing uses them */
   db->pager = NULL;
   db->cat = NULL;
   db->idx = NULL;

@@ -586,7 +586,8 @@ PAGEDB_API int pagedb_delete(pagedb *db, int64_t id);
 ** samples and unfilled page ends take.  Every sample keeps its id and every
 ** field: scalars, missing fields, and the stored bytes of BYTES and TEXT
 ** values copied as they are, compressed or not, with their checksums
-** (nothing is recompressed; a value whose bytes no longer match its
+** (nothing is recompressed, a field's zstd dictionaries go along with
+** their ids; a value whose bytes no longer match its
 ** checksum stops the vacuum with PAGEDB_CORRUPT, naming it).  The pages
 ** are packed from page 0 by two threads, each copying half of the samples
 ** in file order.  PAGE_SIZE 0 keeps the page size; otherwise it is the new
@@ -624,6 +625,23 @@ PAGEDB_API int pagedb_delete(pagedb *db, int64_t id);
 ** message names as standing.
 */
 PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
+
+/*
+** pagedb_vacuum, changing the codec of N fields as it copies (issue 28):
+** field FIELDS[i] (a name) gets codec CODECS[i] in the new dataset, and each
+** of its values is decompressed (checked) and compressed anew with it by
+** the copying threads; a value that does not shrink is stored as given.
+** The way to compress an existing dataset, or to give a field a
+** dictionary trained on all of it: a field recoded to
+** PAGEDB_CODEC_ZSTD_DICT gets one trained first from its first 2000
+** values in file order, and every value is compressed with it (naming a
+** field with its own zstd-dict codec trains a new one).  Other fields are
+** copied as stored, their dictionaries with them.  N 0 is pagedb_vacuum.
+** Results: as pagedb_vacuum, and PAGEDB_RANGE (no field of that name),
+** PAGEDB_MISUSE (a codec the field cannot have; N < 0; NULL arrays).
+*/
+PAGEDB_API int pagedb_vacuum_recode(pagedb *db, const char *dest, size_t page_size, int n, const char *const *fields,
+                                    const int *codecs);
 
 /* ------------------------------------------------------------------ */
 /* Pushing to and pulling from object storage                          */

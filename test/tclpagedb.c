@@ -677,19 +677,26 @@ static Tcl_Obj *codecName(int codec){
 ** passed through).  -length returns only the length (IDS NULL); -cap N
 ** passes an array of N entries instead of the length the first call gave.
 */
-/* DB vacuum ?DEST? ?-page-size N?: pagedb_vacuum (DEST NULL when absent). */
+/* DB vacuum ?DEST? ?-page-size N? ?-codec FIELD CODEC ...?: pagedb_vacuum
+** (DEST NULL when absent), pagedb_vacuum_recode with -codec. */
 static int dbVacuum(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
   const char *zDest = 0;
   int64_t pageSize = 0;
-  int i, rc;
+  int i, rc, nRe = 0;
+  const char *azField[16];
+  int aCodec[16];
   for(i = 2; i < objc; i++){
     const char *z = Tcl_GetString(objv[i]);
     if( strcmp(z, "-page-size") == 0 && i + 1 < objc ){
       if( getInt64(interp, objv[++i], &pageSize) ) return TCL_ERROR;
+    }else if( strcmp(z, "-codec") == 0 && i + 2 < objc && nRe < 16 ){
+      azField[nRe] = Tcl_GetString(objv[++i]);
+      if( parseCodec(interp, objv[++i], &aCodec[nRe]) ) return TCL_ERROR;
+      nRe++;
     }else if( z[0] != '-' && zDest == 0 ){
       zDest = z;
     }else{
-      Tcl_WrongNumArgs(interp, 2, objv, "?DEST? ?-page-size N?");
+      Tcl_WrongNumArgs(interp, 2, objv, "?DEST? ?-page-size N? ?-codec FIELD CODEC ...?");
       return TCL_ERROR;
     }
   }
@@ -697,7 +704,8 @@ static int dbVacuum(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
     Tcl_SetObjResult(interp, Tcl_NewStringObj("-page-size must be >= 0", -1));
     return TCL_ERROR;
   }
-  rc = pagedb_vacuum(p->db, zDest, (size_t)pageSize);
+  rc = nRe ? pagedb_vacuum_recode(p->db, zDest, (size_t)pageSize, nRe, azField, aCodec)
+           : pagedb_vacuum(p->db, zDest, (size_t)pageSize);
   if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(p->db));
   return TCL_OK;
 }
