@@ -412,6 +412,21 @@ int pagedb_field_dict_set(pagedb *db, int field, const void *dict, size_t n) {
   return rc;
 }
 
+int pagedb_field_dict_get(pagedb *db, int field, uint32_t id, const void **bytes, size_t *n) {
+  if (!db || !bytes || !n) return PAGEDB_MISUSE;
+  *bytes = NULL;
+  *n = 0;
+  if (field < 0 || field >= db->nfield)
+    return pdb_err(db, &db->err, PAGEDB_RANGE, "%s: pagedb_field_dict_get: no field %d", db->path, field);
+  const PdbDict *d = dict_find(db, field, id);
+  if (!d)
+    return pdb_err(db, &db->err, PAGEDB_NOTFOUND, "%s: field '%s' has no dictionary %u", db->path,
+                   db->fields[field].name, id);
+  *bytes = d->bytes;
+  *n = d->n;
+  return PAGEDB_OK;
+}
+
 int pagedb_field_dicts(pagedb *db, int field, uint32_t *ids, size_t *sizes, int cap) {
   if (!db || field < 0 || field >= db->nfield || cap < 0 || (cap > 0 && (!ids || !sizes))) return -1;
   int n = 0;

@@ -383,10 +383,14 @@ PAGEDB_API int pagedb_codec_parse(const char *name, int *codec);
 ** pagedb_field_dicts(db, field, ids, sizes, cap): the number of
 ** dictionaries FIELD has (stored, and made since the last commit), newest
 ** first, the first CAP of them in IDS and SIZES; -1 for a bad argument.
+** pagedb_field_dict_get(db, field, id, &bytes, &n): the bytes of one
+** (owned by DB, valid until pagedb_close or an in-place pagedb_vacuum):
+** PAGEDB_OK, PAGEDB_RANGE, PAGEDB_NOTFOUND (no such id), PAGEDB_MISUSE.
 */
 PAGEDB_API int pagedb_field_dict_train(pagedb *db, int field, unsigned samples, size_t size);
 PAGEDB_API int pagedb_field_dict_set(pagedb *db, int field, const void *dict, size_t n);
 PAGEDB_API int pagedb_field_dicts(pagedb *db, int field, uint32_t *ids, size_t *sizes, int cap);
+PAGEDB_API int pagedb_field_dict_get(pagedb *db, int field, uint32_t id, const void **bytes, size_t *n);
 /* The alignment of field I's stored values in bytes: G, the largest any
 ** BYTES or TEXT field asked for (pagedb_field_add_aligned), for a BYTES or
 ** TEXT field; 1 for an INT or REAL field, and for every field of a dataset
