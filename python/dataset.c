@@ -185,7 +185,7 @@ void ds_unlink(PyDataset *ds, PdbLink *l) {
 /* ------------------------------------------------------------------ */
 
 static const char *type_names[] = {NULL, "bytes", "text", "int", "real"};
-static const char *codec_names[] = {"none", "lz4", "lz4hc"};
+static const char *codec_names[] = {"none", "lz4", "lz4hc", "zstd", "zstd-dict"};
 
 /* Refresh the cached schema from the handle (GIL held; no schema call can
 ** run: the caller opened the handle or holds ds->lock exclusively). */
@@ -211,7 +211,7 @@ static int schema_load(PyDataset *ds) {
     Py_DECREF(num);
     PyStructSequence_SET_ITEM(f, 0, name);
     PyStructSequence_SET_ITEM(f, 1, PyUnicode_FromString(t >= 1 && t <= 4 ? type_names[t] : "unknown"));
-    PyStructSequence_SET_ITEM(f, 2, PyUnicode_FromString(kind <= 2 ? codec_names[kind] : "unknown"));
+    PyStructSequence_SET_ITEM(f, 2, PyUnicode_FromString(kind <= PAGEDB_CODEC_ZSTD_DICT ? codec_names[kind] : "unknown"));
     PyStructSequence_SET_ITEM(f, 3, PyLong_FromLong(PAGEDB_CODEC_LEVEL_OF(c)));
     if (PyErr_Occurred()) goto fail;
   }
@@ -263,7 +263,9 @@ static int parse_type(PyObject *o) {
   return -1;
 }
 
-/* A codec given as None, 'none', 'lz4', 'lz4hc' (optionally ':LEVEL') or a number. */
+/* A codec given as None, a name pagedb_codec_parse knows ('none', 'lz4',
+** 'lz4hc', 'zstd', 'zstd-dict', optionally ':LEVEL'), or a number; LEVEL
+** applies to a bare name or number. */
 static int parse_codec(PyObject *o, int level, int *codec) {
   if (o == Py_None) {
     *codec = PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_NONE, level);
@@ -278,23 +280,15 @@ static int parse_codec(PyObject *o, int level, int *codec) {
   if (PyUnicode_Check(o)) {
     const char *s = PyUnicode_AsUTF8(o);
     if (!s) return -1;
-    const char *colon = strchr(s, ':');
-    size_t len = colon ? (size_t)(colon - s) : strlen(s);
-    if (colon) {
-      char *end;
-      long l = strtol(colon + 1, &end, 10);
-      if (*end || end == colon + 1 || l < 0 || l > 65537) goto bad;
-      level = (int)l;
+    char full[64];
+    if (!strchr(s, ':') && level != 0 && strlen(s) < 32) {
+      snprintf(full, sizeof full, "%s:%d", s, level);
+      s = full;
     }
-    for (int k = 0; k < 3; k++) {
-      if (strlen(codec_names[k]) == len && strncmp(s, codec_names[k], len) == 0) {
-        *codec = PAGEDB_CODEC_LEVEL(k, level);
-        return 0;
-      }
-    }
+    if (pagedb_codec_parse(s, codec) == PAGEDB_OK) return 0;
   }
-bad:
-  PyErr_Format(PyExc_ValueError, "codec %R: use None, 'none', 'lz4' or 'lz4hc', optionally with ':LEVEL'", o);
+  PyErr_Format(PyExc_ValueError, "codec %R: use None, 'none', 'lz4', 'lz4hc', 'zstd' or 'zstd-dict', optionally"
+               " with ':LEVEL' (a level the codec has)", o);
   return -1;
 }
 

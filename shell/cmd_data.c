@@ -64,28 +64,18 @@ static int parseFieldSpec(ShellState *p, const char *zCmd, char *z, const char *
   }
   *pCodec = PAGEDB_CODEC_NONE;
   if( azPart[2] ){
-    int kind;
-    if( strcasecmp(azPart[2], "none") == 0 ) kind = PAGEDB_CODEC_NONE;
-    else if( strcasecmp(azPart[2], "lz4") == 0 ) kind = PAGEDB_CODEC_LZ4;
-    else if( strcasecmp(azPart[2], "lz4hc") == 0 ) kind = PAGEDB_CODEC_LZ4HC;
-    else{
-      shellError(p, "%s --field %s: unknown codec \"%s\" (none, lz4 or lz4hc)", zCmd, zSpec, azPart[2]);
+    char zc[64];
+    snprintf(zc, sizeof zc, "%s%s%s", azPart[2], azPart[3] ? ":" : "", azPart[3] ? azPart[3] : "");
+    for(char *q = zc; *q && *q != ':'; q++) *q = (char)tolower((unsigned char)*q);
+    if( pagedb_codec_parse(zc, pCodec) != PAGEDB_OK ){
+      shellError(p, "%s --field %s: unknown codec or level \"%s\" (none, lz4[:1..65537], lz4hc[:1..12],"
+                 " zstd[:-131072..22] or zstd-dict[:-131072..22])", zCmd, zSpec, zc);
       goto done;
     }
-    if( kind != PAGEDB_CODEC_NONE && *pType != PAGEDB_BYTES && *pType != PAGEDB_TEXT ){
+    if( *pCodec != PAGEDB_CODEC_NONE && *pType != PAGEDB_BYTES && *pType != PAGEDB_TEXT ){
       shellError(p, "%s --field %s: a codec needs a bytes or text field", zCmd, zSpec);
       goto done;
     }
-    int64_t level = 0;
-    if( azPart[3] ){
-      int64_t max = kind == PAGEDB_CODEC_LZ4 ? 65537 : kind == PAGEDB_CODEC_LZ4HC ? 12 : 0;
-      if( shellInt(azPart[3], &level) || level < 1 || level > max ){
-        shellError(p, "%s --field %s: level \"%s\" out of range for %s (1 to %lld)", zCmd, zSpec,
-                   azPart[3], azPart[2], (long long)max);
-        goto done;
-      }
-    }
-    *pCodec = PAGEDB_CODEC_LEVEL(kind, (int)level);
   }
   *pzName = azPart[0];
   rc = 0;

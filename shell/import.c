@@ -472,22 +472,10 @@ int xfer_import(pagedb *db, const char *source, const XferOpts *o, int64_t *n, c
 /* .import                                                             */
 /* ------------------------------------------------------------------ */
 
-/* Parse CODEC (none, lz4[:L], lz4hc[:L]) into *PC.  0 or -1. */
+/* Parse CODEC (none, lz4[:L], lz4hc[:L], zstd[:L], zstd-dict[:L]) into
+** *PC.  0 or -1. */
 static int parseCodec(const char *z, int *pc){
-  int kind, lmax;
-  const char *zl;
-  if( strcmp(z, "none") == 0 ){ *pc = PAGEDB_CODEC_NONE; return 0; }
-  if( strncmp(z, "lz4hc", 5) == 0 ){ kind = PAGEDB_CODEC_LZ4HC; zl = z + 5; lmax = 12; }
-  else if( strncmp(z, "lz4", 3) == 0 ){ kind = PAGEDB_CODEC_LZ4; zl = z + 3; lmax = 65537; }
-  else return -1;
-  if( *zl == 0 ){ *pc = kind; return 0; }
-  if( *zl != ':' ) return -1;
-  char *end;
-  errno = 0;
-  long l = strtol(zl + 1, &end, 10);
-  if( errno || end == zl + 1 || *end || l < 1 || l > lmax ) return -1;
-  *pc = PAGEDB_CODEC_LEVEL(kind, (int)l);
-  return 0;
+  return pagedb_codec_parse(z, pc) == PAGEDB_OK ? 0 : -1;
 }
 
 

@@ -142,11 +142,7 @@ const char *shellTypeName(int type){
 }
 
 void shellCodecName(int codec, char *buf, size_t cap){
-  int kind = PAGEDB_CODEC_KIND(codec), level = PAGEDB_CODEC_LEVEL_OF(codec);
-  const char *z = kind == PAGEDB_CODEC_NONE ? "none" : kind == PAGEDB_CODEC_LZ4 ? "lz4"
-                : kind == PAGEDB_CODEC_LZ4HC ? "lz4hc" : "?";
-  if( level && kind != PAGEDB_CODEC_NONE ) snprintf(buf, cap, "%s:%d", z, level);
-  else snprintf(buf, cap, "%s", z);
+  pagedb_codec_name(codec, buf, cap);
 }
 
 /* ------------------------------------------------------------------ */

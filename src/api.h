@@ -19,6 +19,35 @@ typedef struct PageRecs {
   uint64_t slots[];         /* d.nsamples slots of db->nw words */
 } PageRecs;
 
+/*
+** A zstd dictionary of a field with codec zstd-dict (dict.c).  Made once,
+** then only read until the handle closes: writers and readers use its
+** prepared forms without a lock.
+*/
+typedef struct PdbDict {
+  struct PdbDict *next;     /* db->dicts, newest first */
+  int field;
+  uint32_t id;              /* as its header and every frame made with it say */
+  uint8_t *bytes;
+  size_t n;
+  uint64_t sum;             /* XXH3-64 of the bytes, as the catalog records */
+  void *cdict, *ddict;      /* prepared (cdict only for the current one) */
+  char bad[96];             /* "" or why its values cannot be read */
+  int stored;               /* in the committed catalog (commit_mu) */
+  int staged;               /* ...in the open catalog transaction */
+} PdbDict;
+
+/* A field learning its next dictionary from the values writers give
+** (dict.c; dict_mu). */
+typedef struct DictLearn {
+  uint8_t *buf;             /* the samples so far, back to back */
+  size_t len, cap;
+  size_t *sizes;
+  unsigned ns, cap_ns;
+  unsigned want;            /* samples to train from */
+  size_t dict_size;         /* the dictionary's size at most */
+} DictLearn;
+
 struct pagedb {
   char *path;
   char *catpath;
@@ -80,6 +109,15 @@ struct pagedb {
   pthread_cond_t wake_cv;
   int wake, stop, thread_on;
   pthread_t thread;
+
+  /* Dictionaries (dict.c).  dict_mu guards learn[] and adding to dicts;
+  ** dicts and dict_cur are read without it (a dictionary is published
+  ** whole and freed only at close). */
+  pthread_mutex_t dict_mu;
+  PdbDict *_Atomic dicts;
+  PdbDict *_Atomic dict_cur[PAGEDB_MAX_FIELDS];   /* writers compress with it */
+  _Atomic int learning[PAGEDB_MAX_FIELDS];        /* learn[f] is set */
+  DictLearn *learn[PAGEDB_MAX_FIELDS];
 
   pdb_msg err;
 };

@@ -35,6 +35,7 @@
 **      (api_commit_runs): no concurrent commit sees part of the attach.
 */
 #include "api.h"
+#include "dict.h"
 #include "os.h"
 
 #include <stdio.h>
@@ -375,6 +376,15 @@ static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
   if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_id);
   rc = plan_ids(a, policy, offset);
   if (rc != PAGEDB_OK) return rc;
+  /* OTHER's dictionaries, with their ids (which its values' frames carry),
+  ** pending in DB before any value that names them: the commit of the
+  ** runs stores them (dict.c invariant 3). */
+  for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
+    if (codec_uses_dict(db->fields[f].codec)) rc = dict_import(db, &a->em, f, a->o, f, 0);
+  if (rc != PAGEDB_OK) {
+    release_ids(a);
+    return rc;
+  }
   if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_offset);
   rc = plan_runs(a);
   /* Given back at every failure from here on, never left behind. */

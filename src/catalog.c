@@ -343,11 +343,12 @@ static int load_fields(Catalog *c, pdb_msg *m, CatField *fields, int *nfield) {
     const char *codec = (const char *)sqlite3_column_text(st, 3);
     int type = type_of((const char *)sqlite3_column_text(st, 2));
     int64_t align = sqlite3_column_int64(st, 4);
+    int cod;
     if (n >= PAGEDB_MAX_FIELDS || sqlite3_column_int64(st, 0) != n) {
       rc = corrupt(c, m, "table field is not numbered 0, 1, 2... (%s)", name ? name : "?");
     } else if (!name || strlen(name) == 0 || strlen(name) > PAGEDB_MAX_NAME || type < 0) {
       rc = corrupt(c, m, "table field has an invalid row for '%s'", name ? name : "?");
-    } else if (codec_parse(codec) < 0 || (codec_parse(codec) != PAGEDB_CODEC_NONE && !is_bytes(type))) {
+    } else if (!codec_parse(codec, &cod) || (cod != PAGEDB_CODEC_NONE && !is_bytes(type))) {
       rc = corrupt(c, m, "field uses codec '%s', which this pagedb does not support", codec ? codec : "?");
     } else if (sqlite3_column_type(st, 4) != SQLITE_INTEGER || align < 1 || align > PAGEDB_MAX_ALIGN
                || (align & (align - 1)) != 0 || (align > 1 && !is_bytes(type))) {
@@ -358,7 +359,7 @@ static int load_fields(Catalog *c, pdb_msg *m, CatField *fields, int *nfield) {
     } else {
       snprintf(fields[n].name, sizeof fields[n].name, "%s", name);
       fields[n].type = type;
-      fields[n].codec = codec_parse(codec);
+      fields[n].codec = cod;
       fields[n].align = (int)align;
       n++;
     }
@@ -549,7 +550,8 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   sqlite3_stmt *st;
   int rc = prepare(c, m, c->w,
                    "SELECT type, name FROM sqlite_schema WHERE NOT ("
-                   " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample'))"
+                   " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample', 'pagedb_dict'))"
+                   " OR (type = 'index' AND name = 'sqlite_autoindex_pagedb_dict_1' AND tbl_name = 'pagedb_dict')"
                    " OR (type = 'view' AND name IN ('extent', 'sample_info'))"
                    " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
                    /* user tables and their indexes (pagedb_sql_user); not virtual tables */
@@ -732,7 +734,7 @@ static const char *extent_of(int codec, int64_t raw, sqlite3_stmt *st, int col, 
   /* A writer keeps a compressed value only if it is smaller, and lz4
   ** cannot have made it from more than codec_max_raw. */
   if (z <= 0 || z >= raw) return "has an impossible compressed length";
-  if ((uint64_t)raw > codec_max_raw((uint64_t)z)) return "has a raw length its compressed bytes cannot expand to";
+  if ((uint64_t)raw > codec_max_raw(codec, (uint64_t)z)) return "has a raw length its compressed bytes cannot expand to";
   x[0] = (uint64_t)z | SLOT_Z;
   return NULL;
 }

@@ -121,6 +121,19 @@ typedef struct CatDel {
 */
 int cat_delete(Catalog *c, pdb_msg *m, const CatDel *dels, size_t n);
 
+/* Table pagedb_dict (catdict.c): call XROW for every row, in the order
+** they were inserted (none when the table does not exist); a row's bytes live until
+** XROW returns, HAS_SUM is 0 when its sum is not an integer.  XROW's
+** failure stops the scan and is returned. */
+int cat_dicts(Catalog *c, pdb_msg *m,
+              int (*xrow)(void *ctx, int64_t field, int64_t id, const void *b, size_t n, int has_sum, int64_t sum),
+              void *ctx);
+
+/* Insert dictionary ID of FIELD (N bytes at B, checksum SUM) in the open
+** write transaction, begun if needed, making the table if need be:
+** durable with it at cat_commit. */
+int cat_put_dict(Catalog *c, pdb_msg *m, int field, uint32_t id, const void *b, size_t n, uint64_t sum);
+
 /* The uuid of the catalog at PATH (a read-only connection of its own). */
 int cat_peek_uuid(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, uint8_t uuid[16]);
 

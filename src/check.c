@@ -27,6 +27,7 @@
 **   4. the index file, when the handle reads the commit checked.
 */
 #include "api.h"
+#include "dict.h"
 #include "os.h"
 
 #include <inttypes.h>
@@ -347,7 +348,24 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
   if (!e->z) return PAGEDB_OK;
   /* A larger recorded length cannot be right, and is not worth a buffer. */
   int ok = 0;
-  if (e->raw <= codec_max_raw(e->len)) {
+  int codec = k->db->fields[e->field].codec;
+  const void *dict = NULL;
+  if (codec_uses_dict(codec)) {
+    /* The dictionary the value names must be in the catalog, intact. */
+    uint32_t did = codec_value_dict(src, (size_t)e->len);
+    const PdbDict *d = did ? dict_find(k->db, e->field, did) : NULL;
+    if (!d || d->bad[0] || !d->ddict) {
+      if (!did)
+        report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': its compressed value names no dictionary",
+               e->id, field_name(k, e->field));
+      else
+        report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': its value names dictionary %" PRIu32
+               ", which is %s", e->id, field_name(k, e->field), did, d ? "damaged" : "not in the catalog");
+      return PAGEDB_OK;
+    }
+    dict = d->ddict;
+  }
+  if (e->raw <= codec_max_raw(codec, e->len)) {
     if (e->raw > k->zcap) {
       size_t cap;
       uint8_t *b = pdb_buf_alloc((size_t)e->raw, &cap);
@@ -358,7 +376,7 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
       k->zbuf = b;
       k->zcap = cap;
     }
-    ok = codec_decompress(src, (size_t)e->len, k->zbuf, (size_t)e->raw);
+    ok = codec_decompress(codec, dict, src, (size_t)e->len, k->zbuf, (size_t)e->raw);
   }
   if (!ok)
     report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': its %" PRIu64 " compressed bytes at offset %"
@@ -644,6 +662,11 @@ int pagedb_check(pagedb *db, int flags, pagedb_check_fn cb, void *ctx, int64_t *
     .db = db, .pager = db->pager, .quick = (flags & PAGEDB_CHECK_QUICK) != 0, .cb = cb, .ctx = ctx,
     .ps = pager_page_size(db->pager), .doff = pager_data_off(db->pager), .committed = -1, .nsample = -1,
   };
+  /* Every dictionary in the catalog intact (dict.c checked each at open). */
+  for (const PdbDict *d = atomic_load(&db->dicts); d; d = d->next)
+    if (d->bad[0])
+      report(&k, -1, -1, d->field, "field '%s': dictionary %" PRIu32 " (%zu bytes) is damaged: %s",
+             db->fields[d->field].name, d->id, d->n, d->bad);
   int rc = run_check(&k);
   pdb_free(k.runs);
   pdb_free(k.ext);

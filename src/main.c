@@ -11,6 +11,7 @@
 ** transaction commits, and only then do the samples become visible.
 */
 #include "api.h"
+#include "dict.h"
 #include "os.h"
 
 #include <ctype.h>
@@ -286,6 +287,8 @@ static int commit_locked(pagedb *db) {
   n -= ndel;
   uint64_t moved = atomic_load_explicit(&db->moved, memory_order_relaxed);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "moved_samples", (int64_t)moved);
+  /* The dictionaries the landed values name (dict.c invariant 3). */
+  if (rc == PAGEDB_OK) rc = dict_stage(db, m);
   /* The data and the index entries synced before the catalog records them
   ** (pager.c invariant 4, dindex.c invariant 2), the two at once; without
   ** an index file, the catalog records none, so that no later open trusts
@@ -295,6 +298,7 @@ static int commit_locked(pagedb *db) {
   if (rc == PAGEDB_OK) rc = sync_data_and_index(db, m, dx, ndel, end, &xm);
   if (rc == PAGEDB_OK) rc = stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, end, n);
+  dict_committed(db, rc == PAGEDB_OK);
   /* A failed catalog sync leaves this commit in doubt: it may be durable
   ** or not, so its pages must never be reused (see catvfs.c). */
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
@@ -954,6 +958,7 @@ static int open_dataset(pagedb *db, int flags) {
   ** process may commit between our statements. */
   if (rc == PAGEDB_OK) rc = cat_snapshot(db->cat, m, 1);
   if (rc == PAGEDB_OK) rc = cat_load(db->cat, m, &meta, db->fields, &db->nfield);
+  if (rc == PAGEDB_OK) rc = dict_load(db, m);
   if (rc != PAGEDB_OK) return rc;
   char a[33], b[33];
   pdb_uuid_hex(meta.uuid, a);
@@ -988,6 +993,7 @@ int api_reopen(pagedb *db) {
   pager_close(db->pager);
   cat_close(db->cat);
   idx_free(db->idx);
+  dict_free_all(db);        /* no reader is open: nothing uses them */
   db->pager = NULL;
   db->cat = NULL;
   db->idx = NULL;
@@ -1005,6 +1011,7 @@ int pagedb_open(const char *path, pagedb **out, int flags, const char *vfs) {
   pthread_mutex_init(&db->mu, NULL);
   pthread_mutex_init(&db->commit_mu, NULL);
   pthread_mutex_init(&db->cat_mu, NULL);
+  pthread_mutex_init(&db->dict_mu, NULL);
   pthread_mutex_init(&db->wake_mu, NULL);
   pthread_cond_init(&db->wake_cv, NULL);
   db->inserted_tail = &db->inserted;
@@ -1075,7 +1082,9 @@ int pagedb_close(pagedb *db) {
   pager_close(db->pager);
   if (!forked) cat_close(db->cat);
   idx_free(db->idx);
+  dict_free_all(db);
   if (!forked) {
+    pthread_mutex_destroy(&db->dict_mu);
     pthread_mutex_destroy(&db->mu);
     pthread_mutex_destroy(&db->commit_mu);
     pthread_mutex_destroy(&db->cat_mu);
@@ -1221,7 +1230,7 @@ int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
   return pagedb_field_add_aligned(db, name, type, codec, PAGEDB_ALIGN_DEFAULT);
 }
 
-int pagedb_field_add_aligned(pagedb *db, const char *name, int type, int codec, int align) {
+static int field_add_aligned(pagedb *db, const char *name, int type, int codec, int align) {
   if (!db) return PAGEDB_MISUSE;
   int rc = field_add_open(db);
   if (rc != PAGEDB_OK) return rc;
@@ -1234,7 +1243,8 @@ int pagedb_field_add_aligned(pagedb *db, const char *name, int type, int codec, 
   if (!codec_check(type, codec, &codec))
     return pdb_err(db, &db->err, PAGEDB_MISUSE,
                    "%s: field '%s': codec %d (kind %d, level %d) is not one for a %s field: use PAGEDB_CODEC_NONE, or for"
-                   " BYTES/TEXT PAGEDB_CODEC_LZ4 (level 0..65537) or PAGEDB_CODEC_LZ4HC (level 0..12)",
+                   " BYTES/TEXT PAGEDB_CODEC_LZ4 (level 0..65537), PAGEDB_CODEC_LZ4HC (level 0..12) or PAGEDB_CODEC_ZSTD[_DICT]"
+                   " (level -131072..22)",
                    db->path, name, codec, PAGEDB_CODEC_KIND(codec), PAGEDB_CODEC_LEVEL_OF(codec),
                    type == PAGEDB_INT ? "INT" : type == PAGEDB_REAL ? "REAL" : "BYTES/TEXT");
   for (int i = 0; i < db->nfield; i++)
@@ -1321,8 +1331,40 @@ int pagedb_field_type(pagedb *db, int i) {
   return db && i >= 0 && i < db->nfield ? db->fields[i].type : -1;
 }
 
+int pagedb_field_add_aligned(pagedb *db, const char *name, int type, int codec, int align) {
+  int rc = field_add_aligned(db, name, type, codec, align);
+  /* A dictionary codec's field starts learning its dictionary. */
+  if (rc == PAGEDB_OK && codec_uses_dict(db->fields[db->nfield - 1].codec))
+    rc = dict_field_added(db, &db->err, db->nfield - 1);
+  return rc;
+}
+
 int pagedb_field_codec(pagedb *db, int i) {
   return db && i >= 0 && i < db->nfield ? db->fields[i].codec : -1;
+}
+
+void pagedb_codec_name(int codec, char *out, size_t n) {
+  if (out && n > 0) codec_name(codec, out, n);
+}
+
+int pagedb_codec_parse(const char *name, int *codec) {
+  if (!name || !codec) return PAGEDB_MISUSE;
+  /* A bare kind is its default level (the catalog always spells it). */
+  char full[48];
+  if (!strchr(name, ':') && strcmp(name, "none") != 0 && strlen(name) < 16) {
+    snprintf(full, sizeof full, "%s:0", name);
+    int c;
+    for (int k = 1; k <= PAGEDB_CODEC_ZSTD_DICT; k++) {
+      char kn[32];
+      codec_name(PAGEDB_CODEC_LEVEL(k, 1), kn, sizeof kn);
+      if (strncmp(kn, name, strlen(name)) == 0 && kn[strlen(name)] == ':' && codec_check(PAGEDB_BYTES, k, &c)) {
+        *codec = c;
+        return PAGEDB_OK;
+      }
+    }
+    return PAGEDB_MISUSE;
+  }
+  return codec_parse(name, codec) ? PAGEDB_OK : PAGEDB_MISUSE;
 }
 
 int pagedb_field_align(pagedb *db, int i) {

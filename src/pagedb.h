@@ -224,18 +224,29 @@ PAGEDB_API const char *pagedb_errmsg(pagedb *db);
 
 /*
 ** Codecs for BYTES and TEXT fields, with a level in the bits above the low
-** eight: PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 12).  A writer compresses
-** each value in its own thread; a value that does not shrink is stored as
-** given (and read without any decompression).  Level 0 means the codec's
-** default.
+** eight: PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 12), or with a negative
+** level PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_ZSTD, -5) (the codec is then a
+** negative int, never -1).  A writer compresses each value in its own
+** thread; a value that does not shrink is stored as given (and read without
+** any decompression).  Level 0 means the codec's default.
+**
+** PAGEDB_CODEC_ZSTD_DICT compresses each value alone with a dictionary of
+** its field, trained by ZDICT from the field's first values (they are
+** stored as given while it learns) or given by pagedb_field_dict_set; the
+** dictionaries live in the catalog and every value names the one it was
+** compressed with (pagedb_field_dict_train, doc/format.md).
 */
 #define PAGEDB_CODEC_NONE   0   /* stored as given */
 #define PAGEDB_CODEC_LZ4    1   /* liblz4; level: acceleration 1..65537 (default
                                 ** 1; higher is faster and compresses less) */
 #define PAGEDB_CODEC_LZ4HC  2   /* liblz4 high compression; level 1..12 (default 9) */
-#define PAGEDB_CODEC_LEVEL(codec, level)  ((codec) | ((level) << 8))
+#define PAGEDB_CODEC_ZSTD   3   /* libzstd; level ZSTD_minCLevel()..22, not 0
+                                ** (default 3; negative levels are faster) */
+#define PAGEDB_CODEC_ZSTD_DICT 4 /* libzstd with the field's dictionary; levels
+                                ** as PAGEDB_CODEC_ZSTD */
+#define PAGEDB_CODEC_LEVEL(codec, level)  ((codec) | (int)((unsigned)(level) << 8))
 #define PAGEDB_CODEC_KIND(codec)          ((codec) & 0xff)
-#define PAGEDB_CODEC_LEVEL_OF(codec)      ((codec) >> 8)
+#define PAGEDB_CODEC_LEVEL_OF(codec)      ((codec) >> 8)   /* arithmetic shift */
 
 #define PAGEDB_MIN_PAGE_SIZE   (64u << 10)   /* 64 KiB */
 #define PAGEDB_MAX_PAGE_SIZE   (1u << 30)    /* 1 GiB */
@@ -333,6 +344,53 @@ PAGEDB_API int pagedb_field_count(pagedb *db);
 PAGEDB_API const char *pagedb_field_name(pagedb *db, int i);
 PAGEDB_API int pagedb_field_type(pagedb *db, int i);
 PAGEDB_API int pagedb_field_codec(pagedb *db, int i);
+
+/*
+** A codec's name, as the catalog, the shell and Python spell it: "none",
+** "lz4:1", "lz4hc:9", "zstd:3", "zstd:-5", "zstd-dict:19".
+** pagedb_codec_name writes the name of CODEC into OUT (N bytes, 32 are
+** always enough), "unknown(...)" for one it does not know.
+** pagedb_codec_parse sets *CODEC from NAME ("zstd" alone is the default
+** level; a level must be one the codec has) and returns PAGEDB_OK, or
+** PAGEDB_MISUSE for a name it does not know.  Both are thread safe.
+*/
+PAGEDB_API void pagedb_codec_name(int codec, char *out, size_t n);
+PAGEDB_API int pagedb_codec_parse(const char *name, int *codec);
+
+/*
+** Dictionaries of a field with codec PAGEDB_CODEC_ZSTD_DICT (issue 28).
+**
+** Such a field learns its dictionary from its first values: it keeps a
+** copy of SAMPLES values (at most 128 KiB of each; default 2000), stores
+** them as given meanwhile, and the writer whose value completes the set
+** trains a dictionary of at most SIZE bytes (default 112 KiB) with ZDICT
+** in its own thread; later values are compressed with it.  (A vacuum that
+** names the field's codec compresses the first ones too: pagedb_vacuum.)
+** The dictionary is stored in the catalog by the commit that stores the
+** first values using it.  Values name the dictionary they were made with,
+** so a field may change dictionaries and every value stays readable.
+**
+** pagedb_field_dict_train(db, field, samples, size): learn a new
+** dictionary from the next SAMPLES values (0: the default) of at most SIZE
+** bytes (0: the default; else 1 KiB to 64 MiB); the current one stays in
+** use until it is made.  pagedb_field_dict_set(db, field, dict, n): make
+** the N bytes at DICT, a zstd dictionary (zstd --train, ZDICT; copied),
+** the field's dictionary from the next value on.  Both: PAGEDB_OK;
+** PAGEDB_RANGE (no such field); PAGEDB_MISUSE (not a zstd-dict field; a
+** bad size; DICT is no zstd dictionary); PAGEDB_READONLY; PAGEDB_NOMEM.
+** Thread safe with writers.
+**
+** pagedb_field_dicts(db, field, ids, sizes, cap): the number of
+** dictionaries FIELD has (stored, and made since the last commit), newest
+** first, the first CAP of them in IDS and SIZES; -1 for a bad argument.
+** pagedb_field_dict_get(db, field, id, &bytes, &n): the bytes of one
+** (owned by DB, valid until pagedb_close or an in-place pagedb_vacuum):
+** PAGEDB_OK, PAGEDB_RANGE, PAGEDB_NOTFOUND (no such id), PAGEDB_MISUSE.
+*/
+PAGEDB_API int pagedb_field_dict_train(pagedb *db, int field, unsigned samples, size_t size);
+PAGEDB_API int pagedb_field_dict_set(pagedb *db, int field, const void *dict, size_t n);
+PAGEDB_API int pagedb_field_dicts(pagedb *db, int field, uint32_t *ids, size_t *sizes, int cap);
+PAGEDB_API int pagedb_field_dict_get(pagedb *db, int field, uint32_t id, const void **bytes, size_t *n);
 /* The alignment of field I's stored values in bytes: G, the largest any
 ** BYTES or TEXT field asked for (pagedb_field_add_aligned), for a BYTES or
 ** TEXT field; 1 for an INT or REAL field, and for every field of a dataset
@@ -532,7 +590,8 @@ PAGEDB_API int pagedb_delete(pagedb *db, int64_t id);
 ** samples and unfilled page ends take.  Every sample keeps its id and every
 ** field: scalars, missing fields, and the stored bytes of BYTES and TEXT
 ** values copied as they are, compressed or not, with their checksums
-** (nothing is recompressed; a value whose bytes no longer match its
+** (nothing is recompressed, a field's zstd dictionaries go along with
+** their ids; a value whose bytes no longer match its
 ** checksum stops the vacuum with PAGEDB_CORRUPT, naming it).  The pages
 ** are packed from page 0 by two threads, each copying half of the samples
 ** in file order.  PAGE_SIZE 0 keeps the page size; otherwise it is the new
@@ -570,6 +629,23 @@ PAGEDB_API int pagedb_delete(pagedb *db, int64_t id);
 ** message names as standing.
 */
 PAGEDB_API int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size);
+
+/*
+** pagedb_vacuum, changing the codec of N fields as it copies (issue 28):
+** field FIELDS[i] (a name) gets codec CODECS[i] in the new dataset, and each
+** of its values is decompressed (checked) and compressed anew with it by
+** the copying threads; a value that does not shrink is stored as given.
+** The way to compress an existing dataset, or to give a field a
+** dictionary trained on all of it: a field recoded to
+** PAGEDB_CODEC_ZSTD_DICT gets one trained first from its first 2000
+** values in file order, and every value is compressed with it (naming a
+** field with its own zstd-dict codec trains a new one).  Other fields are
+** copied as stored, their dictionaries with them.  N 0 is pagedb_vacuum.
+** Results: as pagedb_vacuum, and PAGEDB_RANGE (no field of that name),
+** PAGEDB_MISUSE (a codec the field cannot have; N < 0; NULL arrays).
+*/
+PAGEDB_API int pagedb_vacuum_recode(pagedb *db, const char *dest, size_t page_size, int n, const char *const *fields,
+                                    const int *codecs);
 
 /* ------------------------------------------------------------------ */
 /* Pushing to and pulling from object storage                          */

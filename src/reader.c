@@ -45,6 +45,7 @@
 ** for every kind of read, never PAGEDB_NOTFOUND and never another sample.
 */
 #include "api.h"
+#include "dict.h"
 
 #include <stdio.h>
 
@@ -237,7 +238,13 @@ static int verify(pagedb_reader *r, int64_t id, int f, const uint64_t *s, const 
 static int inflate(pagedb_reader *r, int64_t id, int f, const uint64_t *s, const uint8_t *src, uint8_t *dst) {
   const uint64_t *x = slot_cext(s, r->db->nfield, f);
   uint64_t raw = slot_get(s, r->db->nfield, f), len = x[0] & ~SLOT_Z;
-  if (codec_decompress(src, len, dst, raw)) return PAGEDB_OK;
+  int codec = r->db->fields[f].codec;
+  const void *dict = NULL;
+  if (codec_uses_dict(codec)) {
+    int rc = dict_for_read(r->db, &r->err, id, f, src, len, &dict);
+    if (rc != PAGEDB_OK) return rc;
+  }
+  if (codec_decompress(codec, dict, src, len, dst, raw)) return PAGEDB_OK;
   return pdb_err(r->db, &r->err, PAGEDB_CORRUPT,
                  "%s: sample %lld, field '%s': %llu compressed bytes do not decompress to the %llu bytes recorded",
                  r->db->path, (long long)id, r->db->fields[f].name, (unsigned long long)len, (unsigned long long)raw);

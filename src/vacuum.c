@@ -75,6 +75,7 @@
 ** keeps its files in the POSIX file system, as SQLite keeps the catalog.
 */
 #include "api.h"
+#include "dict.h"
 #include "os.h"
 
 #include <errno.h>
@@ -147,6 +148,8 @@ typedef struct Live {
 typedef struct Copy {
   pagedb *db;               /* the dataset copied */
   pagedb *dst;              /* the new one */
+  const int *codec;         /* per field: its codec in DST */
+  uint8_t recode[PAGEDB_MAX_FIELDS];   /* 1: values decoded and put anew */
   Live *s;                  /* the live samples, in file order */
   uint64_t n;
   /* Atomics for counts and flags only: no other memory is published
@@ -175,10 +178,47 @@ static void copy_fail(Copy *c, const pdb_msg *m) {
   atomic_store(&c->stop, 1);
 }
 
+/* A thread's buffer for decompressed values. */
+typedef struct Scratch {
+  uint8_t *buf;
+  size_t cap;
+} Scratch;
+
+/*
+** The raw bytes of a value of field F of sample ID, stored as LEN bytes at
+** AT (Z: compressed, to RAW bytes): *OUT points at them, AT itself or
+** Z's buffer.  Its checksum was checked.
+*/
+static int value_raw(pagedb *db, pdb_msg *m, int64_t id, int f, const uint8_t *at, uint64_t len, int z, uint64_t raw,
+                     Scratch *z_, const uint8_t **out) {
+  *out = at;
+  if (!z) return PAGEDB_OK;
+  int codec = db->fields[f].codec;
+  const void *dict = NULL;
+  int rc = codec_uses_dict(codec) ? dict_for_read(db, m, id, f, at, (size_t)len, &dict) : PAGEDB_OK;
+  if (rc != PAGEDB_OK) return rc;
+  if (raw > z_->cap) {
+    size_t cap;
+    uint8_t *b = pdb_buf_alloc((size_t)raw, &cap);
+    if (!b) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory decompressing sample %lld", (long long)id);
+    pdb_buf_free(z_->buf);
+    z_->buf = b;
+    z_->cap = cap;
+  }
+  if (!codec_decompress(codec, dict, at, (size_t)len, z_->buf, (size_t)raw))
+    return pdb_err(db, m, PAGEDB_CORRUPT, "%s: sample %lld, field '%s': %llu compressed bytes do not decompress to the"
+                   " %llu bytes recorded", db->path, (long long)id, db->fields[f].name, (unsigned long long)len,
+                   (unsigned long long)raw);
+  *out = z_->buf;
+  return PAGEDB_OK;
+}
+
 /* Copy sample L, whose record (stored fields in schema order, each at its
 ** alignment: api_extent) is at REC, through W, which aligns them in the new
-** dataset as its own writes are.  On failure M says what failed. */
-static int copy_sample(Copy *c, pagedb_writer *w, const Live *l, const uint8_t *rec, pdb_msg *m) {
+** dataset as its own writes are; a field being recoded is decoded and put
+** anew (compressed by W with its new codec).  On failure M says what
+** failed. */
+static int copy_sample(Copy *c, pagedb_writer *w, const Live *l, const uint8_t *rec, Scratch *zs, pdb_msg *m) {
   pagedb *db = c->db;
   int nf = db->nfield;
   const uint64_t *s = l->s;
@@ -205,7 +245,17 @@ static int copy_sample(Copy *c, pagedb_writer *w, const Live *l, const uint8_t *
                        " data offset %llu, page %llu)", db->path, id, db->fields[f].name, (unsigned long long)len,
                        (unsigned long long)off, (unsigned long long)(off / pager_page_size(db->pager)));
       }
-      rc = writer_put_stored(w, f, at, (size_t)len, v, (x[0] & SLOT_Z) != 0, x[1]);
+      if (c->recode[f]) {
+        const uint8_t *raw;
+        rc = value_raw(db, m, l->id, f, at, len, (x[0] & SLOT_Z) != 0, v, zs, &raw);
+        if (rc != PAGEDB_OK) {
+          pagedb_sample_cancel(w);
+          return pdb_err(db, m, rc, "cannot vacuum %s: %s", db->path, pdb_msg_text(m));
+        }
+        rc = pagedb_put(w, f, raw, (size_t)v);
+      } else {
+        rc = writer_put_stored(w, f, at, (size_t)len, v, (x[0] & SLOT_Z) != 0, x[1]);
+      }
     }
   }
   if (rc == PAGEDB_OK) rc = pagedb_sample_end(w, NULL);
@@ -224,6 +274,7 @@ static void *copy_share(void *arg) {
   pdb_msg m = { 0 };
   uint8_t *buf = NULL;
   size_t cap = 0;
+  Scratch zs = { NULL, 0 };
   pagedb_writer *w = NULL;
   int rc = pagedb_writer_open(c->dst, &w);
   if (rc != PAGEDB_OK)
@@ -240,7 +291,7 @@ static void *copy_share(void *arg) {
     if (end > start) rc = pager_fetch(db->pager, &m, start, (size_t)(end - start), &buf, &cap, &at);
     if (rc != PAGEDB_OK) rc = pdb_err(db, &m, rc, "cannot vacuum %s: %s", db->path, pdb_msg_text(&m));
     for (uint64_t k = i; k < j && rc == PAGEDB_OK; k++)
-      rc = copy_sample(c, w, &c->s[k], at + (c->s[k].s[1] - start), &m);
+      rc = copy_sample(c, w, &c->s[k], at + (c->s[k].s[1] - start), &zs, &m);
     i = j;
     /* Commit now and then, so that the new dataset's pending runs (a slot
     ** per sample) do not pile up until the end. */
@@ -258,6 +309,7 @@ static void *copy_share(void *arg) {
   }
   if (rc != PAGEDB_OK) copy_fail(c, &m);
   pdb_buf_free(buf);
+  pdb_buf_free(zs.buf);
   return NULL;
 }
 
@@ -274,16 +326,75 @@ static int by_offset(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Create the new dataset at DEST with DB's schema and page size PS. */
-static int create_copy(pagedb *db, const char *dest, uint32_t ps, pagedb **out) {
+/*
+** Train a dictionary for field F of DST from the first values of the live
+** samples of C (file order), decoded, and give it to DST: the field's
+** values are then all compressed with it as they are copied.  Too few
+** values to train from leave DST's field learning as any new field does.
+*/
+static int train_from_values(Copy *c, int f) {
+  pagedb *db = c->db;
+  pdb_msg *m = &db->err;
+  size_t want = PDB_DICT_SAMPLES, cap = 0, len = 0, ns = 0;
+  uint8_t *all = NULL, *buf = NULL;
+  size_t bcap = 0;
+  size_t *sizes = pdb_malloc(want * sizeof *sizes);
+  Scratch zs = { NULL, 0 };
+  int rc = sizes ? PAGEDB_OK : pdb_err(db, m, PAGEDB_NOMEM, "out of memory training a dictionary");
+  int nf = db->nfield;
+  for (uint64_t i = 0; i < c->n && ns < want && rc == PAGEDB_OK; i++) {
+    const uint64_t *s = c->s[i].s;
+    if (!slot_has(s, f)) continue;
+    uint64_t raw = slot_get(s, nf, f), off, l;
+    if (raw == 0) continue;
+    api_extent(db, s, f, &off, &l);
+    const uint8_t *at, *v;
+    rc = pager_fetch(db->pager, m, off, (size_t)l, &buf, &bcap, &at);
+    if (rc == PAGEDB_OK && pdb_sum(at, l) != slot_cext(s, nf, f)[1])
+      rc = pdb_err(db, m, PAGEDB_CORRUPT, "cannot vacuum %s: sample %lld, field '%s' is damaged (checksum mismatch)",
+                   db->path, (long long)c->s[i].id, db->fields[f].name);
+    if (rc == PAGEDB_OK)
+      rc = value_raw(db, m, c->s[i].id, f, at, l, (slot_cext(s, nf, f)[0] & SLOT_Z) != 0, raw, &zs, &v);
+    if (rc != PAGEDB_OK) break;
+    size_t n = raw > (128u << 10) ? (128u << 10) : (size_t)raw;
+    if (len + n > cap) {
+      size_t nc = cap ? cap * 2 : (1u << 20);
+      while (nc < len + n) nc *= 2;
+      uint8_t *b = pdb_realloc(all, nc);
+      if (!b) { rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory training a dictionary"); break; }
+      all = b;
+      cap = nc;
+    }
+    memcpy(all + len, v, n);
+    len += n;
+    sizes[ns++] = n;
+  }
+  uint8_t *dict = rc == PAGEDB_OK ? pdb_malloc(PDB_DICT_SIZE) : NULL;
+  if (dict && ns > 0) {
+    size_t dn = codec_dict_train(dict, PDB_DICT_SIZE, all, sizes, (unsigned)ns, 1, PAGEDB_CODEC_LEVEL_OF(c->codec[f]));
+    if (dn > 0 && (rc = pagedb_field_dict_set(c->dst, f, dict, dn)) != PAGEDB_OK)
+      rc = pdb_err(db, m, rc, "cannot vacuum %s: %s", db->path, pagedb_errmsg(c->dst));
+  }
+  pdb_free(dict);
+  pdb_free(all);
+  pdb_free(sizes);
+  pdb_buf_free(buf);
+  pdb_buf_free(zs.buf);
+  return rc;
+}
+
+/* Create the new dataset at DEST with DB's schema, C's codecs and page
+** size PS; a zstd-dict field copied as stored brings its dictionaries. */
+static int create_copy(pagedb *db, const Copy *c, const char *dest, uint32_t ps, pagedb **out) {
   pdb_msg *m = &db->err;
   int rc = pagedb_open(dest, out, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE,
                        pdb_path_scheme(dest, NULL, 0) ? NULL : db->vfs->zName);
   pagedb *dst = *out;
   if (rc == PAGEDB_OK && ps != pagedb_page_size(dst)) rc = pagedb_set_page_size(dst, ps);
   for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
-    rc = pagedb_field_add_aligned(dst, db->fields[f].name, db->fields[f].type, db->fields[f].codec,
-                                  db->fields[f].align);
+    rc = pagedb_field_add_aligned(dst, db->fields[f].name, db->fields[f].type, c->codec[f], db->fields[f].align);
+  for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
+    if (!c->recode[f] && codec_uses_dict(c->codec[f])) rc = dict_import(dst, &dst->err, f, db, f, 1);
   /* The application's tables in the catalog are part of the dataset. */
   if (rc == PAGEDB_OK) rc = cat_copy_user(db->cat, dst->cat, &dst->err);
   if (rc != PAGEDB_OK)
@@ -296,12 +407,13 @@ static int create_copy(pagedb *db, const char *dest, uint32_t ps, pagedb **out) 
 ** with page size PS; commit and close it.  commit_mu held.  On failure
 ** DEST's files are removed.
 */
-static int copy_into(pagedb *db, const char *dest, uint32_t ps) {
+static int copy_into(pagedb *db, const char *dest, uint32_t ps, const int *codec, const uint8_t *named) {
   pdb_msg *m = &db->err;
   if (dataset_exists(db, dest))
     return pdb_err(db, m, PAGEDB_CANTOPEN, "cannot vacuum %s into %s: it exists (a vacuum writes a new dataset)",
                    db->path, dest);
-  Copy c = { .db = db };
+  Copy c = { .db = db, .codec = codec };
+  for (int f = 0; f < db->nfield; f++) c.recode[f] = named[f] || codec[f] != db->fields[f].codec;
   c.s = pdb_malloc((idx_count(db->idx) ? idx_count(db->idx) : 1) * sizeof *c.s);
   if (!c.s)
     return pdb_err(db, m, PAGEDB_NOMEM, "cannot vacuum %s: out of memory listing %llu samples", db->path,
@@ -313,8 +425,10 @@ static int copy_into(pagedb *db, const char *dest, uint32_t ps) {
   }
   qsort(c.s, c.n, sizeof *c.s, by_offset);
   pagedb *dst = NULL;
-  rc = create_copy(db, dest, ps, &dst);
+  rc = create_copy(db, &c, dest, ps, &dst);
   c.dst = dst;
+  for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
+    if (c.recode[f] && codec_uses_dict(codec[f])) rc = train_from_values(&c, f);
   Share sh[COPY_THREADS];
   int started = 0;
   if (rc == PAGEDB_OK && c.n > 0) {
@@ -390,11 +504,12 @@ static int single_file(pagedb *db, const char *cat) {
 ** The steps of the top comment, with commit_mu and cat_mu held and the
 ** handle idle: VDATA is NAME.vacuum, VCAT NAME.vacuum-catalog.
 */
-static int vacuum_in_place(pagedb *db, uint32_t ps, const char *vdata, const char *vcat) {
+static int vacuum_in_place(pagedb *db, uint32_t ps, const char *vdata, const char *vcat, const int *codec,
+                           const uint8_t *named) {
   pdb_msg *m = &db->err;
   /* (a) */
   if (dataset_exists(db, vdata)) remove_dataset(db, vdata);   /* an earlier failure's */
-  int rc = copy_into(db, vdata, ps);
+  int rc = copy_into(db, vdata, ps, codec, named);
   if (rc != PAGEDB_OK) return rc;
   rc = single_file(db, vcat);
   /* Invariant 6: NAME.vacuum locked before it can become NAME. */
@@ -455,10 +570,32 @@ static int vacuum_in_place(pagedb *db, uint32_t ps, const char *vdata, const cha
 }
 
 int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size) {
+  return pagedb_vacuum_recode(db, dest, page_size, 0, NULL, NULL);
+}
+
+int pagedb_vacuum_recode(pagedb *db, const char *dest, size_t page_size, int n, const char *const *fields,
+                         const int *codecs) {
   if (!db) return PAGEDB_MISUSE;
   pdb_msg *m = &db->err;
   int rc = api_usable(db, m);
   if (rc != PAGEDB_OK) return rc;
+  /* The new dataset's codecs: DB's, but for the fields named. */
+  int codec[PAGEDB_MAX_FIELDS];
+  uint8_t named[PAGEDB_MAX_FIELDS] = { 0 };
+  for (int f = 0; f < db->nfield; f++) codec[f] = db->fields[f].codec;
+  if (n < 0 || (n > 0 && (!fields || !codecs)))
+    return pdb_err(db, m, PAGEDB_MISUSE, "cannot vacuum %s: %d fields to recode%s", db->path, n,
+                   n > 0 ? " given as NULL" : "");
+  for (int i = 0; i < n; i++) {
+    int f = fields[i] ? pagedb_field_index(db, fields[i]) : -1;
+    if (f < 0)
+      return pdb_err(db, m, PAGEDB_RANGE, "cannot vacuum %s: no field named '%s' to recode", db->path,
+                     fields[i] ? fields[i] : "(null)");
+    named[f] = 1;
+    if (!codec_check(db->fields[f].type, codecs[i], &codec[f]))
+      return pdb_err(db, m, PAGEDB_MISUSE, "cannot vacuum %s: codec %d is not one for field '%s'", db->path,
+                     codecs[i], db->fields[f].name);
+  }
   if (!dest && db->readonly)
     return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: it cannot be vacuumed in place (vacuum into a"
                    " new path instead)", db->path);
@@ -469,7 +606,7 @@ int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size) {
                    db->path, page_size, PAGEDB_MIN_PAGE_SIZE, PAGEDB_MAX_PAGE_SIZE);
   if (dest) {
     pthread_mutex_lock(&db->commit_mu);
-    rc = copy_into(db, dest, (uint32_t)page_size);
+    rc = copy_into(db, dest, (uint32_t)page_size, codec, named);
     pthread_mutex_unlock(&db->commit_mu);
     return rc;
   }
@@ -487,7 +624,7 @@ int pagedb_vacuum(pagedb *db, const char *dest, size_t page_size) {
   else if (rc == PAGEDB_OK && db->ndel)
     rc = pdb_err(db, m, PAGEDB_MISUSE, "cannot vacuum %s in place: %zu deletions are not committed (commit first)",
                  db->path, db->ndel);
-  if (rc == PAGEDB_OK) rc = vacuum_in_place(db, (uint32_t)page_size, vdata, vcat);
+  if (rc == PAGEDB_OK) rc = vacuum_in_place(db, (uint32_t)page_size, vdata, vcat, codec, named);
   pthread_mutex_unlock(&db->cat_mu);
   pthread_mutex_unlock(&db->commit_mu);
   pdb_free(vdata);

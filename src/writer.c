@@ -33,6 +33,7 @@
 ** for its writer to come back.
 */
 #include "api.h"
+#include "dict.h"
 
 #include <unistd.h>
 
@@ -314,15 +315,17 @@ int pagedb_sample_begin(pagedb_writer *w, int64_t id) {
 }
 
 /*
-** Compress the N bytes at DATA for a field with CODEC into w->zbuf: *STORED
+** Compress the N bytes at DATA for a field with CODEC (and DICT, its
+** prepared dictionary, or NULL) into w->zbuf: *STORED
 ** receives the compressed size, or N when the value does not shrink (it is
 ** then stored as given, and reads skip decompression).
 */
-static int compress_value(pagedb_writer *w, int codec, const void *data, size_t n, size_t *stored) {
+static int compress_value(pagedb_writer *w, int codec, const void *dict, const void *data, size_t n, size_t *stored) {
   size_t need = codec_state_size(codec);
   if (w->zstate_size < need) {
     void *st = pdb_calloc(1, need);
     if (!st) return pdb_err(w->db, &w->err, PAGEDB_NOMEM, "out of memory compressing sample %lld", (long long)w->cur[0]);
+    codec_state_clear(w->zstate);
     pdb_free(w->zstate);
     w->zstate = st;
     w->zstate_size = need;
@@ -336,7 +339,7 @@ static int compress_value(pagedb_writer *w, int codec, const void *data, size_t 
     w->zcap = cap;
   }
   /* Room for n - 1 bytes: only a value that shrinks comes back compressed. */
-  *stored = codec_compress(codec, w->zstate, data, n, w->zbuf, n - 1);
+  *stored = codec_compress(codec, w->zstate, dict, data, n, w->zbuf, n - 1);
   if (*stored == 0) *stored = n;
   return PAGEDB_OK;
 }
@@ -384,7 +387,10 @@ int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
   size_t stored = n;
   const void *src = data;
   if (PAGEDB_CODEC_KIND(codec) != PAGEDB_CODEC_NONE && n > 1 && codec_fits(n)) {
-    rc = compress_value(w, codec, data, n, &stored);
+    /* A dictionary codec without its dictionary yet stores as given. */
+    const void *dict = NULL;
+    if (codec_uses_dict(codec) && (rc = dict_for_write(w->db, &w->err, field, data, n, &dict)) != PAGEDB_OK) return rc;
+    rc = compress_value(w, codec, dict, data, n, &stored);
     if (rc != PAGEDB_OK) return rc;
     if (stored < n) src = w->zbuf;
   }
@@ -570,6 +576,7 @@ int api_writer_free(pagedb_writer *w, pdb_msg *out) {
   pdb_buf_free(w->buf);
   pdb_buf_free(w->spare);
   pdb_buf_free(w->zbuf);
+  codec_state_clear(w->zstate);
   pdb_free(w->zstate);
   pdb_free(w->cur);
   pdb_free(w);

@@ -33,6 +33,8 @@
 **   pagedb_vfs_find ?NAME? / pagedb_vfs_misuse
 **       The VFS registry: a name lookup; bad registrations' results.
 **
+**   DB dict_train FIELD ?SAMPLES? ?SIZE? | dict_set FIELD BYTES | dicts FIELD
+**      (pagedb_field_dict_train, _set; dicts: {ID SIZE ...}, newest first) |
 **   DB close | field_add NAME TYPE ?CODEC? | field_index NAME | fields |
 **      count | pages | page_size | set_page_size N | commit | errmsg |
 **      path | catalog_path | vfs (pagedb_vfs_name) | index_state | forkread N FIELD | sql SQL | sql_update SQL | sql_user SQL | writer CMD | reader CMD ?-mmap|-copy|N? ?-verify? |
@@ -665,9 +667,11 @@ static int parseType(Tcl_Interp *interp, Tcl_Obj *o, int *pType){
   return TCL_OK;
 }
 
-/* CODEC: a number, or none | lz4 | lz4hc, optionally :LEVEL. */
+/* CODEC: a number, or none | lz4 | lz4hc | zstd | zstd-dict, optionally
+** :LEVEL (any integer: pagedb_field_add judges it, so tests can give bad
+** levels). */
 static int parseCodec(Tcl_Interp *interp, Tcl_Obj *o, int *pCodec){
-  static const char *az[] = {"none", "lz4", "lz4hc", 0};
+  static const char *az[] = {"none", "lz4", "lz4hc", "zstd", "zstd-dict", 0};
   const char *z = Tcl_GetString(o), *colon = strchr(z, ':');
   int i, level = 0;
   if( Tcl_GetIntFromObj(0, o, pCodec) == TCL_OK ) return TCL_OK;
@@ -687,14 +691,11 @@ static int parseCodec(Tcl_Interp *interp, Tcl_Obj *o, int *pCodec){
   return TCL_OK;
 }
 
-/* The codec's name as DB fields reports it: none, lz4:LEVEL, lz4hc:LEVEL. */
+/* The codec's name as DB fields reports it: none, lz4:LEVEL, zstd:LEVEL... */
 static Tcl_Obj *codecName(int codec){
-  switch( PAGEDB_CODEC_KIND(codec) ){
-    case PAGEDB_CODEC_NONE: return Tcl_NewStringObj("none", -1);
-    case PAGEDB_CODEC_LZ4: return Tcl_ObjPrintf("lz4:%d", PAGEDB_CODEC_LEVEL_OF(codec));
-    case PAGEDB_CODEC_LZ4HC: return Tcl_ObjPrintf("lz4hc:%d", PAGEDB_CODEC_LEVEL_OF(codec));
-  }
-  return Tcl_ObjPrintf("unknown(%d)", codec);
+  char z[48];
+  pagedb_codec_name(codec, z, sizeof z);
+  return Tcl_NewStringObj(z, -1);
 }
 
 /*
@@ -705,19 +706,26 @@ static Tcl_Obj *codecName(int codec){
 ** passed through).  -length returns only the length (IDS NULL); -cap N
 ** passes an array of N entries instead of the length the first call gave.
 */
-/* DB vacuum ?DEST? ?-page-size N?: pagedb_vacuum (DEST NULL when absent). */
+/* DB vacuum ?DEST? ?-page-size N? ?-codec FIELD CODEC ...?: pagedb_vacuum
+** (DEST NULL when absent), pagedb_vacuum_recode with -codec. */
 static int dbVacuum(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
   const char *zDest = 0;
   int64_t pageSize = 0;
-  int i, rc;
+  int i, rc, nRe = 0;
+  const char *azField[16];
+  int aCodec[16];
   for(i = 2; i < objc; i++){
     const char *z = Tcl_GetString(objv[i]);
     if( strcmp(z, "-page-size") == 0 && i + 1 < objc ){
       if( getInt64(interp, objv[++i], &pageSize) ) return TCL_ERROR;
+    }else if( strcmp(z, "-codec") == 0 && i + 2 < objc && nRe < 16 ){
+      azField[nRe] = Tcl_GetString(objv[++i]);
+      if( parseCodec(interp, objv[++i], &aCodec[nRe]) ) return TCL_ERROR;
+      nRe++;
     }else if( z[0] != '-' && zDest == 0 ){
       zDest = z;
     }else{
-      Tcl_WrongNumArgs(interp, 2, objv, "?DEST? ?-page-size N?");
+      Tcl_WrongNumArgs(interp, 2, objv, "?DEST? ?-page-size N? ?-codec FIELD CODEC ...?");
       return TCL_ERROR;
     }
   }
@@ -725,7 +733,8 @@ static int dbVacuum(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
     Tcl_SetObjResult(interp, Tcl_NewStringObj("-page-size must be >= 0", -1));
     return TCL_ERROR;
   }
-  rc = pagedb_vacuum(p->db, zDest, (size_t)pageSize);
+  rc = nRe ? pagedb_vacuum_recode(p->db, zDest, (size_t)pageSize, nRe, azField, aCodec)
+           : pagedb_vacuum(p->db, zDest, (size_t)pageSize);
   if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(p->db));
   return TCL_OK;
 }
@@ -1010,12 +1019,14 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     "close", "field_add", "field_index", "fields", "count", "pages", "page_size",
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
     "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
-    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", "vfs", "sql_values", "field_align", 0
+    "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", "vfs", "sql_values", "field_align",
+    "dict_train", "dict_set", "dicts", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
          D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
-         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH, D_VFS, D_SQL_VALUES, D_FIELD_ALIGN };
+         D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH, D_VFS, D_SQL_VALUES, D_FIELD_ALIGN,
+         D_DICT_TRAIN, D_DICT_SET, D_DICTS };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1159,6 +1170,44 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       }
       rc = pagedb_sql_update(db, Tcl_GetString(objv[2]), &n);
       if( rc == PAGEDB_OK ) Tcl_SetObjResult(interp, Tcl_NewWideIntObj(n));
+      break;
+    }
+    case D_DICT_TRAIN: {
+      int ns = 0, size = 0;
+      if( objc < 3 || objc > 5 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "FIELD ?SAMPLES? ?SIZE?");
+        return TCL_ERROR;
+      }
+      if( objc >= 4 && Tcl_GetIntFromObj(interp, objv[3], &ns) ) return TCL_ERROR;
+      if( objc >= 5 && Tcl_GetIntFromObj(interp, objv[4], &size) ) return TCL_ERROR;
+      rc = pagedb_field_dict_train(db, getField(db, objv[2]), (unsigned)ns, (size_t)size);
+      break;
+    }
+    case D_DICT_SET: {
+      int n;
+      if( objc != 4 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "FIELD BYTES");
+        return TCL_ERROR;
+      }
+      const unsigned char *b = Tcl_GetByteArrayFromObj(objv[3], &n);
+      rc = pagedb_field_dict_set(db, getField(db, objv[2]), b, (size_t)n);
+      break;
+    }
+    case D_DICTS: {
+      uint32_t ids[64];
+      size_t sizes[64];
+      if( objc != 3 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "FIELD");
+        return TCL_ERROR;
+      }
+      int n = pagedb_field_dicts(db, getField(db, objv[2]), ids, sizes, 64);
+      if( n < 0 ) return pdbError(interp, PAGEDB_MISUSE, "bad field");
+      Tcl_Obj *pRes = Tcl_NewListObj(0, 0);
+      for(int i = 0; i < n && i < 64; i++){
+        Tcl_ListObjAppendElement(0, pRes, Tcl_NewWideIntObj(ids[i]));
+        Tcl_ListObjAppendElement(0, pRes, Tcl_NewWideIntObj((Tcl_WideInt)sizes[i]));
+      }
+      Tcl_SetObjResult(interp, pRes);
       break;
     }
     case D_SQL_USER: {

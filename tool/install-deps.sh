@@ -7,7 +7,7 @@
 #                                    --enable-fuzzing and make fuzz
 set -e
 PKGS="build-essential autoconf automake libtool pkgconf \
-  libsqlite3-dev sqlite3 liblz4-dev libxxhash-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
+  libsqlite3-dev sqlite3 liblz4-dev libzstd-dev libxxhash-dev liburing-dev tcl tcl-dev libsqlite3-tcl \
   libedit-dev zlib1g-dev expect valgrind fio liblmdb-dev gnuplot-nox man-db groff-base"
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
 # Remote datasets (issue 18): libcurl for the http/https/s3 VFSes; nginx, a

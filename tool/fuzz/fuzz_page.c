@@ -7,8 +7,9 @@
 **
 ** The input:
 **
-**   byte 0        the codec of the round trip below: bit 0 lz4hc (else
-**                 lz4), bits 1..7 its level
+**   byte 0        the codec of the extents: bit 0 lz4hc, level from bits
+**                 1..7; else bit 1 zstd, level from bits 2..7 (-3..22);
+**                 else lz4, level from bits 2..7
 **   byte 1        K: extents (K % 17 of them)
 **   K x 9 bytes   each extent's stored length and raw length (4 bytes
 **                 each, little-endian) and 1 if it is compressed
@@ -43,15 +44,15 @@ static void *xmalloc(size_t n) {
 }
 
 /* A compressed extent SRC[0..LEN) of RAW bytes. */
-static void inflate(const uint8_t *src, size_t len, uint32_t raw) {
+static void inflate(int codec, const uint8_t *src, size_t len, uint32_t raw) {
   if (raw > MAX_RAW) return;
   uint8_t *out = xmalloc(raw);    /* exactly RAW bytes: ASan sees one more */
-  int ok = codec_decompress(src, len, out, raw);
-  if (ok && raw > codec_max_raw(len)) {
+  int ok = codec_decompress(codec, NULL, src, len, out, raw);
+  if (ok && raw > codec_max_raw(codec, len)) {
     fprintf(stderr, "fuzz_page: %zu bytes decompress to %u, more than codec_max_raw allows\n", len, raw);
     abort();
   }
-  if (ok && raw > 0 && codec_decompress(src, len, out, raw - 1)) {
+  if (ok && raw > 0 && codec_decompress(codec, NULL, src, len, out, raw - 1)) {
     fprintf(stderr, "fuzz_page: %zu bytes decompress to both %u and %u bytes\n", len, raw, raw - 1);
     abort();
   }
@@ -78,8 +79,8 @@ static void round_trip(int codec, const uint8_t *src, size_t len) {
   if (len < 2 || len > MAX_ROUNDTRIP) return;
   void *state = compress_state();
   uint8_t *z = xmalloc(len - 1), *back = xmalloc(len);
-  size_t zn = codec_compress(codec, state, src, len, z, len - 1);
-  if (zn > 0 && (!codec_decompress(z, zn, back, len) || memcmp(back, src, len) != 0)) {
+  size_t zn = codec_compress(codec, state, NULL, src, len, z, len - 1);
+  if (zn > 0 && (!codec_decompress(codec, NULL, z, zn, back, len) || memcmp(back, src, len) != 0)) {
     fprintf(stderr, "fuzz_page: %zu bytes compressed to %zu do not decompress to themselves\n", len, zn);
     abort();
   }
@@ -89,8 +90,9 @@ static void round_trip(int codec, const uint8_t *src, size_t len) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
   if (n < 2) return 0;
-  int codec = data[0] & 1 ? PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 1 + (data[0] >> 1) % 12)
-                          : PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4, 1 + (data[0] >> 1));
+  int codec = data[0] & 1   ? PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 1 + (data[0] >> 1) % 12)
+              : data[0] & 2 ? PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_ZSTD, (data[0] >> 2) % 26 - 3)
+                            : PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4, 1 + (data[0] >> 2));
   int k = data[1] % (MAX_EXTENTS + 1);
   const uint8_t *ext = data + 2;
   if (n < 2 + (size_t)k * 9 + PDB_PAGE_HDR) return 0;
@@ -110,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     if (len > used - off) break;
     volatile uint64_t sum = pdb_sum(run + off, len);
     (void)sum;
-    if (ext[8] & 1) inflate(run + off, len, raw);
+    if (ext[8] & 1) inflate(codec, run + off, len, raw);
     else round_trip(codec, run + off, len);
     off += len;
   }
