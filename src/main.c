@@ -958,9 +958,8 @@ static int open_dataset(pagedb *db, int flags) {
   char a[33], b[33];
   pdb_uuid_hex(meta.uuid, a);
   pdb_uuid_hex(pager_uuid(db->pager), b);
-  if (meta.format != PDB_FORMAT)
-    return pdb_err(db, m, PAGEDB_NOTADB_VERSION, "catalog %s has format version %u; this pagedb reads version %u only",
-                   db->catpath, meta.format, PDB_FORMAT);
+  /* cat_load checked meta.format and meta.features. */
+  assert(meta.format == CAT_FORMAT_PLAIN || meta.format == CAT_FORMAT_FEATURES);
   if (strcmp(a, b) != 0)
     return pdb_err(db, m, PAGEDB_NOTADB_MISMATCH,
                    "catalog %s belongs to another data file (dataset %s), not to %s (dataset %s)", db->catpath, a,
