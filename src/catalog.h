@@ -8,6 +8,7 @@
 
 #include "pagedbInt.h"
 #include "pager.h"
+#include "tensor.h"
 
 typedef struct Catalog Catalog;
 
@@ -16,7 +17,14 @@ typedef struct CatField {
   int type;                 /* PAGEDB_BYTES ... PAGEDB_REAL */
   int codec;
   int align;                /* its values' alignment, 1..PAGEDB_MAX_ALIGN (1 for INT, REAL) */
+  TensorDecl tensor;        /* PAGEDB_TENSOR: its declaration (else zeros) */
 } CatField;
+
+/* Whether fields of TYPE are stored in pages (BYTES, TEXT, TENSOR), not in
+** the catalog (INT, REAL). */
+static inline int cat_type_stored(int type) {
+  return type == PAGEDB_BYTES || type == PAGEDB_TEXT || type == PAGEDB_TENSOR;
+}
 
 typedef struct CatMeta {
   uint8_t uuid[16];

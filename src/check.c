@@ -219,7 +219,7 @@ static void check_index_row(Check *k, const CatVal *v, int64_t id, int64_t page,
     const CatVal *c = &v[col];
     int present = c->type != CAT_NULL;
     if (present != slot_has(s, f)) bad = f;
-    if (t == PAGEDB_BYTES || t == PAGEDB_TEXT) {
+    if (cat_type_stored(t)) {
       col += 3;
       if (!present || bad != -2) continue;
       const uint64_t *e = slot_cext(s, nf, f);
@@ -472,6 +472,13 @@ static int sample_value(Check *k, Run *r, int64_t page, int64_t id, int f, const
     *layout = 0;
     return PAGEDB_OK;
   }
+  const CatField *cf = &k->db->fields[f];
+  if (cf->type == PAGEDB_TENSOR && !tensor_len_ok(&cf->tensor, (uint64_t)v[0].i)) {
+    char decl[TENSOR_TEXT_MAX];
+    tensor_format(&cf->tensor, decl);
+    report(k, page, id, f, "sample %" PRId64 ", field '%s': raw length %" PRId64 " does not fit its declaration %s",
+           id, name, v[0].i, decl);
+  }
   /* Each value starts at its field's alignment (api.h, api_extent). */
   uint64_t align = k->db->isbytes[f];
   Ext e = { .off = pdb_align(*at, align), .len = (uint64_t)v[0].i, .raw = (uint64_t)v[0].i, .id = id, .field = f };
@@ -571,7 +578,7 @@ static int sample_row(void *ctx, const CatVal *v, int n) {
   const CatField *fields = k->db->fields;
   for (int f = 0, col = 3; f < k->db->nfield && rc == PAGEDB_OK; f++) {
     int t = fields[f].type;
-    if (t == PAGEDB_BYTES || t == PAGEDB_TEXT) {
+    if (cat_type_stored(t)) {
       rc = sample_value(k, place, page, id, f, &v[col], &at, &layout);
       col += 3;
       continue;

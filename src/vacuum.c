@@ -281,9 +281,12 @@ static int create_copy(pagedb *db, const char *dest, uint32_t ps, pagedb **out) 
                        pdb_path_scheme(dest, NULL, 0) ? NULL : db->vfs->zName);
   pagedb *dst = *out;
   if (rc == PAGEDB_OK && ps != pagedb_page_size(dst)) rc = pagedb_set_page_size(dst, ps);
-  for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
-    rc = pagedb_field_add_aligned(dst, db->fields[f].name, db->fields[f].type, db->fields[f].codec,
-                                  db->fields[f].align);
+  for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++) {
+    const CatField *cf = &db->fields[f];
+    rc = cf->type == PAGEDB_TENSOR ? pagedb_field_add_tensor(dst, cf->name, cf->tensor.dtype, cf->tensor.ndim,
+                                                             cf->tensor.dims, cf->codec, cf->align)
+                                   : pagedb_field_add_aligned(dst, cf->name, cf->type, cf->codec, cf->align);
+  }
   /* The application's tables in the catalog are part of the dataset. */
   if (rc == PAGEDB_OK) rc = cat_copy_user(db->cat, dst->cat, &dst->err);
   if (rc != PAGEDB_OK)
