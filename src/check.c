@@ -338,6 +338,18 @@ static int page_row(void *ctx, const CatVal *v) {
 /* --- 3: the runs and their samples ---------------------------------------- */
 
 /* Check extent E of run R, whose bytes are at P. */
+/* A tensor value with a trailer (two or more variable dimensions): its
+** trailer must fit its length, as a read checks it (RAW: the value). */
+static void check_trailer(Check *k, const Run *r, const Ext *e, const uint8_t *raw) {
+  const CatField *f = &k->db->fields[e->field];
+  if (f->type != PAGEDB_TENSOR || f->tensor.nvar < 2) return;
+  int64_t shape[PAGEDB_TENSOR_MAX_DIMS];
+  uint64_t nb;
+  char why[160];
+  if (tensor_value_shape(&f->tensor, raw, e->raw, shape, &nb, why, sizeof why) != 0)
+    report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': %s", e->id, field_name(k, e->field), why);
+}
+
 static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) {
   const uint8_t *src = p + e->off;
   uint64_t got = pdb_sum(src, e->len);
@@ -345,7 +357,10 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
     report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': checksum mismatch: the catalog records %016"
            PRIx64 ", the %" PRIu64 " stored bytes at offset %" PRIu64 " of the run at page %" PRId64 " hash to %016"
            PRIx64, e->id, field_name(k, e->field), e->sum, e->len, e->off, r->pgno, got);
-  if (!e->z) return PAGEDB_OK;
+  if (!e->z) {
+    check_trailer(k, r, e, src);
+    return PAGEDB_OK;
+  }
   /* A larger recorded length cannot be right, and is not worth a buffer. */
   int ok = 0;
   if (e->raw <= codec_max_raw(e->len)) {
@@ -365,6 +380,8 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
     report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': its %" PRIu64 " compressed bytes at offset %"
            PRIu64 " of the run at page %" PRId64 " do not decompress to the %" PRIu64 " bytes the catalog records",
            e->id, field_name(k, e->field), e->len, e->off, r->pgno, e->raw);
+  else
+    check_trailer(k, r, e, k->zbuf);
   return PAGEDB_OK;
 }
 
