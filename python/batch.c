@@ -350,6 +350,11 @@ PyObject *iter_next_batch(PyIter *it, PyObject *arg) {
       continue;
     }
     PyObject *d = ds_wrap_sample(it->ds, it->fields, nf, slots + j * nf, it->raw);
+    if (d && it->with_ids) {   /* as iter_next does */
+      PyObject *i = PyLong_FromLongLong(ids[j]);
+      if (!i || PyDict_SetItemString(d, "id", i) < 0) Py_CLEAR(d);
+      Py_XDECREF(i);
+    }
     if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
     Py_XDECREF(d);
   }

@@ -184,7 +184,7 @@ void ds_unlink(PyDataset *ds, PdbLink *l) {
 /* The schema                                                          */
 /* ------------------------------------------------------------------ */
 
-static const char *type_names[] = {NULL, "bytes", "text", "int", "real"};
+static const char *type_names[] = {NULL, "bytes", "text", "int", "real", "tensor"};
 static const char *codec_names[] = {"none", "lz4", "lz4hc", "zstd", "zstd-dict"};
 
 /* Refresh the cached schema from the handle (GIL held; no schema call can
@@ -210,9 +210,23 @@ static int schema_load(PyDataset *ds) {
     }
     Py_DECREF(num);
     PyStructSequence_SET_ITEM(f, 0, name);
-    PyStructSequence_SET_ITEM(f, 1, PyUnicode_FromString(t >= 1 && t <= 4 ? type_names[t] : "unknown"));
+    PyStructSequence_SET_ITEM(f, 1, PyUnicode_FromString(t >= 1 && t <= 5 ? type_names[t] : "unknown"));
     PyStructSequence_SET_ITEM(f, 2, PyUnicode_FromString(kind <= PAGEDB_CODEC_ZSTD_DICT ? codec_names[kind] : "unknown"));
     PyStructSequence_SET_ITEM(f, 3, PyLong_FromLong(PAGEDB_CODEC_LEVEL_OF(c)));
+    int dtype = 0, ndim = 0;
+    int64_t dims[PAGEDB_TENSOR_MAX_DIMS];
+    ds->fdtype[i] = 0;
+    if (pagedb_field_tensor(ds->db, i, &dtype, &ndim, dims) == PAGEDB_OK) {
+      ds->fdtype[i] = dtype;
+      PyObject *shape = PyTuple_New(ndim);
+      for (int k = 0; shape && k < ndim; k++)
+        PyTuple_SET_ITEM(shape, k, dims[k] == PAGEDB_DIM_VAR ? Py_NewRef(Py_None) : PyLong_FromLongLong(dims[k]));
+      PyStructSequence_SET_ITEM(f, 4, PyUnicode_FromString(pagedb_dtype_name(dtype)));
+      PyStructSequence_SET_ITEM(f, 5, shape);
+    } else {
+      PyStructSequence_SET_ITEM(f, 4, Py_NewRef(Py_None));
+      PyStructSequence_SET_ITEM(f, 5, Py_NewRef(Py_None));
+    }
     if (PyErr_Occurred()) goto fail;
   }
   Py_XSETREF(ds->fields, tuple);
@@ -246,6 +260,32 @@ int ds_field_number(PyDataset *ds, PyObject *field) {
   }
   PyErr_Format(PyExc_TypeError, "a field is named by a str or numbered by an int, not %.100s",
                Py_TYPE(field)->tp_name);
+  return -1;
+}
+
+/* A tensor declaration "tensor:DTYPE:D1,D2..." (D a size or '*'): its
+** dtype, dimensions; 0, or -1 with an exception. */
+static int parse_tensor(PyObject *o, int *dtype, int *ndim, int64_t *dims) {
+  const char *s = PyUnicode_AsUTF8(o), *colon = s ? strchr(s + 7, ':') : NULL;
+  char name[16];
+  if (!s) return -1;
+  *ndim = 0;
+  if (!colon || (size_t)(colon - (s + 7)) >= sizeof name) goto bad;
+  memcpy(name, s + 7, (size_t)(colon - (s + 7)));
+  name[colon - (s + 7)] = 0;
+  if (!(*dtype = pagedb_dtype_from_name(name))) goto bad;
+  for (const char *p = colon + 1; *p;) {
+    if (*ndim == PAGEDB_TENSOR_MAX_DIMS) goto bad;
+    char *end;
+    if (*p == '*') dims[(*ndim)++] = PAGEDB_DIM_VAR, end = (char *)p + 1;
+    else dims[(*ndim)++] = strtoll(p, &end, 10);
+    if (end == p || (*end && *end != ',')) goto bad;
+    p = *end ? end + 1 : end;
+  }
+  return 0;
+bad:
+  PyErr_Format(PyExc_ValueError, "tensor declaration %R: use 'tensor:DTYPE:SHAPE', e.g. 'tensor:float32:3,224,224' or"
+               " 'tensor:uint16:*' (* a variable dimension), or pagedb.Tensor('float32', (3, 224, 224))", o);
   return -1;
 }
 
@@ -457,7 +497,12 @@ static PyObject *dataset_add_field(PyDataset *ds, PyObject *args, PyObject *kw) 
   int level = 0, codec, align = PAGEDB_ALIGN_DEFAULT;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|Oii:add_field", kwlist, &name, &type, &codec_o, &level, &align))
     return NULL;
-  int t = parse_type(type);
+  int dtype = 0, ndim = 0;
+  int64_t dims[PAGEDB_TENSOR_MAX_DIMS];
+  const char *ts = PyUnicode_Check(type) ? PyUnicode_AsUTF8(type) : NULL;
+  if (PyUnicode_Check(type) && !ts) return NULL;
+  int t = ts && strncmp(ts, "tensor:", 7) == 0 ? (parse_tensor(type, &dtype, &ndim, dims) < 0 ? -1 : PAGEDB_TENSOR)
+                                               : parse_type(type);
   if (t < 0 || parse_codec(codec_o, level, &codec) < 0 || ds_check_open(ds)) return NULL;
   PdbErr e;
   int rc = PAGEDB_OK;
@@ -468,7 +513,8 @@ static PyObject *dataset_add_field(PyDataset *ds, PyObject *args, PyObject *kw) 
   } else {
     /* pagedb_field_add refuses while readers are open: the pool's are ours. */
     ds_pool_close(ds);
-    rc = pagedb_field_add_aligned(ds->db, name, t, codec, align);
+    rc = t == PAGEDB_TENSOR ? pagedb_field_add_tensor(ds->db, name, dtype, ndim, dims, codec, align)
+                            : pagedb_field_add_aligned(ds->db, name, t, codec, align);
     if (rc != PAGEDB_OK) pdberr_set(&e, rc, pagedb_errmsg(ds->db));
   }
   Py_END_ALLOW_THREADS
@@ -801,6 +847,39 @@ static PyObject *dataset_read_batch(PyDataset *ds, PyObject *args, PyObject *kw)
 /* Orders, SQL, commits, deletes                                        */
 /* ------------------------------------------------------------------ */
 
+/* ds._tensor_shape(field, value): the shape of the raw value VALUE (bytes
+** a batch holds) of tensor field FIELD and the bytes of its elements:
+** ((d0, d1...), nbytes).  Checks the trailer (CorruptError). */
+static PyObject *dataset_tensor_shape(PyDataset *ds, PyObject *args) {
+  PyObject *fo;
+  Py_buffer b;
+  if (!PyArg_ParseTuple(args, "Oy*:_tensor_shape", &fo, &b)) return NULL;
+  int f = ds_check_open(ds) ? -1 : ds_field_number(ds, fo);
+  if (f < 0) {
+    PyBuffer_Release(&b);
+    return NULL;
+  }
+  PdbErr e;
+  int ndim = 0, rc;
+  int64_t shape[PAGEDB_TENSOR_MAX_DIMS];
+  size_t nb = 0;
+  Py_BEGIN_ALLOW_THREADS
+  rc = ds_enter(ds, &e);
+  if (rc == 0) {
+    rc = pagedb_tensor_shape(ds->db, f, b.buf, (size_t)b.len, &nb, &ndim, shape);
+    if (rc != PAGEDB_OK) pdberr_set(&e, rc, pagedb_errmsg(ds->db));
+    ds_leave(ds);
+  } else {
+    rc = e.rc;
+  }
+  Py_END_ALLOW_THREADS
+  PyBuffer_Release(&b);
+  if (rc != PAGEDB_OK) return pdberr_raise(&e);
+  PyObject *t = PyTuple_New(ndim);
+  for (int k = 0; t && k < ndim; k++) PyTuple_SET_ITEM(t, k, PyLong_FromLongLong(shape[k]));
+  return t ? Py_BuildValue("(Nn)", t, (Py_ssize_t)nb) : NULL;
+}
+
 static PyObject *dataset_order(PyDataset *ds, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"kind", "seed", "epoch", "rank", "world", "drop_last", NULL};
   const char *kind = "random";
@@ -867,6 +946,8 @@ static PyMethodDef dataset_methods[] = {
   {"close", (PyCFunction)dataset_close, METH_NOARGS,
    "close(): commit and close.  Views still alive keep the handle (and its map) open until they go."},
   {"__enter__", (PyCFunction)dataset_enter, METH_NOARGS, NULL},
+  {"_tensor_shape", (PyCFunction)dataset_tensor_shape, METH_VARARGS,
+   "_tensor_shape(field, value) -> (shape, nbytes): the shape of a raw value of a tensor field (read_packed)."},
   {"__exit__", (PyCFunction)dataset_exit, METH_VARARGS, NULL},
   {"add_field", (PyCFunction)(void (*)(void))dataset_add_field, METH_VARARGS | METH_KEYWORDS,
    "add_field(name, type, codec=None, level=0, align=0) -> field number.  type: 'bytes', 'text', 'int', 'real'; "

@@ -21,11 +21,11 @@
 #include <unistd.h>
 
 PyObject *iter_create(PyDataset *ds, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"ids", "fields", "window", "raw", NULL};
+  static char *kwlist[] = {"ids", "fields", "window", "raw", "with_ids", NULL};
   PyObject *idso, *fields = Py_None;
   Py_ssize_t window = 16 << 20;
-  int raw = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Onp:iterate", kwlist, &idso, &fields, &window, &raw) ||
+  int raw = 0, with_ids = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Onpp:iterate", kwlist, &idso, &fields, &window, &raw, &with_ids) ||
       ds_check_open(ds))
     return NULL;
   if (window < 0) return pdb_raise(PAGEDB_MISUSE, "window %zd: give 0 (no read-ahead) or more bytes", window);
@@ -41,6 +41,7 @@ PyObject *iter_create(PyDataset *ds, PyObject *args, PyObject *kw) {
   it->n = PyArray_SIZE(arr);
   it->pos = 0;
   it->raw = raw;
+  it->with_ids = with_ids;
   it->fields = NULL;
   it->link.next = NULL;
   it->link.pprev = NULL;
@@ -123,13 +124,14 @@ static PyObject *iter_next(PyIter *it) {
   if (!slots) return PyErr_NoMemory();
   PdbErr e;
   int rc = -1, end = 0;
+  int64_t id = -1;
   lock_nogil(&it->mu);
   Py_BEGIN_ALLOW_THREADS
   if (it->pos >= it->n) {
     end = 1;
   } else if (ds_enter(it->ds, &e) == 0) {
     if (!it->r) pdberr_set(&e, PAGEDB_MISUSE, "the iterator is closed");
-    else rc = ds_fetch_sample(it->ds, it->r, it->ids[it->pos], it->fields, it->nfield, slots, &e);
+    else rc = ds_fetch_sample(it->ds, it->r, id = it->ids[it->pos], it->fields, it->nfield, slots, &e);
     it->pos++;
     ds_leave(it->ds);
   }
@@ -137,6 +139,12 @@ static PyObject *iter_next(PyIter *it) {
   pthread_mutex_unlock(&it->mu);
   PyObject *d = NULL;
   if (!end) d = rc == 0 ? ds_wrap_sample(it->ds, it->fields, it->nfield, slots, it->raw) : pdberr_raise(&e);
+  if (d && it->with_ids) {
+    /* "id" names no field (it is reserved), so it cannot hide one. */
+    PyObject *i = PyLong_FromLongLong(id);
+    if (!i || PyDict_SetItemString(d, "id", i) < 0) Py_CLEAR(d);
+    Py_XDECREF(i);
+  }
   if (slots != stack) PyMem_Free(slots);
   return d;   /* NULL with no exception set: StopIteration */
 }

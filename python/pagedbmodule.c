@@ -99,11 +99,14 @@ PyObject *pdb_raise(int rc, const char *fmt, ...) {
 
 static PyStructSequence_Field field_fields[] = {
   {"name", "the field's name"},
-  {"type", "'bytes', 'text', 'int' or 'real'"},
+  {"type", "'bytes', 'text', 'int', 'real' or 'tensor'"},
   {"codec", "'none', 'lz4' or 'lz4hc'"},
   {"level", "the codec's level (0: its default)"},
+  {"dtype", "a tensor field's element type ('float32'...), else None"},
+  {"shape", "a tensor field's declared shape, None for a variable dimension: (None, 80); else None"},
   {NULL, NULL},
 };
+/* dtype and shape are attributes only: a Field unpacks as the 4-tuple it was. */
 static PyStructSequence_Desc field_desc = {"pagedb.Field", "A field of a dataset's schema.", field_fields, 4};
 
 static PyObject *m_version(PyObject *self, PyObject *noarg) {

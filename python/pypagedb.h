@@ -87,6 +87,7 @@ typedef struct {
   int nfield;
   int ftype[PAGEDB_MAX_FIELDS];
   int fcodec[PAGEDB_MAX_FIELDS];
+  int fdtype[PAGEDB_MAX_FIELDS];  /* a tensor field's dtype (PAGEDB_DT_*), else 0 */
   PyObject *fields;               /* tuple of Field */
   PyObject *byname;               /* dict: name -> field number */
   PyObject *weakreflist;
@@ -110,6 +111,7 @@ struct PyIter {
   int *fields;                    /* field numbers to read */
   int nfield;
   int raw;                        /* TEXT as memoryview, not str */
+  int with_ids;                   /* each sample's dict has its "id" */
   PdbLink link;                   /* in ds->iters */
 };
 
@@ -177,7 +179,23 @@ typedef struct {
   const void *map;                /* zero-copy: a pinned pointer into the map */
   void *own;                      /* otherwise: PyMem_Raw memory, owned */
   size_t n;
+  /* A tensor: its dtype, shape, and the bytes of its elements (N less the
+  ** trailer), from pagedb_tensor_shape. */
+  int dtype, ndim;
+  int64_t shape[PAGEDB_TENSOR_MAX_DIMS];
+  size_t nbytes;
 } Slot;
+
+/* The NumPy array (bfloat16: torch tensor) of the N bytes at P in BASE, an
+** object that keeps them alive (a memoryview), of dtype DTYPE and shape
+** SHAPE: read-only, no copy (tensor.c).  Steals BASE. */
+PyObject *tensor_wrap(PyObject *base, int dtype, int ndim, const int64_t *shape);
+/* A writer's value for a tensor field: VALUE (a NumPy array or a torch
+** tensor) as a C-contiguous native-order ndarray (a new reference) and its
+** pagedb dtype in *DTYPE; NULL with an exception. */
+PyObject *tensor_arg(PyObject *value, const char *field, int *dtype);
+/* The numpy dtype object of DTYPE (a new reference; NULL for bfloat16). */
+PyObject *tensor_descr(int dtype);
 
 /* Fields NUMS of sample ID into SLOTS (GIL released, entered): 0, or -1
 ** with E set (every field missing: NOTFOUND) and no slot holding anything. */

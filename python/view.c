@@ -132,6 +132,16 @@ int slot_fetch(PyDataset *ds, pagedb_reader *r, int64_t id, int f, Slot *s, PdbE
     pdberr_set(e, rc, pagedb_reader_errmsg(r));
     return 0;
   }
+  if (rc == PAGEDB_OK && s->type == PAGEDB_TENSOR) {
+    /* Its shape, from the same bytes (a trailer is checked here). */
+    s->dtype = ds->fdtype[f];
+    rc = pagedb_tensor_shape(ds->db, f, s->map ? s->map : s->own, s->n, &s->nbytes, &s->ndim, s->shape);
+    if (rc != PAGEDB_OK) {
+      pdberr_set(e, rc, pagedb_errmsg(ds->db));
+      slot_drop(ds, s);
+      return -1;
+    }
+  }
   return rc == PAGEDB_OK ? 0 : fail(e, r, rc);
 }
 
@@ -154,6 +164,12 @@ PyObject *slot_wrap(PyDataset *ds, Slot *s, int raw) {
     const char *p = s->map ? s->map : s->own;
     o = PyUnicode_DecodeUTF8(p ? p : "", (Py_ssize_t)s->n, "strict");
     slot_drop(ds, s);
+  } else if (s->type == PAGEDB_TENSOR) {
+    /* An array over the elements (the trailer left out), no copy. */
+    PyObject *base = s->map ? mapview_new(ds, s->map, s->nbytes) : heapview_new(s->own, s->nbytes);
+    s->map = NULL;
+    s->own = NULL;
+    o = tensor_wrap(base, s->dtype, s->ndim, s->shape);
   } else if (s->map) {
     o = mapview_new(ds, s->map, s->n);   /* takes the pin */
     s->map = NULL;

@@ -14,7 +14,12 @@
 ** close() closes the pagedb_writer of every live Writer (ds->writers)
 ** under the dataset's exclusive lock, where no call on it can be running.
 */
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL pypagedb_ARRAY_API
+#define NO_IMPORT_ARRAY
 #include "pypagedb.h"
+
+#include <numpy/arrayobject.h>
 
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +33,9 @@ typedef struct {
   Py_ssize_t ntext;
   int64_t i;
   double d;
+  PyObject *arr;                  /* TENSOR: the C-contiguous ndarray BUF is of */
+  int dtype, ndim;                /* TENSOR: its pagedb dtype and shape */
+  int64_t shape[PAGEDB_TENSOR_MAX_DIMS];
 } Val;
 
 PyObject *writer_create(PyDataset *ds) {
@@ -107,8 +115,10 @@ static void writer_dealloc(PyWriter *w) {
 }
 
 static void vals_release(Val *v, int n) {
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
     if (v[i].hasbuf) PyBuffer_Release(&v[i].buf);
+    Py_CLEAR(v[i].arr);
+  }
 }
 
 /* Fill V from VALUE for field F (GIL held).  0, or -1 with an exception. */
@@ -136,6 +146,17 @@ static int val_from(PyWriter *w, int f, PyObject *value, Val *v) {
         return -1;
       }
       return 0;
+    case PAGEDB_TENSOR: {
+      PyArrayObject *a = (PyArrayObject *)tensor_arg(value, name, &v->dtype);
+      if (!a) return -1;
+      v->arr = (PyObject *)a;
+      v->ndim = PyArray_NDIM(a);
+      if (v->ndim > PAGEDB_TENSOR_MAX_DIMS) v->ndim = PAGEDB_TENSOR_MAX_DIMS + 1;   /* refused by pagedb_put_tensor */
+      for (int k = 0; k < v->ndim && k < PAGEDB_TENSOR_MAX_DIMS; k++) v->shape[k] = (int64_t)PyArray_DIM(a, k);
+      if (PyObject_GetBuffer(v->arr, &v->buf, PyBUF_C_CONTIGUOUS) < 0) return -1;
+      v->hasbuf = 1;
+      return 0;
+    }
     case PAGEDB_TEXT:
       if (PyUnicode_Check(value)) {
         v->text = PyUnicode_AsUTF8AndSize(value, &v->ntext);
@@ -162,6 +183,9 @@ static int append_locked(pagedb_writer *pw, int64_t id, Val *v, int n, int64_t *
     switch (v[i].type) {
       case PAGEDB_INT: rc = pagedb_put_int(pw, v[i].field, v[i].i); break;
       case PAGEDB_REAL: rc = pagedb_put_real(pw, v[i].field, v[i].d); break;
+      case PAGEDB_TENSOR:
+        rc = pagedb_put_tensor(pw, v[i].field, v[i].dtype, v[i].ndim, v[i].shape, v[i].buf.buf, (size_t)v[i].buf.len);
+        break;
       default:
         rc = v[i].hasbuf ? pagedb_put(pw, v[i].field, v[i].buf.buf, (size_t)v[i].buf.len)
                          : pagedb_put(pw, v[i].field, v[i].text, (size_t)v[i].ntext);

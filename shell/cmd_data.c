@@ -84,8 +84,63 @@ done:
   return rc;
 }
 
+/* NAME:tensor:DTYPE:SHAPE[:CODEC[:LEVEL]] (Z is modified): SHAPE is sizes
+** and '*' (variable) separated by ','.  The rest as parseFieldSpec. */
+static int parseTensorSpec(ShellState *p, const char *zCmd, char *z, const char **pzName, int *pType,
+                           int *pCodec, XferTensor *t){
+  char *zDtype = strchr(z, ':') + 1 + strlen("tensor:");   /* the caller saw NAME:tensor: */
+  char *zShape = strchr(zDtype, ':');
+  if( zShape == 0 ){
+    shellError(p, "%s --field %s: expected NAME:tensor:DTYPE:SHAPE[:CODEC[:LEVEL]], e.g. emb:tensor:float32:768",
+               zCmd, z);
+    return 1;
+  }
+  *zShape++ = 0;
+  char *zRest = strchr(zShape, ':');
+  if( zRest ) *zRest++ = 0;
+  memset(t, 0, sizeof *t);
+  t->dtype = pagedb_dtype_from_name(zDtype);
+  if( t->dtype == 0 ){
+    shellError(p, "%s --field: unknown dtype \"%s\" (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,"
+               " float16, bfloat16, float32 or float64)", zCmd, zDtype);
+    return 1;
+  }
+  for(char *d = zShape; d && *d; ){
+    char *c = strchr(d, ',');
+    if( c ) *c = 0;
+    int64_t v;
+    if( t->ndim == PAGEDB_TENSOR_MAX_DIMS ){
+      shellError(p, "%s --field: a tensor has at most %d dimensions", zCmd, PAGEDB_TENSOR_MAX_DIMS);
+      return 1;
+    }
+    if( strcmp(d, "*") == 0 ) t->dims[t->ndim++] = PAGEDB_DIM_VAR;
+    else if( shellInt(d, &v) == 0 && v >= 1 && v <= INT32_MAX ) t->dims[t->ndim++] = v;
+    else{
+      shellError(p, "%s --field: dimension \"%s\" is not a size from 1 to 2^31-1 or * (variable)", zCmd, d);
+      return 1;
+    }
+    d = c ? c + 1 : 0;
+  }
+  if( t->ndim == 0 ){
+    shellError(p, "%s --field: a tensor needs a shape, e.g. 768, 3,224,224 or *,80", zCmd);
+    return 1;
+  }
+  /* The codec as for a BYTES field. */
+  char zBytes[300];
+  snprintf(zBytes, sizeof zBytes, "%.*s:bytes%s%s", (int)(strchr(z, ':') - z), z, zRest ? ":" : "",
+           zRest ? zRest : "");
+  int rc = parseFieldSpec(p, zCmd, zBytes, pzName, pType, pCodec);
+  *strchr(z, ':') = 0;              /* Z's name part is the name (zBytes is gone on return) */
+  *pzName = z;
+  *pType = PAGEDB_TENSOR;
+  return rc;
+}
+
 int shellFieldSpec(ShellState *p, const char *zCmd, char *z, const char **pzName, int *pType,
-                   int *pCodec){
+                   int *pCodec, XferTensor *pTensor){
+  const char *c = strchr(z, ':');
+  if( pTensor && c && strncasecmp(c + 1, "tensor:", 7) == 0 )
+    return parseTensorSpec(p, zCmd, z, pzName, pType, pCodec, pTensor);
   return parseFieldSpec(p, zCmd, z, pzName, pType, pCodec);
 }
 
@@ -117,6 +172,7 @@ int dotCreate(ShellState *p, int nArg, char **azArg){
   const char *zFile = 0;
   const char *azName[PAGEDB_MAX_FIELDS];
   int aType[PAGEDB_MAX_FIELDS], aCodec[PAGEDB_MAX_FIELDS], aAlign[PAGEDB_MAX_FIELDS];
+  XferTensor aTensor[PAGEDB_MAX_FIELDS];
   int nField = 0;
   int64_t pageSize = 0;
   for(int i = 1; i < nArg; i++){
@@ -128,7 +184,8 @@ int dotCreate(ShellState *p, int nArg, char **azArg){
         return 1;
       }
       if( parseFieldAlign(p, ".create", azArg[++i], &aAlign[nField])
-       || parseFieldSpec(p, ".create", azArg[i], &azName[nField], &aType[nField], &aCodec[nField]) ){
+       || shellFieldSpec(p, ".create", azArg[i], &azName[nField], &aType[nField], &aCodec[nField],
+                         &aTensor[nField]) ){
         return 1;
       }
       nField++;
@@ -176,7 +233,9 @@ int dotCreate(ShellState *p, int nArg, char **azArg){
   for(int f = 0; rc == PAGEDB_OK && f < nField; f++){
     zWhat = "--field";
     zArg = azName[f];
-    rc = pagedb_field_add_aligned(db, azName[f], aType[f], aCodec[f], aAlign[f]);
+    rc = aType[f] == PAGEDB_TENSOR
+       ? pagedb_field_add_tensor(db, azName[f], aTensor[f].dtype, aTensor[f].ndim, aTensor[f].dims, aCodec[f], aAlign[f])
+       : pagedb_field_add_aligned(db, azName[f], aType[f], aCodec[f], aAlign[f]);
   }
   if( rc ){
     shellError(p, ".create %s: %s%s%s: %s (%s)", zFile, zWhat, zArg ? " " : "", zArg ? zArg : "",
@@ -244,8 +303,8 @@ int dotInfo(ShellState *p, int nArg, char **azArg){
   int nField = pagedb_field_count(db);
   fprintf(p->out, "%-16s %d", "fields:", nField);
   for(int i = 0; i < nField; i++){
-    fprintf(p->out, "%s%s %s", i ? ", " : " (", pagedb_field_name(db, i),
-            shellTypeName(pagedb_field_type(db, i)));
+    char zType[160];
+    fprintf(p->out, "%s%s %s", i ? ", " : " (", pagedb_field_name(db, i), shellFieldType(db, i, zType, sizeof zType));
   }
   fprintf(p->out, "%s\n", nField ? ")" : "");
   /* G: every stored value starts at a multiple of it (pagedb.h,
@@ -253,7 +312,9 @@ int dotInfo(ShellState *p, int nArg, char **azArg){
   int g = 1;
   for(int i = 0; i < nField; i++){
     int t = pagedb_field_type(db, i);
-    if( (t == PAGEDB_BYTES || t == PAGEDB_TEXT) && pagedb_field_align(db, i) > g ) g = pagedb_field_align(db, i);
+    if( (t == PAGEDB_BYTES || t == PAGEDB_TEXT || t == PAGEDB_TENSOR) && pagedb_field_align(db, i) > g ){
+      g = pagedb_field_align(db, i);
+    }
   }
   fprintf(p->out, "%-16s %d bytes\n", "alignment:", g);
   fprintf(p->out, "%-16s %lld\n", "samples:", (long long)pagedb_count(db));
@@ -276,8 +337,9 @@ int dotFields(ShellState *p, int nArg, char **azArg){
   for(int i = 0; i < pagedb_field_count(p->db); i++){
     char zCodec[32];
     shellCodecName(pagedb_field_codec(p->db, i), zCodec, sizeof zCodec);
-    resultAddf(&r, "%d\t%s\t%s\t%s", i, pagedb_field_name(p->db, i),
-               shellTypeName(pagedb_field_type(p->db, i)), zCodec);
+    char zType[160];
+    resultAddf(&r, "%d\t%s\t%s\t%s", i, pagedb_field_name(p->db, i), shellFieldType(p->db, i, zType, sizeof zType),
+               zCodec);
   }
   resultPrint(p, &r, p->headers);
   resultFree(&r);

@@ -66,11 +66,13 @@ static const DotCmd aDotCmd[] = {
     "pagedb> .count\n"
     "70000\n" },
   { "create", dotCreate, ".create [FILE] [--field NAME:TYPE[:CODEC[:LEVEL]][@ALIGN] ...] [--page-size N]",
-    "Create and open a dataset (TYPE bytes|text|int|real, CODEC none|lz4|lz4hc)",
+    "Create and open a dataset (TYPE bytes|text|int|real|tensor:DTYPE:SHAPE, CODEC none|lz4|lz4hc)",
     "Creates the dataset FILE, which must not exist, with these fields in this\n"
     "order, and opens it.  Without FILE, the dataset the shell was started on\n"
-    "when that file did not exist.  TYPE is bytes, text, int or real; CODEC\n"
-    "(bytes and text) none, lz4 (LEVEL: acceleration 1 to 65537) or lz4hc\n"
+    "when that file did not exist.  TYPE is bytes, text, int or real, or\n"
+    "tensor:DTYPE:SHAPE (emb:tensor:float32:768, mel:tensor:float16:*,80;\n"
+    "* a variable dimension); CODEC\n"
+    "(bytes, text and tensor) none, lz4 (LEVEL: acceleration 1 to 65537) or lz4hc\n"
     "(LEVEL 1 to 12).  @ALIGN (1, 2, 4 ... 64; default 8 for bytes, 1 for\n"
     "text): values start at multiples of ALIGN, for zero-copy tensor views.\n"
     "N is a power of two from 64K to 1G (default 8M).  If anything fails,\n"
@@ -165,8 +167,11 @@ static const DotCmd aDotCmd[] = {
     "    path TEXT; the class names go to the catalog table classes(label, name);\n"
     "  a CSV file with a header row: a column INT if every value is an integer,\n"
     "    REAL if a number, else TEXT.\n"
+    "  .npy members: a tensor field of their dtype, each dimension fixed where\n"
+    "    every member agrees and variable (*) where not (else BYTES).\n"
     "--field NAME:TYPE[:CODEC[:LEVEL]] overrides the type (and codec) of\n"
-    "field NAME.  A field of the dataset whose type differs from what the\n"
+    "field NAME; TYPE may be tensor:DTYPE:SHAPE (emb:tensor:float32:768).\n"
+    "A field of the dataset whose type differs from what the\n"
     "source holds is refused, naming the field.\n",
     "pagedb> .import fm-000000.tar\n"
     "pagedb> .import 'fm-*.tar' --field cls:text --codec lz4\n"

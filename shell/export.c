@@ -25,6 +25,7 @@
 */
 #include "xfer.h"
 #include "shell.h"
+#include "npy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -294,6 +295,27 @@ static void realText(double v, char *buf, size_t cap){
 
 /* INT and REAL values as WebDataset's writers write them: Python's str()
 ** of the number, ASCII (an integer in decimal, no blanks, no newline). */
+/* Tensor field F of sample ID as a .npy file (numpy.load reads it; a
+** bfloat16 value as its bits, uint16): *OUT malloc'd, *N bytes.  A code:
+** PAGEDB_NOTFOUND when the sample has no value. */
+static int npyValue(Export *e, int64_t id, int f, char **out, size_t *n){
+  const void *p;
+  size_t nb;
+  int ndim, dtype;
+  int64_t shape[PAGEDB_TENSOR_MAX_DIMS];
+  *out = 0;
+  int rc = pagedb_read_tensor(e->rd, id, f, &p, &nb, &ndim, shape);
+  if( rc == PAGEDB_OK ) rc = pagedb_field_tensor(e->db, f, &dtype, 0, 0);
+  if( rc ) return rc;
+  char h[NPY_HEADER_MAX];
+  size_t hn = npy_header(dtype, ndim, shape, h);
+  if( (*out = malloc(hn + nb + 1)) == 0 ) return PAGEDB_NOMEM;
+  memcpy(*out, h, hn);
+  if( nb ) memcpy(*out + hn, p, nb);
+  *n = hn + nb;
+  return PAGEDB_OK;
+}
+
 static size_t numberText(int type, int64_t iv, double rv, char *buf, size_t cap){
   if( type == PAGEDB_INT ) snprintf(buf, cap, "%lld", (long long)iv);
   else realText(rv, buf, cap);
@@ -342,6 +364,7 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
     for(int f = 0; f < nField && rc == PAGEDB_OK; f++){
       if( f == fKey ) continue;
       int type = pagedb_field_type(e->db, f);
+      char *npy = 0;              /* a tensor's .npy file (malloc'd) */
       char zNum[40];
       if( type == PAGEDB_INT || type == PAGEDB_REAL ){
         int64_t iv = 0;
@@ -349,20 +372,28 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
         rc = type == PAGEDB_INT ? pagedb_read_int(e->rd, id, f, &iv) : pagedb_read_real(e->rd, id, f, &rv);
         n = numberText(type, iv, rv, zNum, sizeof zNum);
         p = zNum;
+      }else if( type == PAGEDB_TENSOR ){
+        rc = npyValue(e, id, f, &npy, &n);
+        p = npy;
       }else{
         rc = pagedb_read(e->rd, id, f, &p, &n);
       }
       if( rc == PAGEDB_NOTFOUND ){ rc = PAGEDB_OK; continue; }
       if( rc ){
+        free(npy);
         xfer_msg(msg, nmsg, "sample %lld: reading %s: %s (%s)", (long long)id,
                pagedb_field_name(e->db, f), pagedb_errname(rc), pagedb_reader_errmsg(e->rd));
         break;
       }
       const char *zField = pagedb_field_name(e->db, f);
-      size_t k = strlen(zKey) + strlen(zField) + 2;
+      /* A tensor is a .npy member: KEY.FIELD when the field is named so
+      ** (a .npy extension imported), else KEY.FIELD.npy. */
+      const char *zLast = strrchr(zField, '.');
+      const char *zNpy = type == PAGEDB_TENSOR && !(zLast && strcasecmp(zLast, ".npy") == 0) ? ".npy" : "";
+      size_t k = strlen(zKey) + strlen(zField) + strlen(zNpy) + 2;
       free(zName);
       if( (zName = malloc(k)) == 0 ){ xfer_msg(msg, nmsg, "out of memory"); rc = PAGEDB_NOMEM; break; }
-      snprintf(zName, k, "%s.%.*s", zKey, (int)memberExtLen(zField), zField);
+      snprintf(zName, k, "%s.%.*s%s", zKey, (int)memberExtLen(zField), zField, zNpy);
       /* The member name, not the key alone: a key "dir/" (member
       ** "dir/.hidden") is fine, "../up" is not. */
       const char *why = pathProblem(zName, strlen(zName));
@@ -370,9 +401,12 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
         xfer_msg(msg, nmsg, "sample %lld: member \"%.200s\" (from __key__) %s: refused "
                "(nothing is written outside the archive's root)", (long long)id, zName, why);
         rc = PAGEDB_CORRUPT;
+        free(npy);
         break;
       }
       rc = tar_add(tw, zName, p, n, msg, nmsg);
+      free(npy);
+      npy = 0;
       bytes += (int64_t)n;
     }
     if( rc ) break;

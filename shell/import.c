@@ -29,6 +29,7 @@
 ** (WebDataset shards) and import_csv.c (CSV), import.h between them.
 */
 #include "import.h"
+#include "npy.h"
 #include "shell.h"
 
 #include <ctype.h>
@@ -87,7 +88,7 @@ Put *jobPut(Job *j, int field, int type){
 
 static const char *typeName(int t){
   return t == PAGEDB_BYTES ? "BYTES" : t == PAGEDB_TEXT ? "TEXT" : t == PAGEDB_INT ? "INT"
-       : t == PAGEDB_REAL ? "REAL" : "?";
+       : t == PAGEDB_REAL ? "REAL" : t == PAGEDB_TENSOR ? "TENSOR" : "?";
 }
 
 /* Whether values the source gives as type SRC fit a field of type DST:
@@ -99,7 +100,7 @@ static int typeFits(int src, int dst){
       || (dst == PAGEDB_REAL && src == PAGEDB_INT);
 }
 
-int impFields(Import *imp, int n, char **azName, const int *aSrcType, int *aIdx,
+int impFields(Import *imp, int n, char **azName, const int *aSrcType, const XferTensor *aTensor, int *aIdx,
               char *emsg, size_t nemsg){
   pagedb *db = imp->db;
   const XferOpts *o = imp->o;
@@ -127,7 +128,10 @@ int impFields(Import *imp, int n, char **azName, const int *aSrcType, int *aIdx,
     int type = ov ? ov->type : aSrcType[i];
     if( created ){
       int codec = ov && ov->hasCodec ? ov->codec : type == PAGEDB_BYTES ? o->codec : PAGEDB_CODEC_NONE;
-      int rc = pagedb_field_add(db, azName[i], type, codec);
+      const XferTensor *t = ov && ov->type == PAGEDB_TENSOR ? &ov->tensor : aTensor ? &aTensor[i] : 0;
+      int rc = type == PAGEDB_TENSOR && t
+             ? pagedb_field_add_tensor(db, azName[i], t->dtype, t->ndim, t->dims, codec, PAGEDB_ALIGN_DEFAULT)
+             : pagedb_field_add(db, azName[i], type, codec);
       if( rc ){
         xfer_msg(emsg, nemsg, "creating field \"%s\" %s: %s (%s)", azName[i], typeName(type),
                pagedb_errname(rc), pagedb_errmsg(db));
@@ -244,6 +248,11 @@ static int impConvert(Import *imp, Job *j, Put *p, char *emsg, size_t nemsg){
     p->owned = 0;
   }else if( want == PAGEDB_REAL && p->type == PAGEDB_INT ){
     p->rv = (double)p->iv;
+  }else if( want == PAGEDB_TENSOR && p->type != PAGEDB_BYTES && p->type != PAGEDB_TENSOR ){
+    jobName(imp, j, zName, sizeof zName);
+    xfer_msg(emsg, nemsg, "%s, field \"%s\": a tensor field takes .npy files, not %s values", zName, zField,
+             typeName(p->type));
+    return PAGEDB_MISMATCH;
   }
   if( want == PAGEDB_TEXT && p->json ){
     size_t off;
@@ -272,6 +281,21 @@ static int impWrite(Import *imp, pagedb_writer *w, Job *j, char *emsg, size_t ne
     zWhat = pagedb_field_name(imp->db, p->field);
     if( p->type == PAGEDB_INT ) rc = pagedb_put_int(w, p->field, p->iv);
     else if( p->type == PAGEDB_REAL ) rc = pagedb_put_real(w, p->field, p->rv);
+    else if( p->type == PAGEDB_TENSOR ){
+      /* A .npy file: its header gives the dtype and shape, pagedb checks
+      ** them against the declaration. */
+      NpyInfo info;
+      const char *why = npy_parse(p->data, p->n, &info);
+      if( why ){
+        char zName[300];
+        jobName(imp, j, zName, sizeof zName);
+        xfer_msg(emsg, nemsg, "%s, field \"%s\": %s", zName, zWhat, why);
+        pagedb_sample_cancel(w);
+        return PAGEDB_MISMATCH;
+      }
+      rc = pagedb_put_tensor(w, p->field, info.dtype, info.ndim, info.shape, (const char *)p->data + info.off,
+                             info.nbytes);
+    }
     else rc = pagedb_put(w, p->field, p->data, p->n);
   }
   if( rc == PAGEDB_OK ){
@@ -531,7 +555,7 @@ int dotImport(ShellState *p, int nArg, char **azArg){
       /* A codec is given when the spec has a third part (NAME:TYPE:CODEC). */
       const char *c1 = strchr(azArg[++i], ':');
       f->hasCodec = c1 && strchr(c1 + 1, ':') != 0;
-      if( shellFieldSpec(p, ".import", azArg[i], &f->zName, &f->type, &f->codec) ) return 1;
+      if( shellFieldSpec(p, ".import", azArg[i], &f->zName, &f->type, &f->codec, &f->tensor) ) return 1;
       for(int k = 0; k < o.nField; k++){
         if( strcasecmp(aField[k].zName, f->zName) == 0 ){
           shellError(p, ".import --field %s: given twice", f->zName);

@@ -85,6 +85,8 @@ struct Import {
   char *zPend;                /* a member read (header only) for the next sample */
   int pendKind;
   int64_t pendSize;
+  struct NpyAgg *aNpy;        /* .npy extensions: what their headers agree on */
+  int nNpy;
   char **azExt;               /* extensions, sorted; field of each */
   int *aExtField;
   int nExt, nExtAlloc;
@@ -117,7 +119,7 @@ Put *jobPut(Job *j, int field, int type);
 ** the fields' numbers.  The writers convert each value to its field's type
 ** (impWrite).
 */
-int impFields(Import *imp, int n, char **azName, const int *aType, int *aIdx,
+int impFields(Import *imp, int n, char **azName, const int *aType, const XferTensor *aTensor, int *aIdx,
               char *emsg, size_t nemsg);
 
 /* Check that DATA (N bytes) is one JSON document (RFC 8259, UTF-8): NULL

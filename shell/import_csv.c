@@ -276,7 +276,7 @@ int importCsv(Import *imp, int64_t *n, char *emsg, size_t nemsg){
     for(int i = 0; i < imp->nCol; i++){
       if( imp->aColType[i] == COL_EMPTY ) imp->aColType[i] = PAGEDB_TEXT;
     }
-    rc = impFields(imp, imp->nCol, azName, imp->aColType, imp->aColField, emsg, nemsg);
+    rc = impFields(imp, imp->nCol, azName, imp->aColType, 0, imp->aColField, emsg, nemsg);
   }
   for(int i = 0; i < imp->nCol; i++) free(azName[i]);
   free(azName);

@@ -415,7 +415,7 @@ int importFolder(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   char *azName[3] = { "data", "label", "path" };
   int aType[3] = { PAGEDB_BYTES, PAGEDB_INT, PAGEDB_TEXT };
   int aIdx[3];
-  rc = impFields(imp, 3, azName, aType, aIdx, emsg, nemsg);
+  rc = impFields(imp, 3, azName, aType, 0, aIdx, emsg, nemsg);
   if( rc == PAGEDB_OK && pagedb_field_type(imp->db, aIdx[1]) == PAGEDB_INT ){
     rc = ifClasses(imp, emsg, nemsg);
   }

@@ -11,6 +11,7 @@
 ** of it (TarPlan).  The members themselves are parsed by tar.c.
 */
 #include "import.h"
+#include "npy.h"
 
 #include <glob.h>
 #include <stdlib.h>
@@ -258,6 +259,70 @@ static int planGroup(TarPlan *p, const char *zShard, char *emsg, size_t nemsg){
   return PAGEDB_OK;
 }
 
+static const char *extLast(const char *e);
+
+/*
+** What the .npy members of one extension agree on (pass 1 reads each one's
+** header): the field is a tensor of their dtype and rank, each dimension
+** fixed where every member has the same size and variable where they
+** differ.  A member pagedb cannot store as a tensor (Fortran order, a
+** scalar, a dtype it has not), or members of different dtypes or ranks,
+** keep the extension a BYTES field, as it was before tensors.
+*/
+typedef struct NpyAgg {
+  char *zExt;
+  int n;                /* members seen */
+  const char *why;      /* set: the extension stays BYTES, and this says why */
+  char zWhere[1024];    /* the member WHY is about */
+  XferTensor t;
+} NpyAgg;
+
+/* Fold member M's .npy header (its data P, N bytes) into extension E's NpyAgg. */
+static int npyFold(Import *imp, const char *zShard, const char *zMember, const char *e, const void *p, size_t n){
+  NpyAgg *a = 0;
+  for(int i = 0; i < imp->nNpy && !a; i++) if( strcmp(imp->aNpy[i].zExt, e) == 0 ) a = &imp->aNpy[i];
+  if( a == 0 ){
+    NpyAgg *na = realloc(imp->aNpy, (size_t)(imp->nNpy + 1) * sizeof *na);
+    if( na == 0 ) return PAGEDB_NOMEM;
+    imp->aNpy = na;
+    a = &na[imp->nNpy];
+    memset(a, 0, sizeof *a);
+    if( (a->zExt = strdup(e)) == 0 ) return PAGEDB_NOMEM;
+    imp->nNpy++;
+  }
+  if( a->why ) return PAGEDB_OK;
+  NpyInfo info;
+  const char *why = npy_parse(p, n, &info);
+  if( why == 0 && a->n > 0 && info.dtype != a->t.dtype ) why = "its dtype differs from the extension's other members'";
+  if( why == 0 && a->n > 0 && info.ndim != a->t.ndim ) why = "its rank differs from the extension's other members'";
+  if( why ){
+    a->why = why;
+    snprintf(a->zWhere, sizeof a->zWhere, "%s: member \"%s\"", zShard, zMember);
+    return PAGEDB_OK;
+  }
+  if( a->n++ == 0 ){
+    a->t.dtype = info.dtype;
+    a->t.ndim = info.ndim;
+    memcpy(a->t.dims, info.shape, sizeof info.shape);
+  }else{
+    for(int i = 0; i < info.ndim; i++) if( a->t.dims[i] != info.shape[i] ) a->t.dims[i] = PAGEDB_DIM_VAR;
+  }
+  return PAGEDB_OK;
+}
+
+/* Extension E's tensor declaration, when its .npy members agree on one. */
+static const XferTensor *npyTensor(Import *imp, const char *e){
+  for(int i = 0; i < imp->nNpy; i++){
+    NpyAgg *a = &imp->aNpy[i];
+    if( strcmp(a->zExt, e) != 0 ) continue;
+    if( a->why && imp->o->err ){
+      fprintf(imp->o->err, "%s: %s: extension \"%s\" imported as bytes, not as a tensor\n", a->zWhere, a->why, e);
+    }
+    return a->why || a->n == 0 ? 0 : &a->t;
+  }
+  return 0;
+}
+
 /* Pass 1: read every shard's headers; collect the extensions, count the
 ** samples, check names and that each key's members are adjacent. */
 static int tarScan(Import *imp, char *emsg, size_t nemsg){
@@ -374,6 +439,18 @@ static int tarScan(Import *imp, char *emsg, size_t nemsg){
                "\"%s\"", zShard, m.name, zCur, zExt);
         rc = PAGEDB_CONSTRAINT;
         break;
+      }
+      if( strcasecmp(extLast(zExt), "npy") == 0 ){
+        /* Its header decides the field's type (NpyAgg). */
+        void *data;
+        size_t nData;
+        char zMember[256];
+        snprintf(zMember, sizeof zMember, "%s", m.name);   /* m.name lives until the next tar_next */
+        rc = tar_read(tr, &data, &nData, emsg, nemsg);
+        if( rc ) break;
+        rc = npyFold(imp, zShard, zMember, zExt, data, nData);
+        free(data);
+        if( rc ){ xfer_msg(emsg, nemsg, "out of memory"); break; }
       }
       /* The set of all extensions, kept sorted; names differing only in
       ** case would be one field. */
@@ -659,9 +736,10 @@ int importTar(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   char **azName = malloc((size_t)(imp->nExt + 1) * sizeof(char *));
   FieldName *aName = malloc((size_t)(imp->nExt + 1) * sizeof(FieldName));
   int *aType = malloc((size_t)(imp->nExt + 1) * sizeof(int));
+  XferTensor *aTensor = calloc((size_t)(imp->nExt + 1), sizeof(XferTensor));
   int *aIdx = malloc((size_t)(imp->nExt + 1) * sizeof(int));
   imp->aExtField = malloc((size_t)imp->nExt * sizeof(int));
-  if( azName == 0 || aName == 0 || aType == 0 || aIdx == 0 || imp->aExtField == 0 ){
+  if( azName == 0 || aName == 0 || aType == 0 || aTensor == 0 || aIdx == 0 || imp->aExtField == 0 ){
     xfer_msg(emsg, nemsg, "out of memory");
     rc = PAGEDB_NOMEM;
   }else{
@@ -671,6 +749,11 @@ int importTar(Import *imp, int64_t *n, char *emsg, size_t nemsg){
       extFieldName(imp->azExt[i], aName[i + 1]);
       azName[i + 1] = aName[i + 1];
       aType[i + 1] = extType(imp->azExt[i]);
+      const XferTensor *t = npyTensor(imp, imp->azExt[i]);
+      if( t ){
+        aType[i + 1] = PAGEDB_TENSOR;
+        aTensor[i + 1] = *t;
+      }
     }
     /* .id and .id_ would both be field id_ (pass 1 made the extensions
     ** unique, case aside). */
@@ -686,7 +769,7 @@ int importTar(Import *imp, int64_t *n, char *emsg, size_t nemsg){
         }
       }
     }
-    if( rc == PAGEDB_OK ) rc = impFields(imp, imp->nExt + 1, azName, aType, aIdx, emsg, nemsg);
+    if( rc == PAGEDB_OK ) rc = impFields(imp, imp->nExt + 1, azName, aType, aTensor, aIdx, emsg, nemsg);
     if( rc == PAGEDB_OK ){
       imp->fKey = aIdx[0];
       for(int i = 0; i < imp->nExt; i++) imp->aExtField[i] = aIdx[i + 1];
@@ -695,6 +778,7 @@ int importTar(Import *imp, int64_t *n, char *emsg, size_t nemsg){
   free(azName);
   free(aName);
   free(aType);
+  free(aTensor);
   free(aIdx);
   if( rc ) return rc;
   imp->xNext = tarNext;
@@ -712,4 +796,6 @@ void importTarFree(Import *imp){
   for(int i = 0; i < imp->nExt; i++) free(imp->azExt[i]);
   free(imp->azExt);
   free(imp->aExtField);
+  for(int i = 0; i < imp->nNpy; i++) free(imp->aNpy[i].zExt);
+  free(imp->aNpy);
 }

@@ -131,8 +131,21 @@ int shellSize(const char *z, int64_t *v){
   return 0;
 }
 
+const char *shellFieldType(pagedb *db, int i, char *z, size_t n){
+  int dtype, ndim;
+  int64_t dims[PAGEDB_TENSOR_MAX_DIMS];
+  if( pagedb_field_tensor(db, i, &dtype, &ndim, dims) != PAGEDB_OK ) return shellTypeName(pagedb_field_type(db, i));
+  size_t k = (size_t)snprintf(z, n, "tensor:%s:", pagedb_dtype_name(dtype));
+  for(int d = 0; d < ndim && k < n; d++){
+    if( dims[d] == PAGEDB_DIM_VAR ) k += (size_t)snprintf(z + k, n - k, "%s*", d ? "," : "");
+    else k += (size_t)snprintf(z + k, n - k, "%s%lld", d ? "," : "", (long long)dims[d]);
+  }
+  return z;
+}
+
 const char *shellTypeName(int type){
   switch( type ){
+    case PAGEDB_TENSOR: return "TENSOR";
     case PAGEDB_BYTES: return "BYTES";
     case PAGEDB_TEXT:  return "TEXT";
     case PAGEDB_INT:   return "INT";

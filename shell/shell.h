@@ -27,6 +27,7 @@
 #define PAGEDB_SHELL_H
 
 #include "pagedb.h"
+#include "xfer.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -104,11 +105,13 @@ int shellNeedWritable(ShellState *p, const char *zCmd);
 ** again (typos leave nothing behind). */
 int shellNeedCreate(ShellState *p, const char *zCmd);
 
-/* Parse .create's and .import's NAME:TYPE[:CODEC[:LEVEL]]; Z is modified
-** (the ':' become NULs) and *PZNAME points into it.  ZCMD names the command
-** in error messages.  0 ok, 1 after an error. */
+/* Parse .create's and .import's NAME:TYPE[:CODEC[:LEVEL]], or with PTENSOR
+** NAME:tensor:DTYPE:SHAPE[:CODEC[:LEVEL]] (*PTYPE PAGEDB_TENSOR, the
+** declaration in *PTENSOR); Z is modified (the ':' become NULs) and *PZNAME
+** points into it.  ZCMD names the command in error messages.  0 ok, 1
+** after an error. */
 int shellFieldSpec(ShellState *p, const char *zCmd, char *z, const char **pzName, int *pType,
-                   int *pCodec);
+                   int *pCodec, XferTensor *pTensor);
 
 /* Turn "on"/"off" (yes/no, true/false, 1/0) into 1/0; -1 if neither. */
 int shellBoolean(const char *z);
@@ -127,6 +130,9 @@ int shellSize(const char *z, int64_t *v);
 
 /* "BYTES", "TEXT", "INT", "REAL" */
 const char *shellTypeName(int type);
+/* Field I's type as .fields shows it: BYTES... or its tensor declaration,
+** "tensor:float32:768" (pagedb_field_tensor), into Z of N bytes. */
+const char *shellFieldType(pagedb *db, int i, char *z, size_t n);
 
 /* A codec as .create takes it: "none", "lz4", "lz4:8", "lz4hc:12". */
 void shellCodecName(int codec, char *buf, size_t cap);

@@ -118,9 +118,16 @@
 #include "pagedb.h"
 
 /* An override of a field's type (and codec) for xfer_import. */
+/* A tensor field's declaration (pagedb_field_add_tensor's arguments). */
+typedef struct XferTensor {
+  int dtype, ndim;
+  int64_t dims[PAGEDB_TENSOR_MAX_DIMS];   /* PAGEDB_DIM_VAR for a variable one */
+} XferTensor;
+
 typedef struct XferField {
   const char *zName;
-  int type;                /* PAGEDB_BYTES ... PAGEDB_REAL */
+  int type;                /* PAGEDB_BYTES ... PAGEDB_TENSOR */
+  XferTensor tensor;       /* PAGEDB_TENSOR: its declaration */
   int codec;               /* its codec when the field is created */
   int hasCodec;            /* the override names a codec (else o->codec for BYTES/TEXT) */
 } XferField;

@@ -302,7 +302,7 @@ static inline const uint64_t *api_find(const pagedb_reader *r, int64_t id) {
 
 /* Whether field F is stored in pages. */
 static inline int api_is_bytes(const pagedb *db, int f) {
-  return db->fields[f].type == PAGEDB_BYTES || db->fields[f].type == PAGEDB_TEXT;
+  return cat_type_stored(db->fields[f].type);
 }
 
 /*

@@ -78,8 +78,12 @@ static int same_file(const char *a, const char *b) {
   return strcmp(a, b) == 0;
 }
 
-static const char *type_name(int t) {
-  return t == PAGEDB_BYTES ? "bytes" : t == PAGEDB_TEXT ? "text" : t == PAGEDB_INT ? "int" : "real";
+/* The type of F as field.type writes it, into OUT (TENSOR_TEXT_MAX). */
+static const char *type_name(const CatField *f, char *out) {
+  int t = f->type;
+  if (t == PAGEDB_TENSOR) tensor_format(&f->tensor, out);
+  else snprintf(out, TENSOR_TEXT_MAX, "%s", t == PAGEDB_BYTES ? "bytes" : t == PAGEDB_TEXT ? "text" : t == PAGEDB_INT ? "int" : "real");
+  return out;
 }
 
 /* PAGEDB_MISMATCH unless OTHER has DB's page size and fields (names,
@@ -93,7 +97,10 @@ static int check_schema(Attach *a) {
     return pdb_err(db, &a->em, PAGEDB_MISMATCH, "it has %d fields, %s has %d", o->nfield, db->path, db->nfield);
   for (int f = 0; f < db->nfield; f++) {
     const CatField *x = &db->fields[f], *y = &o->fields[f];
-    if (strcmp(x->name, y->name) == 0 && x->type == y->type && x->codec == y->codec) {
+    char tx[TENSOR_TEXT_MAX], ty[TENSOR_TEXT_MAX];
+    /* A tensor's declaration is its canonical text: equal texts, equal declarations. */
+    int same_type = x->type == y->type && strcmp(type_name(x, tx), type_name(y, ty)) == 0;
+    if (strcmp(x->name, y->name) == 0 && same_type && x->codec == y->codec) {
       /* Records are copied byte for byte: their values must lie where
       ** DB's alignment puts them (api_extent). */
       if (db->isbytes[f] == o->isbytes[f]) continue;
@@ -104,9 +111,9 @@ static int check_schema(Attach *a) {
     char cx[32], cy[32];
     codec_name(x->codec, cx, sizeof cx);
     codec_name(y->codec, cy, sizeof cy);
-    const char *what = strcmp(x->name, y->name) ? "name" : x->type != y->type ? "type" : "codec";
+    const char *what = strcmp(x->name, y->name) ? "name" : !same_type ? "type" : "codec";
     return pdb_err(db, &a->em, PAGEDB_MISMATCH, "the %ss of field %d differ: '%s' %s %s there, '%s' %s %s in %s",
-                   what, f, y->name, type_name(y->type), cy, x->name, type_name(x->type), cx, db->path);
+                   what, f, y->name, ty, cy, x->name, tx, cx, db->path);
   }
   return PAGEDB_OK;
 }

@@ -52,7 +52,7 @@ static const char *kSchema =
 static const char *kTypeNames[] = { [PAGEDB_BYTES] = "bytes", [PAGEDB_TEXT] = "text",
                                      [PAGEDB_INT] = "int", [PAGEDB_REAL] = "real" };
 
-static int is_bytes(int type) { return type == PAGEDB_BYTES || type == PAGEDB_TEXT; }
+static int is_bytes(int type) { return cat_type_stored(type); }
 
 /* Map a SQLite result to a pagedb code and record the message. */
 static int sq_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *doing) {
@@ -230,7 +230,7 @@ int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size)
   if (rc == PAGEDB_OK) rc = exec(c, m, kSchema, "creating the catalog");
   if (rc == PAGEDB_OK)
     rc = run(c, m, "INSERT INTO meta(key, value) VALUES('uuid', ?1)", "creating the catalog", 1, "t", hex);
-  if (rc == PAGEDB_OK) rc = set_meta(c, m, "format", PDB_FORMAT);
+  if (rc == PAGEDB_OK) rc = set_meta(c, m, "format", CAT_FORMAT_PLAIN);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "page_size", page_size);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "committed_pages", 0);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "samples", 0);
@@ -269,15 +269,82 @@ static int hexval(int ch) {
   return -1;
 }
 
+/*
+** meta.format and meta.features (doc/format.md, "Versions and
+** compatibility"): format 2 without features (or 0), or format 3 with a
+** non-zero integer of bits this pagedb knows.  HAS: the key is there;
+** FEATURES: its value, -1 when it is not a non-negative integer.  Sets
+** meta->features.
+*/
+static int check_features(Catalog *c, pdb_msg *m, CatMeta *meta, int has, int64_t features) {
+  if (meta->format != CAT_FORMAT_PLAIN && meta->format != CAT_FORMAT_FEATURES)
+    return pdb_err(c->db, m, PAGEDB_NOTADB_VERSION, "catalog %s has format version %u; this pagedb reads versions %u"
+                   " and %u only", c->path, meta->format, CAT_FORMAT_PLAIN, CAT_FORMAT_FEATURES);
+  if (meta->format == CAT_FORMAT_PLAIN) {
+    if (has && features != 0)
+      return corrupt(c, m, "meta.features is %s in a catalog of format version 2 (which has no features)",
+                     features > 0 ? "not 0" : "not an integer");
+    return PAGEDB_OK;
+  }
+  if (features <= 0)
+    return corrupt(c, m, "%s in a catalog of format version 3 (which uses features)",
+                   !has ? "meta.features is missing" : features == 0 ? "meta.features is 0"
+                   : "meta.features is not a non-negative integer");
+  if ((uint64_t)features & ~(uint64_t)CAT_FEATURES_KNOWN)
+    return pdb_err(c->db, m, PAGEDB_NOTADB_VERSION, "catalog %s uses feature bits 0x%" PRIx64 " that this pagedb"
+                   " does not know (it knows 0x%x)", c->path, (uint64_t)features & ~(uint64_t)CAT_FEATURES_KNOWN,
+                   CAT_FEATURES_KNOWN);
+  meta->features = (uint64_t)features;
+  return PAGEDB_OK;
+}
+
+/* *FEATURES: meta.features as the connection sees it (0 when absent; the
+** open's load_meta checked it). */
+static int read_features(Catalog *c, pdb_msg *m, uint64_t *features) {
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT value FROM meta WHERE key = 'features'", &st);
+  if (rc != PAGEDB_OK) return rc;
+  *features = 0;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) *features = (uint64_t)sqlite3_column_int64(st, 0);
+  else if (src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading meta");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cat_features_update(Catalog *c, pdb_msg *m, uint64_t set, uint64_t clear) {
+  assert(!sqlite3_get_autocommit(c->w));   /* inside the caller's write transaction */
+  uint64_t old = 0;
+  int rc = read_features(c, m, &old);
+  uint64_t now = (old | set) & ~clear;
+  if (rc != PAGEDB_OK || now == old) return rc;
+  if (now != 0) {
+    rc = set_meta(c, m, "format", CAT_FORMAT_FEATURES);
+    if (rc == PAGEDB_OK) rc = set_meta(c, m, "features", (int64_t)now);
+  } else {
+    rc = set_meta(c, m, "format", CAT_FORMAT_PLAIN);
+    if (rc == PAGEDB_OK) rc = run(c, m, "DELETE FROM meta WHERE key = 'features'", "updating meta", 0);
+  }
+  return rc;
+}
+
 static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
   sqlite3_stmt *st;
   int rc = prepare(c, m, c->w, "SELECT key, value FROM meta", &st);
   if (rc != PAGEDB_OK) return rc;
   int seen = 0, src;
+  int has_features = 0;     /* the key is there */
+  int64_t features = -1;    /* its value; -1 when not a non-negative integer */
   memset(meta, 0, sizeof *meta);
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
     const char *key = (const char *)sqlite3_column_text(st, 0);
     if (!key) continue;
+    if (strcmp(key, "features") == 0) {
+      has_features = 1;
+      if (sqlite3_column_type(st, 1) == SQLITE_INTEGER && sqlite3_column_int64(st, 1) >= 0)
+        features = sqlite3_column_int64(st, 1);
+      continue;
+    }
     if (strcmp(key, "uuid") == 0) {
       const unsigned char *hex = sqlite3_column_text(st, 1);
       if (!hex || sqlite3_column_bytes(st, 1) != 32) break;
@@ -310,6 +377,7 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
   if (rc == PAGEDB_OK && seen != 31)
     rc = corrupt(c, m, "table meta lacks a valid %s", !(seen & 1) ? "uuid" : !(seen & 2) ? "page_size"
                  : !(seen & 4) ? "format" : !(seen & 8) ? "committed_pages" : "samples");
+  if (rc == PAGEDB_OK) rc = check_features(c, m, meta, has_features, features);
   return rc;
 }
 
@@ -332,7 +400,16 @@ static int count_field_cols(Catalog *c, pdb_msg *m, int *n) {
   return rc;
 }
 
-static int load_fields(Catalog *c, pdb_msg *m, CatField *fields, int *nfield) {
+/* The text of field.type for F: a type name, or a tensor's declaration
+** (OUT has TENSOR_TEXT_MAX bytes). */
+static const char *type_text(const CatField *f, char *out) {
+  if (f->type != PAGEDB_TENSOR) return kTypeNames[f->type];
+  tensor_format(&f->tensor, out);
+  return out;
+}
+
+/* FEATURES: meta.features, which must declare every feature a field uses. */
+static int load_fields(Catalog *c, pdb_msg *m, uint64_t features, CatField *fields, int *nfield) {
   sqlite3_stmt *st;
   int rc = prepare(c, m, c->w, c->has_align ? "SELECT idx, name, type, codec, align FROM field ORDER BY idx"
                                             : "SELECT idx, name, type, codec, 1 FROM field ORDER BY idx", &st);
@@ -341,13 +418,24 @@ static int load_fields(Catalog *c, pdb_msg *m, CatField *fields, int *nfield) {
   while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
     const char *name = (const char *)sqlite3_column_text(st, 1);
     const char *codec = (const char *)sqlite3_column_text(st, 3);
-    int type = type_of((const char *)sqlite3_column_text(st, 2));
+    const char *ttext = (const char *)sqlite3_column_text(st, 2);
+    int type = type_of(ttext);
+    TensorDecl td;
+    memset(&td, 0, sizeof td);
+    if (type < 0 && ttext && strncmp(ttext, "tensor:", 7) == 0 && tensor_parse(ttext, &td) == 0) type = PAGEDB_TENSOR;
     int64_t align = sqlite3_column_int64(st, 4);
     int cod;
     if (n >= PAGEDB_MAX_FIELDS || sqlite3_column_int64(st, 0) != n) {
       rc = corrupt(c, m, "table field is not numbered 0, 1, 2... (%s)", name ? name : "?");
     } else if (!name || strlen(name) == 0 || strlen(name) > PAGEDB_MAX_NAME || type < 0) {
       rc = corrupt(c, m, "table field has an invalid row for '%s'", name ? name : "?");
+    } else if (type == PAGEDB_TENSOR && !(features & CAT_FEATURE_TENSOR)) {
+      rc = corrupt(c, m, "field '%s' is a tensor, but meta.features does not declare tensor fields", name);
+    } else if (type == PAGEDB_TENSOR && align < td.esize) {
+      char what[200];
+      snprintf(what, sizeof what, "'%s' has alignment %lld, below its element size %d", name, (long long)align,
+               td.esize);
+      rc = corrupt(c, m, "tensor field %s", what);
     } else if (!codec_parse(codec, &cod) || (cod != PAGEDB_CODEC_NONE && !is_bytes(type))) {
       rc = corrupt(c, m, "field uses codec '%s', which this pagedb does not support", codec ? codec : "?");
     } else if (sqlite3_column_type(st, 4) != SQLITE_INTEGER || align < 1 || align > PAGEDB_MAX_ALIGN
@@ -361,6 +449,7 @@ static int load_fields(Catalog *c, pdb_msg *m, CatField *fields, int *nfield) {
       fields[n].type = type;
       fields[n].codec = cod;
       fields[n].align = (int)align;
+      fields[n].tensor = td;
       n++;
     }
   }
@@ -545,20 +634,26 @@ static int check_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield
 
 int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield) {
   *nfield = 0;
+  /* meta first: what else the catalog may hold depends on its format and
+  ** features (a newer pagedb's objects are refused by version, not as
+  ** damage). */
+  int rc = check_table(c, m, "meta", kMetaCols, 2);
+  if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
+  if (rc != PAGEDB_OK) return rc;
   /* Every object must be one we made: a trigger or an extra view could run
   ** arbitrary SQL inside our transactions. */
   sqlite3_stmt *st;
-  int rc = prepare(c, m, c->w,
-                   "SELECT type, name FROM sqlite_schema WHERE NOT ("
-                   " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample', 'pagedb_dict'))"
-                   " OR (type = 'index' AND name = 'sqlite_autoindex_pagedb_dict_1' AND tbl_name = 'pagedb_dict')"
-                   " OR (type = 'view' AND name IN ('extent', 'sample_info'))"
-                   " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
-                   /* user tables and their indexes (pagedb_sql_user); not virtual tables */
-                   " OR (type IN ('table', 'index') AND " CAT_USER_TABLE("tbl_name")
-                   " AND (type = 'index' OR (name = tbl_name AND sql NOT LIKE 'create virtual%')))"
-                   /* ANALYZE, which a user may run in the sqlite3 shell, only guides the planner */
-                   " OR (type = 'table' AND name IN ('sqlite_stat1', 'sqlite_stat4')))", &st);
+  rc = prepare(c, m, c->w,
+               "SELECT type, name FROM sqlite_schema WHERE NOT ("
+               " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample', 'pagedb_dict'))"
+               " OR (type = 'index' AND name = 'sqlite_autoindex_pagedb_dict_1' AND tbl_name = 'pagedb_dict')"
+               " OR (type = 'view' AND name IN ('extent', 'sample_info'))"
+               " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
+               /* user tables and their indexes (pagedb_sql_user); not virtual tables */
+               " OR (type IN ('table', 'index') AND " CAT_USER_TABLE("tbl_name")
+               " AND (type = 'index' OR (name = tbl_name AND sql NOT LIKE 'create virtual%')))"
+               /* ANALYZE, which a user may run in the sqlite3 shell, only guides the planner */
+               " OR (type = 'table' AND name IN ('sqlite_stat1', 'sqlite_stat4')))", &st);
   if (rc != PAGEDB_OK) return rc;
   int src = sqlite3_step(st);
   if (src == SQLITE_ROW) {
@@ -569,14 +664,12 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
     rc = sq_fail(c, m, c->w, src, "reading the schema");
   }
   sqlite3_finalize(st);
-  if (rc == PAGEDB_OK) rc = check_table(c, m, "meta", kMetaCols, 2);
   int nfcol = 0;
   if (rc == PAGEDB_OK) rc = count_field_cols(c, m, &nfcol);
   c->has_align = nfcol != 4;
   if (rc == PAGEDB_OK) rc = check_table(c, m, "field", kFieldCols, c->has_align ? 5 : 4);
   if (rc == PAGEDB_OK) rc = check_table(c, m, "page", kPageCols, 4);
-  if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
-  if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, nfield);
+  if (rc == PAGEDB_OK) rc = load_fields(c, m, meta->features, fields, nfield);
   if (rc == PAGEDB_OK) rc = check_columns(c, m, fields, *nfield);
   if (rc == PAGEDB_OK) rc = check_view(c, m, fields, *nfield);
   return rc;
@@ -592,8 +685,9 @@ int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f) {
     sql = sqlite3_mprintf("%z; ALTER TABLE sample ADD COLUMN \"%w:z\" INTEGER;"
                           " ALTER TABLE sample ADD COLUMN \"%w:sum\" INTEGER", sql, f->name, f->name);
   if (!sql) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory adding field '%s'", f->name);
-  char codec[32];
+  char codec[32], ttext[TENSOR_TEXT_MAX];
   codec_name(f->codec, codec, sizeof codec);
+  const char *type = type_text(f, ttext);
   /* A catalog made before alignments existed gains column align with the
   ** first field that needs it (its fields so far read as alignment 1);
   ** until then it stays readable by the pagedb that made it. */
@@ -603,14 +697,18 @@ int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f) {
     rc = exec(c, m, "ALTER TABLE field ADD COLUMN align INTEGER NOT NULL DEFAULT 1", "adding a field");
   if (rc == PAGEDB_OK && (c->has_align || add_col))
     rc = run(c, m, "INSERT INTO field(idx, name, type, codec, align) VALUES(?1, ?2, ?3, ?4, ?5)", "adding a field",
-             5, "i", (int64_t)idx, "t", f->name, "t", kTypeNames[f->type], "t", codec, "i", (int64_t)f->align);
+             5, "i", (int64_t)idx, "t", f->name, "t", type, "t", codec, "i", (int64_t)f->align);
   else if (rc == PAGEDB_OK)
     rc = run(c, m, "INSERT INTO field(idx, name, type, codec) VALUES(?1, ?2, ?3, ?4)", "adding a field",
-             4, "i", (int64_t)idx, "t", f->name, "t", kTypeNames[f->type], "t", codec);
+             4, "i", (int64_t)idx, "t", f->name, "t", type, "t", codec);
   if (rc == PAGEDB_OK) rc = exec(c, m, sql, "adding a field");
+  /* The first tensor field makes the catalog format 3 (doc/format.md). */
+  uint64_t features = 0;
+  if (rc == PAGEDB_OK && f->type == PAGEDB_TENSOR) rc = cat_features_update(c, m, CAT_FEATURE_TENSOR, 0);
+  if (rc == PAGEDB_OK) rc = read_features(c, m, &features);
   int had_align = c->has_align;
   c->has_align |= add_col;   /* load_fields reads the column now */
-  if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, &nfield);
+  if (rc == PAGEDB_OK) rc = load_fields(c, m, features, fields, &nfield);
   if (rc == PAGEDB_OK) rc = make_view(c, m, fields, nfield);
   if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "adding a field");
   if (rc != PAGEDB_OK) {
@@ -784,6 +882,8 @@ static int scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint
         int64_t iv = sqlite3_column_int64(st, col);
         *slot_val(slot, nfield, f) = (uint64_t)iv;
         if (bytes) bad = extent_of(fields[f].codec, iv, st, col, slot_ext(slot, nfield, f));
+        if (!bad && fields[f].type == PAGEDB_TENSOR && !tensor_len_ok(&fields[f].tensor, (uint64_t)iv))
+          bad = "has a raw length that does not fit its tensor declaration";
       } else {
         bad = "holds a value of the wrong type";
       }

@@ -43,7 +43,7 @@ static char *info_view_sql(const CatField *fields, int nfield) {
   sqlite3_str_appendall(sel, ") AS SELECT id");
   for (int i = 0; i < nfield; i++) {
     const char *f = fields[i].name;
-    if (!(fields[i].type == PAGEDB_BYTES || fields[i].type == PAGEDB_TEXT)) {
+    if (!cat_type_stored(fields[i].type)) {
       sqlite3_str_appendf(cols, ", \"%w\"", f);
       sqlite3_str_appendf(sel, ", \"%w\"", f);
       continue;

@@ -176,8 +176,9 @@ static int check_meta(Check *k, CatSnap *s) {
     report(k, -1, -1, -1, "catalog: meta.uuid is '%s', but the data file's uuid is %s", text, want);
   int64_t format, page_size;
   if ((rc = meta_int(k, s, "format", &format)) != PAGEDB_OK) return rc;
-  if (format >= 0 && format != PDB_FORMAT)
-    report(k, -1, -1, -1, "catalog: meta.format is %" PRId64 ", expected %u", format, PDB_FORMAT);
+  if (format >= 0 && format != CAT_FORMAT_PLAIN && format != CAT_FORMAT_FEATURES)
+    report(k, -1, -1, -1, "catalog: meta.format is %" PRId64 ", expected %u or %u", format, CAT_FORMAT_PLAIN,
+           CAT_FORMAT_FEATURES);
   if ((rc = meta_int(k, s, "page_size", &page_size)) != PAGEDB_OK) return rc;
   if (page_size >= 0 && page_size != k->ps)
     report(k, -1, -1, -1, "catalog: meta.page_size is %" PRId64 ", but the data file's page size is %u", page_size,
@@ -219,7 +220,7 @@ static void check_index_row(Check *k, const CatVal *v, int64_t id, int64_t page,
     const CatVal *c = &v[col];
     int present = c->type != CAT_NULL;
     if (present != slot_has(s, f)) bad = f;
-    if (t == PAGEDB_BYTES || t == PAGEDB_TEXT) {
+    if (cat_type_stored(t)) {
       col += 3;
       if (!present || bad != -2) continue;
       const uint64_t *e = slot_cext(s, nf, f);
@@ -338,6 +339,18 @@ static int page_row(void *ctx, const CatVal *v) {
 /* --- 3: the runs and their samples ---------------------------------------- */
 
 /* Check extent E of run R, whose bytes are at P. */
+/* A tensor value with a trailer (two or more variable dimensions): its
+** trailer must fit its length, as a read checks it (RAW: the value). */
+static void check_trailer(Check *k, const Run *r, const Ext *e, const uint8_t *raw) {
+  const CatField *f = &k->db->fields[e->field];
+  if (f->type != PAGEDB_TENSOR || f->tensor.nvar < 2) return;
+  int64_t shape[PAGEDB_TENSOR_MAX_DIMS];
+  uint64_t nb;
+  char why[160];
+  if (tensor_value_shape(&f->tensor, raw, e->raw, shape, &nb, why, sizeof why) != 0)
+    report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': %s", e->id, field_name(k, e->field), why);
+}
+
 static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) {
   const uint8_t *src = p + e->off;
   uint64_t got = pdb_sum(src, e->len);
@@ -345,7 +358,10 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
     report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': checksum mismatch: the catalog records %016"
            PRIx64 ", the %" PRIu64 " stored bytes at offset %" PRIu64 " of the run at page %" PRId64 " hash to %016"
            PRIx64, e->id, field_name(k, e->field), e->sum, e->len, e->off, r->pgno, got);
-  if (!e->z) return PAGEDB_OK;
+  if (!e->z) {
+    check_trailer(k, r, e, src);
+    return PAGEDB_OK;
+  }
   /* A larger recorded length cannot be right, and is not worth a buffer. */
   int ok = 0;
   int codec = k->db->fields[e->field].codec;
@@ -382,6 +398,8 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
     report(k, r->pgno, e->id, e->field, "sample %" PRId64 ", field '%s': its %" PRIu64 " compressed bytes at offset %"
            PRIu64 " of the run at page %" PRId64 " do not decompress to the %" PRIu64 " bytes the catalog records",
            e->id, field_name(k, e->field), e->len, e->off, r->pgno, e->raw);
+  else
+    check_trailer(k, r, e, k->zbuf);
   return PAGEDB_OK;
 }
 
@@ -489,6 +507,13 @@ static int sample_value(Check *k, Run *r, int64_t page, int64_t id, int f, const
     *layout = 0;
     return PAGEDB_OK;
   }
+  const CatField *cf = &k->db->fields[f];
+  if (cf->type == PAGEDB_TENSOR && !tensor_len_ok(&cf->tensor, (uint64_t)v[0].i)) {
+    char decl[TENSOR_TEXT_MAX];
+    tensor_format(&cf->tensor, decl);
+    report(k, page, id, f, "sample %" PRId64 ", field '%s': raw length %" PRId64 " does not fit its declaration %s",
+           id, name, v[0].i, decl);
+  }
   /* Each value starts at its field's alignment (api.h, api_extent). */
   uint64_t align = k->db->isbytes[f];
   Ext e = { .off = pdb_align(*at, align), .len = (uint64_t)v[0].i, .raw = (uint64_t)v[0].i, .id = id, .field = f };
@@ -588,7 +613,7 @@ static int sample_row(void *ctx, const CatVal *v, int n) {
   const CatField *fields = k->db->fields;
   for (int f = 0, col = 3; f < k->db->nfield && rc == PAGEDB_OK; f++) {
     int t = fields[f].type;
-    if (t == PAGEDB_BYTES || t == PAGEDB_TEXT) {
+    if (cat_type_stored(t)) {
       rc = sample_value(k, place, page, id, f, &v[col], &at, &layout);
       col += 3;
       continue;

@@ -59,7 +59,7 @@ int codec_check(int type, int codec, int *norm) {
     default:
       return 0;
   }
-  if (kind != PAGEDB_CODEC_NONE && type != PAGEDB_BYTES && type != PAGEDB_TEXT) return 0;
+  if (kind != PAGEDB_CODEC_NONE && type != PAGEDB_BYTES && type != PAGEDB_TEXT && type != PAGEDB_TENSOR) return 0;
   *norm = PAGEDB_CODEC_LEVEL(kind, level);
   return 1;
 }

@@ -963,9 +963,8 @@ static int open_dataset(pagedb *db, int flags) {
   char a[33], b[33];
   pdb_uuid_hex(meta.uuid, a);
   pdb_uuid_hex(pager_uuid(db->pager), b);
-  if (meta.format != PDB_FORMAT)
-    return pdb_err(db, m, PAGEDB_NOTADB_VERSION, "catalog %s has format version %u; this pagedb reads version %u only",
-                   db->catpath, meta.format, PDB_FORMAT);
+  /* cat_load checked meta.format and meta.features. */
+  assert(meta.format == CAT_FORMAT_PLAIN || meta.format == CAT_FORMAT_FEATURES);
   if (strcmp(a, b) != 0)
     return pdb_err(db, m, PAGEDB_NOTADB_MISMATCH,
                    "catalog %s belongs to another data file (dataset %s), not to %s (dataset %s)", db->catpath, a,
@@ -1169,7 +1168,7 @@ static int field_add_disk(pagedb *db, const CatField *f) {
   pdb_msg *m = &db->err;
   Dx *x;
   DxMeta xm;
-  int rc = write_index(db, m, db->idx, f->type == PAGEDB_BYTES || f->type == PAGEDB_TEXT ? 1 + f->align : 1, &x, &xm);
+  int rc = write_index(db, m, db->idx, cat_type_stored(f->type) ? 1 + f->align : 1, &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = cat_field_add(db->cat, m, db->nfield, f);
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);   /* the field is in doubt */
@@ -1230,15 +1229,49 @@ int pagedb_field_add(pagedb *db, const char *name, int type, int codec) {
   return pagedb_field_add_aligned(db, name, type, codec, PAGEDB_ALIGN_DEFAULT);
 }
 
-static int field_add_aligned(pagedb *db, const char *name, int type, int codec, int align) {
+static int field_add(pagedb *db, const char *name, int type, int codec, int align, const TensorDecl *tensor);
+
+int pagedb_field_add_aligned(pagedb *db, const char *name, int type, int codec, int align) {
   if (!db) return PAGEDB_MISUSE;
+  if (type == PAGEDB_TENSOR)
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: field '%s': a tensor field is added with pagedb_field_add_tensor",
+                   db->path, name ? name : "(null)");
+  return field_add(db, name, type, codec, align, NULL);
+}
+
+int pagedb_field_add_tensor(pagedb *db, const char *name, int dtype, int ndim, const int64_t *dims, int codec,
+                            int align) {
+  if (!db) return PAGEDB_MISUSE;
+  TensorDecl d;
+  char why[160];
+  if (tensor_decl(&d, dtype, ndim, dims, why, sizeof why) != 0)
+    return pdb_err(db, &db->err, PAGEDB_RANGE, "%s: tensor field '%s': %s", db->path, name ? name : "(null)", why);
+  if (align != PAGEDB_ALIGN_DEFAULT && align >= 1 && align < d.esize)
+    return pdb_err(db, &db->err, PAGEDB_RANGE, "%s: tensor field '%s': alignment %d is below the %d-byte %s elements",
+                   db->path, name ? name : "(null)", align, d.esize, pagedb_dtype_name(dtype));
+  return field_add(db, name, PAGEDB_TENSOR, codec, align, &d);
+}
+
+int pagedb_field_tensor(pagedb *db, int i, int *dtype, int *ndim, int64_t *dims) {
+  if (!db || i < 0 || i >= db->nfield) return PAGEDB_RANGE;
+  const CatField *f = &db->fields[i];
+  if (f->type != PAGEDB_TENSOR) return PAGEDB_MISMATCH;
+  if (dtype) *dtype = f->tensor.dtype;
+  if (ndim) *ndim = f->tensor.ndim;
+  if (dims) memcpy(dims, f->tensor.dims, (size_t)f->tensor.ndim * sizeof *dims);
+  return PAGEDB_OK;
+}
+
+/* pagedb_field_add_aligned, and with TENSOR (type PAGEDB_TENSOR, checked)
+** pagedb_field_add_tensor: the field, in the catalog and the index. */
+static int field_add_core(pagedb *db, const char *name, int type, int codec, int align, const TensorDecl *tensor) {
   int rc = field_add_open(db);
   if (rc != PAGEDB_OK) return rc;
   if (!name || !valid_name(name))
     return pdb_err(db, &db->err, PAGEDB_MISUSE,
                    "%s: invalid field name '%s': use 1 to %d letters, digits, '_', '.' or '-', not starting with a"
                    " digit, and not id, page or off", db->path, name ? name : "(null)", PAGEDB_MAX_NAME);
-  if (type < PAGEDB_BYTES || type > PAGEDB_REAL)
+  if (type < PAGEDB_BYTES || type > PAGEDB_TENSOR)
     return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: field '%s': unknown type %d", db->path, name, type);
   if (!codec_check(type, codec, &codec))
     return pdb_err(db, &db->err, PAGEDB_MISUSE,
@@ -1246,18 +1279,23 @@ static int field_add_aligned(pagedb *db, const char *name, int type, int codec, 
                    " BYTES/TEXT PAGEDB_CODEC_LZ4 (level 0..65537), PAGEDB_CODEC_LZ4HC (level 0..12) or PAGEDB_CODEC_ZSTD[_DICT]"
                    " (level -131072..22)",
                    db->path, name, codec, PAGEDB_CODEC_KIND(codec), PAGEDB_CODEC_LEVEL_OF(codec),
-                   type == PAGEDB_INT ? "INT" : type == PAGEDB_REAL ? "REAL" : "BYTES/TEXT");
+                   type == PAGEDB_INT ? "INT" : type == PAGEDB_REAL ? "REAL" : "BYTES/TEXT/TENSOR");
   for (int i = 0; i < db->nfield; i++)
     if (strcasecmp(db->fields[i].name, name) == 0)
       return pdb_err(db, &db->err, PAGEDB_CONSTRAINT, "%s: a field named '%s' exists already", db->path,
                      db->fields[i].name);
-  int stored = type == PAGEDB_BYTES || type == PAGEDB_TEXT;
+  int stored = cat_type_stored(type);
   if (align < 0 || align > PAGEDB_MAX_ALIGN || (align & (align - 1)) != 0 || (!stored && align > 1))
     return pdb_err(db, &db->err, PAGEDB_RANGE,
                    "%s: field '%s': alignment %d is not %s", db->path, name, align,
                    stored ? "a power of two from 1 to 64 (or 0, the default)"
                           : "0 or 1: an INT or REAL field is kept in the catalog, not in pages");
-  if (align == PAGEDB_ALIGN_DEFAULT) align = type == PAGEDB_BYTES ? 8 : 1;
+  if (align == PAGEDB_ALIGN_DEFAULT) align = type == PAGEDB_BYTES || type == PAGEDB_TENSOR ? 8 : 1;
+  /* A tensor's elements must be aligned to their size: on a dataset with
+  ** committed pages, G is enough when it is (the default cannot grow it). */
+  if (tensor && align == 8 && atomic_load(&db->committed) > 0 && records_align(db) >= tensor->esize
+      && records_align(db) < 8)
+    align = records_align(db);
   /* Committed records are laid out at the alignment of the fields they
   ** were written for: a larger one would move their values. */
   if (align > records_align(db) && atomic_load(&db->committed) > 0)
@@ -1268,6 +1306,7 @@ static int field_add_aligned(pagedb *db, const char *name, int type, int codec, 
   if (db->nfield >= PAGEDB_MAX_FIELDS)
     return pdb_err(db, &db->err, PAGEDB_TOOBIG, "%s: a dataset has at most %d fields", db->path, PAGEDB_MAX_FIELDS);
   CatField f = { .type = type, .codec = codec, .align = align };
+  if (tensor) f.tensor = *tensor;
   snprintf(f.name, sizeof f.name, "%s", name);
   if (idx_disk(db->idx)) {
     pthread_mutex_lock(&db->commit_mu);
@@ -1331,9 +1370,10 @@ int pagedb_field_type(pagedb *db, int i) {
   return db && i >= 0 && i < db->nfield ? db->fields[i].type : -1;
 }
 
-int pagedb_field_add_aligned(pagedb *db, const char *name, int type, int codec, int align) {
-  int rc = field_add_aligned(db, name, type, codec, align);
-  /* A dictionary codec's field starts learning its dictionary. */
+/* field_add_core; then a dictionary codec's field starts learning its
+** dictionary. */
+static int field_add(pagedb *db, const char *name, int type, int codec, int align, const TensorDecl *tensor) {
+  int rc = field_add_core(db, name, type, codec, align, tensor);
   if (rc == PAGEDB_OK && codec_uses_dict(db->fields[db->nfield - 1].codec))
     rc = dict_field_added(db, &db->err, db->nfield - 1);
   return rc;

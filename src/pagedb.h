@@ -221,6 +221,8 @@ PAGEDB_API const char *pagedb_errmsg(pagedb *db);
 #define PAGEDB_TEXT    2   /* bytes stored in pages, by convention UTF-8 */
 #define PAGEDB_INT     3   /* 64-bit signed integer, a catalog column */
 #define PAGEDB_REAL    4   /* IEEE double, a catalog column */
+#define PAGEDB_TENSOR  5   /* an array of one dtype and a shape, stored in pages
+                           ** (pagedb_field_add_tensor) */
 
 /*
 ** Codecs for BYTES and TEXT fields, with a level in the bits above the low
@@ -397,6 +399,64 @@ PAGEDB_API int pagedb_field_dict_get(pagedb *db, int field, uint32_t id, const v
 ** made before alignments existed; -1 if I is out of range. */
 PAGEDB_API int pagedb_field_align(pagedb *db, int i);
 
+/*
+** Tensor fields.  A tensor field holds, per sample, an array of elements of
+** one DTYPE in C order (row-major), little-endian, with a shape of 1 to
+** PAGEDB_TENSOR_MAX_DIMS dimensions each declared fixed (1 .. 2^31-1) or
+** variable (PAGEDB_DIM_VAR).  It is stored in pages like a BYTES field, so
+** everything said of BYTES fields (codecs, alignment, the map lifetime of
+** pointers, pagedb_read of its raw bytes) holds for it; what a tensor field
+** adds is the dtype and the shape, checked when written and given back when
+** read.  Where shapes live (doc/format.md, "Tensor fields"): the dtype and
+** the fixed dimensions only in the declaration; with one variable
+** dimension, nothing per value (it is the value's length over the rest);
+** with two or more, a trailer of one 8-byte word per variable dimension
+** after the elements, part of the raw value that pagedb_read gives.
+*/
+#define PAGEDB_DT_BOOL      1   /* 1 byte: 0 false, 1 true */
+#define PAGEDB_DT_INT8      2
+#define PAGEDB_DT_UINT8     3
+#define PAGEDB_DT_INT16     4
+#define PAGEDB_DT_UINT16    5
+#define PAGEDB_DT_INT32     6
+#define PAGEDB_DT_UINT32    7
+#define PAGEDB_DT_INT64     8
+#define PAGEDB_DT_UINT64    9
+#define PAGEDB_DT_FLOAT16  10   /* IEEE binary16 */
+#define PAGEDB_DT_BFLOAT16 11   /* the upper half of an IEEE binary32 */
+#define PAGEDB_DT_FLOAT32  12
+#define PAGEDB_DT_FLOAT64  13
+#define PAGEDB_TENSOR_MAX_DIMS 8
+#define PAGEDB_DIM_VAR     (-1)   /* a variable dimension in a declaration */
+
+/* The name of DTYPE ("float32"...; NULL for an unknown one), its size in
+** bytes (0 for an unknown one), and the dtype named NAME (0 if none). */
+PAGEDB_API const char *pagedb_dtype_name(int dtype);
+PAGEDB_API int pagedb_dtype_size(int dtype);
+PAGEDB_API int pagedb_dtype_from_name(const char *name);
+
+/*
+** Add a tensor field NAME of element type DTYPE and NDIM dimensions DIMS
+** (each 1 .. 2^31-1, or PAGEDB_DIM_VAR), with CODEC and ALIGN as for
+** pagedb_field_add_aligned.  ALIGN must be at least the dtype's size; 0
+** (the default) means 8, every dtype's size at most.  The product of the
+** fixed dimensions times the element size is at most PAGEDB_MAX_SAMPLE.
+** The first tensor field makes the dataset format 3 (doc/format.md): a
+** pagedb without tensor fields refuses to open it.
+**
+** Results: those of pagedb_field_add_aligned; PAGEDB_RANGE (an unknown
+** dtype, NDIM out of 1 .. PAGEDB_TENSOR_MAX_DIMS, a dimension out of range,
+** ALIGN below the element size).
+*/
+PAGEDB_API int pagedb_field_add_tensor(pagedb *db, const char *name, int dtype, int ndim, const int64_t *dims,
+                                       int codec, int align);
+
+/* The declaration of tensor field I: *DTYPE, *NDIM and DIMS[0 .. *NDIM-1]
+** (PAGEDB_DIM_VAR for a variable one; DIMS has room for
+** PAGEDB_TENSOR_MAX_DIMS).  PAGEDB_OK, PAGEDB_RANGE (no field I) or
+** PAGEDB_MISMATCH (not a tensor field). */
+PAGEDB_API int pagedb_field_tensor(pagedb *db, int i, int *dtype, int *ndim, int64_t *dims);
+
 /* The number of committed samples (that a reader of DB can see). */
 PAGEDB_API int64_t pagedb_count(pagedb *db);
 
@@ -471,6 +531,24 @@ PAGEDB_API int pagedb_sample_begin(pagedb_writer *w, int64_t id);
 ** pagedb_writer_close).
 */
 PAGEDB_API int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n);
+
+/*
+** Give the current sample's value of tensor field FIELD: the elements DATA,
+** N bytes, of an array of dtype DTYPE and NDIM dimensions SHAPE, in C order
+** (copy a strided array into C order first).  DTYPE, NDIM, every fixed
+** dimension, and N (the element size times the product of SHAPE) must
+** agree with the declaration; a variable dimension takes any size from 0 to
+** 2^31-1.  The value stored is the elements, followed by the trailer when
+** the field has two or more variable dimensions.  pagedb_put on a tensor
+** field stores raw bytes (a value pagedb_read gave), refused with
+** PAGEDB_MISMATCH unless their length (and trailer) fits the declaration.
+**
+** Results: those of pagedb_put; PAGEDB_MISMATCH (not a tensor field, or a
+** dtype, rank, dimension or size that differs from the declaration: the
+** message says what was declared and what was given).
+*/
+PAGEDB_API int pagedb_put_tensor(pagedb_writer *w, int field, int dtype, int ndim, const int64_t *shape,
+                                 const void *data, size_t n);
 
 /* Give the current sample's value of an INT or REAL field.  Results as
 ** pagedb_put, with PAGEDB_MISMATCH when the field's type differs. */
@@ -797,6 +875,33 @@ PAGEDB_API int pagedb_read(pagedb_reader *r, int64_t id, int field,
 */
 PAGEDB_API int pagedb_read_into(pagedb_reader *r, int64_t id, int field,
                                 void *buf, size_t cap, size_t *n);
+
+/*
+** Read tensor field FIELD of committed sample ID as pagedb_read does (the
+** same pointer, lifetime and zero-copy rules): *DATA receives the pointer
+** to its elements, aligned to the field's alignment, *NBYTES their bytes
+** (the trailer left out), *NDIM and SHAPE[0 .. *NDIM-1] its shape (SHAPE
+** has room for PAGEDB_TENSOR_MAX_DIMS).  Results: those of pagedb_read;
+** PAGEDB_MISMATCH (not a tensor field); PAGEDB_CORRUPT (a length or trailer
+** that does not fit the declaration: the message names the sample and the
+** field).
+*/
+PAGEDB_API int pagedb_read_tensor(pagedb_reader *r, int64_t id, int field, const void **data, size_t *nbytes,
+                                  int *ndim, int64_t *shape);
+
+/* As pagedb_read_tensor, the raw value copied into BUF of CAP bytes as
+** pagedb_read_into does (CAP must hold the raw value, trailer included:
+** PAGEDB_TOOBIG otherwise, *NBYTES then the raw length); the elements are
+** BUF's first *NBYTES bytes. */
+PAGEDB_API int pagedb_read_tensor_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t cap,
+                                       size_t *nbytes, int *ndim, int64_t *shape);
+
+/* The shape of a raw value VALUE of N bytes of tensor field FIELD (one that
+** pagedb_read or pagedb_read_batch gave): as pagedb_read_tensor, for
+** values read in batches.  PAGEDB_OK, PAGEDB_RANGE, PAGEDB_MISMATCH (not a
+** tensor field), PAGEDB_CORRUPT (the length or trailer does not fit). */
+PAGEDB_API int pagedb_tensor_shape(pagedb *db, int field, const void *value, size_t n, size_t *nbytes, int *ndim,
+                                   int64_t *shape);
 
 /* Read an INT or REAL field of committed sample ID.  Results: PAGEDB_OK;
 ** PAGEDB_NOTFOUND; PAGEDB_RANGE; PAGEDB_MISMATCH. */

@@ -486,3 +486,64 @@ int pagedb_reader_close(pagedb_reader *r) {
 const char *pagedb_reader_errmsg(pagedb_reader *r) {
   return r ? pdb_msg_text(&r->err) : "no reader";
 }
+
+/* ---- tensor fields ------------------------------------------------------------- */
+
+/* FIELD of DB must be a tensor field: PAGEDB_OK, or the error recorded in M. */
+static int tensor_field(pagedb *db, pdb_msg *m, int field) {
+  if (field < 0 || field >= db->nfield)
+    return pdb_err(db, m, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field, db->nfield);
+  if (db->fields[field].type != PAGEDB_TENSOR)
+    return pdb_err(db, m, PAGEDB_MISMATCH, "%s: field '%s' is not a tensor field", db->path, db->fields[field].name);
+  return PAGEDB_OK;
+}
+
+/* The shape of sample ID's raw value V of N bytes of tensor field FIELD
+** (ID -1: not known); PAGEDB_CORRUPT naming the sample and the field when
+** it does not fit the declaration. */
+static int value_shape(pagedb *db, pdb_msg *m, int64_t id, int field, const void *v, size_t n, size_t *nbytes,
+                       int *ndim, int64_t *shape) {
+  const CatField *f = &db->fields[field];
+  uint64_t nb;
+  char why[160], decl[TENSOR_TEXT_MAX], who[40] = "a value";
+  if (tensor_value_shape(&f->tensor, v, n, shape, &nb, why, sizeof why) != 0) {
+    tensor_format(&f->tensor, decl);
+    if (id >= 0) snprintf(who, sizeof who, "sample %lld", (long long)id);
+    return pdb_err(db, m, PAGEDB_CORRUPT, "%s: %s, field '%s' (%s): %s", db->path, who, f->name, decl, why);
+  }
+  if (nbytes) *nbytes = (size_t)nb;
+  if (ndim) *ndim = f->tensor.ndim;
+  return PAGEDB_OK;
+}
+
+int pagedb_read_tensor(pagedb_reader *r, int64_t id, int field, const void **data, size_t *nbytes, int *ndim,
+                       int64_t *shape) {
+  if (!r || !data || !shape) return PAGEDB_MISUSE;
+  int rc = tensor_field(r->db, &r->err, field);
+  size_t n = 0;
+  if (rc == PAGEDB_OK) rc = pagedb_read(r, id, field, data, &n);
+  size_t nb = 0;
+  if (rc == PAGEDB_OK) rc = value_shape(r->db, &r->err, id, field, *data, n, &nb, ndim, shape);
+  /* No elements: a pointer aligned for any dtype (a copy-mode read of 0
+  ** bytes points anywhere in R's buffer), so that a view is aligned. */
+  static _Alignas(PAGEDB_MAX_ALIGN) const uint8_t kNone[PAGEDB_MAX_ALIGN];
+  if (rc == PAGEDB_OK && nb == 0) *data = kNone;
+  if (nbytes) *nbytes = nb;
+  return rc;
+}
+
+int pagedb_read_tensor_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t cap, size_t *nbytes,
+                            int *ndim, int64_t *shape) {
+  if (!r || !nbytes || !shape) return PAGEDB_MISUSE;
+  int rc = tensor_field(r->db, &r->err, field);
+  if (rc == PAGEDB_OK) rc = pagedb_read_into(r, id, field, buf, cap, nbytes);
+  if (rc == PAGEDB_OK) rc = value_shape(r->db, &r->err, id, field, buf, *nbytes, nbytes, ndim, shape);
+  return rc;
+}
+
+int pagedb_tensor_shape(pagedb *db, int field, const void *value, size_t n, size_t *nbytes, int *ndim,
+                        int64_t *shape) {
+  if (!db || !shape || (!value && n)) return PAGEDB_MISUSE;
+  int rc = tensor_field(db, &db->err, field);
+  return rc == PAGEDB_OK ? value_shape(db, &db->err, -1, field, value, n, nbytes, ndim, shape) : rc;
+}

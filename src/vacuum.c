@@ -391,8 +391,12 @@ static int create_copy(pagedb *db, const Copy *c, const char *dest, uint32_t ps,
                        pdb_path_scheme(dest, NULL, 0) ? NULL : db->vfs->zName);
   pagedb *dst = *out;
   if (rc == PAGEDB_OK && ps != pagedb_page_size(dst)) rc = pagedb_set_page_size(dst, ps);
-  for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
-    rc = pagedb_field_add_aligned(dst, db->fields[f].name, db->fields[f].type, c->codec[f], db->fields[f].align);
+  for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++) {
+    const CatField *cf = &db->fields[f];
+    rc = cf->type == PAGEDB_TENSOR ? pagedb_field_add_tensor(dst, cf->name, cf->tensor.dtype, cf->tensor.ndim,
+                                                             cf->tensor.dims, c->codec[f], cf->align)
+                                   : pagedb_field_add_aligned(dst, cf->name, cf->type, c->codec[f], cf->align);
+  }
   for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
     if (!c->recode[f] && codec_uses_dict(c->codec[f])) rc = dict_import(dst, &dst->err, f, db, f, 1);
   /* The application's tables in the catalog are part of the dataset. */

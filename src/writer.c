@@ -371,13 +371,23 @@ static int append_value(pagedb_writer *w, int field, const void *src, size_t sto
   return PAGEDB_OK;
 }
 
-int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
-  if (!w) return PAGEDB_MISUSE;
-  int rc = check_field(w, field, 0, PAGEDB_BYTES);
-  if (rc != PAGEDB_OK) return rc;
-  if (n > 0 && !data)
-    return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "%s: sample %lld, field '%s': NULL data for %zu bytes", w->db->path,
-                       (long long)w->cur[0], w->db->fields[field].name, n);
+/* A raw value of N bytes for tensor field FIELD must fit its declaration:
+** its length, and with two or more variable dimensions its trailer. */
+static int check_tensor_raw(pagedb_writer *w, int field, const void *data, size_t n) {
+  const CatField *f = &w->db->fields[field];
+  if (f->type != PAGEDB_TENSOR) return PAGEDB_OK;
+  int64_t shape[PAGEDB_TENSOR_MAX_DIMS];
+  uint64_t nbytes;
+  char why[160], decl[TENSOR_TEXT_MAX];
+  if (tensor_value_shape(&f->tensor, data, n, shape, &nbytes, why, sizeof why) == 0) return PAGEDB_OK;
+  tensor_format(&f->tensor, decl);
+  return pdb_err(w->db, &w->err, PAGEDB_MISMATCH, "%s: sample %lld, field '%s' (%s): a raw value of %zu bytes: %s",
+                 w->db->path, (long long)w->cur[0], f->name, decl, n, why);
+}
+
+/* pagedb_put after check_field: N bytes of DATA. */
+static int put_bytes(pagedb_writer *w, int field, const void *data, size_t n) {
+  int rc;
   size_t have = w->pos - w->start;
   if (n > PAGEDB_MAX_SAMPLE - have)
     return pdb_err(w->db, &w->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s': %zu bytes would make the sample larger than"
@@ -395,6 +405,81 @@ int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
     if (stored < n) src = w->zbuf;
   }
   return append_value(w, field, src, stored, n, stored < n, NULL);
+}
+
+int pagedb_put(pagedb_writer *w, int field, const void *data, size_t n) {
+  if (!w) return PAGEDB_MISUSE;
+  int rc = check_field(w, field, 0, PAGEDB_BYTES);
+  if (rc != PAGEDB_OK) return rc;
+  if (n > 0 && !data)
+    return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "%s: sample %lld, field '%s': NULL data for %zu bytes", w->db->path,
+                       (long long)w->cur[0], w->db->fields[field].name, n);
+  rc = check_tensor_raw(w, field, data, n);
+  return rc == PAGEDB_OK ? put_bytes(w, field, data, n) : rc;
+}
+
+/* The shape SHAPE of NDIM dimensions as text, "(2, 3)", into OUT. */
+static void shape_text(int ndim, const int64_t *shape, char *out, size_t cap) {
+  size_t k = (size_t)snprintf(out, cap, "(");
+  for (int i = 0; i < ndim && k < cap; i++) k += (size_t)snprintf(out + k, cap - k, "%s%lld", i ? ", " : "",
+                                                                  (long long)shape[i]);
+  if (k < cap) snprintf(out + k, cap - k, ndim == 1 ? ",)" : ")");
+}
+
+int pagedb_put_tensor(pagedb_writer *w, int field, int dtype, int ndim, const int64_t *shape, const void *data,
+                      size_t n) {
+  if (!w) return PAGEDB_MISUSE;
+  int rc = check_field(w, field, 0, PAGEDB_BYTES);
+  if (rc != PAGEDB_OK) return rc;
+  pagedb *db = w->db;
+  const CatField *f = &db->fields[field];
+  long long id = (long long)w->cur[0];
+  if (f->type != PAGEDB_TENSOR)
+    return pdb_err(db, &w->err, PAGEDB_MISMATCH, "%s: sample %lld: field '%s' is %s, not a tensor", db->path, id,
+                   f->name, f->type == PAGEDB_TEXT ? "TEXT" : "BYTES");
+  const TensorDecl *d = &f->tensor;
+  char decl[TENSOR_TEXT_MAX], want[200], got[200];
+  tensor_format(d, decl);
+  tensor_shape_text(d, want, sizeof want);
+  if (ndim < 1 || ndim > PAGEDB_TENSOR_MAX_DIMS || (!shape && ndim > 0))
+    return pdb_err(db, &w->err, PAGEDB_MISMATCH, "%s: sample %lld, field '%s': declared %s %s, given %d dimensions",
+                   db->path, id, f->name, pagedb_dtype_name(d->dtype), want, ndim);
+  shape_text(ndim, shape, got, sizeof got);
+  const char *gname = pagedb_dtype_name(dtype) ? pagedb_dtype_name(dtype) : "an unknown dtype";
+  const char *bad = dtype != d->dtype ? "dtype" : ndim != d->ndim ? "rank" : NULL;
+  uint64_t need = (uint64_t)d->esize;
+  for (int i = 0; !bad && i < ndim; i++) {
+    if (shape[i] < 0 || shape[i] > INT32_MAX || (d->dims[i] != PAGEDB_DIM_VAR && shape[i] != d->dims[i]))
+      bad = "shape";
+    else if (shape[i] == 0) need = 0;
+    else if (need > PAGEDB_MAX_SAMPLE / (uint64_t)shape[i]) bad = "size";   /* more than a sample may hold */
+    else need *= (uint64_t)shape[i];
+  }
+  if (!bad && need != n) bad = "size";
+  if (bad) {
+    if (strcmp(bad, "size") == 0)
+      return pdb_err(db, &w->err, PAGEDB_MISMATCH, "%s: sample %lld, field '%s': declared %s %s; given %s %s in %zu"
+                     " bytes, which should be %llu", db->path, id, f->name, pagedb_dtype_name(d->dtype), want, gname,
+                     got, n, (unsigned long long)need);
+    return pdb_err(db, &w->err, PAGEDB_MISMATCH, "%s: sample %lld, field '%s': declared %s %s; given %s %s (the %s"
+                   " differs)", db->path, id, f->name, pagedb_dtype_name(d->dtype), want, gname, got, bad);
+  }
+  if (n > 0 && !data)
+    return pdb_err(db, &w->err, PAGEDB_MISUSE, "%s: sample %lld, field '%s': NULL data for %zu bytes", db->path, id,
+                   f->name, n);
+  uint8_t trailer[8 * PAGEDB_TENSOR_MAX_DIMS];
+  size_t tn = tensor_trailer(d, shape, trailer);
+  if (tn == 0) return put_bytes(w, field, data, n);
+  /* The value is the elements and the trailer: one buffer, so that a codec
+  ** compresses them as one block. */
+  uint8_t *v = pdb_malloc(n + tn);
+  if (!v) return pdb_err(db, &w->err, PAGEDB_NOMEM, "%s: sample %lld, field '%s': out of memory for %zu bytes", db->path,
+                         id, f->name, n + tn);
+  if (n) memcpy(v, data, n);
+  memcpy(v + n, trailer, tn);
+  rc = put_bytes(w, field, v, n + tn);
+  pdb_free(v);
+  return rc;
 }
 
 int writer_put_stored(pagedb_writer *w, int field, const void *data, size_t stored, uint64_t raw, int z,
@@ -416,6 +501,9 @@ int writer_put_stored(pagedb_writer *w, int field, const void *data, size_t stor
   if (stored > PAGEDB_MAX_SAMPLE - (w->pos - w->start))
     return pdb_err(db, &w->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s': %zu bytes would make the sample larger"
                    " than the %llu-byte limit", db->path, id, name, stored, (unsigned long long)PAGEDB_MAX_SAMPLE);
+  if (db->fields[field].type == PAGEDB_TENSOR && !tensor_len_ok(&db->fields[field].tensor, raw))
+    return pdb_err(db, &w->err, PAGEDB_MISMATCH, "%s: sample %lld, field '%s': a tensor value of %llu bytes does not fit"
+                   " its declaration", db->path, id, name, (unsigned long long)raw);
   uint64_t got = pdb_sum(data, stored);
   if (got != sum)
     return pdb_err(db, &w->err, PAGEDB_CORRUPT, "%s: sample %lld, field '%s': checksum mismatch in the %zu stored"

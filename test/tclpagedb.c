@@ -271,7 +271,62 @@ int getField(pagedb *db, Tcl_Obj *o){
 static const char *typeNames[] = {"?", "bytes", "text", "int", "real"};
 
 const char *typeName(int t){
-  return (t >= 1 && t <= 4) ? typeNames[t] : "unknown";
+  return (t >= 1 && t <= 4) ? typeNames[t] : t == PAGEDB_TENSOR ? "tensor" : "unknown";
+}
+
+/* A shape as a Tcl list of integers, "*" for PAGEDB_DIM_VAR. */
+static Tcl_Obj *shapeObj(int ndim, const int64_t *dims){
+  Tcl_Obj *l = Tcl_NewListObj(0, 0);
+  for(int i = 0; i < ndim; i++){
+    Tcl_ListObjAppendElement(0, l, dims[i] == PAGEDB_DIM_VAR ? Tcl_NewStringObj("*", 1)
+                                                               : Tcl_NewWideIntObj((Tcl_WideInt)dims[i]));
+  }
+  return l;
+}
+
+/* Field I's type as its declaration reads: "bytes", or "tensor:float32:3,*". */
+static Tcl_Obj *fieldTypeObj(pagedb *db, int i){
+  int dtype, ndim;
+  int64_t dims[PAGEDB_TENSOR_MAX_DIMS];
+  if( pagedb_field_tensor(db, i, &dtype, &ndim, dims) != PAGEDB_OK ){
+    return Tcl_NewStringObj(typeName(pagedb_field_type(db, i)), -1);
+  }
+  Tcl_Obj *o = Tcl_ObjPrintf("tensor:%s:", pagedb_dtype_name(dtype));
+  for(int k = 0; k < ndim; k++){
+    if( dims[k] == PAGEDB_DIM_VAR ) Tcl_AppendPrintfToObj(o, "%s*", k ? "," : "");
+    else Tcl_AppendPrintfToObj(o, "%s%lld", k ? "," : "", (long long)dims[k]);
+  }
+  return o;
+}
+
+/* A list of dimensions (integers, or "*" for a variable one) into DIMS:
+** the count, or -1 with an error in INTERP. */
+static int parseDims(Tcl_Interp *interp, Tcl_Obj *o, int64_t *dims, int max){
+  Tcl_Obj **ap;
+  int n;
+  if( Tcl_ListObjGetElements(interp, o, &n, &ap) ) return -1;
+  if( n > max ){
+    Tcl_SetObjResult(interp, Tcl_ObjPrintf("at most %d dimensions", max));
+    return -1;
+  }
+  for(int i = 0; i < n; i++){
+    Tcl_WideInt v;
+    if( strcmp(Tcl_GetString(ap[i]), "*") == 0 ){ dims[i] = PAGEDB_DIM_VAR; continue; }
+    if( Tcl_GetWideIntFromObj(interp, ap[i], &v) ) return -1;
+    dims[i] = (int64_t)v;
+  }
+  return n;
+}
+
+/* DTYPE: a dtype's name ("float32"), or its number. */
+static int parseDtype(Tcl_Interp *interp, Tcl_Obj *o, int *pDtype){
+  if( Tcl_GetIntFromObj(0, o, pDtype) == TCL_OK ) return TCL_OK;
+  *pDtype = pagedb_dtype_from_name(Tcl_GetString(o));
+  if( *pDtype == 0 ){
+    Tcl_SetObjResult(interp, Tcl_ObjPrintf("unknown dtype \"%s\"", Tcl_GetString(o)));
+    return TCL_ERROR;
+  }
+  return TCL_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -287,10 +342,10 @@ static int childGone(Tcl_Interp *interp, ChildObj *c){
 static int writerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
     "begin", "put", "put_int", "put_real", "end", "cancel", "flush", "close",
-    "errmsg", "put_null", "put_huge", 0
+    "errmsg", "put_null", "put_huge", "put_tensor", 0
   };
   enum { W_BEGIN, W_PUT, W_PUT_INT, W_PUT_REAL, W_END, W_CANCEL, W_FLUSH, W_CLOSE,
-         W_ERRMSG, W_PUT_NULL, W_PUT_HUGE };
+         W_ERRMSG, W_PUT_NULL, W_PUT_HUGE, W_PUT_TENSOR };
   ChildObj *c = (ChildObj *)cd;
   pagedb_writer *w;
   int iSub, rc = PAGEDB_OK;
@@ -350,6 +405,21 @@ static int writerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
       }
       rc = pagedb_put(w, getField(c->pDb->db, objv[2]), p, (size_t)n);
       munmap(p, (size_t)n);
+      break;
+    }
+    case W_PUT_TENSOR: {
+      /* put_tensor FIELD DTYPE SHAPE BYTES: SHAPE a list of sizes. */
+      int dtype, n, ndim;
+      int64_t shape[PAGEDB_TENSOR_MAX_DIMS + 2];
+      if( objc != 6 ){
+        Tcl_WrongNumArgs(interp, 2, objv, "FIELD DTYPE SHAPE BYTES");
+        return TCL_ERROR;
+      }
+      if( parseDtype(interp, objv[3], &dtype) ) return TCL_ERROR;
+      ndim = parseDims(interp, objv[4], shape, PAGEDB_TENSOR_MAX_DIMS + 2);
+      if( ndim < 0 ) return TCL_ERROR;
+      const unsigned char *b = Tcl_GetByteArrayFromObj(objv[5], &n);
+      rc = pagedb_put_tensor(w, getField(c->pDb->db, objv[2]), dtype, ndim, shape, b, (size_t)n);
       break;
     }
     case W_PUT_INT: {
@@ -414,10 +484,10 @@ static int writerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
 static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
     "read", "read_into", "read_int", "read_real", "close", "errmsg", "size", "read_batch", "advise",
-    "prefetch", "addr", "addr_batch", 0
+    "prefetch", "addr", "addr_batch", "read_tensor", "read_tensor_into", 0
   };
   enum { R_READ, R_READ_INTO, R_READ_INT, R_READ_REAL, R_CLOSE, R_ERRMSG, R_SIZE, R_BATCH, R_ADVISE,
-         R_PREFETCH, R_ADDR, R_ADDR_BATCH };
+         R_PREFETCH, R_ADDR, R_ADDR_BATCH, R_READ_TENSOR, R_READ_TENSOR_INTO };
   ChildObj *c = (ChildObj *)cd;
   pagedb_reader *r;
   int iSub, rc = PAGEDB_OK, f;
@@ -506,6 +576,40 @@ static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
     Tcl_Free((char *)aData);
     Tcl_Free((char *)aSize);
     if( rc == -1 ) return TCL_ERROR;
+    return rc == PAGEDB_OK ? TCL_OK : pdbError(interp, rc, pagedb_reader_errmsg(r));
+  }
+  if( iSub == R_READ_TENSOR || iSub == R_READ_TENSOR_INTO ){
+    /* read_tensor ID FIELD: {SHAPE BYTES ADDRESS}; read_tensor_into ID
+    ** FIELD CAP: {SHAPE BYTES} through a buffer of exactly CAP bytes. */
+    const void *p = 0;
+    size_t nb = 0;
+    int ndim = 0;
+    int64_t shape[PAGEDB_TENSOR_MAX_DIMS];
+    Tcl_WideInt cap = 0;
+    unsigned char *buf = 0;
+    if( objc != (iSub == R_READ_TENSOR ? 4 : 5) ){
+      Tcl_WrongNumArgs(interp, 2, objv, iSub == R_READ_TENSOR ? "ID FIELD" : "ID FIELD CAP");
+      return TCL_ERROR;
+    }
+    if( getInt64(interp, objv[2], &id) ) return TCL_ERROR;
+    f = getField(c->pDb->db, objv[3]);
+    if( iSub == R_READ_TENSOR ){
+      rc = pagedb_read_tensor(r, id, f, &p, &nb, &ndim, shape);
+    }else{
+      if( Tcl_GetWideIntFromObj(interp, objv[4], &cap) || cap < 0 ) return TCL_ERROR;
+      buf = (unsigned char *)malloc(cap ? (size_t)cap : 1);
+      if( buf == 0 ) return pdbError(interp, PAGEDB_NOMEM, "read_tensor_into buffer");
+      rc = pagedb_read_tensor_into(r, id, f, buf, (size_t)cap, &nb, &ndim, shape);
+      p = buf;
+    }
+    if( rc == PAGEDB_OK ){
+      Tcl_Obj *l = Tcl_NewListObj(0, 0);
+      Tcl_ListObjAppendElement(0, l, shapeObj(ndim, shape));
+      Tcl_ListObjAppendElement(0, l, Tcl_NewByteArrayObj((const unsigned char *)p, (int)nb));
+      if( iSub == R_READ_TENSOR ) Tcl_ListObjAppendElement(0, l, Tcl_NewWideIntObj((Tcl_WideInt)(uintptr_t)p));
+      Tcl_SetObjResult(interp, l);
+    }
+    free(buf);
     return rc == PAGEDB_OK ? TCL_OK : pdbError(interp, rc, pagedb_reader_errmsg(r));
   }
   if( iSub == R_READ_INTO ){
@@ -1056,6 +1160,43 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
         Tcl_WrongNumArgs(interp, 2, objv, "NAME TYPE ?CODEC? ?ALIGN?");
         return TCL_ERROR;
       }
+      if( strncmp(Tcl_GetString(objv[3]), "tensor:", 7) == 0 ){
+        /* tensor:DTYPE:D1,D2,... with * for a variable dimension */
+        const char *z = Tcl_GetString(objv[3]) + 7, *colon = strchr(z, ':');
+        int64_t dims[PAGEDB_TENSOR_MAX_DIMS + 2];
+        int dtype, ndim;
+        Tcl_Obj *dt = Tcl_NewStringObj(z, colon ? (int)(colon - z) : -1);
+        Tcl_IncrRefCount(dt);
+        int bad = parseDtype(interp, dt, &dtype);
+        Tcl_DecrRefCount(dt);
+        if( bad ) return TCL_ERROR;
+        Tcl_Obj *dl = Tcl_NewStringObj(colon ? colon + 1 : "", -1);
+        Tcl_IncrRefCount(dl);
+        Tcl_Obj *sp = Tcl_NewListObj(0, 0);
+        Tcl_IncrRefCount(sp);
+        {   /* split on commas */
+          const char *q = Tcl_GetString(dl);
+          while( *q ){
+            const char *e = strchr(q, ',');
+            int len = e ? (int)(e - q) : (int)strlen(q);
+            Tcl_ListObjAppendElement(0, sp, Tcl_NewStringObj(q, len));
+            q += len + (e ? 1 : 0);
+          }
+        }
+        ndim = parseDims(interp, sp, dims, PAGEDB_TENSOR_MAX_DIMS + 2);
+        Tcl_DecrRefCount(dl);
+        Tcl_DecrRefCount(sp);
+        if( ndim < 0 ) return TCL_ERROR;
+        if( objc >= 5 && parseCodec(interp, objv[4], &codec) ) return TCL_ERROR;
+        if( objc == 6 && Tcl_GetIntFromObj(interp, objv[5], &align) ) return TCL_ERROR;
+        rc = pagedb_field_add_tensor(db, Tcl_GetString(objv[2]), dtype, ndim, dims, codec,
+                                     objc == 6 ? align : PAGEDB_ALIGN_DEFAULT);
+        if( rc == PAGEDB_OK ){
+          Tcl_SetObjResult(interp, Tcl_NewIntObj(pagedb_field_count(db) - 1));
+          return TCL_OK;
+        }
+        break;
+      }
       if( parseType(interp, objv[3], &type) ) return TCL_ERROR;
       if( objc >= 5 && parseCodec(interp, objv[4], &codec) ) return TCL_ERROR;
       if( objc == 6 && Tcl_GetIntFromObj(interp, objv[5], &align) ) return TCL_ERROR;
@@ -1093,7 +1234,7 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
         const char *zName = pagedb_field_name(db, i);
         int codec = pagedb_field_codec(db, i);
         Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(zName ? zName : "", -1));
-        Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(typeName(pagedb_field_type(db, i)), -1));
+        Tcl_ListObjAppendElement(0, e, fieldTypeObj(db, i));
         Tcl_ListObjAppendElement(0, e, codecName(codec));
         Tcl_ListObjAppendElement(0, pList, e);
       }

@@ -22,8 +22,74 @@ import _pagedb
 from _pagedb import *  # noqa: F401,F403  (the constants, Error and its subclasses, Field)
 from _pagedb import Error, Writer, Iterator, Field  # noqa: F401
 
-__all__ = [n for n in dir(_pagedb) if not n.startswith("_")] + ["open", "Dataset", "Batch"]
+__all__ = [n for n in dir(_pagedb) if not n.startswith("_")] + ["open", "Dataset", "Batch", "Tensor"]
 __version__ = _pagedb.libversion()
+
+
+DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float16", "bfloat16", "float32", "float64")
+
+
+class Tensor:
+    """The type of a tensor field, for ``ds.add_field``: elements of DTYPE
+    (one of ``pagedb.DTYPES``; a NumPy or torch dtype is taken by its name)
+    and a SHAPE of 1 to 8 dimensions, each a size or None (variable):
+    ``Tensor("float32", (768,))``, ``Tensor("uint16", (None,))``,
+    ``Tensor("float32", (None, 80))``.  ``str(t)`` is the declaration
+    pagedb stores, ``tensor:float32:768``, which ``add_field`` takes too."""
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, dtype, shape):
+        name = str(dtype).replace("torch.", "")
+        if name not in DTYPES:
+            name = _np.dtype(dtype).name if name != "bfloat16" else name
+        if name not in DTYPES:
+            raise ValueError("tensor dtype %r: use one of %s" % (dtype, ", ".join(DTYPES)))
+        if isinstance(shape, int) or shape is None:
+            shape = (shape,)
+        self.dtype, self.shape = name, tuple(None if d is None else int(d) for d in shape)
+
+    def __str__(self):
+        return "tensor:%s:%s" % (self.dtype, ",".join("*" if d is None else str(d) for d in self.shape))
+
+    def __repr__(self):
+        return "pagedb.Tensor(%r, %r)" % (self.dtype, self.shape)
+
+    def __eq__(self, other):
+        return isinstance(other, Tensor) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+
+
+def _bfloat16(bits):
+    """A bfloat16 value read: the torch tensor over BITS (a read-only uint16
+    array over the dataset's bytes), no copy.  NumPy has no bfloat16."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("this tensor field holds bfloat16, which NumPy cannot represent: install torch"
+                          " to read it (it reads as a torch.bfloat16 tensor)") from None
+    import warnings
+    with warnings.catch_warnings():
+        # torch warns that the array is not writable: the map is read-only,
+        # and so is the tensor (writing to it would fault, as a view's would).
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(bits.view(_np.int16)).view(torch.bfloat16)
+
+
+def _from_torch(t):
+    """A torch tensor given to a writer: (ndarray, is_bfloat16), the array
+    over the tensor's CPU memory (copied there first if it is elsewhere)."""
+    import torch
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(_np.uint16), True
+    return t.numpy(), False
 
 
 class Batch:
@@ -39,11 +105,12 @@ class Batch:
     memoryview of the batch's buffer, TEXT as str unless RAW, missing values
     None); ``batch.values(name)`` every sample's value of one field."""
 
-    __slots__ = ("ids", "columns", "present", "text", "_gets")
+    __slots__ = ("ids", "columns", "present", "text", "tensor", "_gets")
 
-    def __init__(self, ids, columns, present, text=()):
+    def __init__(self, ids, columns, present, text=(), tensor=()):
         self.ids, self.columns, self.present = ids, columns, present
         self.text = frozenset(text)      # the TEXT fields to decode (none when raw)
+        self.tensor = frozenset(tensor)  # the tensor fields (columns of arrays, see read_packed)
         self._gets = None                # [(name, getter)], made at the first batch[k]
 
     def __len__(self):
@@ -55,6 +122,15 @@ class Batch:
     def _getter(self, name):
         """A function of k: field NAME's value of sample k."""
         col, pres = self.columns[name], self.present.get(name)
+        if name in self.tensor:
+            if type(col) is tuple:       # (padded, shapes): each value cut back to its shape
+                padded, shapes = col
+
+                def get(k):
+                    return padded[(k,) + tuple(slice(0, int(d)) for d in shapes[k])]
+            else:                        # an array (samples, ...) or a list of arrays
+                get = col.__getitem__
+            return get if pres is None else (lambda k: get(k) if pres[k] else None)
         if type(col) is tuple:
             view, off = memoryview(col[0]), col[1].tolist()
             if name in self.text:
@@ -103,13 +179,75 @@ class Dataset(_pagedb.Dataset):
         """The samples (dicts) in the order their bytes lie in the file."""
         return self.iterate(self.order("sequential"))
 
-    def read_packed(self, ids, fields=None, raw=False):
+    def add_field(self, name, type, codec=None, level=0, align=0):  # noqa: A002
+        """Add field NAME of TYPE ('bytes', 'text', 'int', 'real', or a
+        ``pagedb.Tensor`` / its text 'tensor:float32:768') with CODEC (None,
+        'lz4', 'lz4hc', optionally ':LEVEL') and ALIGN (0: the type's
+        default); returns its number."""
+        if isinstance(type, Tensor):
+            type = str(type)
+        return super().add_field(name, type, codec, level, align)
+
+    def read_packed(self, ids, fields=None, raw=False, ragged="list"):
         """The samples IDS (fields FIELDS, None: all) read by one call, as a
         ``Batch``: one array per field (BYTES and TEXT values back to back in
         one buffer), copied out of the dataset, so it pins nothing.  RAW:
         ``batch[k]`` gives TEXT as memoryview.  A missing sample raises
-        NotFoundError; a missing value is None in ``batch[k]``."""
-        return Batch(*self._read_packed(ids, fields), text=() if raw else self._text_fields(fields))
+        NotFoundError; a missing value is None in ``batch[k]``.
+
+        A tensor field's column is one array of shape (samples, ...) when
+        its declared shape is fixed (the one copy out of the dataset, viewed
+        with its dtype); with variable dimensions, RAGGED says how: 'list',
+        a list of arrays (views of the batch's one buffer), or 'pad', a
+        pair (padded, lengths): the values zero-padded to the largest of
+        each dimension, and an int64 array (samples, ndim) of their shapes.
+        bfloat16 columns are torch tensors."""
+        if ragged not in ("list", "pad"):
+            raise ValueError("ragged=%r: use 'list' or 'pad'" % (ragged,))
+        return self._batch(self._read_packed(ids, fields), fields, raw, ragged)
+
+    def _batch(self, packed, fields, raw, ragged):
+        """The Batch of PACKED, (ids, columns, present) as _read_packed and
+        Iterator.next_packed give them: tensor columns made arrays."""
+        bids, columns, present = packed
+        tensor = []
+        for name, col in columns.items():
+            fd = self._field(name)
+            if fd.type == "tensor":
+                columns[name] = self._tensor_column(fd, col, present.get(name), ragged)
+                tensor.append(name)
+        return Batch(bids, columns, present, text=() if raw else self._text_fields(fields), tensor=tensor)
+
+    def _field(self, name):
+        return next(x for x in self.fields if x.name == name)
+
+    def _tensor_column(self, fd, col, present, ragged):
+        """Field FD's (data, offsets) column of a batch as arrays (read_packed)."""
+        data, off = col
+        n = len(off) - 1
+        npdt = _np.uint16 if fd.dtype == "bfloat16" else _np.dtype(fd.dtype)
+        num = self.fields.index(fd)
+        fixed = None not in fd.shape
+        if fixed and present is None:
+            out = data[: int(off[n])].view(npdt).reshape((n,) + fd.shape)
+            return _bfloat16(out) if fd.dtype == "bfloat16" else out
+        arrs = []                        # NumPy arrays (bfloat16: their uint16 bits)
+        for k in range(n):
+            if present is not None and not present[k]:
+                arrs.append(None)
+                continue
+            raw = data[int(off[k]): int(off[k + 1])]
+            shape, nb = self._tensor_shape(num, raw)
+            arrs.append(raw[:nb].view(npdt).reshape(shape))
+        bf = _bfloat16 if fd.dtype == "bfloat16" else (lambda a: a)
+        if ragged == "list" or n == 0:
+            return [None if a is None else bf(a) for a in arrs]
+        shapes = _np.array([a.shape if a is not None else (0,) * len(fd.shape) for a in arrs], dtype=_np.int64)
+        pad = _np.zeros((n,) + tuple(int(x) for x in shapes.max(axis=0)), dtype=npdt)
+        for k, a in enumerate(arrs):
+            if a is not None:
+                pad[(k,) + tuple(slice(0, d) for d in a.shape)] = a
+        return bf(pad), shapes
 
     def _text_fields(self, fields):
         if fields is None:

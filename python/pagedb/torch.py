@@ -50,11 +50,25 @@ import pagedb as _pagedb
 __all__ = ["MapDataset", "IterableDataset", "DataLoader", "default_transform", "collate_packed"]
 
 
+def _own(v):
+    """V as default_transform leaves it: a memoryview copied into a uint8
+    array, a tensor field's read-only NumPy array (a view of the map) into a
+    torch tensor of its own; anything else as it is."""
+    if isinstance(v, memoryview):
+        return np.array(v, dtype=np.uint8)
+    if isinstance(v, np.ndarray) and not v.flags.writeable:
+        return torch.from_numpy(v.copy())
+    if isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16:
+        return v.clone()
+    return v
+
+
 def default_transform(sample):
-    """A sample with its memoryviews copied into uint8 NumPy arrays, which
-    can cross from a worker to the main process (a memoryview cannot be
-    pickled) and be collated."""
-    return {k: (np.array(v, dtype=np.uint8) if isinstance(v, memoryview) else v) for k, v in sample.items()}
+    """A sample with its memoryviews copied into uint8 NumPy arrays and its
+    tensors (NumPy views of the map) into torch tensors, which can cross
+    from a worker to the main process (a memoryview cannot be pickled) and
+    be collated."""
+    return {k: _own(v) for k, v in sample.items()}
 
 
 def collate_packed(batch):
@@ -70,7 +84,9 @@ def collate_packed(batch):
         return None
     out = {}
     for name, col in batch.columns.items():
-        if type(col) is not tuple:
+        if name in batch.tensor:
+            out[name] = _tensor_col(col)
+        elif type(col) is not tuple:
             out[name] = torch.from_numpy(col)
         elif name in batch.text:
             out[name] = batch.values(name)
@@ -84,6 +100,19 @@ def collate_packed(batch):
             else:
                 out[name] = list(torch.split(t, lens.tolist()))
     return out
+
+
+def _tensor_col(col):
+    """A tensor field's column of a Batch as torch tensors: one (samples, ...)
+    tensor over the batch's buffer, a list of them (ragged='list'), or the
+    pair (padded, shapes) (ragged='pad')."""
+    def t(a):
+        return a if isinstance(a, torch.Tensor) else torch.from_numpy(a)
+    if isinstance(col, list):
+        return [t(a) for a in col]
+    if type(col) is tuple:
+        return t(col[0]), torch.from_numpy(col[1])
+    return t(col)
 
 
 class _Opener:
@@ -114,17 +143,23 @@ class MapDataset(_tud.Dataset):
     e.g. ``pagedb.open(p).sql_ids(...)``), with FIELDS (None: all), passed
     through TRANSFORM (default: ``default_transform``)."""
 
-    def __init__(self, path, ids=None, fields=None, transform=default_transform, **open_kw):
+    def __init__(self, path, ids=None, fields=None, transform=default_transform, with_ids=False, **open_kw):
         self._open = _Opener(path, open_kw)
         self.ids = np.asarray(self._open.ds.ids() if ids is None else ids, dtype=np.int64)
         self.fields = fields
         self.transform = transform
+        self.with_ids = with_ids
 
     def __len__(self):
         return len(self.ids)
 
     def __getitem__(self, i):
-        sample = self._open.ds.get(int(self.ids[i]), self.fields)
+        """The sample; with WITH_IDS its dict has its id too, under "id" (a
+        name no field can have)."""
+        sid = int(self.ids[i])
+        sample = self._open.ds.get(sid, self.fields)
+        if self.with_ids:
+            sample["id"] = sid
         return self.transform(sample) if self.transform else sample
 
 
@@ -161,7 +196,10 @@ class IterableDataset(_tud.IterableDataset):
 
     def __init__(self, path, kind="random", seed=0, ids=None, fields=None, transform=default_transform,
                  window=16 << 20, raw=False, rank=None, world=None, drop_last=False, batch_size=1,
-                 batch_transform=None, **open_kw):
+                 batch_transform=None, with_ids=False, ragged="list", **open_kw):
+        if ragged not in ("list", "pad"):
+            raise ValueError("ragged=%r: use 'list' or 'pad'" % (ragged,))
+        self.with_ids, self.ragged = with_ids, ragged
         self._open = _Opener(path, open_kw)
         self.kind, self.seed, self.drop_last = kind, seed, drop_last
         self.subset = None if ids is None else np.asarray(ids, dtype=np.int64)
@@ -250,7 +288,7 @@ class IterableDataset(_tud.IterableDataset):
 
     def __iter__(self):
         ids = self._my_ids()
-        it = self._open.ds.iterate(ids, self.fields, self.window, self.raw)
+        it = self._open.ds.iterate(ids, self.fields, self.window, self.raw, self.with_ids)
         try:
             if self.collate_fn is not None or self.batch_transform is not None:
                 info = _tud.get_worker_info()
@@ -283,13 +321,13 @@ class IterableDataset(_tud.IterableDataset):
         """Whole batches, one read call each (see the class's docstring)."""
         b, t, bt = self.batch_size, self.transform, self.batch_transform
         collate = self.collate_fn or _tud.default_collate
-        text = () if self.raw else self._open.ds._text_fields(self.fields)
+        ds = self._open.ds
         if bt is not None or (t is default_transform and collate is _tud.default_collate):
             while True:
                 packed = it.next_packed(b)
                 if packed is None:
                     return
-                batch = _pagedb.Batch(*packed, text=text)
+                batch = ds._batch(packed, self.fields, self.raw, self.ragged)
                 del packed
                 if bt is not None:
                     out = bt(batch)
@@ -297,6 +335,8 @@ class IterableDataset(_tud.IterableDataset):
                     out = collate_packed(batch)
                     if out is None:
                         out = collate([t(s) for s in batch])
+                    if self.with_ids and isinstance(out, dict):
+                        out["id"] = torch.from_numpy(batch.ids)
                 del batch
                 yield out
                 # Nothing of this batch is held while the next is read: its
