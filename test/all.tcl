@@ -54,7 +54,7 @@ set shares {
   powerloss.test    {300 300}
   remote.test       {150 180}
   cache-private.test {5 10}
-  creds.test        {45 60}
+  creds.test        {75 120}
   fault-uring.test  {120 120}
   fault.test        {120 90}
   vacuum.test       {90 150}

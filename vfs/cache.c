@@ -165,8 +165,8 @@ static int dir_private(int fd, const char *path, char *msg, size_t cap) {
   if (!why) return 1;
   snprintf(msg, cap, "cache directory %s refused: %s, so another user could plant or read chunks there; a"
            " private cache must be a directory of your own that only you can write (mode 0700: set"
-           " PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to one); a cache shared by several users is a"
-           " shared cache (doc/remote.md, \"Who can read the cache\")", path, why);
+           " PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to one); a cache shared between users is not"
+           " available yet (doc/remote.md, \"Who can read the cache\")", path, why);
   return 0;
 }
 

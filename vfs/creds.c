@@ -45,6 +45,7 @@
 #define _GNU_SOURCE
 #include "remote.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <pthread.h>
 #include <ctype.h>
@@ -191,8 +192,8 @@ static int profile_load(Profile *p, char *msg, size_t cap) {
   rc = ini_read(p, p->cfile, 0, msg, cap);
   if (rc == PAGEDB_OK) rc = ini_read(p, p->kfile, 1, msg, cap);
   if (rc == PAGEDB_OK && !p->found && strcmp(p->from, "default") != 0) {
-    snprintf(msg, cap, "the AWS profile '%.200s' (from %s) is in neither %.150s nor %.150s", p->name, p->from, p->cfile,
-             p->kfile);
+    if (snprintf(msg, cap, "the AWS profile '%.200s' (from %s) is in neither %s nor %s", p->name, p->from, p->cfile,
+                 p->kfile) >= (int)cap) { /* cut short: the start names the profile */ }
     rc = PAGEDB_CANTOPEN;
   }
   return rc;
@@ -313,15 +314,30 @@ static int md_parse(const char *b, const char *what, RmtCreds *c, char *why, siz
   return 0;
 }
 
+/* Whether URL's host is a loopback address or a container agent's (the
+** hosts the SDKs allow over plain http).  A URL with user information
+** (127.0.0.1@elsewhere) is not. */
 static int is_loopback_url(const char *u) {
   const char *h = strstr(u, "://");
   if (!h) return 0;
   h += 3;
-  static const char *ok[] = { "127.", "localhost:", "localhost/", "[::1]", "169.254.170.2:", "169.254.170.2/",
-                              "169.254.170.23:", "169.254.170.23/", "[fd00:ec2::23]" };
+  size_t n = strcspn(h, "/?#");
+  if (memchr(h, '@', n)) return 0;
+  char host[256];
+  if (h[0] == '[') {
+    const char *e = memchr(h, ']', n);
+    if (!e || (size_t)(e - h + 1) >= sizeof host) return 0;
+    snprintf(host, sizeof host, "%.*s", (int)(e - h + 1), h);
+  } else {
+    size_t l = strcspn(h, ":/?#");
+    if (l >= sizeof host) return 0;
+    snprintf(host, sizeof host, "%.*s", (int)l, h);
+  }
+  static const char *ok[] = { "localhost", "[::1]", "169.254.170.2", "169.254.170.23", "[fd00:ec2::23]" };
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-    if (strncmp(h, ok[i], strlen(ok[i])) == 0) return 1;
-  return !strcmp(h, "localhost") || !strcmp(h, "169.254.170.2");
+    if (strcasecmp(host, ok[i]) == 0) return 1;
+  struct in_addr a;
+  return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
 /* The container's credentials into C (kind RMT_CREDS_CONTAINER). */
@@ -497,7 +513,7 @@ int rmt_creds_find(const char *path, RmtCreds *c, char *region, size_t rcap, cha
     snprintf(msg, cap, "out of memory opening %s", path);
     return PAGEDB_NOMEM;
   }
-  char m2[RMT_ERR_MAX] = "";
+  char m2[9000] = "";   /* room for both file names: cut to the caller's size below */
   int rc = profile_load(p, m2, sizeof m2);
   if (rc != PAGEDB_OK) {
     snprintf(msg, cap, "%s: %s", path, m2);
