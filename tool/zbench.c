@@ -433,9 +433,9 @@ static int dict_section(const char *name, const char *path, int codec, double t2
   if (!cd || !dd || !cc || !dc || !out) die("libzstd setup", PAGEDB_NOMEM, db);
   /* libzstd compressing every sample with the dictionary, one thread: the
   ** CPU the two writers share. */
-  double lib[9];
+  double lib[9], libcpu[9];
   for (int rep = 0; rep < gReps; rep++) {
-    double c0 = cpu_now();
+    double c0 = cpu_now(), w0 = now();
     at = 0;
     for (int64_t i = 0; i < gW.count; i++) {
       size_t len = (size_t)wl_size(&gW, i);
@@ -444,12 +444,15 @@ static int dict_section(const char *name, const char *path, int codec, double t2
       gSink += got;
       at += len;
     }
-    lib[rep] = cpu_now() - c0;
+    lib[rep] = now() - w0;
+    libcpu[rep] = cpu_now() - c0;
   }
+  /* Wall clock against wall clock, as section 2 does for lz4: on a shared
+  ** machine CPU time alone would not see the waits both runs have. */
   double tlib = median(lib, gReps), lim = t2none + 1.25 * tlib / 2;
-  printf("  ingest, 2 writers, durable: %.3f s; none %.3f s; libzstd alone %.3f s CPU (%.3f per writer)\n"
+  printf("  ingest, 2 writers, durable: %.3f s; none %.3f s; libzstd alone %.3f s (%.3f per writer; CPU %.3f s)\n"
          "    target T <= none + 1.25 x libzstd per writer = %.3f s: %s (%.1f%% of the allowance)\n",
-         t2, t2none, tlib, tlib / 2, lim, t2 <= lim ? "pass" : "short", 100.0 * t2 / lim);
+         t2, t2none, tlib, tlib / 2, median(libcpu, gReps), lim, t2 <= lim ? "pass" : "short", 100.0 * t2 / lim);
   bad |= t2 > lim;
   /* Warm random reads by id, against libzstd on the same stored values. */
   Exts e = { 0 };
