@@ -297,50 +297,6 @@ static int ext_row(void *ctx, int ncol, char **vals, char **names) {
   return 0;
 }
 
-/*
-** liblz4's own time to decompress the stored bytes of the dataset at PATH,
-** read into memory first (untimed): the floor for a reader of it.
-*/
-static double lz4_floor(const char *path) {
-  pagedb *db;
-  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, "posix");
-  if (rc) die("pagedb_open", rc, db);
-  Exts e = { 0 };
-  rc = pagedb_sql(db, "SELECT id, page * (SELECT value FROM meta WHERE key = 'page_size') + off, len, raw, compressed"
-                      " FROM extent ORDER BY id", ext_row, &e);
-  if (rc) die("pagedb_sql", rc, db);
-  int fd = open(pagedb_path(db), O_RDONLY);
-  uint8_t h[64];
-  if (fd < 0 || pread(fd, h, 64, 0) != 64) die("reading the header", PAGEDB_IOERR, db);
-  int64_t doff = 0;
-  for (int i = 0; i < 8; i++) doff |= (int64_t)h[56 + i] << (8 * i);
-  int64_t total = 0;
-  for (int64_t i = 0; i < e.n; i++) total += e.v[i].len;
-  uint8_t *src = malloc((size_t)total), *dst = malloc(wl_max_size(&gW));
-  if (!src || !dst) die("out of memory", PAGEDB_NOMEM, db);
-  int64_t at = 0;
-  for (int64_t i = 0; i < e.n; i++) {
-    if (pread(fd, src + at, (size_t)e.v[i].len, doff + e.v[i].off) != e.v[i].len) die("pread", PAGEDB_IOERR, db);
-    at += e.v[i].len;
-  }
-  close(fd);
-  double t0 = now();
-  at = 0;
-  for (int64_t i = 0; i < e.n; i++) {
-    if (e.v[i].z && LZ4_decompress_safe((const char *)src + at, (char *)dst, (int)e.v[i].len, (int)e.v[i].raw) != e.v[i].raw)
-      die("LZ4_decompress_safe of a stored value", PAGEDB_CORRUPT, db);
-    at += e.v[i].len;
-  }
-  double t = now() - t0;
-  free(src);
-  free(dst);
-  free(e.v);
-  pagedb_close(db);
-  return t;
-}
-
-/* ---- dictionaries (issue 28) ---- */
-
 /* The stored bytes of every extent of the dataset DB, in memory (untimed). */
 static uint8_t *load_stored(pagedb *db, Exts *e) {
   int rc = pagedb_sql(db, "SELECT id, page * (SELECT value FROM meta WHERE key = 'page_size') + off, len, raw,"
@@ -363,6 +319,33 @@ static uint8_t *load_stored(pagedb *db, Exts *e) {
   close(fd);
   return src;
 }
+
+/*
+** liblz4's own time to decompress the stored bytes of the dataset at PATH,
+** read into memory first (untimed): the floor for a reader of it.
+*/
+static double lz4_floor(const char *path) {
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, "posix");
+  if (rc) die("pagedb_open", rc, db);
+  Exts e = { 0 };
+  uint8_t *src = load_stored(db, &e), *dst = malloc(wl_max_size(&gW));
+  if (!dst) die("out of memory", PAGEDB_NOMEM, db);
+  double t0 = now();
+  for (int64_t i = 0; i < e.n; i++) {
+    if (e.v[i].z && LZ4_decompress_safe((const char *)src + e.v[i].off, (char *)dst, (int)e.v[i].len,
+                                        (int)e.v[i].raw) != e.v[i].raw)
+      die("LZ4_decompress_safe of a stored value", PAGEDB_CORRUPT, db);
+  }
+  double t = now() - t0;
+  free(src);
+  free(dst);
+  free(e.v);
+  pagedb_close(db);
+  return t;
+}
+
+/* ---- dictionaries (issue 28) ---- */
 
 /* Random reads of every sample of PATH once, in the order PERM: seconds. */
 static double read_random(const char *path, const int64_t *perm) {
