@@ -326,6 +326,9 @@ typedef struct {
   int policy;
   long long offset;
   int64_t n;
+  int nre;                  /* vacuum(codecs=...): fields recoded */
+  const char *re_field[16];
+  int re_codec[16];
 } FileCtx;
 
 static int do_vacuum(PyDataset *ds, void *arg, PdbErr *e) {
@@ -339,16 +342,19 @@ static int do_vacuum(PyDataset *ds, void *arg, PdbErr *e) {
       return PAGEDB_MISUSE;
     }
   }
+  if (c->nre) return pagedb_vacuum_recode(ds->db, c->path, (size_t)c->page_size, c->nre, c->re_field, c->re_codec);
   return pagedb_vacuum(ds->db, c->path, (size_t)c->page_size);
 }
 
-/* vacuum(dest=None, page_size=0): rewrite without dead space, in place or
-** into a new dataset DEST. */
+/* vacuum(dest=None, page_size=0, codecs=None): rewrite without dead space,
+** in place or into a new dataset DEST; CODECS, {field name: codec name},
+** recompresses those fields (pagedb_vacuum_recode). */
 static PyObject *admin_vacuum(PyDataset *ds, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"dest", "page_size", NULL};
-  PyObject *dest = Py_None, *bdest = NULL;
-  FileCtx c = {NULL, 0, 0, 0, 0};
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|On:vacuum", kwlist, &dest, &c.page_size)) return NULL;
+  static char *kwlist[] = {"dest", "page_size", "codecs", NULL};
+  PyObject *dest = Py_None, *bdest = NULL, *codecs = Py_None;
+  FileCtx c = {NULL, 0, 0, 0, 0, 0, {NULL}, {0}};
+  PyObject *keep[16];
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|OnO:vacuum", kwlist, &dest, &c.page_size, &codecs)) return NULL;
   if (c.page_size < 0) return pdb_raise(PAGEDB_RANGE, "page_size %zd", c.page_size);
   if (dest != Py_None) {
     if (!PyUnicode_FSConverter(dest, &bdest)) return NULL;
@@ -362,7 +368,35 @@ static PyObject *admin_vacuum(PyDataset *ds, PyObject *args, PyObject *kw) {
       return pdb_raise(PAGEDB_MISUSE, "vacuum in place of %S: %lld zero-copy views of its map are alive (the "
                        "vacuum replaces the file under them): delete them first", ds->path, (long long)pins);
   }
+  if (codecs != Py_None) {
+    if (!PyDict_Check(codecs) || PyDict_Size(codecs) > 16) {
+      PyErr_SetString(PyExc_TypeError, "codecs: a dict of at most 16 {field name: codec name}");
+      { Py_XDECREF(bdest); return NULL; }
+    }
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(codecs, &pos, &k, &v)) {
+      const char *f = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+      const char *cn = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+      if (!f || !cn) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "codecs: field names and codec names are str");
+        for (int i = 0; i < c.nre; i++) Py_DECREF(keep[i]);
+        { Py_XDECREF(bdest); return NULL; }
+      }
+      if (pagedb_codec_parse(cn, &c.re_codec[c.nre]) != PAGEDB_OK) {
+        PyErr_Format(PyExc_ValueError, "codecs: codec %R for field %R: use 'none', 'lz4', 'lz4hc', 'zstd' or"
+                     " 'zstd-dict', optionally with ':LEVEL'", v, k);
+        for (int i = 0; i < c.nre; i++) Py_DECREF(keep[i]);
+        { Py_XDECREF(bdest); return NULL; }
+      }
+      Py_INCREF(k);              /* held for the call: the GIL is released */
+      keep[c.nre] = k;
+      c.re_field[c.nre++] = f;
+    }
+  }
   PyObject *r = ds_call(ds, c.path == NULL, do_vacuum, &c);
+  if (r && !c.path && c.nre && ds_schema_refresh(ds) < 0) Py_CLEAR(r);
+  for (int i = 0; i < c.nre; i++) Py_DECREF(keep[i]);
   Py_XDECREF(bdest);
   return r;
 }
@@ -377,7 +411,7 @@ static PyObject *admin_attach(PyDataset *ds, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"other", "policy", "offset", NULL};
   PyObject *other, *bother = NULL;
   const char *policy = "keep";
-  FileCtx c = {NULL, 0, 0, 0, 0};
+  FileCtx c = {NULL, 0, 0, 0, 0, 0, {NULL}, {0}};
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sL:attach", kwlist, &other, &policy, &c.offset)) return NULL;
   if (strcmp(policy, "keep") == 0) c.policy = PAGEDB_ATTACH_KEEP;
   else if (strcmp(policy, "offset") == 0) c.policy = PAGEDB_ATTACH_OFFSET;
@@ -423,7 +457,8 @@ PyMethodDef admin_methods[] = {
   {"stats", (PyCFunction)admin_stats, METH_NOARGS,
    "stats() -> dict: where the committed bytes go (pagedb_stats) and, under 'fields', each field's values."},
   {"vacuum", (PyCFunction)(void (*)(void))admin_vacuum, METH_VARARGS | METH_KEYWORDS,
-   "vacuum(dest=None, page_size=0): rewrite without dead space, in place or into the new dataset DEST."},
+   "vacuum(dest=None, page_size=0, codecs=None): rewrite without dead space, in place or into the new dataset"
+   " DEST; codecs={'field': 'zstd-dict:3'} recompresses those fields."},
   {"attach", (PyCFunction)(void (*)(void))admin_attach, METH_VARARGS | METH_KEYWORDS,
    "attach(other, policy='keep', offset=0) -> samples attached: append the dataset OTHER, and commit."},
   {"commit", (PyCFunction)admin_commit, METH_NOARGS, "commit(): make every written sample durable and visible."},

@@ -239,6 +239,15 @@ fail:
   return -1;
 }
 
+int ds_schema_refresh(PyDataset *ds) {
+  Py_BEGIN_ALLOW_THREADS
+  pthread_rwlock_wrlock(&ds->lock);
+  Py_END_ALLOW_THREADS
+  int ok = ds->db ? schema_load(ds) : 0;
+  pthread_rwlock_unlock(&ds->lock);
+  return ok;
+}
+
 int ds_field_type(PyDataset *ds, int f) { return ds->ftype[f]; }
 int ds_field_codec(PyDataset *ds, int f) { return ds->fcodec[f]; }
 

@@ -100,7 +100,7 @@ PyObject *pdb_raise(int rc, const char *fmt, ...) {
 static PyStructSequence_Field field_fields[] = {
   {"name", "the field's name"},
   {"type", "'bytes', 'text', 'int', 'real' or 'tensor'"},
-  {"codec", "'none', 'lz4' or 'lz4hc'"},
+  {"codec", "'none', 'lz4', 'lz4hc', 'zstd' or 'zstd-dict'"},
   {"level", "the codec's level (0: its default)"},
   {"dtype", "a tensor field's element type ('float32'...), else None"},
   {"shape", "a tensor field's declared shape, None for a variable dimension: (None, 80); else None"},

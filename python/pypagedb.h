@@ -147,6 +147,9 @@ void ds_pin(PyDataset *ds, int64_t n);            /* under ds_enter */
 void ds_unpin(PyDataset *ds, int64_t n);          /* any time, GIL held */
 int ds_field_number(PyDataset *ds, PyObject *field);     /* -1 with an exception */
 int ds_field_type(PyDataset *ds, int f);
+/* Reload the cached schema (GIL held): after an in-place vacuum that
+** changed codecs.  0, or -1 with an exception. */
+int ds_schema_refresh(PyDataset *ds);
 int ds_field_codec(PyDataset *ds, int f);
 /* Lock MU, letting other threads run while it waits (GIL held on entry). */
 void lock_nogil(pthread_mutex_t *mu);

@@ -441,7 +441,8 @@ static double pct(int64_t a, int64_t b){ return b > 0 ? 100.0 * (double)a / (dou
 
 /* USAGE: .stats
 ** Where the bytes of the committed pages go (stored, dead, run headers,
-** unused), the compression ratio of each field, the fill histogram of the
+** unused), the compression ratio of each field, the zstd dictionaries of
+** each zstd-dict field (count, bytes, each id and size), the fill histogram of the
 ** runs, and this handle's I/O since it opened. */
 int dotStats(ShellState *p, int nArg, char **azArg){
   if( tooMany(p, nArg, azArg, 1) || shellNeedDb(p, ".stats") ) return 1;
@@ -502,6 +503,19 @@ int dotStats(ShellState *p, int nArg, char **azArg){
   fputc('\n', out);
   resultPrint(p, &r, 1);
   resultFree(&r);
+
+  /* The zstd dictionaries of zstd-dict fields, newest first. */
+  for(int f = 0; f < pagedb_field_count(p->db); f++){
+    uint32_t ids[64];
+    size_t sizes[64];
+    int nd = pagedb_field_dicts(p->db, f, ids, sizes, 64);
+    if( nd <= 0 ) continue;
+    size_t tot = 0;
+    for(int i = 0; i < nd && i < 64; i++) tot += sizes[i];
+    fprintf(out, "\ndictionaries of %s: %d, %zu bytes (newest first:", pagedb_field_name(p->db, f), nd, tot);
+    for(int i = 0; i < nd && i < 64; i++) fprintf(out, " %u %zu", ids[i], sizes[i]);
+    fprintf(out, ")\n");
+  }
 
   int64_t max = 0;
   for(int i = 0; i < 10; i++) if( s.fill_hist[i] > max ) max = s.fill_hist[i];

@@ -153,6 +153,9 @@ struct LongOp {
   int flags, policy;
   int64_t offset, n, base;
   size_t pageSize;
+  int nRecode;                  /* .vacuum --codec FIELD CODEC */
+  const char *azRecode[16];
+  int aRecode[16];
 };
 
 static void *longMain(void *pArg){
@@ -311,6 +314,8 @@ int dotCheck(ShellState *p, int nArg, char **azArg){
 /* ------------------------------------------------------------------ */
 
 static int vacuumWork(LongOp *op){
+  if( op->nRecode )
+    return pagedb_vacuum_recode(op->p->db, op->zFile, op->pageSize, op->nRecode, op->azRecode, op->aRecode);
   return pagedb_vacuum(op->p->db, op->zFile, op->pageSize);
 }
 
@@ -321,10 +326,12 @@ static int64_t vacuumDone(LongOp *op){
   return allocated(zVacuumPath);
 }
 
-/* USAGE: .vacuum [INTO FILE] [--page-size N]
+/* USAGE: .vacuum [INTO FILE] [--page-size N] [--codec FIELD CODEC]...
 ** Rewrite the dataset without the space deleted samples and unused page
 ** ends take (pagedb_vacuum): in place, or INTO the new dataset FILE (which
-** must not exist).  --page-size gives the copy another page size.  In place
+** must not exist).  --page-size gives the copy another page size; --codec
+** recompresses FIELD's values with CODEC (pagedb_vacuum_recode: zstd:19,
+** zstd-dict trains a dictionary on the field's values first).  In place
 ** needs the dataset open read-write and no other process using it. */
 int dotVacuum(ShellState *p, int nArg, char **azArg){
   LongOp op;
@@ -342,9 +349,19 @@ int dotVacuum(ShellState *p, int nArg, char **azArg){
         shellError(p, ".vacuum --page-size %s: not a power of two from 64K to 1G", azArg[i]);
         return 1;
       }
+    }else if( strcmp(azArg[i], "--codec") == 0 || strcmp(azArg[i], "-codec") == 0 ){
+      if( i + 2 >= nArg ){ shellError(p, ".vacuum --codec: missing FIELD CODEC"); return 1; }
+      if( op.nRecode == 16 ){ shellError(p, ".vacuum --codec: at most 16 fields"); return 1; }
+      if( pagedb_codec_parse(azArg[i + 2], &op.aRecode[op.nRecode]) != PAGEDB_OK ){
+        shellError(p, ".vacuum --codec %s %s: unknown codec (none, lz4[:L], lz4hc[:L], zstd[:L], zstd-dict[:L])",
+                   azArg[i + 1], azArg[i + 2]);
+        return 1;
+      }
+      op.azRecode[op.nRecode++] = azArg[i + 1];
+      i += 2;
     }else{
-      shellError(p, ".vacuum %s: unexpected argument (usage: .vacuum [INTO FILE] [--page-size N])",
-                 azArg[i]);
+      shellError(p, ".vacuum %s: unexpected argument (usage: .vacuum [INTO FILE] [--page-size N]"
+                 " [--codec FIELD CODEC]...)", azArg[i]);
       return 1;
     }
   }

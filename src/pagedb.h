@@ -365,7 +365,7 @@ PAGEDB_API int pagedb_codec_parse(const char *name, int *codec);
 ** Such a field learns its dictionary from its first values: it keeps a
 ** copy of SAMPLES values (at most 128 KiB of each; default 2000), stores
 ** them as given meanwhile, and the writer whose value completes the set
-** trains a dictionary of at most SIZE bytes (default 112 KiB) with ZDICT
+** trains a dictionary of at most SIZE bytes (default 256 KiB) with ZDICT
 ** in its own thread; later values are compressed with it.  (A vacuum that
 ** names the field's codec compresses the first ones too: pagedb_vacuum.)
 ** The dictionary is stored in the catalog by the commit that stores the

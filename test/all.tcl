@@ -61,7 +61,7 @@ set shares {
   diskfull.test     {90 120}
   batch.test        {90 120}
   types.test        {45 120}
-  zstd.test         {6 15}
+  zstd.test         {8 20}
   push.test         {90 90}
   kill.test         {60 90}
   ioerr.test        {60 90}

@@ -297,50 +297,6 @@ static int ext_row(void *ctx, int ncol, char **vals, char **names) {
   return 0;
 }
 
-/*
-** liblz4's own time to decompress the stored bytes of the dataset at PATH,
-** read into memory first (untimed): the floor for a reader of it.
-*/
-static double lz4_floor(const char *path) {
-  pagedb *db;
-  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, "posix");
-  if (rc) die("pagedb_open", rc, db);
-  Exts e = { 0 };
-  rc = pagedb_sql(db, "SELECT id, page * (SELECT value FROM meta WHERE key = 'page_size') + off, len, raw, compressed"
-                      " FROM extent ORDER BY id", ext_row, &e);
-  if (rc) die("pagedb_sql", rc, db);
-  int fd = open(pagedb_path(db), O_RDONLY);
-  uint8_t h[64];
-  if (fd < 0 || pread(fd, h, 64, 0) != 64) die("reading the header", PAGEDB_IOERR, db);
-  int64_t doff = 0;
-  for (int i = 0; i < 8; i++) doff |= (int64_t)h[56 + i] << (8 * i);
-  int64_t total = 0;
-  for (int64_t i = 0; i < e.n; i++) total += e.v[i].len;
-  uint8_t *src = malloc((size_t)total), *dst = malloc(wl_max_size(&gW));
-  if (!src || !dst) die("out of memory", PAGEDB_NOMEM, db);
-  int64_t at = 0;
-  for (int64_t i = 0; i < e.n; i++) {
-    if (pread(fd, src + at, (size_t)e.v[i].len, doff + e.v[i].off) != e.v[i].len) die("pread", PAGEDB_IOERR, db);
-    at += e.v[i].len;
-  }
-  close(fd);
-  double t0 = now();
-  at = 0;
-  for (int64_t i = 0; i < e.n; i++) {
-    if (e.v[i].z && LZ4_decompress_safe((const char *)src + at, (char *)dst, (int)e.v[i].len, (int)e.v[i].raw) != e.v[i].raw)
-      die("LZ4_decompress_safe of a stored value", PAGEDB_CORRUPT, db);
-    at += e.v[i].len;
-  }
-  double t = now() - t0;
-  free(src);
-  free(dst);
-  free(e.v);
-  pagedb_close(db);
-  return t;
-}
-
-/* ---- dictionaries (issue 28) ---- */
-
 /* The stored bytes of every extent of the dataset DB, in memory (untimed). */
 static uint8_t *load_stored(pagedb *db, Exts *e) {
   int rc = pagedb_sql(db, "SELECT id, page * (SELECT value FROM meta WHERE key = 'page_size') + off, len, raw,"
@@ -363,6 +319,33 @@ static uint8_t *load_stored(pagedb *db, Exts *e) {
   close(fd);
   return src;
 }
+
+/*
+** liblz4's own time to decompress the stored bytes of the dataset at PATH,
+** read into memory first (untimed): the floor for a reader of it.
+*/
+static double lz4_floor(const char *path) {
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, "posix");
+  if (rc) die("pagedb_open", rc, db);
+  Exts e = { 0 };
+  uint8_t *src = load_stored(db, &e), *dst = malloc(wl_max_size(&gW));
+  if (!dst) die("out of memory", PAGEDB_NOMEM, db);
+  double t0 = now();
+  for (int64_t i = 0; i < e.n; i++) {
+    if (e.v[i].z && LZ4_decompress_safe((const char *)src + e.v[i].off, (char *)dst, (int)e.v[i].len,
+                                        (int)e.v[i].raw) != e.v[i].raw)
+      die("LZ4_decompress_safe of a stored value", PAGEDB_CORRUPT, db);
+  }
+  double t = now() - t0;
+  free(src);
+  free(dst);
+  free(e.v);
+  pagedb_close(db);
+  return t;
+}
+
+/* ---- dictionaries (issue 28) ---- */
 
 /* Random reads of every sample of PATH once, in the order PERM: seconds. */
 static double read_random(const char *path, const int64_t *perm) {
@@ -433,9 +416,9 @@ static int dict_section(const char *name, const char *path, int codec, double t2
   if (!cd || !dd || !cc || !dc || !out) die("libzstd setup", PAGEDB_NOMEM, db);
   /* libzstd compressing every sample with the dictionary, one thread: the
   ** CPU the two writers share. */
-  double lib[9];
+  double lib[9], libcpu[9];
   for (int rep = 0; rep < gReps; rep++) {
-    double c0 = cpu_now();
+    double c0 = cpu_now(), w0 = now();
     at = 0;
     for (int64_t i = 0; i < gW.count; i++) {
       size_t len = (size_t)wl_size(&gW, i);
@@ -444,12 +427,15 @@ static int dict_section(const char *name, const char *path, int codec, double t2
       gSink += got;
       at += len;
     }
-    lib[rep] = cpu_now() - c0;
+    lib[rep] = now() - w0;
+    libcpu[rep] = cpu_now() - c0;
   }
+  /* Wall clock against wall clock, as section 2 does for lz4: on a shared
+  ** machine CPU time alone would not see the waits both runs have. */
   double tlib = median(lib, gReps), lim = t2none + 1.25 * tlib / 2;
-  printf("  ingest, 2 writers, durable: %.3f s; none %.3f s; libzstd alone %.3f s CPU (%.3f per writer)\n"
+  printf("  ingest, 2 writers, durable: %.3f s; none %.3f s; libzstd alone %.3f s (%.3f per writer; CPU %.3f s)\n"
          "    target T <= none + 1.25 x libzstd per writer = %.3f s: %s (%.1f%% of the allowance)\n",
-         t2, t2none, tlib, tlib / 2, lim, t2 <= lim ? "pass" : "short", 100.0 * t2 / lim);
+         t2, t2none, tlib, tlib / 2, median(libcpu, gReps), lim, t2 <= lim ? "pass" : "short", 100.0 * t2 / lim);
   bad |= t2 > lim;
   /* Warm random reads by id, against libzstd on the same stored values. */
   Exts e = { 0 };
