@@ -104,7 +104,7 @@ static int col_read_one(Col *c, pagedb_reader *r, const int64_t *ids, int64_t k,
 
 /* Read column C for the N ids IDS (GIL released, entered). */
 static int col_read(Col *c, pagedb_reader *r, const int64_t *ids, int64_t n, PdbErr *e) {
-  if (c->type != PAGEDB_BYTES && c->type != PAGEDB_TEXT) {
+  if (c->type == PAGEDB_INT || c->type == PAGEDB_REAL) {
     for (int64_t k = 0; k < n; k++)
       if (col_read_one(c, r, ids, k, e) < 0) return -1;
     return 0;

@@ -99,7 +99,9 @@ static int check_schema(Attach *a) {
     const CatField *x = &db->fields[f], *y = &o->fields[f];
     char tx[TENSOR_TEXT_MAX], ty[TENSOR_TEXT_MAX];
     /* A tensor's declaration is its canonical text: equal texts, equal declarations. */
-    int same_type = x->type == y->type && strcmp(type_name(x, tx), type_name(y, ty)) == 0;
+    type_name(x, tx);
+    type_name(y, ty);
+    int same_type = x->type == y->type && strcmp(tx, ty) == 0;
     if (strcmp(x->name, y->name) == 0 && same_type && x->codec == y->codec) {
       /* Records are copied byte for byte: their values must lie where
       ** DB's alignment puts them (api_extent). */

@@ -269,7 +269,8 @@ static int check_field(pagedb_writer *w, int field, int scalar, int type) {
   if (scalar ? t != type : !api_is_bytes(db, field))
     return pdb_err(w->db, &w->err, PAGEDB_MISMATCH, "%s: sample %lld: field '%s' is %s, not %s", db->path,
                        (long long)w->cur[0], db->fields[field].name,
-                       t == PAGEDB_INT ? "an INT" : t == PAGEDB_REAL ? "a REAL" : "BYTES/TEXT",
+                       t == PAGEDB_INT ? "an INT" : t == PAGEDB_REAL ? "a REAL" : t == PAGEDB_TENSOR ? "a TENSOR"
+                       : "BYTES/TEXT",
                        type == PAGEDB_INT ? "an INT" : type == PAGEDB_REAL ? "a REAL" : "BYTES/TEXT");
   if (slot_has(w->cur, field))
     return pdb_err(w->db, &w->err, PAGEDB_MISUSE, "%s: sample %lld: field '%s' given twice", db->path, (long long)w->cur[0],

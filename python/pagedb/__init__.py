@@ -210,13 +210,25 @@ class Dataset(_pagedb.Dataset):
         """The Batch of PACKED, (ids, columns, present) as _read_packed and
         Iterator.next_packed give them: tensor columns made arrays."""
         bids, columns, present = packed
-        tensor = []
-        for name, col in columns.items():
-            fd = self._field(name)
-            if fd.type == "tensor":
-                columns[name] = self._tensor_column(fd, col, present.get(name), ragged)
-                tensor.append(name)
-        return Batch(bids, columns, present, text=() if raw else self._text_fields(fields), tensor=tensor)
+        text, tensors = self._batch_kinds(fields, raw)
+        for name, fd in tensors.items():
+            columns[name] = self._tensor_column(fd, columns[name], present.get(name), ragged)
+        return Batch(bids, columns, present, text=text, tensor=tensors)
+
+    def _batch_kinds(self, fields, raw):
+        """(the TEXT fields to decode, {name: Field} of the tensor fields) of
+        batches of FIELDS: looked up once per schema (a loader asks every
+        batch)."""
+        key = (len(self.fields), raw, fields if fields is None or isinstance(fields, (str, int)) else tuple(fields))
+        cache = self.__dict__.setdefault("_kinds", {})
+        kinds = cache.get(key)
+        if kinds is None:
+            names = [f.name for f in self.fields] if fields is None else \
+                [self.fields[f].name if isinstance(f, int) else f
+                 for f in ([fields] if isinstance(fields, (str, int)) else fields)]
+            tensors = {n: self._field(n) for n in names if self._field(n).type == "tensor"}
+            kinds = cache[key] = (frozenset(() if raw else self._text_fields(fields)), tensors)
+        return kinds
 
     def _field(self, name):
         return next(x for x in self.fields if x.name == name)
