@@ -315,11 +315,13 @@ static const DotCmd aDotCmd[] = {
     "pagedb> .count\n"
     "2\n"
     "Run Time: real 0.000 user 0.000000 sys 0.000003\n" },
-  { "vacuum", dotVacuum, ".vacuum [INTO FILE] [--page-size N]",
+  { "vacuum", dotVacuum, ".vacuum [INTO FILE] [--page-size N] [--codec FIELD CODEC]...",
     "Rewrite without deleted samples and unused page ends",
     "Rewrites the live samples without the space deleted samples and unused\n"
     "page ends take: in place (atomically), or INTO the new dataset FILE.\n"
-    "--page-size gives the copy another page size.  Prints the new size.\n",
+    "--page-size gives the copy another page size; --codec recompresses\n"
+    "FIELD with CODEC (zstd:19; zstd-dict trains a dictionary on the field's\n"
+    "values first).  Prints the new size.\n",
     "pagedb> .vacuum INTO small.pagedb\n"
     "small.pagedb: 65616 bytes (was 131139)\n" },
   { "vfs", dotVfs, ".vfs [NAME]",

@@ -503,7 +503,7 @@ static int parseCodec(const char *z, int *pc){
 }
 
 
-/* USAGE: .import SOURCE [--threads N] [--codec lz4[:L]|lz4hc[:L]] [--page-size N]
+/* USAGE: .import SOURCE [--threads N] [--codec CODEC] [--page-size N]
 ** Import an ImageFolder directory, WebDataset tar shards (FILE.tar,
 ** FILE.tar.gz or a glob of them) or a CSV file into the open dataset, with
 ** N writer threads (default: every core).  --codec and --page-size apply
@@ -537,7 +537,7 @@ int dotImport(ShellState *p, int nArg, char **azArg){
       o.threads = (int)v;
     }else if( strcmp(z, "-codec") == 0 ){
       if( parseCodec(azArg[++i], &o.codec) ){
-        shellError(p, ".import --codec %s: not none, lz4[:1-65537] or lz4hc[:1-12]", azArg[i]);
+        shellError(p, ".import --codec %s: not none, lz4[:1-65537], lz4hc[:1-12], zstd[:-131072-22] or zstd-dict[:L]", azArg[i]);
         return 1;
       }
     }else if( strcmp(z, "-page-size") == 0 ){

@@ -157,7 +157,7 @@ int xfer_export(pagedb *db, const char *dest, const XferOpts *o, int64_t *n, cha
 ** reports imported.
 */
 #define IMPORT_USAGE ".import SOURCE [--field NAME:TYPE[:CODEC[:LEVEL]] ...] [--threads N] " \
-                     "[--codec lz4[:L]|lz4hc[:L]] [--page-size N]"
+                     "[--codec CODEC] [--page-size N]"
 struct ShellState;
 int dotImport(struct ShellState *p, int nArg, char **azArg);
 int dotExport(struct ShellState *p, int nArg, char **azArg);

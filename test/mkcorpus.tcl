@@ -438,7 +438,7 @@ foreach {name code what sql} {
   meta-pagesize PAGEDB_CORRUPT_HEADER {meta.page_size 128 KiB, the header 64 KiB}
     {UPDATE meta SET value = 131072 WHERE key = 'page_size'}
   field-type PAGEDB_CORRUPT_CATALOG {field 0 of type 'tensor'} {UPDATE field SET type = 'tensor' WHERE idx = 0}
-  field-codec PAGEDB_CORRUPT_CATALOG {field 1 with codec 'zstd:3'} {UPDATE field SET codec = 'zstd:3' WHERE idx = 1}
+  field-codec PAGEDB_CORRUPT_CATALOG {field 1 with codec 'brotli:3'} {UPDATE field SET codec = 'brotli:3' WHERE idx = 1}
   field-gap PAGEDB_CORRUPT_CATALOG {fields numbered 0, 1, 2, 7} {UPDATE field SET idx = 7 WHERE idx = 3}
   field-missing PAGEDB_CORRUPT_CATALOG {field 3's row gone, its column left} {DELETE FROM field WHERE idx = 3}
   field-name PAGEDB_CORRUPT_CATALOG {field 0 renamed: no column of that name} {UPDATE field SET name = 'image' WHERE idx = 0}
