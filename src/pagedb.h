@@ -898,8 +898,10 @@ PAGEDB_API int pagedb_read_tensor_into(pagedb_reader *r, int64_t id, int field, 
 
 /* The shape of a raw value VALUE of N bytes of tensor field FIELD (one that
 ** pagedb_read or pagedb_read_batch gave): as pagedb_read_tensor, for
-** values read in batches.  PAGEDB_OK, PAGEDB_RANGE, PAGEDB_MISMATCH (not a
-** tensor field), PAGEDB_CORRUPT (the length or trailer does not fit). */
+** values read in batches.  Any thread may call it on DB at any time (it
+** reads only the declaration; its message is the calling thread's
+** pagedb_errmsg).  PAGEDB_OK, PAGEDB_RANGE, PAGEDB_MISMATCH (not a tensor
+** field), PAGEDB_CORRUPT (the length or trailer does not fit). */
 PAGEDB_API int pagedb_tensor_shape(pagedb *db, int field, const void *value, size_t n, size_t *nbytes, int *ndim,
                                    int64_t *shape);
 

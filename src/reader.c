@@ -544,6 +544,8 @@ int pagedb_read_tensor_into(pagedb_reader *r, int64_t id, int field, void *buf, 
 int pagedb_tensor_shape(pagedb *db, int field, const void *value, size_t n, size_t *nbytes, int *ndim,
                         int64_t *shape) {
   if (!db || !shape || (!value && n)) return PAGEDB_MISUSE;
-  int rc = tensor_field(db, &db->err, field);
-  return rc == PAGEDB_OK ? value_shape(db, &db->err, -1, field, value, n, nbytes, ndim, shape) : rc;
+  /* Readers of many threads call this on one handle: the message goes only
+  ** to the calling thread's slot (pagedb_errmsg), not to a shared buffer. */
+  int rc = tensor_field(db, NULL, field);
+  return rc == PAGEDB_OK ? value_shape(db, NULL, -1, field, value, n, nbytes, ndim, shape) : rc;
 }
