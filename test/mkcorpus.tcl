@@ -433,7 +433,7 @@ foreach {name code what sql} {
   meta-samples PAGEDB_CORRUPT_CATALOG {meta.samples one more} {UPDATE meta SET value = value + 1 WHERE key = 'samples'}
   meta-missing PAGEDB_CORRUPT_CATALOG {meta.committed_pages missing} {DELETE FROM meta WHERE key = 'committed_pages'}
   meta-uuid PAGEDB_CORRUPT_CATALOG {meta.uuid not hex} {UPDATE meta SET value = 'not a uuid at all, 32 bytes long' WHERE key = 'uuid'}
-  meta-format PAGEDB_NOTADB_VERSION {meta.format 3} {UPDATE meta SET value = 3 WHERE key = 'format'}
+  meta-format PAGEDB_CORRUPT_CATALOG {meta.format 3 without meta.features} {UPDATE meta SET value = 3 WHERE key = 'format'}
   meta-pagesize PAGEDB_CORRUPT_HEADER {meta.page_size 128 KiB, the header 64 KiB}
     {UPDATE meta SET value = 131072 WHERE key = 'page_size'}
   field-type PAGEDB_CORRUPT_CATALOG {field 0 of type 'tensor'} {UPDATE field SET type = 'tensor' WHERE idx = 0}
