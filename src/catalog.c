@@ -231,7 +231,7 @@ int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size)
   if (rc == PAGEDB_OK) rc = exec(c, m, kSchema, "creating the catalog");
   if (rc == PAGEDB_OK)
     rc = run(c, m, "INSERT INTO meta(key, value) VALUES('uuid', ?1)", "creating the catalog", 1, "t", hex);
-  if (rc == PAGEDB_OK) rc = set_meta(c, m, "format", PDB_FORMAT);
+  if (rc == PAGEDB_OK) rc = set_meta(c, m, "format", CAT_FORMAT_PLAIN);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "page_size", page_size);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "committed_pages", 0);
   if (rc == PAGEDB_OK) rc = set_meta(c, m, "samples", 0);
@@ -270,20 +270,73 @@ static int hexval(int ch) {
   return -1;
 }
 
+/*
+** meta.format and meta.features (doc/format.md, "Versions and
+** compatibility"): format 2 without features (or 0), or format 3 with a
+** non-zero integer of bits this pagedb knows.  HAS: the key is there;
+** FEATURES: its value, -1 when it is not a non-negative integer.  Sets
+** meta->features.
+*/
+static int check_features(Catalog *c, pdb_msg *m, CatMeta *meta, int has, int64_t features) {
+  if (meta->format != CAT_FORMAT_PLAIN && meta->format != CAT_FORMAT_FEATURES)
+    return pdb_err(c->db, m, PAGEDB_NOTADB_VERSION, "catalog %s has format version %u; this pagedb reads versions %u"
+                   " and %u only", c->path, meta->format, CAT_FORMAT_PLAIN, CAT_FORMAT_FEATURES);
+  if (meta->format == CAT_FORMAT_PLAIN) {
+    if (has && features != 0)
+      return corrupt(c, m, "meta.features is %s in a catalog of format version 2 (which has no features)",
+                     features > 0 ? "not 0" : "not an integer");
+    return PAGEDB_OK;
+  }
+  if (features <= 0)
+    return corrupt(c, m, "%s in a catalog of format version 3 (which uses features)",
+                   !has ? "meta.features is missing" : features == 0 ? "meta.features is 0"
+                   : "meta.features is not a non-negative integer");
+  if ((uint64_t)features & ~(uint64_t)CAT_FEATURES_KNOWN)
+    return pdb_err(c->db, m, PAGEDB_NOTADB_VERSION, "catalog %s uses feature bits 0x%" PRIx64 " that this pagedb"
+                   " does not know (it knows 0x%x)", c->path, (uint64_t)features & ~(uint64_t)CAT_FEATURES_KNOWN,
+                   CAT_FEATURES_KNOWN);
+  meta->features = (uint64_t)features;
+  return PAGEDB_OK;
+}
+
+int cat_features_update(Catalog *c, pdb_msg *m, uint64_t set, uint64_t clear) {
+  assert(!sqlite3_get_autocommit(c->w));   /* inside the caller's write transaction */
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT value FROM meta WHERE key = 'features'", &st);
+  if (rc != PAGEDB_OK) return rc;
+  uint64_t old = 0;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) old = (uint64_t)sqlite3_column_int64(st, 0);   /* load_meta checked it */
+  else if (src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading meta");
+  sqlite3_finalize(st);
+  uint64_t now = (old | set) & ~clear;
+  if (rc != PAGEDB_OK || now == old) return rc;
+  if (now != 0) {
+    rc = set_meta(c, m, "format", CAT_FORMAT_FEATURES);
+    if (rc == PAGEDB_OK) rc = set_meta(c, m, "features", (int64_t)now);
+  } else {
+    rc = set_meta(c, m, "format", CAT_FORMAT_PLAIN);
+    if (rc == PAGEDB_OK) rc = run(c, m, "DELETE FROM meta WHERE key = 'features'", "updating meta", 0);
+  }
+  return rc;
+}
+
 static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
   sqlite3_stmt *st;
   int rc = prepare(c, m, c->w, "SELECT key, value FROM meta", &st);
   if (rc != PAGEDB_OK) return rc;
   int seen = 0, src;
+  int has_features = 0;     /* the key is there */
+  int64_t features = -1;    /* its value; -1 when not a non-negative integer */
   memset(meta, 0, sizeof *meta);
-  meta->features = meta->parts = -1;
+  meta->parts = -1;
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
     const char *key = (const char *)sqlite3_column_text(st, 0);
     if (!key) continue;
     if (strcmp(key, "features") == 0) {
-      /* Judged by the caller (cat_load): absent, or a non-zero integer. */
-      int64_t v = sqlite3_column_int64(st, 1);
-      meta->features = sqlite3_column_type(st, 1) == SQLITE_INTEGER && v >= 0 ? v : -2;
+      has_features = 1;
+      if (sqlite3_column_type(st, 1) == SQLITE_INTEGER && sqlite3_column_int64(st, 1) >= 0)
+        features = sqlite3_column_int64(st, 1);
       continue;
     }
     if (strcmp(key, "uuid") == 0) {
@@ -320,6 +373,7 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
   if (rc == PAGEDB_OK && seen != 31)
     rc = corrupt(c, m, "table meta lacks a valid %s", !(seen & 1) ? "uuid" : !(seen & 2) ? "page_size"
                  : !(seen & 4) ? "format" : !(seen & 8) ? "committed_pages" : "samples");
+  if (rc == PAGEDB_OK) rc = check_features(c, m, meta, has_features, features);
   return rc;
 }
 
@@ -560,19 +614,25 @@ static int check_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield
 
 int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield) {
   *nfield = 0;
+  /* meta first: what else the catalog may hold depends on its format and
+  ** features (a newer pagedb's objects are refused by version, not as
+  ** damage). */
+  int rc = check_table(c, m, "meta", kMetaCols, 2);
+  if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
+  if (rc != PAGEDB_OK) return rc;
   /* Every object must be one we made: a trigger or an extra view could run
   ** arbitrary SQL inside our transactions. */
   sqlite3_stmt *st;
-  int rc = prepare(c, m, c->w,
-                   "SELECT type, name FROM sqlite_schema WHERE NOT ("
-                   " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample'))"
-                   " OR (type = 'view' AND name IN ('extent', 'sample_info'))"
-                   " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
-                   /* user tables and their indexes (pagedb_sql_user); not virtual tables */
-                   " OR (type IN ('table', 'index') AND " CAT_USER_TABLE("tbl_name")
-                   " AND (type = 'index' OR (name = tbl_name AND sql NOT LIKE 'create virtual%')))"
-                   /* ANALYZE, which a user may run in the sqlite3 shell, only guides the planner */
-                   " OR (type = 'table' AND name IN ('sqlite_stat1', 'sqlite_stat4')))", &st);
+  rc = prepare(c, m, c->w,
+               "SELECT type, name FROM sqlite_schema WHERE NOT ("
+               " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample'))"
+               " OR (type = 'view' AND name IN ('extent', 'sample_info'))"
+               " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
+               /* user tables and their indexes (pagedb_sql_user); not virtual tables */
+               " OR (type IN ('table', 'index') AND " CAT_USER_TABLE("tbl_name")
+               " AND (type = 'index' OR (name = tbl_name AND sql NOT LIKE 'create virtual%')))"
+               /* ANALYZE, which a user may run in the sqlite3 shell, only guides the planner */
+               " OR (type = 'table' AND name IN ('sqlite_stat1', 'sqlite_stat4')))", &st);
   if (rc != PAGEDB_OK) return rc;
   int src = sqlite3_step(st);
   if (src == SQLITE_ROW) {
@@ -583,20 +643,18 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
     rc = sq_fail(c, m, c->w, src, "reading the schema");
   }
   sqlite3_finalize(st);
-  if (rc == PAGEDB_OK) rc = check_table(c, m, "meta", kMetaCols, 2);
   int nfcol = 0;
   if (rc == PAGEDB_OK) rc = count_field_cols(c, m, &nfcol);
   c->has_align = nfcol != 4;
   if (rc == PAGEDB_OK) rc = check_table(c, m, "field", kFieldCols, c->has_align ? 5 : 4);
   if (rc == PAGEDB_OK) rc = check_table(c, m, "page", kPageCols, 4);
-  if (rc == PAGEDB_OK) rc = load_meta(c, m, meta);
-  if (rc == PAGEDB_OK && meta->features > 0 && (meta->features & CAT_FEATURE_PARTS)) {
+  if (rc == PAGEDB_OK && (meta->features & CAT_FEATURE_PARTS)) {
     rc = check_table(c, m, "part", kPartCols, (int)(sizeof kPartCols / sizeof *kPartCols));
     if (rc == PAGEDB_OK && meta->parts < 0) rc = corrupt(c, m, "%s", "meta lacks a valid 'parts' beside feature bit 1");
   } else if (rc == PAGEDB_OK && meta->parts >= 0) {
     rc = corrupt(c, m, "%s", "meta has 'parts' without feature bit 1 (parts)");
   }
-  c->has_parts = rc == PAGEDB_OK && meta->features > 0 && (meta->features & CAT_FEATURE_PARTS);
+  c->has_parts = rc == PAGEDB_OK && (meta->features & CAT_FEATURE_PARTS);
   if (rc == PAGEDB_OK) rc = load_fields(c, m, fields, nfield);
   if (rc == PAGEDB_OK) rc = check_columns(c, m, fields, *nfield);
   if (rc == PAGEDB_OK) rc = check_view(c, m, fields, *nfield);

@@ -21,7 +21,8 @@ typedef struct CatField {
 typedef struct CatMeta {
   uint8_t uuid[16];
   uint32_t page_size;
-  uint32_t format;
+  uint32_t format;          /* 2, or 3 when features is not 0 (load_meta checks) */
+  uint64_t features;        /* CAT_FEATURE_* bits in use: meta.features (0 when absent) */
   uint64_t committed;       /* committed pages */
   uint64_t nsample;         /* committed samples */
   uint64_t moved;           /* moved_samples: samples writers carried to a fresh
@@ -30,16 +31,21 @@ typedef struct CatMeta {
   ** index_id, index_dir, index_len, index_samples, index_pages; all 0
   ** when absent (a dataset of the previous format, or made stale). */
   uint64_t ix_id, ix_dir, ix_len, ix_samples, ix_pages;
-  /* meta.features (doc/format.md, "Versions and compatibility"): -1 when
-  ** absent, -2 when not a non-negative integer; meta.parts: -1 when absent. */
-  int64_t features, parts;
+  int64_t parts;            /* meta.parts (doc/format.md, "Parts"): -1 when absent */
   uint64_t deleted_bytes;
 } CatMeta;
 
-/* Feature bits of meta.features. */
-#define CAT_FEATURE_TENSOR 1u
-#define CAT_FEATURE_PARTS  2u
-#define CAT_FEATURES_KNOWN CAT_FEATURE_PARTS   /* the bits this pagedb reads */
+/*
+** Feature bits (doc/format.md, "Versions and compatibility"): meta.features
+** of a format-3 catalog says which features the dataset uses.  A catalog
+** whose features are 0 is format 2 without the key, byte for byte what a
+** pagedb before features wrote.
+*/
+#define CAT_FORMAT_PLAIN     2u   /* meta.format without features */
+#define CAT_FORMAT_FEATURES  3u   /* meta.format with features */
+#define CAT_FEATURE_TENSOR   1u   /* bit 0: a tensor field (issue 27) */
+#define CAT_FEATURE_PARTS    2u   /* bit 1: parts (issue 26) */
+#define CAT_FEATURES_KNOWN   (CAT_FEATURE_TENSOR | CAT_FEATURE_PARTS)
 
 /* A row of table part (doc/format.md, "Parts"). */
 typedef struct CatPart {
@@ -84,6 +90,14 @@ int cat_snapshot(Catalog *c, pdb_msg *m, int begin);
 /* Check the schema and read meta and fields (FIELDS has room for
 ** PAGEDB_MAX_FIELDS). */
 int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield);
+
+/*
+** Within the caller's write transaction: set the bits SET and clear the
+** bits CLEAR of meta.features, reading the bits the transaction sees.  When
+** the result is not 0 the catalog is format 3 with the key; when it is 0,
+** format 2 without it.  Writes nothing when the bits do not change.
+*/
+int cat_features_update(Catalog *c, pdb_msg *m, uint64_t set, uint64_t clear);
 
 /* Add field number IDX (durable on return). */
 int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f);

@@ -175,8 +175,9 @@ static int check_meta(Check *k, CatSnap *s) {
     report(k, -1, -1, -1, "catalog: meta.uuid is '%s', but the data file's uuid is %s", text, want);
   int64_t format, page_size;
   if ((rc = meta_int(k, s, "format", &format)) != PAGEDB_OK) return rc;
-  if (format >= 0 && format != PDB_FORMAT)
-    report(k, -1, -1, -1, "catalog: meta.format is %" PRId64 ", expected %u", format, PDB_FORMAT);
+  if (format >= 0 && format != CAT_FORMAT_PLAIN && format != CAT_FORMAT_FEATURES)
+    report(k, -1, -1, -1, "catalog: meta.format is %" PRId64 ", expected %u or %u", format, CAT_FORMAT_PLAIN,
+           CAT_FORMAT_FEATURES);
   if ((rc = meta_int(k, s, "page_size", &page_size)) != PAGEDB_OK) return rc;
   if (page_size >= 0 && page_size != k->ps)
     report(k, -1, -1, -1, "catalog: meta.page_size is %" PRId64 ", but the data file's page size is %u", page_size,

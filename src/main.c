@@ -1080,32 +1080,6 @@ static void access_ahead(pagedb *db) {
   pdb_free(idx);
 }
 
-/*
-** meta.format and meta.features (doc/format.md, "Versions and
-** compatibility"): format 2 without features, or format 3 with a non-zero
-** integer of bits this pagedb knows.
-*/
-static int check_features(pagedb *db, const CatMeta *meta) {
-  int64_t f = meta->features;
-  if (meta->format == PDB_FORMAT && (f == -1 || f == 0)) {
-    db->features = 0;
-    return PAGEDB_OK;
-  }
-  if (meta->format == PDB_FORMAT + 1 && f > 0) {
-    if ((uint64_t)f & ~(uint64_t)CAT_FEATURES_KNOWN)
-      return pdb_err(db, &db->err, PAGEDB_NOTADB_VERSION, "catalog %s uses feature bits 0x%llx that this pagedb does"
-                     " not know", db->catpath, (unsigned long long)((uint64_t)f & ~(uint64_t)CAT_FEATURES_KNOWN));
-    db->features = (uint64_t)f;
-    return PAGEDB_OK;
-  }
-  if (meta->format == PDB_FORMAT || meta->format == PDB_FORMAT + 1)
-    return pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG, "catalog %s: meta.format %u with %s", db->catpath,
-                   meta->format, f == -1 ? "no meta.features" : f == -2 ? "a meta.features that is not an integer"
-                                : "a meta.features that does not fit it");
-  return pdb_err(db, &db->err, PAGEDB_NOTADB_VERSION, "catalog %s has format version %u; this pagedb reads versions"
-                 " %u and %u only", db->catpath, meta->format, PDB_FORMAT, PDB_FORMAT + 1);
-}
-
 static int open_dataset(pagedb *db, int flags) {
   pdb_msg *m = &db->err;
   int exists = 0, cat_exists = 0;
@@ -1145,8 +1119,9 @@ static int open_dataset(pagedb *db, int flags) {
   char a[33], b[33];
   pdb_uuid_hex(meta.uuid, a);
   pdb_uuid_hex(pager_uuid(db->pager), b);
-  rc = check_features(db, &meta);
-  if (rc != PAGEDB_OK) return rc;
+  /* cat_load checked meta.format and meta.features. */
+  assert(meta.format == CAT_FORMAT_PLAIN || meta.format == CAT_FORMAT_FEATURES);
+  db->features = meta.features;
   if (strcmp(a, b) != 0)
     return pdb_err(db, m, PAGEDB_NOTADB_MISMATCH,
                    "catalog %s belongs to another data file (dataset %s), not to %s (dataset %s)", db->catpath, a,
