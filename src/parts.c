@@ -570,8 +570,7 @@ int parts_stage_rows(pagedb *db, pdb_msg *m) {
   if (rc == PAGEDB_OK && NEVER(r != NULL))
     rc = pdb_err(db, m, PAGEDB_MISUSE, "%s: a part's run lies outside its window", db->path);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "parts", (int64_t)(p0 + pc->n));
-  if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "features", (int64_t)(db->features | CAT_FEATURE_PARTS));
-  if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "format", PDB_FORMAT + 1);
+  if (rc == PAGEDB_OK) rc = cat_features_update(db->cat, m, CAT_FEATURE_PARTS, 0);
   if (rc == PAGEDB_OK && pc->deleted) rc = cat_add_meta(db->cat, m, "deleted_bytes", (int64_t)pc->deleted);
   return rc;
 }
