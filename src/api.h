@@ -253,6 +253,10 @@ void parts_committed(pagedb *db, int ok);
 int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, uint8_t **buf, size_t *cap,
                  const uint8_t **src);
 
+/* The data file of part K (opened and checked on first use, as a read
+** does) and the bytes of its data region the commit recorded. */
+int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end);
+
 /* pager_fetch of the data at address OFF, in the own file or a part's. */
 int api_fetch(pagedb *db, pdb_msg *m, uint64_t off, size_t len, uint8_t **buf, size_t *cap, const uint8_t **at);
 

@@ -592,7 +592,7 @@ static int check_dir(Dx *x, pdb_msg *m, const uint64_t *d, uint64_t off, const D
       return stale(x, m, "a chunk lies outside the file", NULL);
   }
   for (uint64_t k = 0; k < d[3]; k++) {
-    const uint64_t *e = d + DX_DIRW + 2 * d[2] + 2 * k;
+    const uint64_t *e = d + x->dirw + 2 * d[2] + 2 * k;
     if (!e[1] || e[0] % 8 || e[0] < DX_HDR || e[0] > off || e[1] > (off - e[0]) / x->wsb)
       return stale(x, m, "a segment lies outside the file", NULL);
   }

@@ -219,6 +219,16 @@ int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, u
   return pager_fetch(pt->p, m, rel, (size_t)len, buf, cap, src);
 }
 
+int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end) {
+  Part *pt = NULL;
+  int rc = part_get(db, m, k, &pt);
+  if (rc == PAGEDB_OK) {
+    *p = pt->p;
+    *end = pt->end;
+  }
+  return rc;
+}
+
 int api_fetch(pagedb *db, pdb_msg *m, uint64_t off, size_t len, uint8_t **buf, size_t *cap, const uint8_t **at) {
   if (off < PDB_MAX_DATA) return pager_fetch(db->pager, m, off, len, buf, cap, at);
   return parts_stored(db, m, 0, off, len, buf, cap, at);
