@@ -70,6 +70,7 @@ set shares {
   oom.test          {45 90}
   rss.test          {30 45}
   attach.test       {30 45}
+  parts.test        {45 100}
   threads.test      {30 45}
   corpus.test       {30 45}
   valgrind.test     {30 30}
