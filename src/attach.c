@@ -433,6 +433,9 @@ int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int
     return pdb_err(db, m, rc, "cannot attach %s to %s: %s; nothing was attached", other, db->path, why);
   }
   rc = attach_check_schema(db, a.o, &a.em);
+  if (rc == PAGEDB_OK && (a.o->features & CAT_FEATURE_PARTS))
+    rc = pdb_err(db, &a.em, PAGEDB_MISMATCH, "it is made of parts, which attach does not copy yet: vacuum it into one"
+                 " file first");
   if (rc == PAGEDB_OK) rc = attach(&a, policy, offset, nattached);
   if (rc != PAGEDB_OK)
     pdb_err(db, m, rc, "cannot attach %s to %s: %s%s", other, db->path,

@@ -210,8 +210,12 @@ static int copy_user_locked(Catalog *from, sqlite3 *r, Catalog *to, pdb_msg *m) 
   sqlite3_stmt *st = NULL;
   int rc = catx_prepare(from, m, r,
                    "SELECT type, name, sql FROM sqlite_schema WHERE type IN ('table', 'index') AND sql IS NOT NULL"
-                   " AND " CAT_USER_TABLE("tbl_name") " ORDER BY type = 'index', rowid", &st);
+                   " AND " CAT_USER_TABLE("tbl_name") " AND NOT (?1 AND lower(tbl_name) = 'part')"
+                   " ORDER BY type = 'index', rowid", &st);
   if (rc != PAGEDB_OK) return rc;
+  /* With parts, table part is pagedb's (doc/format.md, "Parts"): a vacuum
+  ** makes a dataset of one file, without it. */
+  sqlite3_bind_int(st, 1, catx_has_parts(from));
   /* One snapshot of FROM for the schema and every table's rows. */
   if (sqlite3_exec(r, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
     sqlite3_finalize(st);
