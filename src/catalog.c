@@ -1579,9 +1579,19 @@ int cat_insert_part(Catalog *c, pdb_msg *m, int first, const CatPart *p) {
   return rc;
 }
 
+static int parts_on(Catalog *c, sqlite3 *conn, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
+
 int cat_parts(Catalog *c, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
+  return parts_on(c, c->w, m, xrow, ctx);
+}
+
+int cat_snap_parts(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
+  return parts_on(s->c, s->conn, m, xrow, ctx);
+}
+
+static int parts_on(Catalog *c, sqlite3 *conn, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
   sqlite3_stmt *st;
-  int rc = prepare(c, m, c->w, "SELECT part, uuid, uri, name, first_page, pages, data_off, data_end, samples,"
+  int rc = prepare(c, m, conn, "SELECT part, uuid, uri, name, first_page, pages, data_off, data_end, samples,"
                    " id_min, id_max, seal, validator, committed FROM part ORDER BY part", &st);
   if (rc != PAGEDB_OK) return rc;
   int src;
@@ -1610,7 +1620,7 @@ int cat_parts(Catalog *c, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), 
     memcpy(p.uuid, uuid, 33);
     rc = xrow(ctx, &p);
   }
-  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading table part");
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, conn, src, "reading table part");
   sqlite3_finalize(st);
   return rc;
 }

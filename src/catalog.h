@@ -48,7 +48,8 @@ typedef struct CatMeta {
 #define CAT_FEATURES_KNOWN   (CAT_FEATURE_TENSOR | CAT_FEATURE_PARTS)
 
 /* A row of table part (doc/format.md, "Parts"). */
-typedef struct CatPart {
+typedef struct CatPart CatPart;
+struct CatPart {
   uint64_t k;
   char uuid[33];
   const char *uri;
@@ -58,7 +59,7 @@ typedef struct CatPart {
   uint64_t seal;
   const char *validator;    /* NULL: none */
   int64_t committed;
-} CatPart;
+};
 
 /* A committed run, as the page table records it. */
 typedef struct CatRun {
@@ -125,14 +126,14 @@ void cat_note_parts(Catalog *c);
 ** (CAP bytes) receives "part K, by uuid" or "part K, by name", or "". */
 int cat_part_known(Catalog *c, pdb_msg *m, const char *uuid, const char *name, char *what, size_t cap);
 
+/* Call XROW with every row of table part, by number, on the write
+** connection (strings valid during the call only); the rows' types are
+** checked. */
+int cat_parts(Catalog *c, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
+
 /* Whether the catalog has a table named part (in any case). */
 int cat_has_part_table(Catalog *c, pdb_msg *m, int *has);
 
-/*
-** Call XROW with every row of table part, by number (strings valid during
-** the call only).  The rows' types are checked.
-*/
-int cat_parts(Catalog *c, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
 
 /* The page table in page order: *RUNS (malloc'd, caller frees), *N runs. */
 int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n);
@@ -252,6 +253,9 @@ int cat_snap_meta(CatSnap *s, pdb_msg *m, const char *key, CatVal *v, char *text
 /* Call XROW with V[0..3] = pgno, npages, used, nsamples of every row of
 ** the page table, by pgno.  A non-OK return from XROW stops and is returned. */
 int cat_snap_pages(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatVal *v), void *ctx);
+
+/* The rows of table part as snapshot S sees them (cat_parts). */
+int cat_snap_parts(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
 
 /* Call XROW with the N values of every row of the sample table, by page,
 ** off and id: id, page, off, then per field of FIELDS its value and, for a

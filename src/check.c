@@ -272,6 +272,56 @@ static void check_index(Check *k) {
            PRIu64 " samples", n, dx_count(k->dx), k->nrows);
 }
 
+/* --- parts: table part against the index's part records ------------------ */
+
+typedef struct PartCheck {
+  Check *k;
+  uint64_t n;               /* rows */
+} PartCheck;
+
+static int part_row_check(void *ctx, const CatPart *p) {
+  PartCheck *pc = ctx;
+  Check *k = pc->k;
+  if (p->k != pc->n)
+    report(k, -1, -1, -1, "table part: row %" PRIu64 " is numbered %" PRIu64 " (parts are numbered 0, 1, 2...)", pc->n,
+           p->k);
+  pc->n++;
+  if (p->first_page != dx_window(p->k) / k->ps)
+    report(k, -1, -1, -1, "table part: part %" PRIu64 " has first_page %" PRIu64 ", not its window's %" PRIu64, p->k,
+           p->first_page, dx_window(p->k) / k->ps);
+  if (!k->dx) return PAGEDB_OK;
+  const uint64_t *rec = dx_part(k->dx, p->k);
+  if (!rec) {
+    report(k, -1, -1, -1, "part %" PRIu64 ": its record in the index file is missing or damaged", p->k);
+    return PAGEDB_OK;
+  }
+  uint8_t uuid[16];
+  char uri[4096];
+  int same = pdb_uuid_parse(p->uuid, uuid) && memcmp(uuid, &rec[1], 16) == 0 && rec[3] == p->data_off
+          && rec[4] == p->data_end && rec[5] == p->pages && rec[6] == p->samples && rec[7] == p->seal
+          && dx_part_string(k->dx, rec, 0, uri, sizeof uri) == PAGEDB_OK && p->uri && strcmp(uri, p->uri) == 0;
+  if (!same)
+    report(k, -1, -1, -1, "part %" PRIu64 ": its record in the index file disagrees with its row of table part", p->k);
+  return PAGEDB_OK;
+}
+
+/* Table part, meta.parts and the index's part records agree. */
+static int check_parts(Check *k, CatSnap *s) {
+  CatVal v;
+  char text[8];
+  int rc = cat_snap_meta(s, &k->m, "parts", &v, text, sizeof text);
+  if (rc != PAGEDB_OK || v.type == CAT_NULL) return rc;
+  PartCheck pc = { k, 0 };
+  rc = cat_snap_parts(s, &k->m, part_row_check, &pc);
+  if (rc != PAGEDB_OK) return rc;
+  if (v.type != CAT_INTEGER || (uint64_t)v.i != pc.n)
+    report(k, -1, -1, -1, "catalog: meta.parts is %s, but table part has %" PRIu64 " rows",
+           v.type == CAT_INTEGER ? "another number" : "not an integer", pc.n);
+  if (k->dx && dx_parts(k->dx) != pc.n)
+    report(k, -1, -1, -1, "the index file records %" PRIu64 " parts, table part %" PRIu64, dx_parts(k->dx), pc.n);
+  return PAGEDB_OK;
+}
+
 /* --- 2: the page table ---------------------------------------------------- */
 
 static int page_row(void *ctx, const CatVal *v) {
@@ -663,6 +713,7 @@ static int run_check(Check *k) {
     if (rc == PAGEDB_OK) rc = cat_snap_samples(s, &k->m, k->db->fields, k->db->nfield, sample_row, k);
     while (rc == PAGEDB_OK && k->cur < k->nrun) rc = finish_run(k, &k->runs[k->cur++]);
     if (rc == PAGEDB_OK && k->dx) check_index(k);
+    if (rc == PAGEDB_OK) rc = check_parts(k, s);
     if (rc == PAGEDB_OK && k->nsample >= 0 && (uint64_t)k->nsample != k->nrows)
       report(k, -1, -1, -1, "catalog: meta.samples is %" PRId64 ", but table sample has %" PRIu64 " rows", k->nsample,
              k->nrows);
