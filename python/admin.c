@@ -1,7 +1,8 @@
 /*
 ** admin.c -- the Dataset methods that work on the catalog or the whole
 ** dataset rather than on samples: sql() (typed rows), sql_update(),
-** sql_user(), check(), stats(), vacuum(), attach(), commit(), delete(), and
+** sql_user(), check(), stats(), vacuum(), attach(), commit(), delete(),
+** commit_parts(), seal(), and
 ** the module's status().
 **
 ** Each runs its pagedb call through ds_call: the GIL released, the handle
@@ -426,6 +427,88 @@ static PyObject *admin_attach(PyDataset *ds, PyObject *args, PyObject *kw) {
   return PyLong_FromLongLong(c.n);
 }
 
+/* --- parts (issue 26) --- */
+
+typedef struct {
+  pagedb_part *parts;
+  int n, policy;
+  int64_t got;
+  uint64_t seal;
+} PartsCtx;
+
+static int do_commit_parts(PyDataset *ds, void *arg, PdbErr *e) {
+  PartsCtx *c = arg;
+  return pagedb_parts_commit(ds->db, c->parts, c->n, c->policy, &c->got);
+}
+
+/* commit_parts(parts, policy='keep') -> samples committed.  Each part is a
+** path, or a tuple (path, name=None, offset=0, seal=0). */
+static PyObject *admin_commit_parts(PyDataset *ds, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"parts", "policy", NULL};
+  PyObject *seq, *fast = NULL, *r = NULL;
+  const char *policy = "keep";
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|s:commit_parts", kwlist, &seq, &policy)) return NULL;
+  PartsCtx c = {NULL, 0, 0, 0, 0};
+  if (strcmp(policy, "keep") == 0) c.policy = PAGEDB_ATTACH_KEEP;
+  else if (strcmp(policy, "offset") == 0) c.policy = PAGEDB_ATTACH_OFFSET;
+  else if (strcmp(policy, "after") == 0) c.policy = PAGEDB_ATTACH_AFTER;
+  else return PyErr_Format(PyExc_ValueError, "commit_parts policy '%s': use 'keep', 'offset' or 'after'", policy);
+  if (!(fast = PySequence_Fast(seq, "commit_parts: parts must be a sequence"))) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  if (n > INT32_MAX) {
+    Py_DECREF(fast);
+    return PyErr_Format(PyExc_ValueError, "commit_parts: %zd parts are too many", n);
+  }
+  PyObject **keep = PyMem_Calloc((size_t)(n ? n : 1), 2 * sizeof *keep);   /* path and name bytes */
+  c.parts = PyMem_Calloc((size_t)(n ? n : 1), sizeof *c.parts);
+  c.n = (int)n;
+  if (!keep || !c.parts) {
+    PyErr_NoMemory();
+    goto out;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *it = PySequence_Fast_GET_ITEM(fast, i), *path = it, *name = Py_None;
+    long long offset = 0;
+    unsigned long long seal = 0;
+    if (PyTuple_Check(it) && !PyArg_ParseTuple(it, "O|OLK:a part", &path, &name, &offset, &seal)) goto out;
+    if (!PyUnicode_FSConverter(path, &keep[2 * i])) goto out;
+    c.parts[i].path = PyBytes_AS_STRING(keep[2 * i]);
+    if (name != Py_None) {
+      if (!(keep[2 * i + 1] = PyUnicode_AsUTF8String(name))) goto out;
+      c.parts[i].name = PyBytes_AS_STRING(keep[2 * i + 1]);
+    }
+    c.parts[i].offset = (int64_t)offset;
+    c.parts[i].seal = (uint64_t)seal;
+  }
+  /* The first commit of parts rewrites the index under the handle: the
+  ** pool's readers are closed first (exclusively entered). */
+  r = ds_call(ds, ds->db && pagedb_part_count(ds->db) == 0, do_commit_parts, &c);
+  if (r) {
+    Py_DECREF(r);
+    r = PyLong_FromLongLong(c.got);
+  }
+out:
+  for (Py_ssize_t i = 0; keep && i < 2 * n; i++) Py_XDECREF(keep[i]);
+  PyMem_Free(keep);
+  PyMem_Free(c.parts);
+  Py_DECREF(fast);
+  return r;
+}
+
+static int do_seal(PyDataset *ds, void *arg, PdbErr *e) {
+  PartsCtx *c = arg;
+  return pagedb_part_seal(ds->db, &c->seal);
+}
+
+/* seal() -> int: the dataset's seal as a part (pagedb_part_seal). */
+static PyObject *admin_seal(PyDataset *ds, PyObject *noarg) {
+  PartsCtx c = {NULL, 0, 0, 0, 0};
+  PyObject *r = ds_call(ds, 0, do_seal, &c);
+  if (!r) return NULL;
+  Py_DECREF(r);
+  return PyLong_FromUnsignedLongLong(c.seal);
+}
+
 static int do_commit(PyDataset *ds, void *arg, PdbErr *e) {
   return pagedb_commit(ds->db);
 }
@@ -462,6 +545,11 @@ PyMethodDef admin_methods[] = {
   {"attach", (PyCFunction)(void (*)(void))admin_attach, METH_VARARGS | METH_KEYWORDS,
    "attach(other, policy='keep', offset=0) -> samples attached: append the dataset OTHER, and commit."},
   {"commit", (PyCFunction)admin_commit, METH_NOARGS, "commit(): make every written sample durable and visible."},
+  {"commit_parts", (PyCFunction)(void (*)(void))admin_commit_parts, METH_VARARGS | METH_KEYWORDS,
+   "commit_parts(parts, policy='keep') -> samples committed: commit datasets written apart as parts of this one, "
+   "all or none, by reference (each part a path or (path, name, offset, seal))."},
+  {"seal", (PyCFunction)admin_seal, METH_NOARGS,
+   "seal() -> int: this dataset's fingerprint as a part, to give commit_parts with its path."},
   {"delete", (PyCFunction)admin_delete, METH_O, "delete(id): delete a committed sample at the next commit."},
   {NULL, NULL, 0, NULL},
 };

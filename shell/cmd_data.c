@@ -569,6 +569,82 @@ int dotPages(ShellState *p, int nArg, char **azArg){
   return 0;
 }
 
+/* .parts: one row of table part per line. */
+static int partsRow(void *ctx, int nCol, char **azVal, char **azName){
+  ShellResult *r = ctx;
+  (void)azName;
+  if( nCol != 7 ) return 1;
+  return resultAddf(r, "%s\t%s\t%s\t%s\t%s\t%s\t%s", azVal[0] ? azVal[0] : "", azVal[1] ? azVal[1] : "",
+                    azVal[2] ? azVal[2] : "", azVal[3] ? azVal[3] : "", azVal[4] ? azVal[4] : "",
+                    azVal[5] ? azVal[5] : "", azVal[6] ? azVal[6] : "");
+}
+
+/* .parts commit FILE ... [--keep|--offset N|--after] */
+static int partsCommit(ShellState *p, int nArg, char **azArg){
+  int policy = PAGEDB_ATTACH_KEEP, n = 0;
+  int64_t offset = 0, got = 0;
+  pagedb_part *parts = calloc((size_t)nArg, sizeof *parts);
+  if( !parts ){ shellError(p, ".parts commit: out of memory"); return 1; }
+  for(int i = 2; i < nArg; i++){
+    const char *z = azArg[i];
+    if( z[0] == '-' && z[1] == '-' ) z++;
+    if( strcmp(z, "-keep") == 0 ) policy = PAGEDB_ATTACH_KEEP;
+    else if( strcmp(z, "-after") == 0 ) policy = PAGEDB_ATTACH_AFTER;
+    else if( strcmp(z, "-offset") == 0 ){
+      if( i + 1 >= nArg || shellInt(azArg[i + 1], &offset) ){
+        shellError(p, ".parts commit %s: missing or bad N", azArg[i]);
+        free(parts);
+        return 1;
+      }
+      i++;
+      policy = PAGEDB_ATTACH_OFFSET;
+    }else if( z[0] == '-' ){
+      shellError(p, ".parts commit %s: unknown option (--keep, --offset N or --after)", azArg[i]);
+      free(parts);
+      return 1;
+    }else{
+      parts[n++].path = azArg[i];
+    }
+  }
+  for(int i = 0; i < n; i++) parts[i].offset = offset;
+  if( n == 0 ){ shellError(p, ".parts commit: no FILE given"); free(parts); return 1; }
+  if( shellNeedWritable(p, ".parts commit") ){ free(parts); return 1; }
+  int rc = pagedb_parts_commit(p->db, parts, n, policy, &got);
+  free(parts);
+  if( rc ){
+    shellError(p, ".parts commit: %s: %s", pagedb_errname(rc), pagedb_errmsg(p->db));
+    return 1;
+  }
+  fprintf(p->out, "committed %d part%s, %lld sample%s\n", n, n == 1 ? "" : "s", (long long)got, got == 1 ? "" : "s");
+  shellChanged(p, got);
+  return 0;
+}
+
+/* USAGE: .parts | .parts commit FILE ... [--keep|--offset N|--after]
+** The parts the dataset is made of (table part): number, where its data
+** file is, samples, bytes of its data file in use, the id range, its name;
+** or commit the datasets FILE ... as new parts, all or none. */
+int dotParts(ShellState *p, int nArg, char **azArg){
+  if( nArg >= 2 && strcmp(azArg[1], "commit") == 0 ) return partsCommit(p, nArg, azArg);
+  if( tooMany(p, nArg, azArg, 1) || shellNeedDb(p, ".parts") ) return 1;
+  char *azName[] = { "part", "where", "samples", "bytes", "id_min", "id_max", "name" };
+  ShellResult r;
+  resultInit(&r, 7, azName);
+  for(int i = 0; i < 7; i++) resultSetNum(&r, i, i != 1 && i != 6);
+  int rc = PAGEDB_OK;
+  if( pagedb_part_count(p->db) > 0 )
+    rc = pagedb_sql(p->db, "SELECT part, uri, samples, data_off + data_end, id_min, id_max, name FROM part"
+                    " ORDER BY part", partsRow, &r);
+  if( rc ){
+    resultFree(&r);
+    shellError(p, ".parts: %s: %s", pagedb_errname(rc), pagedb_errmsg(p->db));
+    return 1;
+  }
+  resultPrint(p, &r, p->headers);
+  resultFree(&r);
+  return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* .get                                                                */
 /* ------------------------------------------------------------------ */

@@ -231,6 +231,19 @@ static const DotCmd aDotCmd[] = {
     "samples starting in it, bytes used (its 64-byte header included), fill.\n",
     "pagedb> .pages 2\n"
     "0|1|1|80|0.1%\n" },
+  { "parts", dotParts, ".parts | .parts commit FILE ... [--keep|--offset N|--after]",
+    "List the dataset's parts, or commit datasets as new parts (all or none)",
+    "Without arguments, the parts the dataset is made of (table part): number,\n"
+    "where its data file is, samples, bytes of it in use, the id range and its\n"
+    "name.  With commit, the datasets FILE ... (same page size and fields,\n"
+    "written by any process) become parts of this one in one commit, all or\n"
+    "none, without copying their bytes: ids kept (--keep, the default), plus N\n"
+    "(--offset N) or after the largest (--after).  .vacuum makes one file again.\n",
+    "pagedb> .parts commit cats.pagedb.parts/a cats.pagedb.parts/b --after\n"
+    "committed 2 parts, 2000 samples\n"
+    "pagedb> .parts\n"
+    "0|cats.pagedb.parts/a|1000|8392704|0|999|\n"
+    "1|cats.pagedb.parts/b|1000|8392704|1000|1999|\n" },
   { "print", dotPrint, ".print STRING ...",
     "Print the STRINGs, separated by blanks",
     "Prints its arguments, separated by one blank, and a newline: a script's\n"

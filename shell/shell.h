@@ -210,6 +210,7 @@ int dotFields(ShellState *p, int nArg, char **azArg);
 int dotSchema(ShellState *p, int nArg, char **azArg);
 int dotStats(ShellState *p, int nArg, char **azArg);
 int dotPages(ShellState *p, int nArg, char **azArg);
+int dotParts(ShellState *p, int nArg, char **azArg);
 int dotCount(ShellState *p, int nArg, char **azArg);
 int dotGet(ShellState *p, int nArg, char **azArg);
 int dotPut(ShellState *p, int nArg, char **azArg);

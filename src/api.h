@@ -119,6 +119,13 @@ struct pagedb {
   _Atomic int learning[PAGEDB_MAX_FIELDS];        /* learn[f] is set */
   DictLearn *learn[PAGEDB_MAX_FIELDS];
 
+  /* Parts (parts.c, doc/format.md "Parts"): meta.features as of the last
+  ** commit; the data files of the parts this process has read (made on
+  ** first touch); a commit of parts under way (commit_mu). */
+  uint64_t features;
+  struct PartTab *_Atomic ptab;
+  struct PartCommit *pcommit;
+
   pdb_msg err;
 };
 
@@ -204,6 +211,8 @@ struct pagedb_reader {
   int fill;                 /* the map is filled per read (a remote VFS) */
   uint8_t *buf;             /* copy mode: the last field read */
   size_t cap;
+  uint8_t *bbuf;            /* copy mode: a batch that reads parts' samples (reader.c) */
+  size_t bcap;
   uint8_t *zbuf;            /* decompressed values of the last call */
   size_t zcap;
   Prefetch pf;              /* pf.ids NULL: no read-ahead */
@@ -213,6 +222,84 @@ struct pagedb_reader {
   int hint_on;              /* ...and whether they advise the kernel meanwhile */
   pdb_msg err;
 };
+
+/*
+** The ids a set of samples of another dataset (OTHER) gets in DB
+** (attach.c: pagedb_attach, and the parts' commit).  ids_collect, an
+** idx_scan callback, gathers them (SLOT must outlive the plan); ids_plan
+** sorts them by id and gives each its id in DB by POLICY
+** (PAGEDB_ATTACH_*), reserving every one (idx_reserve): a collision is
+** PAGEDB_CONSTRAINT, an id outside 0..INT64_MAX PAGEDB_FULL, with the
+** message in EM and nothing left reserved.  ids_release gives back the
+** reservations (and AFTER's block if nothing was taken after it).
+*/
+typedef struct IdSample {
+  int64_t id;               /* in OTHER */
+  int64_t nid;              /* in DB */
+  const uint64_t *slot;     /* OTHER's slot (word 0 is not the id) */
+} IdSample;
+typedef struct IdPlan {
+  pagedb *db;
+  pdb_msg *em;              /* where a failure's message goes */
+  IdSample *s;
+  uint64_t n, cap;
+  uint64_t nreserved;       /* s[0, nreserved) are reserved in DB (id order) */
+  int64_t after;            /* AFTER: the first id of the block taken, or -1 */
+} IdPlan;
+int ids_collect(void *ctx, int64_t id, const uint64_t *slot);
+int ids_plan(IdPlan *a, int policy, int64_t offset);
+void ids_release(IdPlan *a);
+
+/* PAGEDB_MISMATCH (message in EM) unless O has DB's page size and schema
+** (names, types, codecs, alignment): what attach and a part need. */
+int attach_check_schema(pagedb *db, pagedb *o, pdb_msg *em);
+
+/*
+** A commit of parts (parts.c), as commit_locked (main.c) takes it: the
+** parts' runs at their window pages with their slots (new ids, window
+** addresses), their part records, and what they add to meta.
+*/
+typedef struct PartCommit {
+  PageRecs *runs;           /* linked by d.next */
+  DxPart *dx;               /* the part records, numbered from the parts so far */
+  CatPart *cat;             /* ...and their rows of table part */
+  size_t n;
+  uint64_t nsamples, deleted, moved;
+} PartCommit;
+
+/* Commit the parts of PC (their runs at part-local addresses, LISTS[i]
+** part i's), numbered from the parts DB has, as one commit with what the
+** handle wrote (parts.c's second half). */
+int api_commit_parts(pagedb *db, PartCommit *pc, PageRecs **lists);
+
+/* In the catalog's open write transaction: the rows of the parts of
+** db->pcommit (table part, page, sample) and meta's parts, features and
+** format, deleted_bytes and moved_samples.  commit_mu and cat_mu held. */
+int parts_stage_rows(pagedb *db, pdb_msg *m);
+
+/* The commit of db->pcommit landed (or failed, OK 0): the handle's
+** features and counters follow. */
+void parts_committed(pagedb *db, int ok);
+
+/*
+** The stored bytes [OFF, OFF+LEN) of an address in a part's window, as
+** stored_bytes gives the own file's (reader.c): in zero-copy mode a
+** pointer into the part's map, else read into *BUF.  The part's data file
+** is opened and checked on first touch (parts.c), and a failure names the
+** part.
+*/
+int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, uint8_t **buf, size_t *cap,
+                 const uint8_t **src);
+
+/* The data file of part K (opened and checked on first use, as a read
+** does) and the bytes of its data region the commit recorded. */
+int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end);
+
+/* pager_fetch of the data at address OFF, in the own file or a part's. */
+int api_fetch(pagedb *db, pdb_msg *m, uint64_t off, size_t len, uint8_t **buf, size_t *cap, const uint8_t **at);
+
+/* Close the parts' data files opened by reads (pagedb_close). */
+void parts_close(pagedb *db);
 
 /* Whether to advise the kernel (MADV_WILLNEED) of the N extents that a
 ** zero-copy batch or read-ahead of R is about to touch. */

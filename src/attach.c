@@ -41,12 +41,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-/* A sample of OTHER. */
-typedef struct Sample {
-  int64_t id;               /* in OTHER */
-  int64_t nid;              /* in DB */
-  const uint64_t *slot;     /* OTHER's index slot (word 0 is not the id) */
-} Sample;
+typedef IdSample Sample;
 
 /* A run of OTHER to copy, and where it goes. */
 typedef struct Copy {
@@ -60,10 +55,7 @@ typedef struct Attach {
   pagedb *o;                /* OTHER, read-only */
   const char *other;        /* OTHER's path, for messages */
   pdb_msg em;               /* the failure, before it is reported on DB */
-  Sample *s;
-  uint64_t n, cap;
-  uint64_t nreserved;       /* s[0, nreserved) are reserved in DB (id order) */
-  int64_t after;            /* AFTER: the first id of the block taken, or -1 */
+  IdPlan ids;               /* OTHER's samples and their ids in DB */
   CatRun *runs;             /* OTHER's page table */
   uint64_t nrun;
   Copy *copy;
@@ -88,13 +80,12 @@ static const char *type_name(const CatField *f, char *out) {
 
 /* PAGEDB_MISMATCH unless OTHER has DB's page size and fields (names,
 ** types, codecs and alignments). */
-static int check_schema(Attach *a) {
-  pagedb *db = a->db, *o = a->o;
+int attach_check_schema(pagedb *db, pagedb *o, pdb_msg *em) {
   uint32_t ps = pager_page_size(db->pager), ops = pager_page_size(o->pager);
   if (ps != ops)
-    return pdb_err(db, &a->em, PAGEDB_MISMATCH, "its page size is %u bytes, %s's is %u", ops, db->path, ps);
+    return pdb_err(db, em, PAGEDB_MISMATCH, "its page size is %u bytes, %s's is %u", ops, db->path, ps);
   if (o->nfield != db->nfield)
-    return pdb_err(db, &a->em, PAGEDB_MISMATCH, "it has %d fields, %s has %d", o->nfield, db->path, db->nfield);
+    return pdb_err(db, em, PAGEDB_MISMATCH, "it has %d fields, %s has %d", o->nfield, db->path, db->nfield);
   for (int f = 0; f < db->nfield; f++) {
     const CatField *x = &db->fields[f], *y = &o->fields[f];
     char tx[TENSOR_TEXT_MAX], ty[TENSOR_TEXT_MAX];
@@ -106,7 +97,7 @@ static int check_schema(Attach *a) {
       /* Records are copied byte for byte: their values must lie where
       ** DB's alignment puts them (api_extent). */
       if (db->isbytes[f] == o->isbytes[f]) continue;
-      return pdb_err(db, &a->em, PAGEDB_MISMATCH, "its records are laid out at another alignment: field %d ('%s')"
+      return pdb_err(db, em, PAGEDB_MISMATCH, "its records are laid out at another alignment: field %d ('%s')"
                      " is aligned to %d bytes there, to %d in %s", f, x->name, o->isbytes[f], db->isbytes[f],
                      db->path);
     }
@@ -114,14 +105,14 @@ static int check_schema(Attach *a) {
     codec_name(x->codec, cx, sizeof cx);
     codec_name(y->codec, cy, sizeof cy);
     const char *what = strcmp(x->name, y->name) ? "name" : !same_type ? "type" : "codec";
-    return pdb_err(db, &a->em, PAGEDB_MISMATCH, "the %ss of field %d differ: '%s' %s %s there, '%s' %s %s in %s",
+    return pdb_err(db, em, PAGEDB_MISMATCH, "the %ss of field %d differ: '%s' %s %s there, '%s' %s %s in %s",
                    what, f, y->name, ty, cy, x->name, tx, cx, db->path);
   }
   return PAGEDB_OK;
 }
 
-static int collect(void *ctx, int64_t id, const uint64_t *slot) {
-  Attach *a = ctx;
+int ids_collect(void *ctx, int64_t id, const uint64_t *slot) {
+  IdPlan *a = ctx;
   if (a->n == a->cap) {
     uint64_t cap = a->cap ? a->cap * 2 : 1024;
     Sample *s = pdb_realloc(a->s, cap * sizeof *s);
@@ -144,7 +135,7 @@ static int by_offset(const void *x, const void *y) {
 }
 
 /* Release the reserved ids, and AFTER's block if no id was taken after it. */
-static void release_ids(Attach *a) {
+void ids_release(IdPlan *a) {
   for (uint64_t i = 0; i < a->nreserved; i++) idx_release(a->db->idx, a->s[i].nid);
   a->nreserved = 0;
   if (a->after >= 0) {
@@ -160,14 +151,16 @@ static void release_ids(Attach *a) {
 ** next_auto in one step, as PAGEDB_AUTO_ID does one id, and gives it back
 ** if nothing took an id after it.
 */
-static int plan_ids(Attach *a, int policy, int64_t offset) {
+int ids_plan(IdPlan *a, int policy, int64_t offset) {
   pagedb *db = a->db;
+  /* An empty set leaves a->s NULL, which qsort must not be given. */
+  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_id);
   int64_t base = 0;
   if (policy == PAGEDB_ATTACH_AFTER) {
     base = atomic_load(&db->next_auto);
     do {
       if (base < 0 || a->n > (uint64_t)(INT64_MAX - base))
-        return pdb_err(db, &a->em, PAGEDB_FULL, "its %llu samples do not fit in the ids after %lld of %s",
+        return pdb_err(db, a->em, PAGEDB_FULL, "its %llu samples do not fit in the ids after %lld of %s",
                        (unsigned long long)a->n, (long long)base - 1, db->path);
     } while (!atomic_compare_exchange_weak(&db->next_auto, &base, base + (int64_t)a->n));
     a->after = base;
@@ -180,7 +173,7 @@ static int plan_ids(Attach *a, int policy, int64_t offset) {
     } else if (policy == PAGEDB_ATTACH_OFFSET) {
       /* s->id >= 0, so only one direction can leave the ids per sign. */
       if (offset > 0 ? s->id > INT64_MAX - offset : s->id + offset < 0)
-        rc = pdb_err(db, &a->em, PAGEDB_FULL, "its sample %lld plus the offset %lld falls outside the ids 0..%lld",
+        rc = pdb_err(db, a->em, PAGEDB_FULL, "its sample %lld plus the offset %lld falls outside the ids 0..%lld",
                      (long long)s->id, (long long)offset, (long long)INT64_MAX);
       else
         s->nid = s->id + offset;
@@ -194,14 +187,14 @@ static int plan_ids(Attach *a, int policy, int64_t offset) {
     } else if (rc == PAGEDB_CONSTRAINT) {
       char theirs[64] = "";
       if (s->nid != s->id) snprintf(theirs, sizeof theirs, " (its sample %lld)", (long long)s->id);
-      rc = pdb_err(db, &a->em, rc, "sample id %lld%s is already used in %s by %s", (long long)s->nid, theirs,
+      rc = pdb_err(db, a->em, rc, "sample id %lld%s is already used in %s by %s", (long long)s->nid, theirs,
                    db->path, idx_find(db->idx, s->nid) ? "a committed sample" : "a sample being written");
     } else {
-      rc = pdb_err(db, &a->em, rc, "out of memory reserving sample id %lld in %s", (long long)s->nid, db->path);
+      rc = pdb_err(db, a->em, rc, "out of memory reserving sample id %lld in %s", (long long)s->nid, db->path);
     }
   }
   if (rc != PAGEDB_OK) {
-    release_ids(a);
+    ids_release(a);
     return rc;
   }
   if (policy != PAGEDB_ATTACH_AFTER && a->n > 0) {
@@ -231,9 +224,9 @@ static int plan_runs(Attach *a) {
   for (uint64_t k = 0; k < a->nrun && a->runs[k].pgno < committed; k++) {
     const CatRun *r = &a->runs[k];
     uint64_t lo = r->pgno * ps, first = i;
-    if (i < a->n && a->s[i].slot[1] < lo) break;    /* a sample on no run's first page */
-    while (i < a->n && a->s[i].slot[1] < lo + ps) {
-      const Sample *s = &a->s[i];
+    if (i < a->ids.n && a->ids.s[i].slot[1] < lo) break;    /* a sample on no run's first page */
+    while (i < a->ids.n && a->ids.s[i].slot[1] < lo + ps) {
+      const Sample *s = &a->ids.s[i];
       uint64_t off = s->slot[1] - lo, len = api_record_len(o, s->slot);
       if (r->used == 0 || off < PDB_PAGE_HDR || len > r->used || off > r->used - len)
         return pdb_err(a->db, &a->em, PAGEDB_CORRUPT, "%s: sample %lld (%llu bytes at offset %llu of page %llu) lies"
@@ -251,9 +244,9 @@ static int plan_runs(Attach *a) {
     a->copy[a->ncopy++] = (Copy){ r, first, i - first, a->npages };
     a->npages += r->npages;
   }
-  if (i < a->n)
+  if (i < a->ids.n)
     return pdb_err(a->db, &a->em, PAGEDB_CORRUPT, "%s: sample %lld lies on page %llu, which starts no committed run",
-                   o->path, (long long)a->s[i].id, (unsigned long long)(a->s[i].slot[1] / ps));
+                   o->path, (long long)a->ids.s[i].id, (unsigned long long)(a->ids.s[i].slot[1] / ps));
   return PAGEDB_OK;
 }
 
@@ -300,7 +293,7 @@ static PageRecs *make_recs(Attach *a, const Copy *c, uint64_t start) {
   r->d.nsamples = (uint32_t)c->n;
   r->d.used = c->run->used;
   for (uint64_t i = 0; i < c->n; i++) {
-    const Sample *s = &a->s[c->first + i];
+    const Sample *s = &a->ids.s[c->first + i];
     uint64_t *t = r->slots + (size_t)i * nw;
     memcpy(t, s->slot, (size_t)nw * sizeof *t);
     t[0] = (uint64_t)s->nid;
@@ -378,12 +371,10 @@ static void free_recs(PageRecs *r) {
 /* Steps 2 to 5 of the top comment, OTHER open and checked. */
 static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
   pagedb *db = a->db;
-  int rc = idx_scan(a->o->idx, collect, a);
+  int rc = idx_scan(a->o->idx, ids_collect, &a->ids);
   if (rc != PAGEDB_OK)
     return pdb_err(db, &a->em, rc, "out of memory listing its %llu samples", (unsigned long long)idx_count(a->o->idx));
-  /* An empty OTHER leaves a->s NULL, which qsort must not be given. */
-  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_id);
-  rc = plan_ids(a, policy, offset);
+  rc = ids_plan(&a->ids, policy, offset);
   if (rc != PAGEDB_OK) return rc;
   /* OTHER's dictionaries, with their ids (which its values' frames carry),
   ** pending in DB before any value that names them: the commit of the
@@ -391,10 +382,10 @@ static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
   for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
     if (codec_uses_dict(db->fields[f].codec)) rc = dict_import(db, &a->em, f, a->o, f, 0);
   if (rc != PAGEDB_OK) {
-    release_ids(a);
+    ids_release(&a->ids);
     return rc;
   }
-  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_offset);
+  if (a->ids.n > 1) qsort(a->ids.s, a->ids.n, sizeof *a->ids.s, by_offset);
   rc = plan_runs(a);
   /* Given back at every failure from here on, never left behind. */
   PageRecs *dead = pdb_malloc(sizeof *dead);
@@ -409,7 +400,7 @@ static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
   if (rc == PAGEDB_OK) rc = copy_runs(a, start, &tail);
   if (rc != PAGEDB_OK) {
     free_recs(list);
-    release_ids(a);
+    ids_release(&a->ids);
     if (claimed && !pager_unclaim(db->pager, start, a->npages)) {
       memset(&dead->d, 0, sizeof dead->d);
       dead->d.pgno = start;
@@ -421,17 +412,17 @@ static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
     return rc;
   }
   pdb_free(dead);
-  a->nreserved = 0;         /* the ids belong to the runs now */
-  a->after = -1;
+  a->ids.nreserved = 0;     /* the ids belong to the runs now */
+  a->ids.after = -1;
   a->copied = 1;
   rc = api_commit_runs(db, list);
   if (rc != PAGEDB_OK) {
     char why[PDB_MSG_MAX];
     snprintf(why, sizeof why, "%s", pagedb_errmsg(db));
     return pdb_err(db, &a->em, rc, "its %llu samples were copied, but the commit failed (they are committed with the"
-                   " next pagedb_commit that succeeds): %s", (unsigned long long)a->n, why);
+                   " next pagedb_commit that succeeds): %s", (unsigned long long)a->ids.n, why);
   }
-  if (nattached) *nattached = (int64_t)a->n;
+  if (nattached) *nattached = (int64_t)a->ids.n;
   return PAGEDB_OK;
 }
 
@@ -450,7 +441,8 @@ int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int
                    " _AFTER", other, policy);
   if (same_file(other, db->path))
     return pdb_err(db, m, PAGEDB_MISUSE, "cannot attach %s to itself", db->path);
-  Attach a = { .db = db, .other = other, .after = -1 };
+  Attach a = { .db = db, .other = other };
+  a.ids = (IdPlan){ .db = db, .em = &a.em, .after = -1 };
   /* OTHER through DB's VFS, or a URL through its scheme's (pdb_vfs_choose). */
   rc = pagedb_open(other, &a.o, PAGEDB_OPEN_READONLY, pdb_path_scheme(other, NULL, 0) ? NULL : db->vfs->zName);
   if (rc != PAGEDB_OK) {
@@ -459,12 +451,15 @@ int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int
     pagedb_close(a.o);
     return pdb_err(db, m, rc, "cannot attach %s to %s: %s; nothing was attached", other, db->path, why);
   }
-  rc = check_schema(&a);
+  rc = attach_check_schema(db, a.o, &a.em);
+  if (rc == PAGEDB_OK && (a.o->features & CAT_FEATURE_PARTS))
+    rc = pdb_err(db, &a.em, PAGEDB_MISMATCH, "it is made of parts, which attach does not copy yet: vacuum it into one"
+                 " file first");
   if (rc == PAGEDB_OK) rc = attach(&a, policy, offset, nattached);
   if (rc != PAGEDB_OK)
     pdb_err(db, m, rc, "cannot attach %s to %s: %s%s", other, db->path,
             a.em.rc != PAGEDB_OK ? a.em.text : pagedb_errstr(rc), a.copied ? "" : "; nothing was attached");
-  pdb_free(a.s);
+  pdb_free(a.ids.s);
   pdb_free(a.runs);
   pdb_free(a.copy);
   pagedb_close(a.o);

@@ -32,6 +32,7 @@ struct Catalog {
   pthread_mutex_t rmu;      /* serialises r */
   int in_txn;               /* the long write transaction is open */
   int has_align;            /* table field has column align (else every alignment is 1) */
+  int has_parts;            /* meta.features has the parts bit: table part is pagedb's */
   sqlite3_stmt *ins_sample;
   sqlite3_stmt *ins_page;
 };
@@ -336,6 +337,7 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
   int has_features = 0;     /* the key is there */
   int64_t features = -1;    /* its value; -1 when not a non-negative integer */
   memset(meta, 0, sizeof *meta);
+  meta->parts = -1;
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
     const char *key = (const char *)sqlite3_column_text(st, 0);
     if (!key) continue;
@@ -371,6 +373,8 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
     else if (strcmp(key, "index_len") == 0) meta->ix_len = (uint64_t)v;
     else if (strcmp(key, "index_samples") == 0) meta->ix_samples = (uint64_t)v;
     else if (strcmp(key, "index_pages") == 0) meta->ix_pages = (uint64_t)v;
+    else if (strcmp(key, "parts") == 0) meta->parts = v;
+    else if (strcmp(key, "deleted_bytes") == 0) meta->deleted_bytes = (uint64_t)v;
   }
   if (src != SQLITE_DONE && src != SQLITE_ROW) rc = sq_fail(c, m, c->w, src, "reading meta");
   sqlite3_finalize(st);
@@ -500,6 +504,12 @@ static const Col kFieldCols[] = { { "idx", "INTEGER", 0, 1 }, { "name", "TEXT", 
                                   { "align", "INTEGER", 1, 0 } };
 static const Col kPageCols[] = { { "pgno", "INTEGER", 0, 1 }, { "npages", "INTEGER", 1, 0 },
                                  { "used", "INTEGER", 1, 0 }, { "nsamples", "INTEGER", 1, 0 } };
+static const Col kPartCols[] = {
+  { "part", "INTEGER", 0, 1 }, { "uuid", "TEXT", 1, 0 }, { "uri", "TEXT", 1, 0 }, { "name", "TEXT", 0, 0 },
+  { "first_page", "INTEGER", 1, 0 }, { "pages", "INTEGER", 1, 0 }, { "data_off", "INTEGER", 1, 0 },
+  { "data_end", "INTEGER", 1, 0 }, { "samples", "INTEGER", 1, 0 }, { "id_min", "INTEGER", 0, 0 },
+  { "id_max", "INTEGER", 0, 0 }, { "seal", "INTEGER", 1, 0 }, { "validator", "TEXT", 0, 0 },
+  { "committed", "INTEGER", 1, 0 } };
 static const Col kSampleCols[] = { { "id", "INTEGER", 0, 1 }, { "page", "INTEGER", 1, 0 },
                                    { "off", "INTEGER", 1, 0 } };
 
@@ -669,6 +679,13 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   c->has_align = nfcol != 4;
   if (rc == PAGEDB_OK) rc = check_table(c, m, "field", kFieldCols, c->has_align ? 5 : 4);
   if (rc == PAGEDB_OK) rc = check_table(c, m, "page", kPageCols, 4);
+  if (rc == PAGEDB_OK && (meta->features & CAT_FEATURE_PARTS)) {
+    rc = check_table(c, m, "part", kPartCols, (int)(sizeof kPartCols / sizeof *kPartCols));
+    if (rc == PAGEDB_OK && meta->parts < 0) rc = corrupt(c, m, "%s", "meta lacks a valid 'parts' beside feature bit 1");
+  } else if (rc == PAGEDB_OK && meta->parts >= 0) {
+    rc = corrupt(c, m, "%s", "meta has 'parts' without feature bit 1 (parts)");
+  }
+  c->has_parts = rc == PAGEDB_OK && (meta->features & CAT_FEATURE_PARTS);
   if (rc == PAGEDB_OK) rc = load_fields(c, m, meta->features, fields, nfield);
   if (rc == PAGEDB_OK) rc = check_columns(c, m, fields, *nfield);
   if (rc == PAGEDB_OK) rc = check_view(c, m, fields, *nfield);
@@ -721,12 +738,14 @@ int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f) {
   return rc;
 }
 
-int cat_last_run(Catalog *c, pdb_msg *m, CatRun *run, int *found) {
+int cat_last_run(Catalog *c, pdb_msg *m, uint32_t page_size, CatRun *run, int *found) {
   *found = 0;
   sqlite3_stmt *st;
-  int rc = prepare(c, m, c->w, "SELECT pgno, npages, used, nsamples FROM page WHERE used > 0 ORDER BY pgno DESC LIMIT 1",
-                   &st);
+  /* The own file's runs only: the parts' lie at pages from 2^56 / page size. */
+  int rc = prepare(c, m, c->w, "SELECT pgno, npages, used, nsamples FROM page WHERE used > 0 AND pgno < ?1"
+                   " ORDER BY pgno DESC LIMIT 1", &st);
   if (rc != PAGEDB_OK) return rc;
+  sqlite3_bind_int64(st, 1, (int64_t)(PDB_MAX_DATA / page_size));
   int src = sqlite3_step(st);
   if (src == SQLITE_ROW) {
     for (int i = 0; i < 4 && rc == PAGEDB_OK; i++)
@@ -858,7 +877,7 @@ static int scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint
     /* Ids are 0..INT64_MAX (pagedb_sample_begin): the index relies on it. */
     const char *badrow = id < 0 ? "sample %s has a negative id"
       : sqlite3_column_type(st, 1) != SQLITE_INTEGER || sqlite3_column_type(st, 2) != SQLITE_INTEGER || page < 0
-        || off < 0 || off >= (int64_t)page_size || (uint64_t)page > PDB_MAX_DATA / page_size
+        || off < 0 || off >= (int64_t)page_size || (uint64_t)page > PDB_ADDR_MAX / page_size
       ? "sample %s has an invalid page or offset" : NULL;
     if (badrow) {
       snprintf(where, sizeof where, "%lld", (long long)id);
@@ -1486,6 +1505,7 @@ int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
 /* --- for catextra.c (catalogInt.h) --------------------------------------- */
 
 sqlite3 *catx_w(Catalog *c) { return c->w; }
+int catx_has_parts(Catalog *c) { return c->has_parts; }
 int catx_begin_write(Catalog *c, pdb_msg *m) { return begin_write(c, m); }
 void catx_end_write(Catalog *c) { c->in_txn = 0; }
 pagedb *catx_db(Catalog *c) { return c->db; }
@@ -1507,3 +1527,138 @@ int catx_read_begin(Catalog *c, pdb_msg *m, sqlite3 **conn) {
 }
 
 void catx_read_end(Catalog *c) { pthread_mutex_unlock(&c->rmu); }
+
+/* --- table part (doc/format.md, "Parts") ---------------------------------- */
+
+#define PART_SCHEMA \
+  "CREATE TABLE part(part INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, uri TEXT NOT NULL UNIQUE," \
+  " name TEXT UNIQUE, first_page INTEGER NOT NULL, pages INTEGER NOT NULL, data_off INTEGER NOT NULL," \
+  " data_end INTEGER NOT NULL, samples INTEGER NOT NULL, id_min INTEGER, id_max INTEGER," \
+  " seal INTEGER NOT NULL, validator TEXT, committed INTEGER NOT NULL)"
+
+int cat_add_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v) {
+  int rc = begin_write(c, m);
+  return rc == PAGEDB_OK ? run(c, m, "UPDATE meta SET value = value + ?2 WHERE key = ?1", "updating meta", 2, "t", key,
+                               "i", v) : rc;
+}
+
+void cat_note_parts(Catalog *c) { c->has_parts = 1; }
+
+int cat_part_known(Catalog *c, pdb_msg *m, const char *uuid, const char *name, char *what, size_t cap) {
+  sqlite3_stmt *st;
+  what[0] = 0;
+  int rc = prepare(c, m, c->w, "SELECT part, uuid = ?1 FROM part WHERE uuid = ?1 OR name = ?2 LIMIT 1", &st);
+  if (rc != PAGEDB_OK) return rc;
+  sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
+  if (name) sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW)
+    snprintf(what, cap, "part %lld, by %s", (long long)sqlite3_column_int64(st, 0),
+             sqlite3_column_int(st, 1) ? "uuid" : "name");
+  else if (src != SQLITE_DONE)
+    rc = sq_fail(c, m, c->w, src, "reading table part");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cat_has_part_table(Catalog *c, pdb_msg *m, int *has) {
+  sqlite3_stmt *st;
+  *has = 0;
+  int rc = prepare(c, m, c->w, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND lower(name) = 'part'", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) *has = 1;
+  else if (src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the schema");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cat_insert_part(Catalog *c, pdb_msg *m, int first, const CatPart *p) {
+  int rc = begin_write(c, m);
+  if (rc != PAGEDB_OK) return rc;
+  if (first) {
+    int has;
+    rc = cat_has_part_table(c, m, &has);
+    if (rc == PAGEDB_OK && has)
+      return pdb_err(c->db, m, PAGEDB_CONSTRAINT, "catalog %s has a user table named 'part', the name of pagedb's"
+                     " table of parts: rename it (pagedb_sql_user) before committing parts", c->path);
+    if (rc == PAGEDB_OK) rc = exec(c, m, PART_SCHEMA, "making table part");
+    if (rc != PAGEDB_OK) return rc;
+  }
+  sqlite3_stmt *st;
+  rc = prepare(c, m, c->w, "INSERT INTO part VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", &st);
+  if (rc != PAGEDB_OK) return rc;
+  sqlite3_bind_int64(st, 1, (int64_t)p->k);
+  sqlite3_bind_text(st, 2, p->uuid, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, p->uri, -1, SQLITE_STATIC);
+  if (p->name) sqlite3_bind_text(st, 4, p->name, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 5, (int64_t)p->first_page);
+  sqlite3_bind_int64(st, 6, (int64_t)p->pages);
+  sqlite3_bind_int64(st, 7, (int64_t)p->data_off);
+  sqlite3_bind_int64(st, 8, (int64_t)p->data_end);
+  sqlite3_bind_int64(st, 9, (int64_t)p->samples);
+  if (p->id_min >= 0) sqlite3_bind_int64(st, 10, p->id_min);
+  if (p->id_max >= 0) sqlite3_bind_int64(st, 11, p->id_max);
+  sqlite3_bind_int64(st, 12, (int64_t)p->seal);
+  if (p->validator) sqlite3_bind_text(st, 13, p->validator, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 14, p->committed);
+  int src = sqlite3_step(st);
+  if (src != SQLITE_DONE) {
+    const char *msg = sqlite3_errmsg(c->w);
+    const char *col = strstr(msg, "part.uuid") ? "uuid" : strstr(msg, "part.uri") ? "location"
+                    : strstr(msg, "part.name") ? "name" : NULL;
+    if ((src & 0xff) == SQLITE_CONSTRAINT && col)
+      rc = pdb_err(c->db, m, PAGEDB_CONSTRAINT, "a part with the same %s (%s) is already in %s", col,
+                   col[0] == 'u' && col[1] == 'u' ? p->uuid : col[0] == 'l' ? p->uri : p->name, c->path);
+    else
+      rc = sq_fail(c, m, c->w, src, "recording a part");
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int parts_on(Catalog *c, sqlite3 *conn, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
+
+int cat_parts(Catalog *c, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
+  return parts_on(c, c->w, m, xrow, ctx);
+}
+
+int cat_snap_parts(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
+  return parts_on(s->c, s->conn, m, xrow, ctx);
+}
+
+static int parts_on(Catalog *c, sqlite3 *conn, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, conn, "SELECT part, uuid, uri, name, first_page, pages, data_off, data_end, samples,"
+                   " id_min, id_max, seal, validator, committed FROM part ORDER BY part", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int src;
+  while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    static const char kinds[] = "itttiiiiiiiiti";   /* i: integer, t: text (NULL where nullable) */
+    int ok = 1;
+    for (int i = 0; i < 14 && ok; i++) {
+      int t = sqlite3_column_type(st, i);
+      int nullable = i == 3 || i == 9 || i == 10 || i == 12;
+      if (t == SQLITE_NULL) ok = nullable;
+      else ok = kinds[i] == 't' ? t == SQLITE_TEXT : t == SQLITE_INTEGER && (i == 11 || sqlite3_column_int64(st, i) >= 0);
+    }
+    const char *uuid = (const char *)sqlite3_column_text(st, 1);
+    if (!ok || !uuid || strlen(uuid) != 32) {
+      rc = corrupt(c, m, "%s", "table part has a row of the wrong types");
+      break;
+    }
+    CatPart p = { (uint64_t)sqlite3_column_int64(st, 0), "", (const char *)sqlite3_column_text(st, 2),
+                  (const char *)sqlite3_column_text(st, 3), (uint64_t)sqlite3_column_int64(st, 4),
+                  (uint64_t)sqlite3_column_int64(st, 5), (uint64_t)sqlite3_column_int64(st, 6),
+                  (uint64_t)sqlite3_column_int64(st, 7), (uint64_t)sqlite3_column_int64(st, 8),
+                  sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
+                  sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 10),
+                  (uint64_t)sqlite3_column_int64(st, 11), (const char *)sqlite3_column_text(st, 12),
+                  sqlite3_column_int64(st, 13) };
+    memcpy(p.uuid, uuid, 33);
+    rc = xrow(ctx, &p);
+  }
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, conn, src, "reading table part");
+  sqlite3_finalize(st);
+  return rc;
+}

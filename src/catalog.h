@@ -39,6 +39,8 @@ typedef struct CatMeta {
   ** index_id, index_dir, index_len, index_samples, index_pages; all 0
   ** when absent (a dataset of the previous format, or made stale). */
   uint64_t ix_id, ix_dir, ix_len, ix_samples, ix_pages;
+  int64_t parts;            /* meta.parts (doc/format.md, "Parts"): -1 when absent */
+  uint64_t deleted_bytes;
 } CatMeta;
 
 /*
@@ -52,6 +54,20 @@ typedef struct CatMeta {
 #define CAT_FEATURE_TENSOR   1u   /* bit 0: a tensor field (issue 27) */
 #define CAT_FEATURE_PARTS    2u   /* bit 1: parts (issue 26) */
 #define CAT_FEATURES_KNOWN   (CAT_FEATURE_TENSOR | CAT_FEATURE_PARTS)
+
+/* A row of table part (doc/format.md, "Parts"). */
+typedef struct CatPart CatPart;
+struct CatPart {
+  uint64_t k;
+  char uuid[33];
+  const char *uri;
+  const char *name;         /* NULL: none */
+  uint64_t first_page, pages, data_off, data_end, samples;
+  int64_t id_min, id_max;   /* both -1 when the part gave no sample */
+  uint64_t seal;
+  const char *validator;    /* NULL: none */
+  int64_t committed;
+};
 
 /* A committed run, as the page table records it. */
 typedef struct CatRun {
@@ -98,7 +114,34 @@ int cat_field_add(Catalog *c, pdb_msg *m, int idx, const CatField *f);
 /* The end of the data written: the page and bytes used of the last run
 ** in use (*FOUND 0 when none).  One indexed row, for an open that does
 ** not read the page table. */
-int cat_last_run(Catalog *c, pdb_msg *m, CatRun *run, int *found);
+int cat_last_run(Catalog *c, pdb_msg *m, uint32_t page_size, CatRun *run, int *found);
+
+/*
+** In the open write transaction (begun if needed): make table part if
+** the catalog has none yet (PAGEDB_CONSTRAINT if a user table of that
+** name is in the way), then insert row P.  The UNIQUE constraints refuse
+** a part named twice: PAGEDB_CONSTRAINT naming the column.
+*/
+int cat_insert_part(Catalog *c, pdb_msg *m, int first, const CatPart *p);
+
+/* Add V to meta KEY in the open write transaction (begun if needed). */
+int cat_add_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v);
+
+/* A commit of parts landed: table part is pagedb's from now on. */
+void cat_note_parts(Catalog *c);
+
+/* Whether table part has a row with UUID or NAME (NULL: not asked): WHAT
+** (CAP bytes) receives "part K, by uuid" or "part K, by name", or "". */
+int cat_part_known(Catalog *c, pdb_msg *m, const char *uuid, const char *name, char *what, size_t cap);
+
+/* Call XROW with every row of table part, by number, on the write
+** connection (strings valid during the call only); the rows' types are
+** checked. */
+int cat_parts(Catalog *c, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
+
+/* Whether the catalog has a table named part (in any case). */
+int cat_has_part_table(Catalog *c, pdb_msg *m, int *has);
+
 
 /* The page table in page order: *RUNS (malloc'd, caller frees), *N runs. */
 int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n);
@@ -231,6 +274,9 @@ int cat_snap_meta(CatSnap *s, pdb_msg *m, const char *key, CatVal *v, char *text
 /* Call XROW with V[0..3] = pgno, npages, used, nsamples of every row of
 ** the page table, by pgno.  A non-OK return from XROW stops and is returned. */
 int cat_snap_pages(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatVal *v), void *ctx);
+
+/* The rows of table part as snapshot S sees them (cat_parts). */
+int cat_snap_parts(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
 
 /* Call XROW with the N values of every row of the sample table, by page,
 ** off and id: id, page, off, then per field of FIELDS its value and, for a

@@ -15,6 +15,9 @@
   "(lower(" col ") NOT IN ('meta', 'field', 'page', 'sample', 'extent', 'sample_info')" \
   " AND " col " NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND " col " NOT LIKE 'pagedb\\_%' ESCAPE '\\')"
 
+/* Whether the catalog loaded has feature bit 1 (parts): table part is pagedb's. */
+int catx_has_parts(Catalog *c);
+
 /* The write connection; the handle errors are recorded on. */
 sqlite3 *catx_w(Catalog *c);
 pagedb *catx_db(Catalog *c);

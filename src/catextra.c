@@ -99,9 +99,10 @@ int cat_info_view_check(Catalog *c, pdb_msg *m, const CatField *fields, int nfie
 /* --- user tables (pagedb_sql_user) ---------------------------------------- */
 
 /* Whether T names a user table (catalog.h; USER_TABLE in SQL). */
-static int is_user_table(const char *t) {
+static int is_user_table(const char *t, int parts) {
   static const char *const own[] = { "meta", "field", "page", "sample", "extent", "sample_info" };
   if (!t || !*t) return 0;
+  if (parts && sqlite3_stricmp(t, "part") == 0) return 0;   /* pagedb's once a part is committed */
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
     if (sqlite3_stricmp(t, own[i]) == 0) return 0;
   return sqlite3_strnicmp(t, "sqlite_", 7) != 0 && sqlite3_strnicmp(t, "pagedb_", 7) != 0;
@@ -113,22 +114,22 @@ static int is_user_table(const char *t) {
 ** writes DEFENSIVE refuses, and sqlite_sequence).  Nothing else: no view,
 ** trigger, virtual or temporary table, PRAGMA, ATTACH or transaction. */
 static int authorize_user(void *ctx, int action, const char *a1, const char *a2, const char *db, const char *trig) {
-  (void)ctx;
+  int parts = ctx != NULL;  /* the catalog has parts (table part is pagedb's) */
   (void)trig;
   if (db && sqlite3_stricmp(db, "main") != 0) return SQLITE_DENY;
   switch (action) {
     case SQLITE_SELECT: case SQLITE_READ: case SQLITE_FUNCTION: case SQLITE_RECURSIVE:
       return SQLITE_OK;
     case SQLITE_CREATE_TABLE: case SQLITE_DROP_TABLE:
-      return is_user_table(a1) ? SQLITE_OK : SQLITE_DENY;
+      return is_user_table(a1, parts) ? SQLITE_OK : SQLITE_DENY;
     case SQLITE_CREATE_INDEX: case SQLITE_DROP_INDEX: case SQLITE_ALTER_TABLE:
-      return is_user_table(a2) ? SQLITE_OK : SQLITE_DENY;
+      return is_user_table(a2, parts) ? SQLITE_OK : SQLITE_DENY;
     case SQLITE_REINDEX:      /* part of CREATE INDEX; rebuilds an index, changes no content */
       return SQLITE_OK;
     case SQLITE_INSERT: case SQLITE_UPDATE: case SQLITE_DELETE:
       if (a1 && (sqlite3_stricmp(a1, "sqlite_master") == 0 || sqlite3_stricmp(a1, "sqlite_sequence") == 0))
         return SQLITE_OK;
-      return is_user_table(a1) ? SQLITE_OK : SQLITE_DENY;
+      return is_user_table(a1, parts) ? SQLITE_OK : SQLITE_DENY;
     default:
       return SQLITE_DENY;
   }
@@ -141,7 +142,7 @@ int cat_user_sql(Catalog *c, pdb_msg *m, const char *sql, int64_t *nchanged) {
   ** write transaction, if one is open, holds nothing else. */
   int rc = catx_begin_write(c, m);
   if (rc != PAGEDB_OK) return rc;
-  sqlite3_set_authorizer(w, authorize_user, NULL);
+  sqlite3_set_authorizer(w, authorize_user, catx_has_parts(c) ? (void *)c : NULL);
   sqlite3_int64 before = sqlite3_total_changes64(w);
   const char *tail = sql;
   while (rc == PAGEDB_OK && tail && *tail) {
@@ -209,8 +210,12 @@ static int copy_user_locked(Catalog *from, sqlite3 *r, Catalog *to, pdb_msg *m) 
   sqlite3_stmt *st = NULL;
   int rc = catx_prepare(from, m, r,
                    "SELECT type, name, sql FROM sqlite_schema WHERE type IN ('table', 'index') AND sql IS NOT NULL"
-                   " AND " CAT_USER_TABLE("tbl_name") " ORDER BY type = 'index', rowid", &st);
+                   " AND " CAT_USER_TABLE("tbl_name") " AND NOT (?1 AND lower(tbl_name) = 'part')"
+                   " ORDER BY type = 'index', rowid", &st);
   if (rc != PAGEDB_OK) return rc;
+  /* With parts, table part is pagedb's (doc/format.md, "Parts"): a vacuum
+  ** makes a dataset of one file, without it. */
+  sqlite3_bind_int(st, 1, catx_has_parts(from));
   /* One snapshot of FROM for the schema and every table's rows. */
   if (sqlite3_exec(r, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
     sqlite3_finalize(st);

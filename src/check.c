@@ -45,6 +45,10 @@ typedef struct Run {
   int ok;                   /* the row is possible: its run can be read */
   int in_file;              /* the file holds its used bytes */
   uint64_t nstart;          /* sample rows whose record starts in it */
+  /* Where its bytes are: the own data file, or a part's (doc/format.md,
+  ** "Parts"): its pager, the dataset's number of its page 0, its D and size. */
+  Pager *pg;
+  uint64_t page0, doff, fsize;
 } Run;
 
 /* A stored value of a sample in the current run, to check in full mode. */
@@ -71,7 +75,11 @@ typedef struct Check {
   int64_t nsample;          /* meta.samples, or -1 if unusable */
   Run *runs;                /* the page table, by pgno */
   uint64_t nrun, caprun;
-  uint64_t next;            /* the page after the runs seen so far */
+  uint64_t next;            /* the page after the own file's runs seen so far */
+  uint64_t pnext;           /* ...and after the current part's */
+  int64_t part;             /* the part of the last part's row seen, -1: none */
+  Pager *ppg;               /* ...its data file, NULL if it cannot be read */
+  uint64_t pdoff, psize;
   uint64_t cur;             /* runs[cur]: the run the sample stream is in */
   Ext *ext;                 /* full mode: the extents of runs[cur] */
   size_t next_ext, capext;
@@ -265,6 +273,56 @@ static void check_index(Check *k) {
            PRIu64 " samples", n, dx_count(k->dx), k->nrows);
 }
 
+/* --- parts: table part against the index's part records ------------------ */
+
+typedef struct PartCheck {
+  Check *k;
+  uint64_t n;               /* rows */
+} PartCheck;
+
+static int part_row_check(void *ctx, const CatPart *p) {
+  PartCheck *pc = ctx;
+  Check *k = pc->k;
+  if (p->k != pc->n)
+    report(k, -1, -1, -1, "table part: row %" PRIu64 " is numbered %" PRIu64 " (parts are numbered 0, 1, 2...)", pc->n,
+           p->k);
+  pc->n++;
+  if (p->first_page != dx_window(p->k) / k->ps)
+    report(k, -1, -1, -1, "table part: part %" PRIu64 " has first_page %" PRIu64 ", not its window's %" PRIu64, p->k,
+           p->first_page, dx_window(p->k) / k->ps);
+  if (!k->dx) return PAGEDB_OK;
+  const uint64_t *rec = dx_part(k->dx, p->k);
+  if (!rec) {
+    report(k, -1, -1, -1, "part %" PRIu64 ": its record in the index file is missing or damaged", p->k);
+    return PAGEDB_OK;
+  }
+  uint8_t uuid[16];
+  char uri[4096];
+  int same = pdb_uuid_parse(p->uuid, uuid) && memcmp(uuid, &rec[1], 16) == 0 && rec[3] == p->data_off
+          && rec[4] == p->data_end && rec[5] == p->pages && rec[6] == p->samples && rec[7] == p->seal
+          && dx_part_string(k->dx, rec, 0, uri, sizeof uri) == PAGEDB_OK && p->uri && strcmp(uri, p->uri) == 0;
+  if (!same)
+    report(k, -1, -1, -1, "part %" PRIu64 ": its record in the index file disagrees with its row of table part", p->k);
+  return PAGEDB_OK;
+}
+
+/* Table part, meta.parts and the index's part records agree. */
+static int check_parts(Check *k, CatSnap *s) {
+  CatVal v;
+  char text[8];
+  int rc = cat_snap_meta(s, &k->m, "parts", &v, text, sizeof text);
+  if (rc != PAGEDB_OK || v.type == CAT_NULL) return rc;
+  PartCheck pc = { k, 0 };
+  rc = cat_snap_parts(s, &k->m, part_row_check, &pc);
+  if (rc != PAGEDB_OK) return rc;
+  if (v.type != CAT_INTEGER || (uint64_t)v.i != pc.n)
+    report(k, -1, -1, -1, "catalog: meta.parts is %s, but table part has %" PRIu64 " rows",
+           v.type == CAT_INTEGER ? "another number" : "not an integer", pc.n);
+  if (k->dx && dx_parts(k->dx) != pc.n)
+    report(k, -1, -1, -1, "the index file records %" PRIu64 " parts, table part %" PRIu64, dx_parts(k->dx), pc.n);
+  return PAGEDB_OK;
+}
+
 /* --- 2: the page table ---------------------------------------------------- */
 
 static int page_row(void *ctx, const CatVal *v) {
@@ -283,7 +341,36 @@ static int page_row(void *ctx, const CatVal *v) {
       r.ok = 0;
     }
   }
-  uint64_t maxpg = PDB_MAX_DATA / k->ps;
+  uint64_t maxpg = PDB_MAX_DATA / k->ps, wpages = ((uint64_t)1 << DX_WIN_BITS) / k->ps;
+  int inpart = r.pgno >= 0 && (uint64_t)r.pgno >= maxpg && (uint64_t)r.pgno < PDB_ADDR_MAX / k->ps;
+  r.pg = k->pager;
+  r.doff = k->doff;
+  r.fsize = k->fsize;
+  if (inpart) {
+    /* A part's run: it lies in the part's window and its bytes in the
+    ** part's data file, opened (and checked against its record) here. */
+    int64_t part = (int64_t)dx_part_of((uint64_t)r.pgno * k->ps);
+    if (part != k->part) {
+      k->part = part;
+      k->pnext = (uint64_t)(dx_window((uint64_t)part) / k->ps);
+      k->ppg = NULL;
+      pdb_msg em = { 0 };
+      uint64_t end;
+      if (parts_file(k->db, &em, (uint64_t)part, &k->ppg, &end) != PAGEDB_OK) {
+        report(k, r.pgno, -1, -1, "part %" PRId64 ": %s", part, pdb_msg_text(&em));
+        k->ppg = NULL;
+      } else if (pdb_os_size(pager_file(k->ppg), &k->psize) != PAGEDB_OK) {
+        k->psize = 0;
+      }
+      if (k->ppg) k->pdoff = pager_data_off(k->ppg);
+    }
+    r.pg = k->ppg;
+    r.page0 = (uint64_t)(dx_window((uint64_t)part) / k->ps);
+    r.doff = k->pdoff;
+    r.fsize = k->psize;
+    if (!r.pg) r.ok = 0;
+    maxpg = r.page0 + wpages;
+  }
   if (r.ok) {
     r.npages = (uint64_t)v[1].i;
     r.used = (uint64_t)v[2].i;
@@ -309,21 +396,22 @@ static int page_row(void *ctx, const CatVal *v) {
     }
   }
   if (r.pgno >= 0) {
-    if ((uint64_t)r.pgno > k->next)
-      report(k, (int64_t)k->next, -1, -1, "page table: pages %" PRIu64 " to %" PRId64 " are in no run (a gap before the"
-             " run at page %" PRId64 ")", k->next, r.pgno - 1, r.pgno);
-    else if ((uint64_t)r.pgno < k->next)
+    uint64_t *next = inpart ? &k->pnext : &k->next;
+    if ((uint64_t)r.pgno > *next)
+      report(k, (int64_t)*next, -1, -1, "page table: pages %" PRIu64 " to %" PRId64 " are in no run (a gap before the"
+             " run at page %" PRId64 ")", *next, r.pgno - 1, r.pgno);
+    else if ((uint64_t)r.pgno < *next)
       report(k, r.pgno, -1, -1, "page table: the run at page %" PRId64 " overlaps the run before it, which ends at"
-             " page %" PRIu64, r.pgno, k->next - 1);
+             " page %" PRIu64, r.pgno, *next - 1);
     uint64_t end = (uint64_t)r.pgno + (len_ok ? r.npages : 1);
-    if (end > k->next) k->next = end;
+    if (end > *next) *next = end;
   }
   if (r.ok && r.used > 0) {
-    uint64_t end = k->doff + (uint64_t)r.pgno * k->ps + r.used;
-    r.in_file = end <= k->fsize;
+    uint64_t end = r.doff + ((uint64_t)r.pgno - r.page0) * k->ps + r.used;
+    r.in_file = end <= r.fsize;
     if (!r.in_file)
       report(k, r.pgno, -1, -1, "the run at page %" PRId64 " uses the data file up to byte %" PRIu64 ", but the file"
-             " has only %" PRIu64 " bytes (truncated)", r.pgno, end, k->fsize);
+             " has only %" PRIu64 " bytes (truncated)", r.pgno, end, r.fsize);
   }
   if (k->nrun == k->caprun) {
     uint64_t cap = k->caprun ? k->caprun * 2 : 256;
@@ -414,20 +502,20 @@ static int finish_run(Check *k, Run *r) {
   if (!r->in_file) return PAGEDB_OK;
   const uint8_t *p;
   uint64_t n = k->quick ? PDB_PAGE_HDR : r->used;
-  int rc = pager_fetch(k->pager, &k->m, (uint64_t)r->pgno * k->ps, (size_t)n, &k->buf, &k->cap, &p);
+  int rc = pager_fetch(r->pg, &k->m, ((uint64_t)r->pgno - r->page0) * k->ps, (size_t)n, &k->buf, &k->cap, &p);
   if (rc != PAGEDB_OK) return rc;
   char want[33], got[33];
   RunHeader h;
   pager_run_header(p, &h);
   if (!h.magic_ok)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header does not start with the magic PDBRUN", r->pgno);
-  if (memcmp(h.uuid, pager_uuid(k->pager), 16) != 0) {
+  if (memcmp(h.uuid, pager_uuid(r->pg), 16) != 0) {
     pdb_uuid_hex(h.uuid, got);
-    pdb_uuid_hex(pager_uuid(k->pager), want);
-    report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header has uuid %s, not the dataset's %s", r->pgno,
-           got, want);
+    pdb_uuid_hex(pager_uuid(r->pg), want);
+    report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header has uuid %s, not the %s %s", r->pgno,
+           got, r->page0 ? "part's" : "dataset's", want);
   }
-  if (h.pgno != (uint64_t)r->pgno)
+  if (h.pgno != (uint64_t)r->pgno - r->page0)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header says page %" PRIu64, r->pgno, h.pgno);
   if (h.npages != r->npages)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header says %u pages, the page table %" PRIu64,
@@ -547,20 +635,20 @@ static int sample_value(Check *k, Run *r, int64_t page, int64_t id, int f, const
   if (!r || e.len == 0) return PAGEDB_OK;
   /* The promise of pagedb_field_add_aligned: a run starts on a page, and
   ** pages at multiples of 4096, so only a bad header could break it. */
-  if ((k->doff + (uint64_t)r->pgno * k->ps + e.off) % align != 0)
+  uint64_t fpos = r->doff + ((uint64_t)r->pgno - r->page0) * k->ps + e.off;   /* in its data file */
+  if (fpos % align != 0)
     report(k, page, id, f, "sample %" PRId64 ", field '%s': its stored bytes start at byte %" PRIu64
-           " of the data file, not a multiple of the field's alignment %" PRIu64, id, name,
-           k->doff + (uint64_t)r->pgno * k->ps + e.off, align);
+           " of the data file, not a multiple of the field's alignment %" PRIu64, id, name, fpos, align);
   if (e.off + e.len > r->used) {
     report(k, page, id, f, "sample %" PRId64 ", field '%s': its %" PRIu64 " stored bytes at offset %" PRIu64
            " of the run at page %" PRId64 " end at byte %" PRIu64 ", past the %" PRIu64 " bytes the run uses", id,
            name, e.len, e.off, r->pgno, e.off + e.len, r->used);
     return PAGEDB_OK;
   }
-  uint64_t end = k->doff + (uint64_t)r->pgno * k->ps + e.off + e.len;
-  if (end > k->fsize) {
+  uint64_t end = fpos + e.len;
+  if (end > r->fsize) {
     report(k, page, id, f, "sample %" PRId64 ", field '%s': its %" PRIu64 " stored bytes end at byte %" PRIu64
-           " of the data file, which has only %" PRIu64 " bytes", id, name, e.len, end, k->fsize);
+           " of the data file, which has only %" PRIu64 " bytes", id, name, e.len, end, r->fsize);
     return PAGEDB_OK;
   }
   return have_sum && !k->quick ? gather(k, &e) : PAGEDB_OK;
@@ -573,7 +661,7 @@ static int sample_row(void *ctx, const CatVal *v, int n) {
   int64_t id = v[0].i;      /* the rowid: always an integer */
   int64_t page = v[1].i, off = v[2].i;
   if (id < 0) report(k, -1, id, -1, "sample %" PRId64 ": a negative id (ids are 0 to 2^63-1)", id);
-  if (v[1].type != CAT_INTEGER || page < 0 || (uint64_t)page >= PDB_MAX_DATA / k->ps) {
+  if (v[1].type != CAT_INTEGER || page < 0 || (uint64_t)page >= PDB_ADDR_MAX / k->ps) {
     if (v[1].type != CAT_INTEGER)
       report(k, -1, id, -1, "sample %" PRId64 ": its page holds a %s value, not an integer", id, type_name(v[1].type));
     else
@@ -667,6 +755,7 @@ static int run_check(Check *k) {
     if (rc == PAGEDB_OK) rc = cat_snap_samples(s, &k->m, k->db->fields, k->db->nfield, sample_row, k);
     while (rc == PAGEDB_OK && k->cur < k->nrun) rc = finish_run(k, &k->runs[k->cur++]);
     if (rc == PAGEDB_OK && k->dx) check_index(k);
+    if (rc == PAGEDB_OK) rc = check_parts(k, s);
     if (rc == PAGEDB_OK && k->nsample >= 0 && (uint64_t)k->nsample != k->nrows)
       report(k, -1, -1, -1, "catalog: meta.samples is %" PRId64 ", but table sample has %" PRIu64 " rows", k->nsample,
              k->nrows);
@@ -686,6 +775,7 @@ int pagedb_check(pagedb *db, int flags, pagedb_check_fn cb, void *ctx, int64_t *
   Check k = {
     .db = db, .pager = db->pager, .quick = (flags & PAGEDB_CHECK_QUICK) != 0, .cb = cb, .ctx = ctx,
     .ps = pager_page_size(db->pager), .doff = pager_data_off(db->pager), .committed = -1, .nsample = -1,
+    .part = -1,
   };
   /* Every dictionary in the catalog intact (dict.c checked each at open). */
   for (const PdbDict *d = atomic_load(&db->dicts); d; d = d->next)

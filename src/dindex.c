@@ -86,9 +86,10 @@
 #include <sys/mman.h>
 
 #define DX_MAGIC     "pagedb index\0\0\0"   /* 16 bytes with the NUL */
-#define DX_VERSION   1u
 #define DX_C         ((uint64_t)1 << DX_CBITS)
 #define DX_DIR_MAGIC 0x3152494458424450ull  /* "PDBXIDR1" */
+#define DX_DIR_MAGIC2 0x3252494458424450ull /* "PDBXIDR2" */
+#define DX_PRECB     (DX_PREC * 8u)         /* bytes of a part record */
 #define DX_WINDOW    ((uint64_t)64 << 20)   /* a writer's first map */
 
 const uint64_t dx_bad_slot[1] = { 0 };
@@ -113,6 +114,8 @@ struct Dx {
   int nbf;                  /* ...how many */
   uint64_t fid;             /* the file's id */
   int writable;
+  int version;              /* 1, or 2: part chunks in the directory (doc/format.md) */
+  int dirw;                 /* words of a directory before its entries: DX_DIRW or DX_DIRW2 */
   /* The snapshot in force: its directory record, inside MAP. */
   _Atomic(const uint64_t *) snap;
   const uint8_t *map;       /* the current map, from offset 0 */
@@ -129,6 +132,9 @@ struct Dx {
   uint64_t nch, capch;
   uint64_t *sg;             /* per segment: offset, count */
   uint64_t nsg, capsg;
+  uint64_t *pc;             /* version 2: per part chunk: offset, hi */
+  uint64_t npc, cappc;
+  uint64_t nparts;
   uint64_t count, live, next, end;
   uint64_t staged_dir;      /* the directory dx_stage wrote, 0 if none */
 };
@@ -182,10 +188,18 @@ static inline __attribute__((always_inline)) uint64_t slot_sum(const uint64_t *s
 ** (d[8]): the record starts at s[1] and its fields follow one another, so
 ** the end of the last is bounded without overflow, field by field.
 */
+static const uint64_t *part_in(const Dx *x, const uint64_t *d, uint64_t k);
+
 static inline __attribute__((always_inline)) const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id) {
   if (s[0] != (uint64_t)id || s[x->nw] != slot_sum(s, x->nw)) return DX_BAD;
   /* The record's end, its values aligned as api_extent places them. */
   uint64_t lim = d[8], end = s[1];
+  if (NEVER(end >= DX_WIN_BASE)) {
+    /* A part's window: the record lies within what part k's runs use. */
+    const uint64_t *p = x->version >= 2 ? part_in(x, d, dx_part_of(end)) : NULL;
+    if (!p) return DX_BAD;
+    lim = dx_window(p[0]) + p[4];
+  }
   if (end > lim) return DX_BAD;
   for (int k = 0; k < x->nbf; k++) {
     int f = x->bf[k];
@@ -226,7 +240,7 @@ static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x
   const uint8_t *base = (const uint8_t *)d - d[1];
   uint64_t c = (uint64_t)id >> DX_CBITS;
   if (c < d[2]) {
-    const uint64_t *e = d + DX_DIRW + 2 * c;
+    const uint64_t *e = d + x->dirw + 2 * c;
     uint64_t i = (uint64_t)id & (DX_C - 1);
     if (i < e[1]) {
       /* A slot that cannot be fetched reads as damaged: never a guess. */
@@ -235,7 +249,7 @@ static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x
       if (s[x->nw]) return verify(x, d, s, id);
     }
   }
-  const uint64_t *sg = d + DX_DIRW + 2 * d[2];
+  const uint64_t *sg = d + x->dirw + 2 * d[2];
   for (uint64_t k = 0; k < d[3]; k++) {
     const uint64_t *s = seg_find(x, base, sg[2 * k], sg[2 * k + 1], id);
     if (s == DX_BAD) return s;
@@ -252,7 +266,7 @@ int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n) {
   const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
   uint64_t c = (uint64_t)id >> DX_CBITS;
   if (d && id >= 0 && c < d[2]) {
-    const uint64_t *e = d + DX_DIRW + 2 * c;
+    const uint64_t *e = d + x->dirw + 2 * c;
     uint64_t i = (uint64_t)id & (DX_C - 1);
     if (i < e[1] && readable(x, e[0] + i * x->wsb, x->wsb)) return 0;
   }
@@ -304,7 +318,7 @@ int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot)
   if (!d) return PAGEDB_OK;
   const uint8_t *base = (const uint8_t *)d - d[1];
   for (uint64_t c = 0; c < d[2]; c++) {
-    const uint64_t *e = d + DX_DIRW + 2 * c;
+    const uint64_t *e = d + x->dirw + 2 * c;
     if (!readable(x, e[0], e[1] * x->wsb))
       return pdb_err(x->db, NULL, PAGEDB_IOERR_REMOTE, "index %s: cannot fetch the entries of chunk %llu", x->path,
                      (unsigned long long)c);
@@ -319,7 +333,7 @@ int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot)
       if (rc != PAGEDB_OK) return rc;
     }
   }
-  const uint64_t *sg = d + DX_DIRW + 2 * d[2];
+  const uint64_t *sg = d + x->dirw + 2 * d[2];
   for (uint64_t k = 0; k < d[3]; k++) {
     if (!readable(x, sg[2 * k], sg[2 * k + 1] * x->wsb))
       return pdb_err(x->db, NULL, PAGEDB_IOERR_REMOTE, "index %s: cannot fetch the entries of segment %llu", x->path,
@@ -350,7 +364,7 @@ static int ioerr(Dx *x, pdb_msg *m, int rc, const char *what) {
 static void encode_header(const Dx *x, const uint8_t uuid[16], uint8_t h[DX_HDR]) {
   memset(h, 0, DX_HDR);
   memcpy(h, DX_MAGIC, 16);
-  pdb_put32(h + 16, DX_VERSION);
+  pdb_put32(h + 16, (uint32_t)x->version);
   pdb_put32(h + 20, (uint32_t)x->nw + 1);
   pdb_put32(h + 24, (uint32_t)x->nfield);
   pdb_put32(h + 28, DX_CBITS);
@@ -381,9 +395,12 @@ static int ensure_map(Dx *x, pdb_msg *m, uint64_t end) {
   return PAGEDB_OK;
 }
 
-static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_t *isbytes) {
+static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_t *isbytes, int version) {
+  assert(version == 1 || version == 2);
   Dx *x = pdb_calloc(1, sizeof *x);
   if (!x) return NULL;
+  x->version = version;
+  x->dirw = version >= 2 ? DX_DIRW2 : DX_DIRW;
   x->db = db;
   x->nw = nw;
   x->wsb = (uint64_t)(nw + 1) * 8;
@@ -414,6 +431,7 @@ void dx_close(Dx *x) {
   if (x->tmp && x->vfs) x->vfs->xDelete(x->vfs, x->tmp, 0);
   pdb_free(x->ch);
   pdb_free(x->sg);
+  pdb_free(x->pc);
   pdb_free(x->tmp);
   pdb_free(x->path);
   pdb_free(x);
@@ -437,8 +455,18 @@ static int load_work(Dx *x, pdb_msg *m) {
   }
   x->nch = nch;
   x->nsg = nsg;
-  if (nch) memcpy(x->ch, d + DX_DIRW, 2 * nch * sizeof *d);
-  if (nsg) memcpy(x->sg, d + DX_DIRW + 2 * nch, 2 * nsg * sizeof *d);
+  if (nch) memcpy(x->ch, d + x->dirw, 2 * nch * sizeof *d);
+  if (nsg) memcpy(x->sg, d + x->dirw + 2 * nch, 2 * nsg * sizeof *d);
+  uint64_t npc = d && x->version >= 2 ? d[10] : 0;
+  if (npc > x->cappc) {
+    uint64_t *v = pdb_realloc(x->pc, 2 * npc * sizeof *v);
+    if (!v) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory loading index %s", x->path);
+    x->pc = v;
+    x->cappc = npc;
+  }
+  x->npc = npc;
+  if (npc) memcpy(x->pc, d + x->dirw + 2 * (nch + nsg), 2 * npc * sizeof *d);
+  x->nparts = d && x->version >= 2 ? d[11] : 0;
   x->count = d ? d[4] : 0;
   x->live = d ? d[5] : 0;
   x->next = d ? d[6] : 0;
@@ -448,9 +476,9 @@ static int load_work(Dx *x, pdb_msg *m) {
 }
 
 int dx_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
-              int nfield, const uint8_t *isbytes, Dx **out) {
+              int nfield, const uint8_t *isbytes, int version, Dx **out) {
   *out = NULL;
-  Dx *x = dx_new(db, path, nw, nfield, isbytes);
+  Dx *x = dx_new(db, path, nw, nfield, isbytes, version);
   if (x) x->tmp = pdb_malloc(strlen(path) + 5);
   if (!x || !x->tmp) {
     dx_close(x);
@@ -518,7 +546,9 @@ static int read_header(Dx *x, pdb_msg *m, const uint8_t uuid[16], uint64_t *fid)
   else if (rc != PAGEDB_OK) rc = ioerr(x, m, rc, "cannot read its header");
   else if (memcmp(h, DX_MAGIC, 16) != 0) bad = "not an index file (bad magic)";
   else if (pdb_get64(h + 56) != pdb_checksum(h, 56)) bad = "header checksum mismatch";
-  else if (pdb_get32(h + 16) != DX_VERSION) bad = "unknown version";
+  else if (pdb_get32(h + 16) != (uint32_t)x->version)
+    bad = pdb_get32(h + 16) == 1 || pdb_get32(h + 16) == 2 ? "its version does not match the catalog's features"
+                                                          : "unknown version";
   else if (memcmp(h + 32, uuid, 16) != 0) bad = "it belongs to another dataset (uuid)";
   else if (pdb_get32(h + 20) != (uint32_t)x->nw + 1 || pdb_get32(h + 24) != (uint32_t)x->nfield
            || pdb_get32(h + 28) != DX_CBITS)
@@ -532,22 +562,37 @@ static int read_header(Dx *x, pdb_msg *m, const uint8_t uuid[16], uint64_t *fid)
 /* Check directory record D at OFF of a file in force of LEN bytes. */
 static int check_dir(Dx *x, pdb_msg *m, const uint64_t *d, uint64_t off, const DxMeta *meta) {
   uint64_t len = meta->len;
-  if (d[0] != DX_DIR_MAGIC || d[1] != off) return stale(x, m, "no directory record where the catalog says", NULL);
+  if (d[0] != (x->version >= 2 ? DX_DIR_MAGIC2 : DX_DIR_MAGIC) || d[1] != off)
+    return stale(x, m, "no directory record where the catalog says", NULL);
   uint64_t room = (len - off) / 8;
-  if (d[2] > room || d[3] > room || DX_DIRW + 2 * (d[2] + d[3]) + 1 > room)
+  if ((uint64_t)x->dirw + 1 > room) return stale(x, m, "the directory record runs past the end", NULL);
+  uint64_t npc = x->version >= 2 ? d[10] : 0;
+  if (d[2] > room || d[3] > room || npc > room || x->dirw + 2 * (d[2] + d[3] + npc) + 1 > room)
     return stale(x, m, "the directory record runs past the end", NULL);
-  uint64_t words = DX_DIRW + 2 * (d[2] + d[3]);
+  uint64_t words = x->dirw + 2 * (d[2] + d[3] + npc);
   if (d[words] != pdb_checksum(d, words * 8)) return stale(x, m, "directory checksum mismatch", NULL);
   if (d[7] != len || off + (words + 1) * 8 != len) return stale(x, m, "the directory's length disagrees", NULL);
   if (d[4] != meta->samples || d[9] != meta->pages)
     return stale(x, m, "its counts disagree with the catalog", NULL);
+  if (x->version >= 2) {
+    uint64_t np = d[11];
+    if (np != meta->parts || np > DX_PART_MAX || npc != (np + DX_PCHUNK - 1) / DX_PCHUNK)
+      return stale(x, m, "its parts disagree with the catalog", NULL);
+    if (d[12] || d[13]) return stale(x, m, "it has token maps, which this pagedb does not know", NULL);
+    for (uint64_t q = 0; q < npc; q++) {
+      const uint64_t *e = d + x->dirw + 2 * (d[2] + d[3]) + 2 * q;
+      uint64_t hi = q + 1 < npc ? DX_PCHUNK : np - (uint64_t)DX_PCHUNK * q;
+      if (e[1] != hi || e[0] % 8 || e[0] < DX_HDR || e[0] > off || hi * DX_PRECB > off - e[0])
+        return stale(x, m, "a part chunk lies outside the file", NULL);
+    }
+  }
   for (uint64_t c = 0; c < d[2]; c++) {
-    const uint64_t *e = d + DX_DIRW + 2 * c;
+    const uint64_t *e = d + x->dirw + 2 * c;
     if (e[1] > DX_C || (e[1] && (e[0] % 8 || e[0] < DX_HDR || e[0] > off || e[1] * x->wsb > off - e[0])))
       return stale(x, m, "a chunk lies outside the file", NULL);
   }
   for (uint64_t k = 0; k < d[3]; k++) {
-    const uint64_t *e = d + DX_DIRW + 2 * d[2] + 2 * k;
+    const uint64_t *e = d + x->dirw + 2 * d[2] + 2 * k;
     if (!e[1] || e[0] % 8 || e[0] < DX_HDR || e[0] > off || e[1] > (off - e[0]) / x->wsb)
       return stale(x, m, "a segment lies outside the file", NULL);
   }
@@ -567,9 +612,9 @@ static int open_file(Dx *x, pdb_msg *m, pagedb_vfs *vfs, const char *path, const
 }
 
 int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
-            int nfield, const uint8_t *isbytes, const DxMeta *meta, int writable, Dx **out) {
+            int nfield, const uint8_t *isbytes, const DxMeta *meta, int writable, int version, Dx **out) {
   *out = NULL;
-  Dx *x = dx_new(db, path, nw, nfield, isbytes);
+  Dx *x = dx_new(db, path, nw, nfield, isbytes, version);
   if (!x) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening index %s", path);
   x->writable = writable;
   x->vfs = vfs;
@@ -586,7 +631,7 @@ int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uin
       if (tmp) {
         sprintf(tmp, "%s.new", path);
         pdb_msg scratch;
-        Dx *y = dx_new(db, path, nw, nfield, isbytes);
+        Dx *y = dx_new(db, path, nw, nfield, isbytes, version);
         uint64_t yid = 0;
         if (y) y->writable = writable;
         if (y && open_file(y, &scratch, vfs, tmp, uuid, &yid) == PAGEDB_OK && yid == meta->id
@@ -608,7 +653,7 @@ int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uin
   uint64_t size = 0;
   if (rc == PAGEDB_OK && pdb_os_size(x->f, &size) != PAGEDB_OK) rc = ioerr(x, m, PAGEDB_IOERR_FSTAT, "cannot stat it");
   if (rc == PAGEDB_OK && (size < meta->len || meta->len < DX_HDR || meta->dir < DX_HDR || meta->dir % 8
-                          || meta->dir > meta->len - (DX_DIRW + 1) * 8))
+                          || meta->dir > meta->len - ((uint64_t)x->dirw + 1) * 8))
     rc = stale(x, m, size < meta->len ? "truncated" : "the catalog's record of it is impossible", NULL);
   if (rc == PAGEDB_OK && writable) {
     rc = ensure_map(x, m, meta->len);
@@ -901,11 +946,11 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
   if (rc == PAGEDB_OK && delmax) x->next = work_next(x);
   if (rc != PAGEDB_OK || !final) return rc;
   /* The directory record, then the sync that makes all of it durable. */
-  uint64_t words = DX_DIRW + 2 * (x->nch + x->nsg);
+  uint64_t words = x->dirw + 2 * (x->nch + x->nsg + x->npc);
   uint64_t *d = pdb_malloc((words + 1) * 8);
   if (!d) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
   uint64_t off = x->end;
-  d[0] = DX_DIR_MAGIC;
+  d[0] = x->version >= 2 ? DX_DIR_MAGIC2 : DX_DIR_MAGIC;
   d[1] = off;
   d[2] = x->nch;
   d[3] = x->nsg;
@@ -915,8 +960,15 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
   d[7] = off + (words + 1) * 8;
   d[8] = data_end;
   d[9] = pages;
-  if (x->nch) memcpy(d + DX_DIRW, x->ch, 2 * x->nch * 8);
-  if (x->nsg) memcpy(d + DX_DIRW + 2 * x->nch, x->sg, 2 * x->nsg * 8);
+  if (x->version >= 2) {
+    d[10] = x->npc;
+    d[11] = x->nparts;
+    d[12] = 0;              /* token maps: issue 27's */
+    d[13] = 0;
+  }
+  if (x->nch) memcpy(d + x->dirw, x->ch, 2 * x->nch * 8);
+  if (x->nsg) memcpy(d + x->dirw + 2 * x->nch, x->sg, 2 * x->nsg * 8);
+  if (x->npc) memcpy(d + x->dirw + 2 * (x->nch + x->nsg), x->pc, 2 * x->npc * 8);
   d[words] = pdb_checksum(d, words * 8);
   rc = put(x, m, d, (words + 1) * 8, off);
   pdb_free(d);
@@ -925,7 +977,7 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
   rc = pdb_os_sync(x->f, PAGEDB_SYNC_FULL);
   if (rc != PAGEDB_OK) return ioerr(x, m, PAGEDB_IOERR_SYNC, "cannot sync it");
   x->staged_dir = off;
-  *out = (DxMeta){ x->fid, off, x->end, x->count, pages };
+  *out = (DxMeta){ x->fid, off, x->end, x->count, pages, x->nparts };
   return PAGEDB_OK;
 }
 
@@ -951,4 +1003,128 @@ void dx_abort(Dx *x) {
     /* Could not restore: the next stage must start over from the file. */
     x->nch = x->nsg = 0;
   }
+}
+
+/* --- parts (version 2) ------------------------------------------------ */
+
+int dx_version(const Dx *x) { return x->version; }
+
+/* Part record K through directory D, checked, or NULL. */
+static const uint64_t *part_in(const Dx *x, const uint64_t *d, uint64_t k) {
+  if (k >= d[11]) return NULL;
+  const uint64_t *e = d + x->dirw + 2 * (d[2] + d[3]) + 2 * (k / DX_PCHUNK);
+  uint64_t at = e[0] + (k % DX_PCHUNK) * DX_PRECB;
+  if (!readable(x, at, DX_PRECB)) return NULL;
+  const uint64_t *r = (const uint64_t *)((const uint8_t *)d - d[1] + at);
+  if (r[0] != k || r[15] != slot_sum(r, 15) || r[4] > ((uint64_t)1 << DX_WIN_BITS)) return NULL;
+  return r;
+}
+
+uint64_t dx_parts(const Dx *x) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  return d && x->version >= 2 ? d[11] : 0;
+}
+
+const uint64_t *dx_part(const Dx *x, uint64_t k) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  return d && x->version >= 2 ? part_in(x, d, k) : NULL;
+}
+
+/* XXH3-64 of a part's uri followed by its validator. */
+static uint64_t strings_sum(const uint8_t *u, uint64_t nu, const uint8_t *v, uint64_t nv) {
+  if (!nv) return pdb_sum(u, nu);
+  uint8_t buf[2 * 4096];
+  memcpy(buf, u, nu);
+  memcpy(buf + nu, v, nv);
+  return pdb_sum(buf, nu + nv);
+}
+
+int dx_part_string(const Dx *x, const uint64_t *rec, int str, char *buf, size_t cap) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  uint64_t end = d ? d[1] : 0;   /* strings lie before the directory in force */
+  uint64_t uo = rec[8], un = rec[9], vo = rec[10], vn = rec[11];
+  int ok = d && un >= 1 && un < 4096 && uo >= DX_HDR && uo <= end && un <= end - uo && vn < 4096
+        && (!vn || (vo >= DX_HDR && vo <= end && vn <= end - vo)) && readable(x, uo, un) && (!vn || readable(x, vo, vn));
+  const uint8_t *base = d ? (const uint8_t *)d - d[1] : NULL;
+  if (ok) ok = strings_sum(base + uo, un, vn ? base + vo : NULL, vn) == rec[12];
+  uint64_t n = str ? vn : un;
+  if (!ok || n + 1 > cap) {
+    if (cap) buf[0] = 0;
+    return pdb_err(x->db, NULL, PAGEDB_CORRUPT_INDEX, "index %s: the strings of part %llu are damaged", x->path,
+                   (unsigned long long)rec[0]);
+  }
+  if (n) memcpy(buf, base + (str ? vo : uo), n);
+  buf[n] = 0;
+  return PAGEDB_OK;
+}
+
+int dx_stage_parts(Dx *x, pdb_msg *m, const DxPart *p, size_t n) {
+  assert(x->writable && x->version >= 2);
+  if (n == 0) return PAGEDB_OK;
+  if (n > DX_PART_MAX - x->nparts)
+    return pdb_err(x->db, m, PAGEDB_FULL, "index %s: %llu parts and %zu more pass the %llu a dataset can have", x->path,
+                   (unsigned long long)x->nparts, n, (unsigned long long)DX_PART_MAX);
+  /* The string record: every uri then validator, back to back. */
+  uint64_t slen = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t un = strlen(p[i].uri), vn = p[i].validator ? strlen(p[i].validator) : 0;
+    if (un < 1 || un > 4095 || vn > 4095)
+      return pdb_err(x->db, m, PAGEDB_MISUSE, "index %s: the uri or validator of part %llu is empty or over 4095"
+                     " bytes", x->path, (unsigned long long)p[i].k);
+    slen += un + vn;
+  }
+  uint64_t spad = pdb_align(slen, 8);
+  uint8_t *sb = pdb_calloc(1, spad ? spad : 8);
+  uint64_t *rec = pdb_calloc(n, DX_PRECB);
+  int rc = PAGEDB_OK;
+  if (!sb || !rec) rc = pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory recording %zu parts", n);
+  uint64_t so = x->end, at = 0;
+  for (size_t i = 0; i < n && rc == PAGEDB_OK; i++) {
+    assert(p[i].k == x->nparts + i);
+    size_t un = strlen(p[i].uri), vn = p[i].validator ? strlen(p[i].validator) : 0;
+    uint64_t *r = rec + i * DX_PREC;
+    memcpy(sb + at, p[i].uri, un);
+    if (vn) memcpy(sb + at + un, p[i].validator, vn);
+    r[0] = p[i].k;
+    memcpy(&r[1], p[i].uuid, 16);
+    r[3] = p[i].data_off;
+    r[4] = p[i].data_end;
+    r[5] = p[i].pages;
+    r[6] = p[i].samples;
+    r[7] = p[i].seal;
+    r[8] = so + at;
+    r[9] = un;
+    r[10] = vn ? so + at + un : 0;
+    r[11] = vn;
+    r[12] = strings_sum(sb + at, un, vn ? sb + at + un : NULL, vn);
+    r[15] = slot_sum(r, 15);
+    at += un + vn;
+  }
+  if (rc == PAGEDB_OK) rc = put(x, m, sb, spad, so);
+  if (rc == PAGEDB_OK) x->end += spad;
+  /* The records: in place past the last chunk's HI, then in new chunks
+  ** (128 KiB reserved each; a hole until written). */
+  for (size_t i = 0; i < n && rc == PAGEDB_OK;) {
+    uint64_t q = x->npc ? x->npc - 1 : 0, hi = x->npc ? x->pc[2 * q + 1] : DX_PCHUNK;
+    if (hi == DX_PCHUNK) {
+      rc = grow_pairs(x, m, &x->pc, &x->cappc, x->npc + 1);
+      if (rc != PAGEDB_OK) break;
+      q = x->npc++;
+      x->pc[2 * q] = x->end;
+      x->pc[2 * q + 1] = hi = 0;
+      x->end += (uint64_t)DX_PCHUNK * DX_PRECB;
+      x->live += (uint64_t)DX_PCHUNK * DX_PRECB;
+    }
+    size_t take = n - i < DX_PCHUNK - hi ? n - i : (size_t)(DX_PCHUNK - hi);
+    rc = put(x, m, rec + i * DX_PREC, take * DX_PRECB, x->pc[2 * q] + hi * DX_PRECB);
+    if (rc == PAGEDB_OK) {
+      x->pc[2 * q + 1] = hi + take;
+      x->nparts += take;
+      i += take;
+    }
+  }
+  pdb_free(sb);
+  pdb_free(rec);
+  if (rc == PAGEDB_OK) rc = ensure_map(x, m, x->end);
+  return rc;
 }

@@ -16,7 +16,28 @@ typedef struct Dx Dx;
 
 #define DX_HDR 4096u          /* the file's header; records follow */
 #define DX_CBITS 13           /* a chunk holds 2^13 dense slots */
-#define DX_DIRW 10            /* words of a directory record before its entries */
+#define DX_DIRW 10            /* words of a version-1 directory record before its entries */
+#define DX_DIRW2 14           /* ...of a version-2 one (parts: doc/format.md) */
+
+/* The address space of a dataset of parts (doc/format.md, "Parts"): the
+** own data region below 2^56, then one window of 2^42 bytes per part. */
+#define DX_WIN_BASE ((uint64_t)1 << 56)
+#define DX_WIN_BITS 42
+#define DX_PART_MAX (((uint64_t)1 << 21) - ((uint64_t)1 << 14))   /* part numbers 0 .. DX_PART_MAX-1 */
+#define DX_PCHUNK 1024u       /* part records in a part chunk */
+#define DX_PREC 16            /* words of a part record */
+static inline uint64_t dx_window(uint64_t k) { return DX_WIN_BASE + (k << DX_WIN_BITS); }
+static inline uint64_t dx_part_of(uint64_t addr) { return (addr - DX_WIN_BASE) >> DX_WIN_BITS; }
+
+/* A part record to write (dx_stage_parts): the fields of doc/format.md's
+** part record. */
+typedef struct DxPart {
+  uint64_t k;
+  uint8_t uuid[16];
+  uint64_t data_off, data_end, pages, samples, seal;
+  const char *uri;          /* 1..4095 bytes */
+  const char *validator;    /* NULL: none */
+} DxPart;
 
 /* What the catalog records of the index (meta.index_*), all 0 if none. */
 typedef struct DxMeta {
@@ -25,6 +46,7 @@ typedef struct DxMeta {
   uint64_t len;             /* bytes of the file in force (a reader maps these) */
   uint64_t samples;         /* samples it holds: must equal meta.samples */
   uint64_t pages;           /* committed pages it was written for: must equal meta.committed_pages */
+  uint64_t parts;           /* version 2: the parts it records, meta.parts (0 in version 1) */
 } DxMeta;
 
 /* A change to the index: a new or changed slot (NW words, word 0 the id)
@@ -43,12 +65,14 @@ typedef struct DxChange {
 ** and maps the file.  ISBYTES[f] is 0 when field f has no stored bytes,
 ** else the alignment of its values (api.h, api_extent): a lookup checks
 ** that the record, its padding included, lies in the data region.
+** VERSION is the version the catalog's features call for (1 without
+** features, 2 with: doc/format.md); a file of the other is stale.
 ** PAGEDB_CORRUPT_INDEX with a message saying what is wrong when the index
 ** is missing, stale or damaged (the caller rebuilds or falls back); other
 ** codes for I/O and memory.
 */
 int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
-            int nfield, const uint8_t *isbytes, const DxMeta *meta, int writable, Dx **out);
+            int nfield, const uint8_t *isbytes, const DxMeta *meta, int writable, int version, Dx **out);
 
 /*
 ** Start a new index file PATH.new for a rewrite (rebuild, field add,
@@ -56,7 +80,30 @@ int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uin
 ** dx_install it once the catalog records it, or dx_close it to drop it.
 */
 int dx_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
-              int nfield, const uint8_t *isbytes, Dx **out);
+              int nfield, const uint8_t *isbytes, int version, Dx **out);
+
+/* The index's version (1 or 2). */
+int dx_version(const Dx *x);
+
+/*
+** Version 2: append the part records P[0..N) (numbers the parts so far,
+** in order) and a string record of their uris and validators after the
+** bytes in force, as dx_stage does slots; the next final dx_stage's
+** directory names them.  PAGEDB_FULL past DX_PART_MAX parts.
+*/
+int dx_stage_parts(Dx *x, pdb_msg *m, const DxPart *p, size_t n);
+
+/* Parts in the snapshot in force. */
+uint64_t dx_parts(const Dx *x);
+
+/* Part record K of the snapshot in force (DX_PREC words), checked (its
+** check word and number), or NULL if there is none or it is damaged. */
+const uint64_t *dx_part(const Dx *x, uint64_t k);
+
+/* The uri (STR 0) or validator (STR 1) of part record REC, copied into
+** BUF (CAP bytes, NUL-terminated): PAGEDB_OK, or PAGEDB_CORRUPT_INDEX if
+** its strings lie outside the file or do not hash to word 12. */
+int dx_part_string(const Dx *x, const uint64_t *rec, int str, char *buf, size_t cap);
 
 /* Rename a created index over PATH and sync the directory. */
 int dx_install(Dx *x, pdb_msg *m);

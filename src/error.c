@@ -159,3 +159,14 @@ void pdb_uuid_hex(const uint8_t uuid[16], char out[33]) {
   }
   out[32] = 0;
 }
+
+int pdb_uuid_parse(const char *hex, uint8_t uuid[16]) {
+  if (!hex || strlen(hex) != 32) return 0;
+  for (int i = 0; i < 32; i++) {
+    int c = hex[i], v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return 0;
+    if (i % 2 == 0) uuid[i / 2] = (uint8_t)(v << 4);
+    else uuid[i / 2] |= (uint8_t)v;
+  }
+  return 1;
+}

@@ -170,20 +170,33 @@ static int ix_failed(pagedb *db, int rc) {
 ** NDEL) after the index in force and sync them (dx_stage), for a commit of
 ** END pages; *XM receives what the catalog must record.  commit_mu held.
 */
+/* The slots of the runs of list R, appended to CH at *K. */
+static void add_slots(const pagedb *db, const PageRecs *r, DxChange *ch, size_t *k) {
+  for (; r; r = (const PageRecs *)r->d.next)
+    for (uint32_t i = 0; i < r->d.nsamples; i++) {
+      const uint64_t *s = r->slots + (size_t)i * db->nw;
+      ch[(*k)++] = (DxChange){ (int64_t)s[0], s };
+    }
+}
+
+static size_t count_slots(const PageRecs *r) {
+  size_t n = 0;
+  for (; r; r = (const PageRecs *)r->d.next) n += r->d.nsamples;
+  return n;
+}
+
 static int stage_index(pagedb *db, pdb_msg *m, Dx *dx, uint64_t ndel, uint64_t end, DxMeta *xm) {
-  size_t n = ndel;
-  for (PageRecs *r = db->inserted; r; r = (PageRecs *)r->d.next) n += r->d.nsamples;
+  PartCommit *pc = db->pcommit;
+  size_t n = ndel + count_slots(db->inserted) + (pc ? count_slots(pc->runs) : 0);
   DxChange *ch = pdb_malloc((n ? n : 1) * sizeof *ch);
   if (!ch) return pdb_err(db, m, PAGEDB_NOMEM, "%s: out of memory indexing %zu samples", db->path, n);
   size_t k = 0;
-  for (PageRecs *r = db->inserted; r; r = (PageRecs *)r->d.next)
-    for (uint32_t i = 0; i < r->d.nsamples; i++) {
-      const uint64_t *s = r->slots + (size_t)i * db->nw;
-      ch[k++] = (DxChange){ (int64_t)s[0], s };
-    }
+  add_slots(db, db->inserted, ch, &k);
+  if (pc) add_slots(db, pc->runs, ch, &k);
   for (uint64_t i = 0; i < ndel; i++) ch[k++] = (DxChange){ db->del[i], NULL };
   uint64_t ps = pager_page_size(db->pager);
-  int rc = dx_stage(dx, m, ch, n, 1, end, end * ps, xm);
+  int rc = pc ? dx_stage_parts(dx, m, pc->dx, pc->n) : PAGEDB_OK;
+  if (rc == PAGEDB_OK) rc = dx_stage(dx, m, ch, n, 1, end, end * ps, xm);
   pdb_free(ch);
   return ix_failed(db, rc);
 }
@@ -224,6 +237,7 @@ static int sync_data_and_index(pagedb *db, pdb_msg *m, Dx *dx, uint64_t ndel, ui
   IxJob j = { .db = db, .dx = dx, .ndel = ndel, .end = end };
   pthread_t t;
   int threaded = dx && db->inserted && pthread_create(&t, NULL, ix_job_run, &j) == 0;
+  /* (A commit of parts alone writes no data: its index is written here.) */
   /* Invariant 4 of pager.c: data durable before the catalog says so. */
   int rc = db->inserted ? pager_sync(db->pager, m) : PAGEDB_OK;
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
@@ -272,30 +286,46 @@ static int stage_deletes(pagedb *db, pdb_msg *m, uint64_t *ndel) {
   return rc;
 }
 
+static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, int version, uint64_t end, Dx **out,
+                       DxMeta *xm);
+static int install_index(pagedb *db, pdb_msg *m, Dx *x);
+
 static int commit_locked(pagedb *db) {
   pdb_msg *m = &db->err;
   api_land_writers(db);
   int rc = insert_todo(db, m);
   if (rc != PAGEDB_OK) return rc;
-  if (!db->inserted && !db->ndel) return PAGEDB_OK;   /* nothing new is written or deleted */
-  uint64_t end = atomic_load(&db->committed), n = db->nsample, ndel = 0;
+  PartCommit *pc = db->pcommit;
+  if (!db->inserted && !db->ndel && !pc) return PAGEDB_OK;   /* nothing new is written or deleted */
+  uint64_t end = atomic_load(&db->committed), n = db->nsample + (pc ? pc->nsamples : 0), ndel = 0;
   for (PageRecs *r = db->inserted; r; r = (PageRecs *)r->d.next) {
     end = r->d.pgno + r->d.npages;
     n += r->d.nsamples;
   }
   if (db->ndel) rc = stage_deletes(db, m, &ndel);
   n -= ndel;
-  uint64_t moved = atomic_load_explicit(&db->moved, memory_order_relaxed);
+  uint64_t moved = atomic_load_explicit(&db->moved, memory_order_relaxed) + (pc ? pc->moved : 0);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "moved_samples", (int64_t)moved);
   /* The dictionaries the landed values name (dict.c invariant 3). */
   if (rc == PAGEDB_OK) rc = dict_stage(db, m);
+  /* Parts: their rows (table part, page, sample) and meta (parts.c). */
+  if (rc == PAGEDB_OK && pc) rc = parts_stage_rows(db, m);
   /* The data and the index entries synced before the catalog records them
   ** (pager.c invariant 4, dindex.c invariant 2), the two at once; without
   ** an index file, the catalog records none, so that no later open trusts
-  ** a stale one. */
-  Dx *dx = idx_disk(db->idx);
+  ** a stale one.  The first commit of parts writes a new index file of
+  ** version 2 instead (doc/format.md, step 2), whole, from the old one and
+  ** the rows of this transaction. */
+  Dx *dx = idx_disk(db->idx), *nx = NULL;
   DxMeta xm = { 0 };
-  if (rc == PAGEDB_OK) rc = sync_data_and_index(db, m, dx, ndel, end, &xm);
+  if (rc == PAGEDB_OK && pc && (!dx || dx_version(dx) < 2)) {
+    DxMeta wx;
+    rc = write_index(db, m, db->idx, 0, 2, end, &nx, &wx);
+    if (rc == PAGEDB_OK) rc = sync_data_and_index(db, m, NULL, ndel, end, &xm);
+    xm = wx;
+  } else if (rc == PAGEDB_OK) {
+    rc = sync_data_and_index(db, m, dx, ndel, end, &xm);
+  }
   if (rc == PAGEDB_OK) rc = stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, end, n);
   dict_committed(db, rc == PAGEDB_OK);
@@ -303,10 +333,13 @@ static int commit_locked(pagedb *db) {
   ** or not, so its pages must never be reused (see catvfs.c). */
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);
   if (rc != PAGEDB_OK) {
-    if (dx) dx_abort(dx);
+    if (dx && !nx) dx_abort(dx);
+    dx_close(nx);
     abandon(db);
+    if (pc) parts_committed(db, 0);
     return rc;
   }
+  if (pc) parts_committed(db, 1);
   db->ixmeta = xm;
   db->nsample = n;
   db->moved_committed = moved;
@@ -315,13 +348,21 @@ static int commit_locked(pagedb *db) {
   if (atomic_load(&db->want_map)) {
     rc = pager_map_ensure(db->pager, m, end * ps);
   }
-  if (dx && rc == PAGEDB_OK) {
+  if (nx && rc == PAGEDB_OK) {
+    /* The new file in force (step 4): its memory part starts empty, so
+    ** the reservations of the old one go with it (no writer is open: the
+    ** first commit of parts checked). */
+    rc = install_index(db, m, nx);
+    dx = NULL;
+  } else if (dx && rc == PAGEDB_OK) {
     /* Visible in the snapshot first, then the reservations go (index.h). */
     rc = dx_publish(dx, m);
     for (PageRecs *r = db->inserted; r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next)
       for (uint32_t i = 0; i < r->d.nsamples; i++) idx_release(db->idx, (int64_t)r->slots[(size_t)i * db->nw]);
+    for (PageRecs *r = pc ? pc->runs : NULL; r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next)
+      for (uint32_t i = 0; i < r->d.nsamples; i++) idx_release(db->idx, (int64_t)r->slots[(size_t)i * db->nw]);
   }
-  for (PageRecs *r = db->inserted; !dx && r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next) {
+  for (PageRecs *r = db->inserted; !dx && !nx && r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next) {
     for (uint32_t i = 0; i < r->d.nsamples && rc == PAGEDB_OK; i++)
       rc = idx_publish(db->idx, r->slots + (size_t)i * db->nw);
   }
@@ -332,7 +373,7 @@ static int commit_locked(pagedb *db) {
                  db->path, pagedb_errstr(rc));
   }
   /* Deleted ids vanish only now, when the catalog no longer has them. */
-  for (size_t i = 0; i < ndel && !dx; i++) idx_remove(db->idx, db->del[i]);
+  for (size_t i = 0; i < ndel && !dx && !nx; i++) idx_remove(db->idx, db->del[i]);
   if (ndel) db->ndel = 0;
   free_runs(db->inserted);
   db->inserted = NULL;
@@ -394,6 +435,53 @@ int api_commit_runs(pagedb *db, PageRecs *runs) {
   return rc;
 }
 
+int api_commit_parts(pagedb *db, PartCommit *pc, PageRecs **lists) {
+  pdb_msg *m = &db->err;
+  pthread_mutex_lock(&db->commit_mu);
+  pthread_mutex_lock(&db->cat_mu);
+  Dx *dx = idx_disk(db->idx);
+  int rc = PAGEDB_OK;
+  if (!dx || dx_version(dx) < 2) {
+    /* The first commit of parts writes the index anew (version 2) and
+    ** puts it in force under the handle: no reader or writer may hold the
+    ** old one.  What was written and deleted is committed first. */
+    pthread_mutex_lock(&db->mu);
+    int writer = db->writers != NULL, reader = db->readers != NULL;
+    pthread_mutex_unlock(&db->mu);
+    if (writer || reader)
+      rc = pdb_err(db, m, PAGEDB_MISUSE, "the first commit of parts into %s rewrites its index: close the handle's"
+                   " %s first", db->path, writer ? "writers" : "readers");
+    if (rc == PAGEDB_OK) rc = commit_locked(db);
+  }
+  uint64_t p0 = dx ? dx_parts(dx) : 0, ps = pager_page_size(db->pager);
+  if (rc == PAGEDB_OK && pc->n > DX_PART_MAX - p0)
+    rc = pdb_err(db, m, PAGEDB_FULL, "%s has %llu parts: %zu more pass the %llu a dataset can have", db->path,
+                 (unsigned long long)p0, pc->n, (unsigned long long)DX_PART_MAX);
+  if (rc == PAGEDB_OK) {
+    /* Number the parts and move their runs and slots into their windows. */
+    PageRecs **tail = &pc->runs;
+    for (size_t i = 0; i < pc->n; i++) {
+      uint64_t k = p0 + i, w = dx_window(k);
+      pc->dx[i].k = k;
+      pc->cat[i].k = k;
+      pc->cat[i].first_page = w / ps;
+      for (PageRecs *r = lists[i]; r; r = (PageRecs *)r->d.next) {
+        r->d.pgno += w / ps;
+        for (uint32_t j = 0; j < r->d.nsamples; j++) r->slots[(size_t)j * db->nw + 1] += w;
+      }
+      *tail = lists[i];
+      while (*tail) tail = (PageRecs **)&(*tail)->d.next;
+      lists[i] = NULL;
+    }
+    db->pcommit = pc;
+    rc = commit_locked(db);
+    db->pcommit = NULL;
+  }
+  pthread_mutex_unlock(&db->cat_mu);
+  pthread_mutex_unlock(&db->commit_mu);
+  return rc;
+}
+
 /* --- open --------------------------------------------------------------- */
 
 /* What the scan of the sample table checks each row against. */
@@ -407,8 +495,10 @@ typedef struct Loader {
   const CatRun *runs;
   uint64_t nrun;
   int64_t max_id;
-  Extent *ext;              /* every non-empty record, to find overlaps */
+  Extent *ext;              /* every non-empty record of the own file, to find overlaps */
   uint64_t next, cap;
+  Extent *pext;             /* ...and of the parts' windows */
+  uint64_t pnext, pcap;
   uint64_t npages;          /* 1 + the last page a record starts on */
   /* PAGEDB_OPEN_CHECK: the samples' slots are held back, to be published
   ** once the overlap check has named those to leave out (BAD: their ids). */
@@ -466,7 +556,16 @@ static int load_row(void *ctx, uint64_t *slot) {
                                "catalog %s: sample %lld (%llu bytes at offset %llu of page %llu) lies outside the"
                                " %llu bytes written there", db->catpath, id, (unsigned long long)len,
                                (unsigned long long)off, (unsigned long long)pgno, (unsigned long long)run->used));
-  if (len > 0) {
+  if (len > 0 && slot[1] >= PDB_MAX_DATA) {
+    if (l->pnext == l->pcap) {
+      uint64_t cap = l->pcap ? l->pcap * 2 : 4096;
+      Extent *e = pdb_realloc(l->pext, cap * sizeof *e);
+      if (!e) return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory loading sample %lld", id);
+      l->pext = e;
+      l->pcap = cap;
+    }
+    l->pext[l->pnext++] = (Extent){ slot[1], len, (int64_t)slot[0] };
+  } else if (len > 0) {
     if (l->next == l->cap) {
       uint64_t cap = l->cap ? l->cap * 2 : 4096;
       Extent *e = pdb_realloc(l->ext, cap * sizeof *e);
@@ -547,6 +646,20 @@ static int check_overlaps(pagedb *db, Extent *e, uint64_t n, uint64_t npages, ui
   return rc;
 }
 
+/* check_overlaps for the records in the parts' windows: sorted, then
+** compared in pairs (few per window, and windows never overlap). */
+static int check_part_overlaps(pagedb *db, Extent *e, uint64_t n, Loader *check) {
+  if (n > 1) qsort(e, n, sizeof *e, by_offset);
+  int rc = PAGEDB_OK;
+  for (uint64_t i = 1; i < n && rc == PAGEDB_OK; i++) {
+    if (e[i - 1].off + e[i - 1].len <= e[i].off) continue;
+    if (check) rc = note_bad(check, e[i - 1].id, e[i].id);
+    else rc = pdb_err(db, &db->err, PAGEDB_CORRUPT_CATALOG, "catalog %s: samples %lld and %lld overlap at address"
+                      " %llu", db->catpath, (long long)e[i - 1].id, (long long)e[i].id, (unsigned long long)e[i].off);
+  }
+  return rc;
+}
+
 static int by_id(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return x < y ? -1 : x > y;
@@ -579,8 +692,25 @@ static int load(pagedb *db, const CatMeta *meta) {
   if (rc != PAGEDB_OK) return rc;
   uint64_t next = 0, data_end = 0, nsample = 0, size = 0;
   if (db->check && pdb_os_size(pager_file(db->pager), &size) != PAGEDB_OK) size = 0;
+  uint64_t wbase = PDB_MAX_DATA / ps, wpages = ((uint64_t)1 << DX_WIN_BITS) / ps;
   for (uint64_t i = 0; i < nrun && rc == PAGEDB_OK; i++) {
     CatRun *r = &runs[i];
+    if (r->pgno >= wbase) {
+      /* A part's run: inside its window (its rows' contiguity and the
+      ** part's bounds are pagedb_check's, with table part). */
+      if ((r->pgno - wbase) % wpages + r->npages > wpages || r->pgno > PDB_ADDR_MAX / ps - r->npages)
+        rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the run at page %llu crosses its part's window",
+                     db->catpath, (unsigned long long)r->pgno);
+      else if (r->used != 0 && (r->used < PDB_PAGE_HDR || r->used > (uint64_t)r->npages * ps))
+        rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: page %llu claims %llu bytes used in a %u-page run",
+                     db->catpath, (unsigned long long)r->pgno, (unsigned long long)r->used, r->npages);
+      if (rc != PAGEDB_OK && db->check) {
+        r->used = 0;
+        rc = PAGEDB_OK;
+      }
+      nsample += r->nsamples;
+      continue;
+    }
     if (r->pgno != next || r->npages > PDB_MAX_DATA / ps - r->pgno)
       rc = pdb_err(db, m, PAGEDB_CORRUPT_CATALOG, "catalog %s: the page table has a gap or overlap at page %llu",
                    db->catpath, (unsigned long long)r->pgno);
@@ -611,8 +741,10 @@ static int load(pagedb *db, const CatMeta *meta) {
   if (rc == PAGEDB_OK)
     rc = (db->check ? cat_scan_skip : cat_scan)(db->cat, m, db->fields, db->nfield, ps, load_row, &l);
   if (rc == PAGEDB_OK) rc = check_overlaps(db, l.ext, l.next, l.npages, ps, db->check ? &l : NULL);
+  if (rc == PAGEDB_OK) rc = check_part_overlaps(db, l.pext, l.pnext, db->check ? &l : NULL);
   if (rc == PAGEDB_OK && db->check) rc = publish_held(db, &l);
   pdb_free(l.ext);
+  pdb_free(l.pext);
   pdb_free(l.held);
   pdb_free(l.bad);
   if (rc == PAGEDB_OK && idx_count(db->idx) != meta->nsample && !db->check)
@@ -699,7 +831,24 @@ static int build_one(void *ctx, int64_t id, const uint64_t *s) {
 ** file, *XM what the catalog must record.  Nothing is in force until the
 ** caller commits XM and installs OUT.  commit_mu held (or the open).
 */
-static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, Dx **out, DxMeta *xm) {
+/* Part records from the catalog's rows (write_index of version 2). */
+typedef struct PartRows {
+  pagedb *db;
+  pdb_msg *m;
+  Dx *x;
+} PartRows;
+
+static int part_row(void *ctx, const CatPart *p) {
+  PartRows *pr = ctx;
+  DxPart d = { p->k, { 0 }, p->data_off, p->data_end, p->pages, p->samples, p->seal, p->uri, p->validator };
+  if (!pdb_uuid_parse(p->uuid, d.uuid) || !p->uri)
+    return pdb_err(pr->db, pr->m, PAGEDB_CORRUPT_CATALOG, "catalog %s: part %llu has a bad uuid or no uri",
+                   pr->db->catpath, (unsigned long long)p->k);
+  return dx_stage_parts(pr->x, pr->m, &d, 1);
+}
+
+static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, int version, uint64_t end, Dx **out,
+                       DxMeta *xm) {
   *out = NULL;
   char *path = index_path(db->path);
   if (!path) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing the index of %s", db->path);
@@ -717,13 +866,24 @@ static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, Dx **out, 
   Build b = { db, m, NULL, pdb_malloc(BUILD_BATCH * sizeof *b.ch), NULL, 0, BUILD_BATCH, widen };
   if (widen) b.store = pdb_malloc(BUILD_BATCH * (size_t)slot_words(nf) * sizeof(uint64_t));
   int rc = !b.ch || (widen && !b.store) ? pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing index %s", path)
-         : dx_create(db, m, db->vfs, path, pager_uuid(db->pager), slot_words(nf), nf, isbytes, &b.x);
+         : dx_create(db, m, db->vfs, path, pager_uuid(db->pager), slot_words(nf), nf, isbytes, version, &b.x);
+  /* Version 2: every part the catalog's write connection sees (those of
+  ** a commit under way included), then every sample, and those of the
+  ** commit under way (written runs and parts' runs). */
+  PartRows pr = { db, m, b.x };
+  if (rc == PAGEDB_OK && version >= 2 && (db->pcommit || (db->features & CAT_FEATURE_PARTS)))
+    rc = cat_parts(db->cat, m, part_row, &pr);
   if (rc == PAGEDB_OK) rc = idx_scan(src, build_one, &b);
-  uint64_t end = atomic_load(&db->committed);
+  uint64_t extra = 0;
+  const PageRecs *lists[2] = { db->inserted, db->pcommit ? db->pcommit->runs : NULL };
+  for (int li = 0; li < 2 && version >= 2 && !widen; li++)
+    for (const PageRecs *r = lists[li]; r && rc == PAGEDB_OK; r = (const PageRecs *)r->d.next)
+      for (uint32_t i = 0; i < r->d.nsamples && rc == PAGEDB_OK; i++, extra++)
+        rc = build_one(&b, (int64_t)r->slots[(size_t)i * db->nw], r->slots + (size_t)i * db->nw);
   if (rc == PAGEDB_OK) rc = dx_stage(b.x, m, b.ch, b.n, 1, end, end * pager_page_size(db->pager), xm);
-  if (rc == PAGEDB_OK && NEVER(xm->samples != idx_count(src)))
+  if (rc == PAGEDB_OK && NEVER(xm->samples != idx_count(src) + extra))
     rc = pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "index %s: wrote %llu samples of %llu", path,
-                 (unsigned long long)xm->samples, (unsigned long long)idx_count(src));
+                 (unsigned long long)xm->samples, (unsigned long long)(idx_count(src) + extra));
   pdb_free(b.ch);
   pdb_free(b.store);
   pdb_free(path);
@@ -759,7 +919,7 @@ static int install_index(pagedb *db, pdb_msg *m, Dx *x) {
 static int rebuild_index(pagedb *db, pdb_msg *m) {
   Dx *x;
   DxMeta xm;
-  int rc = write_index(db, m, db->idx, 0, &x, &xm);
+  int rc = write_index(db, m, db->idx, 0, db->features ? 2 : 1, atomic_load(&db->committed), &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, atomic_load(&db->committed), db->nsample);
@@ -781,7 +941,7 @@ static int open_mapped(pagedb *db, const CatMeta *meta, Dx *x) {
   uint32_t ps = pager_page_size(db->pager);
   CatRun last;
   int found;
-  int rc = cat_last_run(db->cat, m, &last, &found);
+  int rc = cat_last_run(db->cat, m, ps, &last, &found);
   if (rc == PAGEDB_OK && found
       && (last.pgno >= meta->committed || last.used < PDB_PAGE_HDR || last.used > (uint64_t)last.npages * ps
           || last.npages > meta->committed - last.pgno))
@@ -811,7 +971,8 @@ static int open_mapped(pagedb *db, const CatMeta *meta, Dx *x) {
 */
 static int open_index(pagedb *db, const CatMeta *meta) {
   pdb_msg note = { 0 };
-  db->ixmeta = (DxMeta){ meta->ix_id, meta->ix_dir, meta->ix_len, meta->ix_samples, meta->ix_pages };
+  db->ixmeta = (DxMeta){ meta->ix_id, meta->ix_dir, meta->ix_len, meta->ix_samples, meta->ix_pages,
+                         meta->parts > 0 ? (uint64_t)meta->parts : 0 };
   if (db->check) {
     db->ixstate = PAGEDB_INDEX_MEMORY;
     snprintf(db->ixwhy, sizeof db->ixwhy, "PAGEDB_OPEN_CHECK: every catalog row is loaded and checked");
@@ -830,7 +991,7 @@ static int open_index(pagedb *db, const CatMeta *meta) {
                  (unsigned long long)meta->committed);
   } else {
     rc = dx_open(db, &note, db->vfs, path, pager_uuid(db->pager), db->nw, db->nfield, db->isbytes, &db->ixmeta,
-                 !db->readonly, &x);
+                 !db->readonly, db->features ? 2 : 1, &x);
   }
   pdb_free(path);
   if (rc == PAGEDB_OK) {
@@ -965,6 +1126,7 @@ static int open_dataset(pagedb *db, int flags) {
   pdb_uuid_hex(pager_uuid(db->pager), b);
   /* cat_load checked meta.format and meta.features. */
   assert(meta.format == CAT_FORMAT_PLAIN || meta.format == CAT_FORMAT_FEATURES);
+  db->features = meta.features;
   if (strcmp(a, b) != 0)
     return pdb_err(db, m, PAGEDB_NOTADB_MISMATCH,
                    "catalog %s belongs to another data file (dataset %s), not to %s (dataset %s)", db->catpath, a,
@@ -989,6 +1151,7 @@ static int open_dataset(pagedb *db, int flags) {
 
 int api_reopen(pagedb *db) {
   assert(!db->writers && !db->readers && !db->todo && !db->inserted && !db->ndel);
+  parts_close(db);
   pager_close(db->pager);
   cat_close(db->cat);
   idx_free(db->idx);
@@ -1078,6 +1241,7 @@ int pagedb_close(pagedb *db) {
   free_runs(db->todo);
   free_runs(db->inserted);
   pdb_free(db->del);
+  parts_close(db);
   pager_close(db->pager);
   if (!forked) cat_close(db->cat);
   idx_free(db->idx);
@@ -1168,7 +1332,8 @@ static int field_add_disk(pagedb *db, const CatField *f) {
   pdb_msg *m = &db->err;
   Dx *x;
   DxMeta xm;
-  int rc = write_index(db, m, db->idx, cat_type_stored(f->type) ? 1 + f->align : 1, &x, &xm);
+  int rc = write_index(db, m, db->idx, cat_type_stored(f->type) ? 1 + f->align : 1, db->features ? 2 : 1,
+                       atomic_load(&db->committed), &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = cat_field_add(db->cat, m, db->nfield, f);
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);   /* the field is in doubt */

@@ -1041,6 +1041,80 @@ PAGEDB_API const char *pagedb_reader_errmsg(pagedb_reader *r);
 PAGEDB_API int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int64_t *nattached);
 
 /* ------------------------------------------------------------------ */
+/* Parts: a dataset made of datasets written apart (doc/format.md)     */
+/* ------------------------------------------------------------------ */
+
+/* A part to commit (pagedb_parts_commit). */
+typedef struct pagedb_part {
+  const char *path;         /* the part's data file (a dataset of DB's schema) */
+  const char *name;         /* a key of the writer's (a task's), unique in DB, or NULL */
+  int64_t offset;           /* PAGEDB_ATTACH_OFFSET: added to the part's ids */
+  uint64_t seal;            /* pagedb_part_seal of the part as written, or 0: not checked */
+} pagedb_part;
+
+/*
+** The seal of the dataset PART as committed: a 64-bit fingerprint of its
+** header and catalog metadata (uuid, page size, pages, samples, deletions,
+** index, page table; doc/format.md, "The seal"), which any later commit of
+** or change to PART through pagedb changes.  A read-write handle commits
+** what its writers wrote first.  The writer of a part gives it, with the
+** part's path, to whoever commits it, so that a part changed in between is
+** refused.  Results: PAGEDB_OK; those of pagedb_commit; PAGEDB_MISUSE.
+*/
+PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
+
+/*
+** Commit the N datasets PARTS[0..N) into DB as its parts, all or none, by
+** reference: their catalog rows and index entries are added to DB's, and
+** none of their data bytes is copied or written (reads of their samples
+** open each part's data file where it lies, the first time this process
+** reads it).  Afterwards DB reads as one: every read API, SQL over table
+** sample, pagedb_order, pagedb_delete and pagedb_vacuum (which copies every
+** sample, parts' included, into one file, format 2 again).  Table part of
+** the catalog lists the parts (number, uuid, location, name, pages, bytes,
+** samples, id range, seal).  A part must have DB's page size and schema
+** (as pagedb_attach needs) and no parts of its own; it is opened read-only
+** with DB's VFS and never changed, and must not be rewritten afterwards
+** (appending to it is harmless; a vacuum of it makes its samples
+** unreadable through DB, and such reads say so).  A part is recorded by
+** its path relative to the directory of DB's data file when it lies below
+** it (the convention: NAME.parts/UUID), else by its absolute path.
+**
+** Ids follow POLICY as in pagedb_attach, part by part in the order given:
+** KEEP (a collision with DB's or another part's ids fails the commit),
+** OFFSET (each part's ids plus its own PARTS[i].offset), AFTER
+** (consecutive ids after DB's largest, each part's samples in id order).
+** What this handle's writers had written is committed with the parts.
+**
+** The first commit of parts into a dataset rewrites its index file (into
+** version 2), so it needs the handle to have no open reader or writer
+** (PAGEDB_MISUSE); later ones run beside them.  Two commits into DB
+** cannot run at once: another process's pagedb_open read-write gets
+** PAGEDB_BUSY_LOCKED while DB is open, and commits of one handle take
+** turns.
+**
+** *NCOMMITTED (if not NULL) receives the number of samples committed.
+**
+** Results: PAGEDB_OK; PAGEDB_CONSTRAINT (a part given twice, or already in
+** DB, by uuid, location or name; an id collision; a user table named
+** 'part' is in the way); PAGEDB_MISUSE (a part is DB itself, an unknown
+** POLICY, N < 1, or readers or writers open at a first commit of parts);
+** PAGEDB_MISMATCH (page size or schema differ, or the part has parts);
+** PAGEDB_CORRUPT (the part changed since its SEAL, or a record lies outside
+** its run); PAGEDB_CORRUPT_TRUNCATED (its data file is shorter than its runs);
+** PAGEDB_TOOBIG (its data region is over 4 TiB); PAGEDB_FULL (an id outside
+** 0..INT64_MAX, or more than 2,080,768 parts); the errors of opening the
+** part (PAGEDB_CANTOPEN_NOENT, PAGEDB_NOTADB*, ...).  The message names the
+** part.  With all of these DB is unchanged.  Then the errors of the commit,
+** as pagedb_commit returns them, after which nothing of the parts is
+** committed either.
+*/
+PAGEDB_API int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy, int64_t *ncommitted);
+
+/* The number of parts DB is made of (0 for a dataset of one file). */
+PAGEDB_API int64_t pagedb_part_count(pagedb *db);
+
+/* ------------------------------------------------------------------ */
 /* Epoch orders                                                        */
 /* ------------------------------------------------------------------ */
 

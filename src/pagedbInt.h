@@ -96,5 +96,7 @@ void pdb_random(void *p, size_t n);
 
 /* Format a uuid as 32 lowercase hex digits plus NUL into OUT. */
 void pdb_uuid_hex(const uint8_t uuid[16], char out[33]);
+/* The uuid of 32 lowercase hex digits HEX: 1, or 0 if HEX is not one. */
+int pdb_uuid_parse(const char *hex, uint8_t uuid[16]);
 
 #endif /* PAGEDB_INT_H */

@@ -15,6 +15,9 @@
 
 /* The largest data region: page numbers stay far from overflow. */
 #define PDB_MAX_DATA    ((uint64_t)1 << 56)
+/* The end of the address space of a dataset of parts: the own data region,
+** then a window of 2^42 bytes per part, up to 2^21 - 2^14 parts (doc/format.md). */
+#define PDB_ADDR_MAX    (PDB_MAX_DATA + ((((uint64_t)1 << 21) - ((uint64_t)1 << 14)) << 42))
 
 /*
 ** A run of pages that has been written (or given up: USED == 0).  Callers

@@ -60,6 +60,7 @@ static int64_t plan(pagedb_reader *r, int64_t pos, int64_t max, uint64_t budget,
     if (!s || s == DX_BAD || !slot_has(s, pf->field)) break;
     uint64_t o, l;
     api_extent(r->db, s, pf->field, &o, &l);
+    if (o >= PDB_MAX_DATA) break;   /* a part's sample: read by the usual path (parts.c) */
     if (k > 0 && bytes + l > budget) break;
     off[k] = o;
     len[k] = l;

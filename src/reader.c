@@ -153,6 +153,10 @@ static int room(pagedb_reader *r, size_t n) {
 static int stored_slow(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t **src) {
   Pager *p = r->db->pager;
   int rc = PAGEDB_OK;
+  /* An address in a part's window (doc/format.md, "Parts"): the part's
+  ** own map or file, opened on first touch. */
+  if (off >= PDB_MAX_DATA)
+    return parts_stored(r->db, &r->err, r->mode == PAGEDB_READ_MMAP, off, len, &r->buf, &r->cap, src);
   if (r->mode == PAGEDB_READ_MMAP) {
     if (len > 0 && r->fill) rc = pager_map_fill(p, &r->err, 1, &off, &len);
     r->base = pager_map_span(p, &r->lim);
@@ -342,7 +346,7 @@ int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t 
     return pdb_err(r->db, &r->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s' has %llu bytes; the buffer holds %zu",
                        r->db->path, (long long)id, r->db->fields[field].name, (unsigned long long)raw, cap);
   Pager *p = r->db->pager;
-  if (!z && !r->verify && r->mode == PAGEDB_READ_COPY && pager_align(p) == 1)
+  if (!z && !r->verify && r->mode == PAGEDB_READ_COPY && pager_align(p) == 1 && off < PDB_MAX_DATA)
     return len ? pager_read(p, &r->err, off, buf, len) : PAGEDB_OK;   /* straight into BUF */
   const uint8_t *src;
   rc = stored_bytes(r, off, len, &src);
@@ -398,6 +402,49 @@ int api_hint_batch(pagedb_reader *r, int n, const uint64_t *off, const uint64_t 
   return r->hint_on;
 }
 
+/*
+** A batch some of whose extents lie in parts' windows: each extent read
+** as a single read reads it, the own file's through the pager, a part's
+** through its data file.  Zero-copy pointers stay valid together (every
+** map lives until pagedb_close); copies go one after the other into one
+** buffer of R's, each at a multiple of 64.  *GOOD: the entries set.
+*/
+static int batch_parts(pagedb_reader *r, int n, const uint64_t *off, const uint64_t *len, const void **data,
+                       size_t *sizes, int *good) {
+  int rc = PAGEDB_OK, i;
+  if (r->mode == PAGEDB_READ_MMAP) {
+    for (i = 0; i < n && rc == PAGEDB_OK; i++) {
+      const uint8_t *src;
+      rc = stored_bytes(r, off[i], len[i], &src);
+      if (rc == PAGEDB_OK) data[i] = src, sizes[i] = (size_t)len[i];
+    }
+    *good = rc == PAGEDB_OK ? n : i - 1;
+    return rc;
+  }
+  uint64_t need = 0;
+  for (i = 0; i < n; i++) need += pdb_align(len[i], PAGEDB_MAX_ALIGN);
+  if (need > r->bcap) {
+    size_t cap;
+    uint8_t *b = pdb_buf_alloc((size_t)need, &cap);
+    if (!b) return pdb_err(r->db, &r->err, PAGEDB_NOMEM, "out of memory reading a batch of %d samples", n);
+    pdb_buf_free(r->bbuf);
+    r->bbuf = b;
+    r->bcap = cap;
+  }
+  uint64_t at = 0;
+  for (i = 0; i < n && rc == PAGEDB_OK; i++) {
+    const uint8_t *src = (const uint8_t *)"";
+    if (len[i]) rc = api_fetch(r->db, &r->err, off[i], (size_t)len[i], &r->buf, &r->cap, &src);
+    if (rc != PAGEDB_OK) break;
+    if (len[i]) memcpy(r->bbuf + at, src, len[i]);
+    data[i] = r->bbuf ? r->bbuf + at : (const uint8_t *)"";
+    sizes[i] = (size_t)len[i];
+    at += pdb_align(len[i], PAGEDB_MAX_ALIGN);
+  }
+  *good = i;
+  return rc;
+}
+
 int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes) {
   if (!r) return PAGEDB_MISUSE;
   if (n < 0 || n > PAGEDB_MAX_BATCH || (n > 0 && (!ids || !data || !sizes)))
@@ -420,7 +467,12 @@ int pagedb_read_batch(pagedb_reader *r, const int64_t *ids, int n, int field, co
   const uint64_t *s = NULL;
   for (i = 0; i < n && rc == PAGEDB_OK; i++) rc = bytes_field(r, ids[i], field, &off[i], &len[i], &s);
   int good = rc == PAGEDB_OK ? n : i - 1;     /* extents found before a failure */
-  if (r->mode == PAGEDB_READ_MMAP && good > 0 && (rc2 = pager_map_fill(r->db->pager, &r->err, good, off, len))) {
+  int inparts = 0;
+  for (i = 0; i < good && !inparts; i++) inparts = off[i] >= PDB_MAX_DATA;
+  if (inparts) {
+    int prc = batch_parts(r, good, off, len, data, sizes, &good);
+    if (rc == PAGEDB_OK) rc = prc;
+  } else if (r->mode == PAGEDB_READ_MMAP && good > 0 && (rc2 = pager_map_fill(r->db->pager, &r->err, good, off, len))) {
     rc = rc2;               /* a remote map could not be filled: no pointers */
     good = 0;
   } else if (r->mode == PAGEDB_READ_MMAP) {
@@ -464,6 +516,7 @@ void api_reader_free(pagedb_reader *r) {
   pf_free(r);
   pdb_free(r->scratch);
   pdb_buf_free(r->buf);
+  pdb_buf_free(r->bbuf);
   pdb_buf_free(r->zbuf);
   pdb_free(r);
 }

@@ -288,7 +288,7 @@ static void *copy_share(void *arg) {
       if (e > end) end = e;
     }
     const uint8_t *at = (const uint8_t *)"";
-    if (end > start) rc = pager_fetch(db->pager, &m, start, (size_t)(end - start), &buf, &cap, &at);
+    if (end > start) rc = api_fetch(db, &m, start, (size_t)(end - start), &buf, &cap, &at);
     if (rc != PAGEDB_OK) rc = pdb_err(db, &m, rc, "cannot vacuum %s: %s", db->path, pdb_msg_text(&m));
     for (uint64_t k = i; k < j && rc == PAGEDB_OK; k++)
       rc = copy_sample(c, w, &c->s[k], at + (c->s[k].s[1] - start), &zs, &m);

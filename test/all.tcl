@@ -74,6 +74,8 @@ set shares {
   oom.test          {45 90}
   rss.test          {30 45}
   attach.test       {30 45}
+  parts.test        {45 100}
+  partscrash.test   {25 40}
   threads.test      {30 45}
   corpus.test       {30 45}
   valgrind.test     {30 30}

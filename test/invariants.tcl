@@ -235,3 +235,170 @@ proc kill_child {chan acked} {
   if {[catch {close $chan} msg opts]} { set ec [dict get $opts -errorcode] }
   return [list $acked $out $ec]
 }
+
+# ---------------------------------------------------------------------------
+# A commit of parts (doc/format.md, "Parts": P1-P8) cut short by a crash,
+# power loss or kill.
+#
+#   check_parts_invariants PATH OLD NEW PARTS FILES
+#       OLD, NEW: {count parts} of the dataset before and after the commit;
+#       PARTS: {PATH FIRSTID ...}, each part of the commit and the id its
+#       sample 0 took (AFTER and OFFSET map ids by a constant per part);
+#       FILES: {FILE CONTENT ...}, every file of the parts as it was before
+#       (P5).  "ok", or every violation found.
+#
+#   P1 the dataset recovers (read-write, then read-only) to the old state or
+#      the new, count and parts together, and the parts numbered from the
+#      old count are those of the commit, in order;
+#   P2 the index as left, if mapped, has the catalog's count (rule 0), and
+#      after recovery it is mapped or rebuilt;
+#   P3 every visible sample reads back with its checksums verified, and in
+#      the new state each part's samples read as they read in the part;
+#   P4 each part's ids are its own plus its constant, id_min and id_max agree;
+#   P5 every part's files are byte for byte as before, its seal unchanged;
+#   P6 pagedb_check is clean, and every stored value is aligned (rule 5);
+#   P8 it goes on: in the old state the parts commit again; then own samples
+#      are written, and a read-only reopen has the same count.
+# (P7, orphans, waits for the cleanup that lists them.)
+
+proc inv_file {path} {
+  set fd [open $path rb]
+  set data [read $fd]
+  close $fd
+  return $data
+}
+
+proc check_parts_invariants {path old new parts files} {
+  set bad {}
+  # P5 first: nothing of the commit may have touched a part.
+  foreach {f content} $files {
+    if {![file exists $f]} {
+      lappend bad "part file $f is gone"
+    } elseif {[inv_file $f] ne $content} {
+      lappend bad "part file $f changed"
+    }
+  }
+  # P2, as left.
+  if {![catch {pagedb ::invdb $path -readonly}]} {
+    if {[catch {
+      if {[lindex [::invdb index_state] 0] eq "mapped"
+          && [::invdb count] != [::invdb sql {SELECT count(*) FROM sample}]} {
+        lappend bad "index as left: count [::invdb count], the catalog [::invdb sql {SELECT count(*) FROM sample}]"
+      }
+    } msg]} { lappend bad "index as left: $msg" }
+    catch {::invdb close}
+  }
+  # P1
+  if {[catch {pagedb ::invdb $path} msg]} { return [list {*}$bad "reopen: $msg"] }
+  if {[catch {
+    if {[lindex [::invdb index_state] 0] ni {mapped rebuilt}} {
+      lappend bad "after recovery: index_state [::invdb index_state]"
+    }
+    set state [list [::invdb count] [::invdb part_count]]
+    if {$state ne $old && $state ne $new} {
+      lappend bad "recovered {count parts} $state, neither the old $old nor the new $new"
+    }
+    set isnew [expr {$state eq $new}]
+    set p0 [lindex $old 1]
+    if {$isnew} {
+      set k $p0
+      foreach {pp first} $parts {
+        pagedb ::invpart $pp -readonly
+        set uuid [::invpart sql {SELECT value FROM meta WHERE key = 'uuid'}]
+        set lo [::invpart sql {SELECT min(id) FROM sample}]
+        set hi [::invpart sql {SELECT max(id) FROM sample}]
+        set n [::invpart count]
+        ::invpart close
+        set row [::invdb sql "SELECT uuid, samples, id_min, id_max FROM part WHERE part = $k"]
+        set off [expr {$first - $lo}]
+        if {$row ne [list $uuid $n [expr {$lo + $off}] [expr {$hi + $off}]]} {
+          lappend bad "part $k: its row is {$row}, the part $pp says {$uuid $n} ids $lo..$hi + $off"
+        }
+        # P3, P4: its samples as the part reads them, at its ids.
+        set r [inv_parts_same ::invdb $pp $off]
+        if {$r ne "ok"} { lappend bad "part $k: $r" }
+        incr k
+      }
+    }
+    # P3, P6
+    lassign [::invdb check] nprob probs
+    if {$nprob != 0} { lappend bad "pagedb_check: $nprob problem(s): [lrange $probs 0 5]" }
+    ::invdb reader ::invr -copy -verify
+    foreach id [::invdb order sequential] {
+      foreach f [::invdb fields] {
+        lassign $f name type
+        if {$type in {bytes text} && [catch {::invr read $id $name} msg opts]
+            && [lindex [dict get $opts -errorcode] 1] ne "PAGEDB_NOTFOUND"} {
+          lappend bad "sample $id, field $name: $msg"
+        }
+      }
+    }
+    ::invr close
+    set g 1
+    for {set f 0} {$f < [llength [::invdb fields]]} {incr f} { set g [expr {max($g, [::invdb field_align $f])}] }
+    set mis [::invdb sql "SELECT count(*) FROM extent WHERE (page * [::invdb page_size] + off) % $g <> 0"]
+    if {$mis != 0} { lappend bad "$mis stored values not at a multiple of the records' alignment $g" }
+    # P8
+    if {$bad eq ""} {
+      if {!$isnew} {
+        set list {}
+        set offs {}
+        foreach {pp first} $parts {
+          pagedb ::invpart $pp -readonly
+          set lo [::invpart sql {SELECT min(id) FROM sample}]
+          ::invpart close
+          lappend list [list $pp -offset [expr {$first - $lo}]]
+        }
+        ::invdb parts_commit $list -offset
+        if {[list [::invdb count] [::invdb part_count]] ne $new} {
+          lappend bad "going on: committed again, {count parts} [::invdb count] [::invdb part_count], not $new"
+        }
+      }
+      set next [expr {[::invdb sql {SELECT coalesce(max(id), -1) FROM sample}] + 1}]
+      ::invdb ingest -start $next -count 3
+      set n [::invdb count]
+      ::invdb close
+      pagedb ::invdb $path -readonly
+      if {[::invdb count] != $n} { lappend bad "reopened read-only: count [::invdb count], not $n" }
+      lassign [::invdb check] nprob probs
+      if {$nprob != 0} { lappend bad "going on: pagedb_check: $nprob problem(s): [lrange $probs 0 5]" }
+    }
+  } msg]} {
+    lappend bad "checking: $msg"
+  }
+  catch {::invr close}
+  catch {::invpart close}
+  catch {::invdb close}
+  if {$bad eq ""} { return ok }
+  return $bad
+}
+
+# "ok" if every sample of the part at PART reads in DB (id + OFF) as in the
+# part, every field; else the first difference.
+proc inv_parts_same {db part off} {
+  pagedb ::invpo $part -readonly
+  ::invpo reader ::invpr -copy -verify
+  $db reader ::invdr -mmap -verify
+  set res ok
+  foreach id [::invpo order sequential] {
+    foreach f [::invpo fields] {
+      lassign $f name type
+      set m [expr {$type eq "int" ? "read_int" : $type eq "real" ? "read_real" : "read"}]
+      # A value either reads the same or fails with the same code (the
+      # messages name different files).
+      if {[catch {::invpr $m $id $name} a o1]} { set a [lindex [dict get $o1 -errorcode] 1] }
+      if {[catch {::invdr $m [expr {$id + $off}] $name} b o2]} { set b [lindex [dict get $o2 -errorcode] 1] }
+      set c1 0
+      set c2 0
+      if {$c1 != $c2 || $a ne $b} {
+        set res "sample $id (as [expr {$id + $off}]), field $name differs"
+        break
+      }
+    }
+    if {$res ne "ok"} break
+  }
+  ::invdr close
+  ::invpr close
+  ::invpo close
+  return $res
+}

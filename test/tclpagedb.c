@@ -45,6 +45,11 @@
 **      attach OTHER ?-keep|-offset N|-after|-policy N?
 **          pagedb_attach (default -keep): returns the number attached;
 **          -policy passes a raw policy number, for misuse tests
+**      parts_commit PARTS ?-keep|-offset|-after|-policy N? | part_seal |
+**      part_count
+**          pagedb_parts_commit of PARTS, each {PATH ?-name NAME? ?-offset N?
+**          ?-seal HEX?} (returns the samples committed); pagedb_part_seal
+**          (16 hex digits); pagedb_part_count
 **      check ?-quick? ?-flags N?
 **          pagedb_check (-quick: PAGEDB_CHECK_QUICK; -flags raw flags): returns
 **          {NPROBLEMS {PROBLEM ...}}, each PROBLEM {PAGE ID FIELD WHAT} as
@@ -976,6 +981,61 @@ static int dbAttach(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[
   return TCL_OK;
 }
 
+/* DB parts_commit PARTS ?-keep|-after|-offset|-policy N?: PARTS a list of
+** parts, each {PATH ?-name NAME? ?-offset N? ?-seal HEX?}; -offset as a
+** policy uses each part's offset. */
+static int dbPartsCommit(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
+  int policy = PAGEDB_ATTACH_KEEP, i, n, rc;
+  Tcl_Obj **items;
+  int64_t got = -1;
+  if( objc < 3 ){
+    Tcl_WrongNumArgs(interp, 2, objv, "PARTS ?-keep|-offset|-after|-policy N?");
+    return TCL_ERROR;
+  }
+  for(i = 3; i < objc; i++){
+    const char *z = Tcl_GetString(objv[i]);
+    if( strcmp(z, "-keep") == 0 ) policy = PAGEDB_ATTACH_KEEP;
+    else if( strcmp(z, "-after") == 0 ) policy = PAGEDB_ATTACH_AFTER;
+    else if( strcmp(z, "-offset") == 0 ) policy = PAGEDB_ATTACH_OFFSET;
+    else if( strcmp(z, "-policy") == 0 && i + 1 < objc ){
+      if( Tcl_GetIntFromObj(interp, objv[++i], &policy) ) return TCL_ERROR;
+    }else{
+      Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\"", z));
+      return TCL_ERROR;
+    }
+  }
+  if( Tcl_ListObjGetElements(interp, objv[2], &n, &items) ) return TCL_ERROR;
+  pagedb_part *parts = ckalloc(sizeof(*parts) * (n ? n : 1));
+  memset(parts, 0, sizeof(*parts) * (n ? n : 1));
+  for(i = 0; i < n; i++){
+    Tcl_Obj **f;
+    int nf, j;
+    if( Tcl_ListObjGetElements(interp, items[i], &nf, &f) || nf < 1 ){
+      ckfree(parts);
+      Tcl_SetObjResult(interp, Tcl_NewStringObj("a part is {PATH ?-name N? ?-offset N? ?-seal HEX?}", -1));
+      return TCL_ERROR;
+    }
+    parts[i].path = Tcl_GetString(f[0]);
+    for(j = 1; j + 1 < nf; j += 2){
+      const char *o = Tcl_GetString(f[j]);
+      if( strcmp(o, "-name") == 0 ) parts[i].name = Tcl_GetString(f[j + 1]);
+      else if( strcmp(o, "-offset") == 0 ){
+        if( getInt64(interp, f[j + 1], &parts[i].offset) ){ ckfree(parts); return TCL_ERROR; }
+      }else if( strcmp(o, "-seal") == 0 ){
+        parts[i].seal = strtoull(Tcl_GetString(f[j + 1]), NULL, 16);
+      }
+    }
+  }
+  rc = pagedb_parts_commit(p->db, parts, n, policy, &got);
+  ckfree(parts);
+  if( rc != PAGEDB_OK ){
+    if( got != 0 ) return pdbError(interp, PAGEDB_ERROR, "pagedb_parts_commit failed but set *ncommitted");
+    return pdbError(interp, rc, pagedb_errmsg(p->db));
+  }
+  Tcl_SetObjResult(interp, Tcl_NewWideIntObj((Tcl_WideInt)got));
+  return TCL_OK;
+}
+
 /* pagedb_check's callback: append {PAGE ID FIELD WHAT} to the list CTX. */
 static void checkProblem(void *ctx, int64_t page, int64_t id, int field, const char *what){
   Tcl_Obj *pList = (Tcl_Obj *)ctx;
@@ -1124,13 +1184,13 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
     "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
     "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", "vfs", "sql_values", "field_align",
-    "dict_train", "dict_set", "dicts", 0
+    "dict_train", "dict_set", "dicts", "parts_commit", "part_seal", "part_count", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
          D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
          D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH, D_VFS, D_SQL_VALUES, D_FIELD_ALIGN,
-         D_DICT_TRAIN, D_DICT_SET, D_DICTS };
+         D_DICT_TRAIN, D_DICT_SET, D_DICTS, D_PARTS_COMMIT, D_PART_SEAL, D_PART_COUNT };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1432,6 +1492,18 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       break;
     case D_ATTACH:
       return dbAttach(interp, p, objc, objv);
+    case D_PARTS_COMMIT:
+      return dbPartsCommit(interp, p, objc, objv);
+    case D_PART_SEAL: {
+      uint64_t seal = 0;
+      rc = pagedb_part_seal(db, &seal);
+      if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(db));
+      Tcl_SetObjResult(interp, Tcl_ObjPrintf("%016llx", (unsigned long long)seal));
+      return TCL_OK;
+    }
+    case D_PART_COUNT:
+      Tcl_SetObjResult(interp, Tcl_NewWideIntObj((Tcl_WideInt)pagedb_part_count(db)));
+      return TCL_OK;
     case D_CHECK:
       return dbCheck(interp, p, objc, objv);
     case D_FORKREAD:

@@ -273,6 +273,19 @@ class Dataset(_pagedb.Dataset):
                 out.append(fd.name)
         return out
 
+    def parts(self):
+        """The parts the dataset is made of (``commit_parts``), in order: a
+        list of dicts with the columns of table part (doc/format.md, "Parts"):
+        part, uuid, uri, name, first_page, pages, data_off, data_end, samples,
+        id_min, id_max, seal, validator, committed.  [] for a dataset of one
+        file."""
+        if not self.sql("SELECT 1 FROM meta WHERE key = 'parts'"):
+            return []
+        cols = ("part", "uuid", "uri", "name", "first_page", "pages", "data_off", "data_end", "samples",
+                "id_min", "id_max", "seal", "validator", "committed")
+        rows = self.sql("SELECT %s FROM part ORDER BY part" % ", ".join(cols))
+        return [dict(zip(cols, r)) for r in rows]
+
     def ids(self):
         """Every committed id, ascending, as an int64 array."""
         return _np.sort(self.order("sequential"))

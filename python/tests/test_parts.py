@@ -1,0 +1,88 @@
+"""Parts (issue 26): datasets written apart -- by processes of a
+multiprocessing pool here -- committed into one by reference, all or none:
+commit_parts(), seal(), parts()."""
+import multiprocessing
+import os
+
+import pytest
+
+import pagedb
+from conftest import sample
+
+
+def fields(ds):
+    ds.add_field("image", "bytes")
+    ds.add_field("label", "int")
+    ds.add_field("score", "real")
+    ds.add_field("caption", "text", "lz4")
+
+
+def write_part(args):
+    """A worker: write samples LO..HI-1 into a part at PATH, return (path, seal)."""
+    path, lo, hi = args
+    ds = pagedb.open(path, "c")
+    fields(ds)
+    with ds.writer() as w:
+        for i in range(lo, hi):
+            w.append(sample(i), id=i)
+    ds.commit()
+    seal = ds.seal()
+    ds.close()
+    return path, seal
+
+
+def test_parts_from_a_process_pool(tmp_path):
+    path = str(tmp_path / "ds.pagedb")
+    os.mkdir(path + ".parts")
+    jobs = [(os.path.join(path + ".parts", "p%d" % k), 25 * k, 25 * k + 25) for k in range(8)]
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        done = pool.map(write_part, jobs)
+    ds = pagedb.open(path, "c")
+    fields(ds)
+    assert ds.commit_parts([(p, "task-%d" % k, 0, seal) for k, (p, seal) in enumerate(done)]) == 200
+    assert len(ds) == 200
+    for i in range(200):                                 # every sample once, as written
+        s = ds[i]
+        want = sample(i)
+        assert bytes(s["image"]) == want["image"] and s["label"] == want["label"]
+        assert s["caption"] == want["caption"] and s["score"] == want["score"]
+    assert sorted(int(x) for x in ds.order("random", seed=1)) == list(range(200))
+    parts = ds.parts()
+    assert [p["name"] for p in parts] == ["task-%d" % k for k in range(8)]
+    assert [p["uri"] for p in parts] == ["ds.pagedb.parts/p%d" % k for k in range(8)]
+    assert [(p["id_min"], p["id_max"], p["samples"]) for p in parts] == [(25 * k, 25 * k + 24, 25) for k in range(8)]
+    assert ds.sql("SELECT label, count(*) FROM sample GROUP BY label ORDER BY label") == [(l, 20) for l in range(10)]
+    assert ds.check() == []
+    # A retried task's duplicate (same name) is refused, the dataset unchanged.
+    again = write_part((os.path.join(path + ".parts", "dup"), 1000, 1010))
+    with pytest.raises(pagedb.ConstraintError):
+        ds.commit_parts([(again[0], "task-3", 0, again[1])])
+    assert len(ds) == 200 and len(ds.parts()) == 8
+    ds.close()
+    ro = pagedb.open(path, "r")                          # reopened: the same, read through the parts
+    assert len(ro) == 200 and bytes(ro[199]["image"]) == sample(199)["image"]
+    ro.close()
+
+
+def test_refusals_leave_the_dataset(tmp_path):
+    path = str(tmp_path / "d.pagedb")
+    p1, seal1 = write_part((str(tmp_path / "p1"), 0, 10))
+    ds = pagedb.open(path, "c")
+    fields(ds)
+    with ds.writer() as w:
+        w.append(sample(500), id=500)
+    ds.commit()
+    with pytest.raises(pagedb.ConstraintError):          # the same part twice in one set
+        ds.commit_parts([p1, p1])
+    bad = pagedb.open(p1, "w")                           # changed after its seal
+    with bad.writer() as w:
+        w.append(sample(77), id=77)
+    bad.close()
+    with pytest.raises(pagedb.CorruptError):
+        ds.commit_parts([(p1, None, 0, seal1)])
+    with pytest.raises(ValueError):
+        ds.commit_parts([p1], policy="sideways")
+    assert len(ds) == 1 and ds.parts() == []
+    assert ds.commit_parts([p1], policy="after") == 11   # as it is now, unsealed, ids after 500
+    assert sorted(int(x) for x in ds.order("sequential")) == [500] + list(range(501, 512))
+    ds.close()

@@ -1,0 +1,652 @@
+/*
+** parts.c -- a dataset made of parts (doc/format.md, "Parts"): committing
+** other datasets into DB by reference, and reading their samples through
+** their windows.
+**
+** A part is an ordinary dataset with DB's page size and schema.  Its
+** commit copies metadata only -- its page rows, sample rows and index
+** slots, each moved into the part's *window* (addresses from 2^56 + k *
+** 2^42 for part k) -- and never a byte of its data file, which reads then
+** open where it lies.
+**
+** THE COMMIT (pagedb_parts_commit) in two halves:
+**   1. Here, without commit_mu: each part is opened read-only (one at a
+**      time, so that a thousand parts never hold a thousand catalogs
+**      open), checked (not DB itself, schema, no parts of its own, the
+**      seal it was given, a data region within a window) and its samples
+**      given their ids in DB by the attach policies (ids_plan: every id
+**      reserved before anything is written), its runs and slots built at
+**      part-local addresses.
+**   2. api_commit_parts (main.c), under commit_mu and cat_mu: the parts
+**      get their numbers P, P+1..., their runs and slots move into their
+**      windows, and commit_locked writes the rows (parts_stage_rows), the
+**      index (the slots and part records, or a new version-2 file at the
+**      first commit of parts), then commits the catalog: the commit point.
+**   A failure anywhere leaves DB as it was: the reservations are given
+**   back, the catalog's transaction rolls back, index bytes written past
+**   the length in force are named by nothing.
+**
+** READS.  A part's data file is opened the first time this process reads
+** one of its samples (part_get): its record in the index says where it is
+** and what it must be (uuid, D, bytes in use), and the file is checked
+** against it before any byte is trusted.  Handles live in a two-level
+** table of pointers, leaves allocated on first use and entries published
+** with a compare-and-swap, so that reading needs no lock and a process
+** holds nothing for a part it has not read.  A zero-copy pointer into a
+** part's map lives until pagedb_close, as one into the own map does.
+*/
+#include "api.h"
+#include "os.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* --- reading: the parts' data files ------------------------------------ */
+
+#define PT_LEAF 1024u
+#define PT_TOP  ((DX_PART_MAX + PT_LEAF - 1) / PT_LEAF)
+
+typedef struct Part {
+  Pager *p;                 /* the part's data file, read-only, mapped when zero-copy reads want it */
+  uint64_t end;             /* bytes of its data region in use (data_end) */
+  pthread_mutex_t map_mu;   /* making the map */
+  _Atomic int mapped;
+} Part;
+
+struct PartTab {
+  _Atomic(Part *) *_Atomic leaf[PT_TOP];
+};
+
+/* Where part K's data file is: URI as recorded, relative to the directory
+** that holds DB's data file unless absolute (PDB_MSG_MAX-sized OUT). */
+static void part_path(const pagedb *db, const char *uri, char *out, size_t cap) {
+  if (uri[0] == '/' || pdb_path_scheme(uri, NULL, 0)) {
+    snprintf(out, cap, "%s", uri);
+    return;
+  }
+  const char *slash = strrchr(db->path, '/');
+  if (!slash) snprintf(out, cap, "%s", uri);
+  else snprintf(out, cap, "%.*s/%s", (int)(slash - db->path), db->path, uri);
+}
+
+/* Open part K's data file and check it against its record (doc/format.md,
+** "Reading a part's bytes", steps 1-3). */
+static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
+  Dx *dx = idx_disk(db->idx);
+  const uint64_t *rec = dx ? dx_part(dx, k) : NULL;
+  if (!rec)
+    return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s-index: the record of part %llu is missing or damaged%s", db->path,
+                   (unsigned long long)k, dx ? "" : " (no index file is in force: reopen the dataset read-write)");
+  char uri[4096], path[4096 + PDB_MSG_MAX];
+  int rc = dx_part_string(dx, rec, 0, uri, sizeof uri);
+  if (rc != PAGEDB_OK) return pdb_err(db, m, rc, "%s-index: the location of part %llu is damaged", db->path,
+                                      (unsigned long long)k);
+  part_path(db, uri, path, sizeof path);
+  Part *pt = pdb_calloc(1, sizeof *pt);
+  if (!pt) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening part %llu of %s", (unsigned long long)k, db->path);
+  pdb_msg em = { 0 };
+  pagedb_vfs *vfs = db->vfs;
+  char why[PDB_MSG_MAX];
+  if (pdb_path_scheme(path, NULL, 0) && pdb_vfs_choose(path, NULL, 0, &vfs, why, sizeof why) != PAGEDB_OK) {
+    pdb_free(pt);
+    return pdb_err(db, m, PAGEDB_CANTOPEN, "%s: part %llu (%s): %s", db->path, (unsigned long long)k, uri, why);
+  }
+  rc = pager_open(db, &em, vfs, path, 1, &pt->p);
+  const char *bad = NULL;
+  if (rc == PAGEDB_OK) {
+    if (memcmp(pager_uuid(pt->p), &rec[1], 16) != 0) {
+      rc = PAGEDB_NOTADB_MISMATCH;
+      bad = "its data file belongs to another dataset (its uuid changed: was the part vacuumed or replaced?)";
+    } else if (pager_page_size(pt->p) != pager_page_size(db->pager) || pager_data_off(pt->p) != rec[3]) {
+      rc = PAGEDB_NOTADB_MISMATCH;
+      bad = "its data file's page size or data offset changed";
+    } else {
+      /* Its length must hold what the commit recorded (step 3). */
+      uint64_t ps = pager_page_size(pt->p);
+      rc = pager_recover(pt->p, &em, rec[5], rec[4], 0);
+      if (rc == PAGEDB_OK && NEVER(rec[5] > ((uint64_t)1 << DX_WIN_BITS) / ps)) rc = PAGEDB_CORRUPT_INDEX;
+    }
+  }
+  if (rc != PAGEDB_OK) {
+    rc = pdb_err(db, m, rc, "%s: part %llu (%s): %s", db->path, (unsigned long long)k, uri,
+                 bad ? bad : pdb_msg_text(&em));
+    pager_close(pt->p);
+    pdb_free(pt);
+    return rc;
+  }
+  pt->end = rec[4];
+  pthread_mutex_init(&pt->map_mu, NULL);
+  *out = pt;
+  return PAGEDB_OK;
+}
+
+static void part_free(Part *pt) {
+  pager_close(pt->p);
+  pthread_mutex_destroy(&pt->map_mu);
+  pdb_free(pt);
+}
+
+/* The handle of part K, opened on first use; lock-free once made. */
+static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
+  if (k >= DX_PART_MAX) return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s: address of part %llu, past the last possible",
+                                       db->path, (unsigned long long)k);
+  struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
+  if (!t) {
+    struct PartTab *nt = pdb_calloc(1, sizeof *nt);
+    if (!nt) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
+    if (!atomic_compare_exchange_strong(&db->ptab, &t, nt)) pdb_free(nt);
+    else t = nt;
+  }
+  _Atomic(Part *) *leaf = atomic_load_explicit(&t->leaf[k / PT_LEAF], memory_order_acquire);
+  if (!leaf) {
+    _Atomic(Part *) *nl = pdb_calloc(PT_LEAF, sizeof *nl);
+    if (!nl) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
+    if (!atomic_compare_exchange_strong(&t->leaf[k / PT_LEAF], &leaf, nl)) pdb_free(nl);
+    else leaf = nl;
+  }
+  Part *pt = atomic_load_explicit(&leaf[k % PT_LEAF], memory_order_acquire);
+  if (LIKELY(pt != NULL)) {
+    *out = pt;
+    return PAGEDB_OK;
+  }
+  int rc = part_open(db, m, k, &pt);
+  if (rc != PAGEDB_OK) return rc;
+  Part *was = NULL;
+  if (!atomic_compare_exchange_strong(&leaf[k % PT_LEAF], &was, pt)) {
+    part_free(pt);          /* another thread made it first */
+    pt = was;
+  }
+  *out = pt;
+  return PAGEDB_OK;
+}
+
+void parts_close(pagedb *db) {
+  struct PartTab *t = atomic_exchange(&db->ptab, NULL);
+  if (!t) return;
+  for (uint64_t i = 0; i < PT_TOP; i++) {
+    _Atomic(Part *) *leaf = t->leaf[i];
+    if (!leaf) continue;
+    for (uint64_t j = 0; j < PT_LEAF; j++)
+      if (leaf[j]) part_free(leaf[j]);
+    pdb_free(leaf);
+  }
+  pdb_free(t);
+}
+
+/* The part of address OFF, its handle, and OFF as an offset in its data
+** region; the extent [OFF, OFF+LEN) must lie in what the part uses. */
+static int part_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Part **pt, uint64_t *rel) {
+  uint64_t k = dx_part_of(off);
+  int rc = part_get(db, m, k, pt);
+  if (rc != PAGEDB_OK) return rc;
+  *rel = off - dx_window(k);
+  if (*rel > (*pt)->end || len > (*pt)->end - *rel)
+    return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s: %llu bytes at offset %llu of part %llu lie past the %llu bytes"
+                   " it was committed with", db->path, (unsigned long long)len, (unsigned long long)*rel,
+                   (unsigned long long)k, (unsigned long long)(*pt)->end);
+  return PAGEDB_OK;
+}
+
+int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, uint8_t **buf, size_t *cap,
+                 const uint8_t **src) {
+  Part *pt = NULL;
+  uint64_t rel = 0;
+  int rc = part_at(db, m, off, len, &pt, &rel);
+  if (rc != PAGEDB_OK) return rc;
+  if (mmap) {
+    if (!atomic_load_explicit(&pt->mapped, memory_order_acquire)) {
+      pthread_mutex_lock(&pt->map_mu);
+      rc = atomic_load(&pt->mapped) ? PAGEDB_OK : pager_map_ensure(pt->p, m, pt->end);
+      if (rc == PAGEDB_OK) atomic_store_explicit(&pt->mapped, 1, memory_order_release);
+      pthread_mutex_unlock(&pt->map_mu);
+      if (rc != PAGEDB_OK) return rc;
+    }
+    uint64_t lim;
+    const uint8_t *base = pager_map_span(pt->p, &lim);
+    if (len > 0 && pager_map_fills(pt->p)) rc = pager_map_fill(pt->p, m, 1, &rel, &len);
+    if (rc == PAGEDB_OK && NEVER(!base || rel + len > lim))
+      rc = pdb_err(db, m, PAGEDB_IOERR, "%s: the map of part %llu does not cover its data", db->path,
+                   (unsigned long long)dx_part_of(off));
+    *src = base ? base + rel : (const uint8_t *)"";
+    return rc;
+  }
+  *src = (const uint8_t *)"";
+  if (len == 0) return PAGEDB_OK;
+  return pager_fetch(pt->p, m, rel, (size_t)len, buf, cap, src);
+}
+
+int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end) {
+  Part *pt = NULL;
+  int rc = part_get(db, m, k, &pt);
+  if (rc == PAGEDB_OK) {
+    *p = pt->p;
+    *end = pt->end;
+  }
+  return rc;
+}
+
+int api_fetch(pagedb *db, pdb_msg *m, uint64_t off, size_t len, uint8_t **buf, size_t *cap, const uint8_t **at) {
+  if (off < PDB_MAX_DATA) return pager_fetch(db->pager, m, off, len, buf, cap, at);
+  return parts_stored(db, m, 0, off, len, buf, cap, at);
+}
+
+/* --- the seal ----------------------------------------------------------- */
+
+typedef struct Sealer {
+  uint64_t *w;
+  size_t n, cap;
+} Sealer;
+
+static int seal_word(Sealer *s, uint64_t v) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 64;
+    uint64_t *w = pdb_realloc(s->w, cap * sizeof *w);
+    if (!w) return PAGEDB_NOMEM;
+    s->w = w;
+    s->cap = cap;
+  }
+  s->w[s->n++] = v;
+  return PAGEDB_OK;
+}
+
+static int seal_row(void *ctx, const CatVal *v) {
+  int rc = PAGEDB_OK;
+  for (int i = 0; i < 4 && rc == PAGEDB_OK; i++) rc = seal_word(ctx, (uint64_t)v[i].i);
+  return rc;
+}
+
+/* Meta KEY of snapshot S as an integer (0 when absent). */
+static int snap_int(CatSnap *s, pdb_msg *m, const char *key, uint64_t *out) {
+  CatVal v;
+  int rc = cat_snap_meta(s, m, key, &v, NULL, 0);
+  *out = rc == PAGEDB_OK && v.type == CAT_INTEGER ? (uint64_t)v.i : 0;
+  return rc;
+}
+
+/* The seal of part O (doc/format.md, "The seal"), from its header and one
+** read transaction of its catalog. */
+static int seal_of(pagedb *o, pdb_msg *m, uint64_t *seal) {
+  CatSnap *cs = NULL;
+  Sealer s = { 0 };
+  uint64_t v[6];
+  static const char *const keys[] = { "committed_pages", "samples", "deleted_bytes", "index_id", "index_dir" };
+  int rc = cat_snap_open(o->cat, m, &cs);
+  const uint8_t *u = pager_uuid(o->pager);
+  if (rc == PAGEDB_OK) rc = seal_word(&s, pdb_get64((const uint8_t *)"PDBSEAL1"));
+  if (rc == PAGEDB_OK) rc = seal_word(&s, pdb_get64(u));
+  if (rc == PAGEDB_OK) rc = seal_word(&s, pdb_get64(u + 8));
+  if (rc == PAGEDB_OK) rc = seal_word(&s, pager_page_size(o->pager));
+  if (rc == PAGEDB_OK) rc = seal_word(&s, pager_data_off(o->pager));
+  for (int i = 0; i < 5 && rc == PAGEDB_OK; i++) {
+    rc = snap_int(cs, m, keys[i], &v[i]);
+    if (rc == PAGEDB_OK) rc = seal_word(&s, v[i]);
+  }
+  if (rc == PAGEDB_OK) rc = cat_snap_pages(cs, m, seal_row, &s);
+  if (rc == PAGEDB_NOMEM) rc = pdb_err(o, m, rc, "out of memory sealing %s", o->path);
+  if (rc == PAGEDB_OK) *seal = pdb_sum(s.w, s.n * sizeof *s.w);
+  cat_snap_close(cs);
+  pdb_free(s.w);
+  return rc;
+}
+
+int pagedb_part_seal(pagedb *part, uint64_t *seal) {
+  if (!part || !seal) return PAGEDB_MISUSE;
+  *seal = 0;
+  int rc = api_usable(part, &part->err);
+  if (rc != PAGEDB_OK) return rc;
+  if (!part->readonly) {
+    /* What it wrote is committed first: the seal is of the part as committed. */
+    rc = pagedb_commit(part);
+    if (rc != PAGEDB_OK) return rc;
+  }
+  pthread_mutex_lock(&part->commit_mu);
+  rc = seal_of(part, &part->err, seal);
+  pthread_mutex_unlock(&part->commit_mu);
+  return rc;
+}
+
+int64_t pagedb_part_count(pagedb *db) {
+  if (!db || db->failed) return 0;
+  Dx *dx = idx_disk(db->idx);
+  return dx ? (int64_t)dx_parts(dx) : 0;
+}
+
+/* --- the commit, first half: each part opened, checked and planned ------ */
+
+typedef struct Prep {
+  pagedb *db;
+  pdb_msg em;               /* the failure, before it is reported on DB */
+  PartCommit pc;
+  PageRecs **lists;         /* per part: its runs at part-local addresses */
+  IdPlan *plans;            /* per part: its samples' ids (reserved) */
+  uint64_t **slotbuf;       /* per part: copies of its slots */
+  char **uris, **names;
+  int nplanned;             /* plans[0, nplanned) hold reservations */
+} Prep;
+
+/* Slots of a part, copied (its index is closed before the commit). */
+typedef struct Copier {
+  IdPlan *plan;
+  uint64_t *buf;
+  uint64_t n, cap;
+  int nw;
+} Copier;
+
+static int copy_slot(void *ctx, int64_t id, const uint64_t *slot) {
+  Copier *c = ctx;
+  if (c->n == c->cap) {
+    uint64_t cap = c->cap ? 2 * c->cap : 1024;
+    uint64_t *b = pdb_realloc(c->buf, cap * (size_t)c->nw * sizeof *b);
+    if (!b) return PAGEDB_NOMEM;
+    c->buf = b;
+    c->cap = cap;
+  }
+  memcpy(c->buf + c->n * (size_t)c->nw, slot, (size_t)c->nw * sizeof *slot);
+  c->buf[c->n * (size_t)c->nw] = (uint64_t)id;
+  c->n++;
+  return PAGEDB_OK;
+}
+
+static int by_addr(const void *x, const void *y) {
+  uint64_t a = ((const IdSample *)x)->slot[1], b = ((const IdSample *)y)->slot[1];
+  return a < b ? -1 : a > b;
+}
+
+/* The uri a part at PATH is recorded by: relative to the directory of DB's
+** data file when it lies below it, else absolute (pdb_malloc'd in *OUT). */
+static int make_uri(pagedb *db, pdb_msg *m, const char *path, char **out) {
+  *out = NULL;
+  if (pdb_path_scheme(path, NULL, 0)) {
+    *out = pdb_strdup(path);
+  } else {
+    char *real = realpath(path, NULL), *dir = NULL;
+    const char *slash = strrchr(db->path, '/');
+    char *dpath = slash ? pdb_malloc((size_t)(slash - db->path) + 1) : pdb_strdup(".");
+    if (dpath && slash) {
+      memcpy(dpath, db->path, (size_t)(slash - db->path));
+      dpath[slash - db->path] = 0;
+      if (!dpath[0]) strcpy(dpath, "/");
+    }
+    if (dpath) dir = realpath(dpath, NULL);
+    pdb_free(dpath);
+    if (!real) {
+      free(dir);
+      return pdb_err(db, m, PAGEDB_CANTOPEN_NOENT, "%s: %s", path, strerror(errno));
+    }
+    size_t dn = dir ? strlen(dir) : 0;
+    if (dir && strncmp(real, dir, dn) == 0 && real[dn] == '/' && real[dn + 1]) *out = pdb_strdup(real + dn + 1);
+    else *out = pdb_strdup(real);
+    free(real);
+    free(dir);
+  }
+  if (!*out) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory");
+  if (strlen(*out) > 4095) return pdb_err(db, m, PAGEDB_TOOBIG, "the location of part %s is over 4095 bytes", path);
+  return PAGEDB_OK;
+}
+
+/* Build part I's runs (part-local pages and addresses) from its page table
+** RUNS and its samples, sorted by address, with their new ids. */
+static int build_runs(Prep *p, size_t i, pagedb *o, const CatRun *runs, uint64_t nrun) {
+  pagedb *db = p->db;
+  IdPlan *a = &p->plans[i];
+  uint64_t ps = pager_page_size(o->pager), j = 0;
+  int nw = db->nw;
+  PageRecs **tail = &p->lists[i];
+  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_addr);
+  for (uint64_t r = 0; r < nrun; r++) {
+    const CatRun *run = &runs[r];
+    uint64_t lo = run->pgno * ps, first = j;
+    while (j < a->n && a->s[j].slot[1] < lo + ps && a->s[j].slot[1] >= lo) {
+      const IdSample *s = &a->s[j];
+      uint64_t off = s->slot[1] - lo, len = api_record_len(o, s->slot);
+      if (run->used == 0 || off < PDB_PAGE_HDR || len > run->used || off > run->used - len)
+        return pdb_err(db, &p->em, PAGEDB_CORRUPT, "%s: sample %lld lies outside the bytes written on page %llu",
+                       o->path, (long long)s->id, (unsigned long long)run->pgno);
+      j++;
+    }
+    if (j < a->n && a->s[j].slot[1] < lo)
+      return pdb_err(db, &p->em, PAGEDB_CORRUPT, "%s: sample %lld lies on page %llu, which starts no run", o->path,
+                     (long long)a->s[j].id, (unsigned long long)(a->s[j].slot[1] / ps));
+    uint64_t n = j - first;
+    PageRecs *pr = pdb_malloc(sizeof *pr + (size_t)n * (size_t)nw * sizeof(uint64_t));
+    if (!pr) return pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory for the runs of %s", o->path);
+    memset(&pr->d, 0, sizeof pr->d);
+    pr->d.pgno = run->pgno;
+    pr->d.npages = run->npages;
+    pr->d.nsamples = (uint32_t)n;
+    pr->d.used = run->used;
+    for (uint64_t t = 0; t < n; t++) {
+      uint64_t *w = pr->slots + (size_t)t * nw;
+      memcpy(w, a->s[first + t].slot, (size_t)nw * sizeof *w);
+      w[0] = (uint64_t)a->s[first + t].nid;
+    }
+    *tail = pr;
+    tail = (PageRecs **)&pr->d.next;
+  }
+  if (j < a->n)
+    return pdb_err(db, &p->em, PAGEDB_CORRUPT, "%s: sample %lld lies on page %llu, which starts no run", o->path,
+                   (long long)a->s[j].id, (unsigned long long)(a->s[j].slot[1] / ps));
+  return PAGEDB_OK;
+}
+
+/* Open, check and plan part I (PP); the failure's message names it. */
+static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
+  pagedb *db = p->db, *o = NULL;
+  pdb_msg *em = &p->em;
+  if (!pp->path || !pp->path[0]) return pdb_err(db, em, PAGEDB_MISUSE, "no path given");
+  int rc = pagedb_open(pp->path, &o, PAGEDB_OPEN_READONLY, pdb_path_scheme(pp->path, NULL, 0) ? NULL : db->vfs->zName);
+  if (rc != PAGEDB_OK) {
+    rc = pdb_err(db, em, rc, "%s", pagedb_errmsg(o));
+    pagedb_close(o);
+    return rc;
+  }
+  uint64_t ps = pager_page_size(o->pager);
+  CatRun *runs = NULL, last = { 0 };
+  uint64_t nrun = 0, seal = 0, deleted = 0;
+  if (memcmp(pager_uuid(o->pager), pager_uuid(db->pager), 16) == 0)
+    rc = pdb_err(db, em, PAGEDB_MISUSE, "it is %s itself", db->path);
+  /* Named twice -- in the set, or already in DB -- before its ids are
+  ** planned, so that the message says so rather than "id already used". */
+  pdb_uuid_hex(pager_uuid(o->pager), p->pc.cat[i].uuid);
+  for (size_t j = 0; j < i && rc == PAGEDB_OK; j++) {
+    if (strcmp(p->pc.cat[j].uuid, p->pc.cat[i].uuid) == 0)
+      rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is given twice in the set (as parts %zu and %zu)", j, i);
+    else if (pp->name && p->names[j] && strcmp(pp->name, p->names[j]) == 0)
+      rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "its name '%s' is given twice in the set", pp->name);
+  }
+  if (rc == PAGEDB_OK && (db->features & CAT_FEATURE_PARTS)) {
+    char what[64];
+    pthread_mutex_lock(&db->cat_mu);
+    rc = cat_part_known(db->cat, em, p->pc.cat[i].uuid, pp->name, what, sizeof what);
+    pthread_mutex_unlock(&db->cat_mu);
+    if (rc == PAGEDB_OK && what[0])
+      rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is already in %s (%s)", db->path, what);
+  }
+  if (rc == PAGEDB_OK) rc = attach_check_schema(db, o, em);
+  if (rc == PAGEDB_OK && (o->features & CAT_FEATURE_PARTS))
+    rc = pdb_err(db, em, PAGEDB_MISMATCH, "it has parts of its own (vacuum it first)");
+  if (rc == PAGEDB_OK && (rc = seal_of(o, em, &seal)) == PAGEDB_OK && pp->seal && pp->seal != seal)
+    rc = pdb_err(db, em, PAGEDB_CORRUPT, "it changed since it was sealed (seal %016llx given, %016llx now)",
+                 (unsigned long long)pp->seal, (unsigned long long)seal);
+  if (rc == PAGEDB_OK) rc = cat_runs(o->cat, em, &runs, &nrun);
+  for (uint64_t r = 0; rc == PAGEDB_OK && r < nrun; r++)
+    if (runs[r].used) last = runs[r];
+  uint64_t data_end = last.used ? last.pgno * ps + last.used : 0, committed = atomic_load(&o->committed);
+  if (rc == PAGEDB_OK && (data_end > ((uint64_t)1 << DX_WIN_BITS) || committed > ((uint64_t)1 << DX_WIN_BITS) / ps))
+    rc = pdb_err(db, em, PAGEDB_TOOBIG, "its data region (%llu bytes in %llu pages) is over the 4 TiB of a part's"
+                 " window", (unsigned long long)data_end, (unsigned long long)committed);
+  uint64_t size = 0;
+  if (rc == PAGEDB_OK && pdb_os_size(pager_file(o->pager), &size) != PAGEDB_OK)
+    rc = pdb_err(db, em, PAGEDB_IOERR_FSTAT, "cannot stat its data file");
+  if (rc == PAGEDB_OK && size < pager_data_off(o->pager) + data_end)
+    rc = pdb_err(db, em, PAGEDB_CORRUPT_TRUNCATED, "its data file is %llu bytes, shorter than the %llu its runs use",
+                 (unsigned long long)size, (unsigned long long)(pager_data_off(o->pager) + data_end));
+  if (rc == PAGEDB_OK) {
+    CatSnap *cs = NULL;
+    rc = cat_snap_open(o->cat, em, &cs);
+    if (rc == PAGEDB_OK) rc = snap_int(cs, em, "deleted_bytes", &deleted);
+    cat_snap_close(cs);
+  }
+  /* Its samples, copied, given their ids in DB and reserved. */
+  Copier c = { &p->plans[i], NULL, 0, 0, db->nw };
+  if (rc == PAGEDB_OK && (rc = idx_scan(o->idx, copy_slot, &c)) != PAGEDB_OK)
+    rc = pdb_err(db, em, rc, "cannot list its samples: %s", rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(o));
+  p->slotbuf[i] = c.buf;
+  IdPlan *a = &p->plans[i];
+  for (uint64_t t = 0; rc == PAGEDB_OK && t < c.n; t++) {
+    const uint64_t *s = c.buf + t * (size_t)db->nw;
+    rc = ids_collect(a, (int64_t)s[0], s);
+    if (rc != PAGEDB_OK) rc = pdb_err(db, em, rc, "out of memory listing its samples");
+  }
+  if (rc == PAGEDB_OK) rc = ids_plan(a, policy, pp->offset);
+  if (rc == PAGEDB_OK) p->nplanned = (int)i + 1;
+  if (rc == PAGEDB_OK) rc = build_runs(p, i, o, runs, nrun);
+  if (rc == PAGEDB_OK) rc = make_uri(db, em, pp->path, &p->uris[i]);
+  if (rc == PAGEDB_OK && pp->name && !(p->names[i] = pdb_strdup(pp->name))) rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory");
+  if (rc == PAGEDB_OK) {
+    DxPart *d = &p->pc.dx[i];
+    CatPart *cp = &p->pc.cat[i];
+    memset(d, 0, sizeof *d);
+    memcpy(d->uuid, pager_uuid(o->pager), 16);
+    d->data_off = pager_data_off(o->pager);
+    d->data_end = data_end;
+    d->pages = committed;
+    d->samples = a->n;
+    d->seal = seal;
+    d->uri = p->uris[i];
+    memset(cp, 0, sizeof *cp);
+    pdb_uuid_hex(d->uuid, cp->uuid);   /* as prep_part set it */
+    cp->uri = p->uris[i];
+    cp->name = p->names[i];
+    cp->pages = committed;
+    cp->data_off = d->data_off;
+    cp->data_end = data_end;
+    cp->samples = a->n;
+    cp->id_min = cp->id_max = -1;
+    for (uint64_t t = 0; t < a->n; t++) {
+      if (cp->id_min < 0 || a->s[t].nid < cp->id_min) cp->id_min = a->s[t].nid;
+      if (a->s[t].nid > cp->id_max) cp->id_max = a->s[t].nid;
+    }
+    cp->seal = seal;
+    cp->committed = (int64_t)time(NULL);
+    p->pc.nsamples += a->n;
+    p->pc.deleted += deleted;
+    p->pc.moved += o->moved_committed;
+  }
+  pdb_free(runs);
+  pagedb_close(o);
+  return rc;
+}
+
+static void prep_free(Prep *p, size_t n) {
+  for (int i = p->nplanned; i-- > 0;) ids_release(&p->plans[i]);
+  for (size_t i = 0; i < n; i++) {
+    for (PageRecs *r = p->lists ? p->lists[i] : NULL, *nx; r; r = nx) {
+      nx = (PageRecs *)r->d.next;
+      pdb_free(r);
+    }
+    if (p->plans) pdb_free(p->plans[i].s);
+    if (p->slotbuf) pdb_free(p->slotbuf[i]);
+    if (p->uris) pdb_free(p->uris[i]);
+    if (p->names) pdb_free(p->names[i]);
+  }
+  pdb_free(p->lists);
+  pdb_free(p->plans);
+  pdb_free(p->slotbuf);
+  pdb_free(p->uris);
+  pdb_free(p->names);
+  pdb_free(p->pc.dx);
+  pdb_free(p->pc.cat);
+}
+
+/* --- the commit, second half (main.c's commit_locked calls these) ------- */
+
+int parts_stage_rows(pagedb *db, pdb_msg *m) {
+  PartCommit *pc = db->pcommit;
+  uint64_t ps = pager_page_size(db->pager), p0 = pc->dx[0].k;
+  int rc = PAGEDB_OK;
+  const PageRecs *r = pc->runs;
+  for (size_t i = 0; i < pc->n && rc == PAGEDB_OK; i++) {
+    rc = cat_insert_part(db->cat, m, p0 == 0 && i == 0, &pc->cat[i]);
+    if (rc != PAGEDB_OK) break;
+    uint64_t lo = pc->cat[i].first_page, hi = lo + ((uint64_t)1 << DX_WIN_BITS) / ps;
+    for (; r && r->d.pgno >= lo && r->d.pgno < hi && rc == PAGEDB_OK; r = (const PageRecs *)r->d.next)
+      rc = cat_insert_run(db->cat, m, &r->d, r->slots, db->fields, db->nfield, (uint32_t)ps);
+  }
+  if (rc == PAGEDB_OK && NEVER(r != NULL))
+    rc = pdb_err(db, m, PAGEDB_MISUSE, "%s: a part's run lies outside its window", db->path);
+  if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "parts", (int64_t)(p0 + pc->n));
+  if (rc == PAGEDB_OK) rc = cat_features_update(db->cat, m, CAT_FEATURE_PARTS, 0);
+  if (rc == PAGEDB_OK && pc->deleted) rc = cat_add_meta(db->cat, m, "deleted_bytes", (int64_t)pc->deleted);
+  return rc;
+}
+
+void parts_committed(pagedb *db, int ok) {
+  PartCommit *pc = db->pcommit;
+  if (!ok) return;
+  db->features |= CAT_FEATURE_PARTS;
+  cat_note_parts(db->cat);
+  atomic_fetch_add(&db->moved, pc->moved);
+}
+
+int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy, int64_t *ncommitted) {
+  if (ncommitted) *ncommitted = 0;
+  if (!db) return PAGEDB_MISUSE;
+  pdb_msg *m = &db->err;
+  int rc = api_usable(db, m);
+  if (rc != PAGEDB_OK) return rc;
+  if ((rc = api_own(db, m)) != PAGEDB_OK) return rc;
+  if (db->readonly) return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: no part can be committed", db->path);
+  if (n < 1 || !parts) return pdb_err(db, m, PAGEDB_MISUSE, "pagedb_parts_commit: no part given");
+  if (policy < PAGEDB_ATTACH_KEEP || policy > PAGEDB_ATTACH_AFTER)
+    return pdb_err(db, m, PAGEDB_MISUSE, "pagedb_parts_commit: unknown policy %d: use PAGEDB_ATTACH_KEEP, _OFFSET or"
+                   " _AFTER", policy);
+  if ((uint64_t)n > DX_PART_MAX)
+    return pdb_err(db, m, PAGEDB_FULL, "pagedb_parts_commit: %d parts are more than a dataset can have", n);
+  Prep p = { .db = db };
+  size_t un = (size_t)n;
+  p.lists = pdb_calloc(un, sizeof *p.lists);
+  p.plans = pdb_calloc(un, sizeof *p.plans);
+  p.slotbuf = pdb_calloc(un, sizeof *p.slotbuf);
+  p.uris = pdb_calloc(un, sizeof *p.uris);
+  p.names = pdb_calloc(un, sizeof *p.names);
+  p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
+  p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
+  p.pc.n = un;
+  if (!p.lists || !p.plans || !p.slotbuf || !p.uris || !p.names || !p.pc.dx || !p.pc.cat) {
+    prep_free(&p, 0);
+    return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
+  }
+  for (size_t i = 0; i < un; i++) p.plans[i] = (IdPlan){ .db = db, .em = &p.em, .after = -1 };
+  size_t i;
+  for (i = 0; i < un && rc == PAGEDB_OK; i++) {
+    rc = prep_part(&p, i, &parts[i], policy);
+  }
+  if (rc == PAGEDB_OK) {
+    rc = api_commit_parts(db, &p.pc, p.lists);
+    if (rc == PAGEDB_OK) p.nplanned = 0;   /* the ids are the committed samples' now */
+    if (rc == PAGEDB_OK && ncommitted) *ncommitted = (int64_t)p.pc.nsamples;
+    if (rc != PAGEDB_OK) {
+      char why[PDB_MSG_MAX];
+      snprintf(why, sizeof why, "%s", pagedb_errmsg(db));
+      rc = pdb_err(db, m, rc, "cannot commit %d parts into %s: %s; nothing was committed", n, db->path, why);
+    }
+  } else {
+    pdb_err(db, m, rc, "cannot commit part %s into %s: %s; nothing was committed", parts[i - 1].path, db->path,
+            p.em.rc != PAGEDB_OK ? p.em.text : pagedb_errstr(rc));
+  }
+  /* The lists were linked into pc.runs, and are freed from there. */
+  if (p.pc.runs) {
+    for (PageRecs *r = p.pc.runs, *nx; r; r = nx) {
+      nx = (PageRecs *)r->d.next;
+      pdb_free(r);
+    }
+    memset(p.lists, 0, un * sizeof *p.lists);
+  }
+  prep_free(&p, un);
+  return rc;
+}
