@@ -67,7 +67,7 @@ set shares {
   ioerr.test        {60 90}
   ioerr-uring.test  {60 90}
   shell.test        {45 60}
-  tensor.test       {20 45}
+  tensor.test       {20 60}
   shell2.test       {45 60}
   import.test       {45 60}
   crash.test        {45 60}
