@@ -1332,7 +1332,10 @@ static int field_add_disk(pagedb *db, const CatField *f) {
   pdb_msg *m = &db->err;
   Dx *x;
   DxMeta xm;
-  int rc = write_index(db, m, db->idx, cat_type_stored(f->type) ? 1 + f->align : 1, db->features ? 2 : 1,
+  /* The first tensor field sets its feature bit in the same transaction
+  ** (cat_field_add): the new file is the version the features will need. */
+  uint64_t features = db->features | (f->type == PAGEDB_TENSOR ? CAT_FEATURE_TENSOR : 0);
+  int rc = write_index(db, m, db->idx, cat_type_stored(f->type) ? 1 + f->align : 1, features ? 2 : 1,
                        atomic_load(&db->committed), &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = cat_field_add(db->cat, m, db->nfield, f);
@@ -1343,6 +1346,7 @@ static int field_add_disk(pagedb *db, const CatField *f) {
   }
   db->fields[db->nfield++] = *f;
   db->nw = slot_words(db->nfield);
+  db->features = features;
   set_isbytes(db);
   rc = stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, atomic_load(&db->committed), db->nsample);
@@ -1506,6 +1510,7 @@ static int field_add_core(pagedb *db, const char *name, int type, int codec, int
   if (rc == PAGEDB_OK) {
     db->fields[db->nfield++] = f;
     db->nw = slot_words(db->nfield);
+    if (type == PAGEDB_TENSOR) db->features |= CAT_FEATURE_TENSOR;   /* cat_field_add set the bit */
     set_isbytes(db);
     idx_free(db->idx);
     db->idx = w.x;

@@ -36,6 +36,8 @@
 ** part's map lives until pagedb_close, as one into the own map does.
 */
 #include "api.h"
+#include "codec.h"
+#include "dict.h"
 #include "os.h"
 
 #include <errno.h>
@@ -467,6 +469,12 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
       rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is already in %s (%s)", db->path, what);
   }
   if (rc == PAGEDB_OK) rc = attach_check_schema(db, o, em);
+  /* Its dictionaries, with their ids (its values' frames carry them),
+  ** stored by this commit's transaction (dict_stage; dict.c invariant 3),
+  ** as pagedb_attach does; a part whose dictionary has an id DB already
+  ** uses for other bytes is refused (PAGEDB_MISMATCH, naming both). */
+  for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
+    if (codec_uses_dict(db->fields[f].codec)) rc = dict_import(db, em, f, o, f, 0);
   if (rc == PAGEDB_OK && (o->features & CAT_FEATURE_PARTS))
     rc = pdb_err(db, em, PAGEDB_MISMATCH, "it has parts of its own (vacuum it first)");
   if (rc == PAGEDB_OK && (rc = seal_of(o, em, &seal)) == PAGEDB_OK && pp->seal && pp->seal != seal)
