@@ -189,9 +189,13 @@ def extension():
                 seen.add(x)
                 out.append(x)
         return out
+    # Headers too: build_ext rebuilds when any is newer than the module.
+    import glob
+    depends = sorted(h for d in ("src", "vfs", "shell", "tool", "python") for h in glob.glob(d + "/*.h"))
     return Extension(
         "pagedb._pagedb",
         sources=sources,
+        depends=depends + ["Makefile.am", "configure.ac", "VERSION"],
         include_dirs=["src", "vfs", "shell", "tool", "python", numpy.get_include()],
         define_macros=[("PDB_SHELL_MAIN", "pdb_shell_main")],
         extra_compile_args=uniq(extra + cflags),
