@@ -131,6 +131,8 @@ static PyMethodDef module_methods[] = {
   {"errstr", m_errstr, METH_O, "errstr(code) -> str: a short description of a result code."},
   {"status", admin_status, METH_NOARGS,
    "status() -> {name: (current, highwater)}: the library's memory counters (pagedb_status)."},
+  {"shell_main", pypdb_shell_main, METH_O,
+   "shell_main(argv) -> int: run the pagedb shell as its main() with ARGV (argv[0] first); once a process."},
   {NULL, NULL, 0, NULL},
 };
 

@@ -224,6 +224,8 @@ void ds_pool_close(PyDataset *ds);                /* ds->lock held exclusively *
 ** to the type at the module's initialisation; pagedb.status(). */
 extern PyMethodDef admin_methods[];
 PyObject *admin_status(PyObject *self, PyObject *noarg);
+/* shellentry.c: _pagedb.shell_main(argv) -> int, the pagedb shell's main(). */
+PyObject *pypdb_shell_main(PyObject *self, PyObject *arg);
 
 /* Many samples in one call (batch.c). */
 PyObject *ds_read_packed(PyDataset *ds, PyObject *args, PyObject *kw);

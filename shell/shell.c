@@ -675,7 +675,14 @@ static int isOption(const char *z){
   return z[0] == '-' && z[1] && z[1] != ' ' && strpbrk(z, " \t\n") == 0;
 }
 
-int main(int argc, char **argv){
+/* The shell's entry: main() of the pagedb program, or, compiled into the
+** Python module with PDB_SHELL_MAIN defined (python/shellentry.c: python -m
+** pagedb, the pip install's pagedb script), a function of that name run
+** once per process as main() would be. */
+#ifndef PDB_SHELL_MAIN
+# define PDB_SHELL_MAIN main
+#endif
+int PDB_SHELL_MAIN(int argc, char **argv){
   static ShellState state;
   ShellState *p = &state;
   static MainOpts mo;

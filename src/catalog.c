@@ -21,7 +21,9 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 struct Catalog {
   pagedb *db;
@@ -185,8 +187,12 @@ void cat_close(Catalog *c) {
   sqlite3_finalize(c->ins_sample);
   sqlite3_finalize(c->ins_page);
   if (c->w && !sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
-  sqlite3_close(c->w);
+  /* The read-only connection first: while it holds its SHARED lock, the
+  ** writer's close below cannot take the EXCLUSIVE lock with which SQLite
+  ** knows it is the last connection, and so would neither checkpoint nor
+  ** delete the WAL; the read-only one, closing last, cannot do either. */
   sqlite3_close(c->r);
+  sqlite3_close(c->w);
   pthread_mutex_destroy(&c->rmu);
   pdb_free(c->path);
   pdb_free(c);
@@ -1079,6 +1085,33 @@ int cat_peek_uuid(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, uin
   if (rc == PAGEDB_OK) memcpy(uuid, meta.uuid, 16);
   cat_close(c);
   return rc;
+}
+
+int cat_merge(Catalog *c, pdb_msg *m) {
+  if (!c->w || sqlite3_db_readonly(c->w, "main") != 0) return PAGEDB_OK;
+  /* Nothing to merge when the WAL is empty or absent (a close after no
+  ** commit, or after an earlier writer's merge): no I/O at all then. */
+  char wal[PATH_MAX];
+  struct stat st;
+  if (snprintf(wal, sizeof wal, "%s-wal", c->path) >= (int)sizeof wal || stat(wal, &st) != 0 || st.st_size == 0)
+    return PAGEDB_OK;
+  /* TRUNCATE: every frame copied into the catalog, the catalog synced
+  ** (synchronous=FULL), then the WAL emptied.  The busy handler waits for
+  ** readers on older snapshots, but not for long at a close: after it, a
+  ** BUSY that left every frame copied (nckpt == nlog) still leaves the
+  ** catalog file complete, and one that did not is no loss (the WAL holds
+  ** the commits durably; the next writer's close merges them). */
+  int nlog = -1, nckpt = -1;
+  sqlite3_busy_timeout(c->w, 2000);
+  int src = sqlite3_wal_checkpoint_v2(c->w, "main", SQLITE_CHECKPOINT_TRUNCATE, &nlog, &nckpt);
+  sqlite3_busy_timeout(c->w, 10000);
+  if (src == SQLITE_OK || (src == SQLITE_BUSY && nlog == nckpt)) return PAGEDB_OK;
+  if (src == SQLITE_BUSY || src == SQLITE_LOCKED)
+    return pdb_err(c->db, m, PAGEDB_BUSY,
+                   "catalog %s: its WAL is not merged (%d of %d frames): another connection is reading an older"
+                   " commit; every commit is durable, and the next close by a writer merges it", c->path,
+                   nckpt, nlog);
+  return sq_fail(c, m, c->w, src, "merging its WAL at the close");
 }
 
 int cat_checkpoint(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path) {

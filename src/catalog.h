@@ -85,6 +85,14 @@ typedef struct CatRun {
 ** its file I/O goes through VFS, the dataset's (see catvfs.c). */
 int cat_open(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, int mode, Catalog **pc);
 void cat_close(Catalog *c);
+/* A read-write catalog's close by its writer: merge its WAL into the
+** catalog file (copied, synced, the WAL emptied), so that PATH-catalog
+** alone holds every commit (doc/remote.md: a dataset is uploaded as NAME
+** and NAME-catalog).  PAGEDB_OK on a read-only catalog or an empty WAL
+** (no I/O then).  PAGEDB_BUSY if a reader in another connection keeps
+** frames from being copied; PAGEDB_IOERR* as a commit.  Commits stay
+** durable in the WAL whatever it returns (pagedb_close ignores it). */
+int cat_merge(Catalog *c, pdb_msg *m);
 
 /* Create the tables of a new dataset, in one transaction. */
 int cat_init(Catalog *c, pdb_msg *m, const uint8_t uuid[16], uint32_t page_size);

@@ -1237,6 +1237,18 @@ int pagedb_close(pagedb *db) {
   if (!forked && !db->failed && !db->readonly && !atomic_load(&db->broken)) {
     int crc = pagedb_commit(db);
     if (rc == PAGEDB_OK) rc = crc;
+    /* The writer's close leaves NAME-catalog holding every commit, its WAL
+    ** merged and emptied (doc/remote.md uploads NAME and NAME-catalog).
+    ** A merge that cannot finish -- a reader on an older commit (BUSY), an
+    ** I/O error -- fails nothing: every commit is durable in the WAL, which
+    ** SQLite reads, and the next writer's close merges it.  So it is not
+    ** the close's result (which says whether the final commit succeeded);
+    ** what shows it is a NAME-catalog-wal left non-empty, which
+    ** doc/remote.md tells an uploader to look for. */
+    if (crc == PAGEDB_OK && !atomic_load(&db->broken)) {
+      pdb_msg err = { 0 };
+      (void)cat_merge(db->cat, &err);
+    }
   }
   free_runs(db->todo);
   free_runs(db->inserted);

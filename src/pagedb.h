@@ -199,6 +199,14 @@ PAGEDB_API int pagedb_open(const char *path, pagedb **db, int flags, const char 
 ** committed (as pagedb_commit), and all resources are released.  Calling it
 ** with NULL is a harmless no-op.  The handle is freed even when an error is
 ** returned; the result says whether the final commit succeeded.
+**
+** A read-write handle's close then merges the catalog's WAL into
+** PATH-catalog (a TRUNCATE checkpoint: copied, synced, the WAL emptied),
+** so that PATH and PATH-catalog alone are the whole dataset, ready to copy
+** or upload (doc/remote.md).  A merge that cannot finish (a reader in
+** another process still on an older commit; an I/O error) does not fail
+** the close: every commit stays durable in PATH-catalog-wal, which a later
+** writer's close merges, and a PATH-catalog-wal left non-empty shows it.
 */
 PAGEDB_API int pagedb_close(pagedb *db);
 

@@ -18,6 +18,10 @@ missing=""
 # Python (issue 17): headers, NumPy, pytest and torch for python/, and the
 # Fashion-MNIST files of its example.
 PKGS="$PKGS python3-dev python3-numpy python3-pytest python3-torch dataset-fashion-mnist"
+# The pip build (issue 29: pyproject.toml, setup.py) with no network:
+# setuptools and wheel, python3 -m build, venvs with pip, and mypy for the
+# stubs (.ci/run's wheel phase).
+PKGS="$PKGS python3-setuptools python3-wheel python3-build python3-venv python3-pip mypy"
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done

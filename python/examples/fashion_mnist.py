@@ -27,8 +27,10 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+import numpy.typing as npt
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -39,7 +41,7 @@ from pagedb.torch import DataLoader, IterableDataset
 SRC = "/usr/share/datasets/fashion-mnist"
 
 
-def read_idx(path):
+def read_idx(path: str) -> "npt.NDArray[np.uint8]":
     """An IDX file (gzip): its array, every size in the header checked."""
     with gzip.open(path, "rb") as f:
         data = f.read()
@@ -56,7 +58,10 @@ def read_idx(path):
     return np.frombuffer(body, dtype=np.uint8).reshape(dims)
 
 
-def load_arrays(src):
+Arrays = Tuple["npt.NDArray[np.uint8]", "npt.NDArray[np.uint8]", "npt.NDArray[np.uint8]", "npt.NDArray[np.uint8]"]
+
+
+def load_arrays(src: str) -> Arrays:
     tr_x = read_idx(os.path.join(src, "train-images-idx3-ubyte.gz"))
     tr_y = read_idx(os.path.join(src, "train-labels-idx1-ubyte.gz"))
     te_x = read_idx(os.path.join(src, "t10k-images-idx3-ubyte.gz"))
@@ -66,7 +71,7 @@ def load_arrays(src):
     return tr_x, tr_y, te_x, te_y
 
 
-def convert(src, path, threads=2):
+def convert(src: str, path: str, threads: int = 2) -> int:
     """Write every image into a new dataset at PATH with THREADS writers."""
     tr_x, tr_y, te_x, te_y = load_arrays(src)
     x = np.concatenate([tr_x, te_x]).reshape(-1, 784)
@@ -80,9 +85,9 @@ def convert(src, path, threads=2):
     ds.add_field("image", "bytes")
     ds.add_field("label", "int")
     ds.add_field("split", "int")
-    errors = []
+    errors: List[Exception] = []
 
-    def write(k):
+    def write(k: int) -> None:
         try:
             with ds.writer() as w:
                 for i in range(k, len(x), threads):
@@ -105,42 +110,42 @@ def convert(src, path, threads=2):
     return n
 
 
-class Net(nn.Module):
-    def __init__(self):
+class Net(nn.Module):  # type: ignore[misc]  # torch is untyped for mypy (pyproject.toml)
+    def __init__(self) -> None:
         super().__init__()
         self.c1 = nn.Conv2d(1, 16, 3, padding=1)
         self.c2 = nn.Conv2d(16, 32, 3, padding=1)
         self.fc1 = nn.Linear(32 * 7 * 7, 128)
         self.fc2 = nn.Linear(128, 10)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = F.max_pool2d(F.relu(self.c1(x)), 2)
         x = F.max_pool2d(F.relu(self.c2(x)), 2)
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
-def decode(sample):
+def decode(sample: Dict[str, Any]) -> Tuple[torch.Tensor, int]:
     """A pagedb sample -> (image tensor, label).  The image is read from the
     zero-copy view of the map and converted once, to float."""
     img = np.frombuffer(sample["image"], dtype=np.uint8).astype(np.float32) / 255.0
-    return torch.from_numpy(img.reshape(1, 28, 28)), sample["label"]
+    return torch.from_numpy(img.reshape(1, 28, 28)), int(sample["label"])
 
 
-class MemoryDataset(torch.utils.data.Dataset):
+class MemoryDataset(torch.utils.data.Dataset):  # type: ignore[misc]
     """The baseline: the arrays in memory."""
 
-    def __init__(self, x, y):
+    def __init__(self, x: "npt.NDArray[np.uint8]", y: "npt.NDArray[np.uint8]") -> None:
         self.x, self.y = x, y
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.x)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Tuple[torch.Tensor, int]:
         img = self.x[i].astype(np.float32) / 255.0
         return torch.from_numpy(img.reshape(1, 28, 28)), int(self.y[i])
 
 
-def loaders(args, epoch):
+def loaders(args: argparse.Namespace, epoch: int) -> Tuple[Any, Any, Any]:
     if args.source == "memory":
         tr_x, tr_y, te_x, te_y = load_arrays(args.src)
         train = torch.utils.data.DataLoader(MemoryDataset(tr_x, tr_y), batch_size=args.batch, shuffle=True,
@@ -158,8 +163,8 @@ def loaders(args, epoch):
             DataLoader(te, batch_size=1000, num_workers=args.workers), tr)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: Optional[Sequence[str]] = None) -> float:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--src", default=SRC, help="directory of the gzip IDX files (%(default)s)")
     ap.add_argument("--out", default=None, help="directory for the dataset (default: a temporary one)")
     ap.add_argument("--source", choices=["pagedb", "memory"], default="pagedb")
@@ -172,7 +177,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    tmp = None
+    tmp: Optional[str] = None
     if args.source == "pagedb":
         out = args.out or (tmp := tempfile.mkdtemp(prefix="fmnist-"))
         args.path = os.path.join(out, "fashion-mnist.pagedb")
@@ -210,7 +215,7 @@ def main(argv=None):
         for x, y in test:
             correct += (model(x).argmax(1) == y).sum().item()
             total += len(y)
-    acc = correct / total
+    acc: float = correct / total
     print("test accuracy: %.4f (%d of %d)" % (acc, correct, total))
     if tmp:
         import shutil

@@ -16,11 +16,24 @@ plus a little pure Python on top.  ``doc/python.md`` is the manual.
 ``pagedb.torch`` (importable when torch is installed) has the PyTorch
 datasets.
 """
-import numpy as _np
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-import _pagedb
-from _pagedb import *  # noqa: F401,F403  (the constants, Error and its subclasses, Field)
-from _pagedb import Error, Writer, Iterator, Field  # noqa: F401
+import numpy as _np
+import numpy.typing as _npt
+
+import importlib.util as _ilu
+
+if _ilu.find_spec(__name__ + "._pagedb") is not None:
+    # pip install (setup.py): the extension is inside the package.
+    from . import _pagedb
+else:
+    # make install (Makefile.am) and the build tree: _pagedb beside the
+    # package, known by the name of the pip layout from here on.
+    import sys as _sys
+    import _pagedb  # type: ignore[no-redef]
+    _sys.modules[__name__ + "._pagedb"] = _pagedb
+from ._pagedb import *  # noqa: F401,F403  (the constants, Error and its subclasses, Field)
+from ._pagedb import Error, Writer, Iterator, Field  # noqa: F401
 
 __all__ = [n for n in dir(_pagedb) if not n.startswith("_")] + ["open", "Dataset", "Batch", "Tensor"]
 __version__ = _pagedb.libversion()
@@ -107,13 +120,14 @@ class Batch:
 
     __slots__ = ("ids", "columns", "present", "text", "tensor", "_gets")
 
-    def __init__(self, ids, columns, present, text=(), tensor=()):
+    def __init__(self, ids: Any, columns: Dict[str, Any], present: Dict[str, Any], text: Iterable[str] = (),
+                 tensor: Iterable[str] = ()) -> None:
         self.ids, self.columns, self.present = ids, columns, present
         self.text = frozenset(text)      # the TEXT fields to decode (none when raw)
         self.tensor = frozenset(tensor)  # the tensor fields (columns of arrays, see read_packed)
         self._gets = None                # [(name, getter)], made at the first batch[k]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.ids)
 
     def __repr__(self):
@@ -146,7 +160,7 @@ class Batch:
             return get
         return lambda k: get(k) if pres[k] else None
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: int) -> Dict[str, Any]:
         n = len(self.ids)
         if k < 0:
             k += n
@@ -156,13 +170,13 @@ class Batch:
             self._gets = [(name, self._getter(name)) for name in self.columns]
         return {name: g(k) for name, g in self._gets}
 
-    def __iter__(self):
+    def __iter__(self) -> "Iterable[Dict[str, Any]]":
         """The samples, as batch[k] gives them."""
         gets = [(name, self._getter(name)) for name in self.columns]
         for k in range(len(self.ids)):
             yield {name: g(k) for name, g in gets}
 
-    def values(self, name):
+    def values(self, name: str) -> List[Any]:
         """Every sample's value of field NAME, as a list (see batch[k])."""
         return list(map(self._getter(name), range(len(self.ids))))
 
@@ -175,20 +189,21 @@ class Dataset(_pagedb.Dataset):
         state = "closed" if self.closed else "%d samples" % len(self)
         return "<pagedb.Dataset %r (%s)>" % (self.path, state)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator:  # type: ignore[override]
         """The samples (dicts) in the order their bytes lie in the file."""
         return self.iterate(self.order("sequential"))
 
-    def add_field(self, name, type, codec=None, level=0, align=0):  # noqa: A002
+    def add_field(self, name: str, type: Any, codec: Optional[str] = None, level: int = 0,  # noqa: A002
+                  align: int = 0) -> int:
         """Add field NAME of TYPE ('bytes', 'text', 'int', 'real', or a
         ``pagedb.Tensor`` / its text 'tensor:float32:768') with CODEC (None,
-        'lz4', 'lz4hc', optionally ':LEVEL') and ALIGN (0: the type's
-        default); returns its number."""
+        'lz4', 'lz4hc', 'zstd', 'zstd-dict', optionally ':LEVEL') and ALIGN
+        (0: the type's default); returns its number."""
         if isinstance(type, Tensor):
             type = str(type)
-        return super().add_field(name, type, codec, level, align)
+        return int(super().add_field(name, type, codec, level, align))
 
-    def read_packed(self, ids, fields=None, raw=False, ragged="list"):
+    def read_packed(self, ids: Any, fields: Any = None, raw: bool = False, ragged: str = "list") -> Batch:
         """The samples IDS (fields FIELDS, None: all) read by one call, as a
         ``Batch``: one array per field (BYTES and TEXT values back to back in
         one buffer), copied out of the dataset, so it pins nothing.  RAW:
@@ -273,7 +288,7 @@ class Dataset(_pagedb.Dataset):
                 out.append(fd.name)
         return out
 
-    def parts(self):
+    def parts(self) -> List[Dict[str, Any]]:
         """The parts the dataset is made of (``commit_parts``), in order: a
         list of dicts with the columns of table part (doc/format.md, "Parts"):
         part, uuid, uri, name, first_page, pages, data_off, data_end, samples,
@@ -286,11 +301,11 @@ class Dataset(_pagedb.Dataset):
         rows = self.sql("SELECT %s FROM part ORDER BY part" % ", ".join(cols))
         return [dict(zip(cols, r)) for r in rows]
 
-    def ids(self):
+    def ids(self) -> "_npt.NDArray[_np.int64]":
         """Every committed id, ascending, as an int64 array."""
         return _np.sort(self.order("sequential"))
 
-    def sql_ids(self, sql):
+    def sql_ids(self, sql: str) -> "_npt.NDArray[_np.int64]":
         """The first column of SQL's rows as an int64 array of ids, e.g.
         ``ds.sql_ids("SELECT id FROM sample WHERE label < 5")``."""
         rows = self.sql(sql)
@@ -301,7 +316,8 @@ class Dataset(_pagedb.Dataset):
             out[i] = r[0]
         return out
 
-    def order(self, kind="random", seed=0, epoch=0, rank=0, world=1, drop_last=False, ids=None):
+    def order(self, kind: str = "random", seed: int = 0, epoch: int = 0, rank: int = 0, world: int = 1,  # type: ignore[override]
+              drop_last: bool = False, ids: Any = None) -> "_npt.NDArray[_np.int64]":
         """The ids rank RANK of WORLD reads in epoch EPOCH (pagedb_order), as an
         int64 array.  With IDS (a subset, e.g. from sql_ids), the global order
         is restricted to them -- keeping pagedb's order, so 'quasi_random'
@@ -330,7 +346,8 @@ class Dataset(_pagedb.Dataset):
         return g[pos]
 
 
-def open(path, mode="r", vfs=None, read_mode="mmap", verify=False, page_size=0):  # noqa: A001
+def open(path: str, mode: str = "r", vfs: Optional[str] = None, read_mode: str = "mmap", verify: bool = False,  # noqa: A001
+         page_size: int = 0) -> Dataset:
     """Open the dataset whose data file is PATH (its catalog is PATH-catalog).
 
     mode: 'r' read-only, 'w' read-write, 'c' read-write, created if missing.

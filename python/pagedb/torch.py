@@ -39,9 +39,15 @@ import multiprocessing.context as _mpctx
 import multiprocessing.reduction as _mpred
 import os
 import tempfile
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
-import torch
+
+try:
+    import torch
+except ImportError as _e:  # torch is the optional extra pagedb[torch]
+    raise ImportError("pagedb.torch needs PyTorch, which is not installed: pip install 'pagedb[torch]'"
+                      " (or pip install torch; Debian: python3-torch); import pagedb works without it") from _e
 import torch.utils.data as _tud
 from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 
@@ -50,7 +56,7 @@ import pagedb as _pagedb
 __all__ = ["MapDataset", "IterableDataset", "DataLoader", "default_transform", "collate_packed"]
 
 
-def _own(v):
+def _own(v: Any) -> Any:
     """V as default_transform leaves it: a memoryview copied into a uint8
     array, a tensor field's read-only NumPy array (a view of the map) into a
     torch tensor of its own; anything else as it is."""
@@ -63,7 +69,7 @@ def _own(v):
     return v
 
 
-def default_transform(sample):
+def default_transform(sample: Dict[str, Any]) -> Dict[str, Any]:
     """A sample with its memoryviews copied into uint8 NumPy arrays and its
     tensors (NumPy views of the map) into torch tensors, which can cross
     from a worker to the main process (a memoryview cannot be pickled) and
@@ -71,7 +77,7 @@ def default_transform(sample):
     return {k: _own(v) for k, v in sample.items()}
 
 
-def collate_packed(batch):
+def collate_packed(batch: Any) -> Dict[str, Any]:
     """What ``default_collate([default_transform(s) for s in batch])`` makes
     of a ``pagedb.Batch``, from its arrays directly: an INT or REAL field a
     tensor of the batch's values, a TEXT field a list of str, a BYTES field
@@ -143,7 +149,9 @@ class MapDataset(_tud.Dataset):
     e.g. ``pagedb.open(p).sql_ids(...)``), with FIELDS (None: all), passed
     through TRANSFORM (default: ``default_transform``)."""
 
-    def __init__(self, path, ids=None, fields=None, transform=default_transform, with_ids=False, **open_kw):
+    def __init__(self, path: str, ids: Any = None, fields: Optional[Sequence[Any]] = None,
+                 transform: Optional[Callable[[Dict[str, Any]], Any]] = default_transform,
+                 with_ids: bool = False, **open_kw: Any) -> None:
         self._open = _Opener(path, open_kw)
         self.ids = np.asarray(self._open.ds.ids() if ids is None else ids, dtype=np.int64)
         self.fields = fields
@@ -194,9 +202,13 @@ class IterableDataset(_tud.IterableDataset):
     ``persistent_workers=True`` too.
     """
 
-    def __init__(self, path, kind="random", seed=0, ids=None, fields=None, transform=default_transform,
-                 window=16 << 20, raw=False, rank=None, world=None, drop_last=False, batch_size=1,
-                 batch_transform=None, with_ids=False, ragged="list", **open_kw):
+    def __init__(self, path: str, kind: str = "random", seed: int = 0, ids: Any = None,
+                 fields: Optional[Sequence[Any]] = None,
+                 transform: Optional[Callable[[Dict[str, Any]], Any]] = default_transform,
+                 window: int = 16 << 20, raw: bool = False, rank: Optional[int] = None,
+                 world: Optional[int] = None, drop_last: bool = False, batch_size: int = 1,
+                 batch_transform: Optional[Callable[[Any], Any]] = None, with_ids: bool = False,
+                 ragged: str = "list", **open_kw: Any) -> None:
         if ragged not in ("list", "pad"):
             raise ValueError("ragged=%r: use 'list' or 'pad'" % (ragged,))
         self.with_ids, self.ragged = with_ids, ragged
@@ -256,19 +268,19 @@ class IterableDataset(_tud.IterableDataset):
     def __len__(self):
         return len(self.order())
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Read EPOCH's order from its start (unless load_state_dict set a
         position in this very epoch)."""
         if epoch != self.epoch:
             self.position = 0
         self.epoch = epoch
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         rank, world = self._rank_world()
         return {"epoch": self.epoch, "position": self.position, "kind": self.kind, "seed": self.seed,
                 "rank": rank, "world": world, "drop_last": self.drop_last}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         rank, world = self._rank_world()
         for k, mine in (("kind", self.kind), ("seed", self.seed), ("rank", rank), ("world", world),
                         ("drop_last", self.drop_last)):
@@ -582,8 +594,9 @@ class DataLoader(_tud.DataLoader):
     sparse), crosses as torch moves it; so do all batches with
     ``pin_memory=True`` (torch pins them as they arrive)."""
 
-    def __init__(self, dataset, batch_size=1, *args, collate_fn=None, shared_batches=True, slot_bytes=64 << 20,
-                 **kw):
+    def __init__(self, dataset: Any, batch_size: Optional[int] = 1, *args: Any,
+                 collate_fn: Optional[Callable[[Any], Any]] = None, shared_batches: bool = True,
+                 slot_bytes: int = 64 << 20, **kw: Any) -> None:
         self._pagedb = isinstance(dataset, IterableDataset) and batch_size is not None
         self.shared_batches, self.slot_bytes = bool(shared_batches), int(slot_bytes)
         if self._pagedb:

@@ -11,6 +11,19 @@ import pytest
 import pagedb
 
 SANITIZERS = os.environ.get("PAGEDB_SANITIZERS") == "1"
+# Which pagedb this run tests: the build tree's (make check-python:
+# PYTHONPATH names python/ and the module's .libs), or, with
+# PAGEDB_TEST_INSTALLED=1 (.ci/run's wheel phase, doc/python.md), the one
+# pip installed into the running interpreter's environment -- never a
+# copy from the source tree, which the check below refuses.
+INSTALLED = os.environ.get("PAGEDB_TEST_INSTALLED") == "1"
+SRCDIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if INSTALLED:
+    _where = os.path.realpath(pagedb.__file__)
+    if _where.startswith(os.path.realpath(SRCDIR) + os.sep):
+        raise RuntimeError("PAGEDB_TEST_INSTALLED=1 but pagedb was imported from the source tree: %s" % _where)
+    if os.path.dirname(os.path.realpath(pagedb._pagedb.__file__)) != os.path.dirname(_where):
+        raise RuntimeError("the installed pagedb's extension is not inside it: %s" % pagedb._pagedb.__file__)
 
 
 def make(path, n=20, codec=None, page_size=0):
