@@ -226,6 +226,9 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+# egg_info needs its directory to exist already (a fresh clone has none).
+os.makedirs("build-py", exist_ok=True)
+
 setup(
     version=VERSION,
     ext_modules=[extension()],
