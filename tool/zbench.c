@@ -97,8 +97,8 @@ static void path_of(char *out, size_t n, const char *codec) {
 static void remove_dataset(const char *path) {
   char p[4200];
   unlink(path);
-  const char *sfx[] = { "-catalog", "-catalog-wal", "-catalog-shm" };
-  for (int i = 0; i < 3; i++) {
+  const char *sfx[] = { "-catalog", "-catalog-wal", "-catalog-shm", "-index" };
+  for (int i = 0; i < 4; i++) {
     snprintf(p, sizeof p, "%s%s", path, sfx[i]);
     unlink(p);
   }
@@ -615,7 +615,8 @@ int main(int argc, char **argv) {
     path_of(none, sizeof none, names[0]);
     bad |= dict_section(names[c], path, codec[c], t2[c], none, t2[0], stored[c], raw[c]);
   }
-  for (int c = 0; c < nc; c++) {
+  /* ZBENCH_KEEP=1 leaves the datasets in DIR (to serve them remotely). */
+  for (int c = 0; c < nc && !getenv("ZBENCH_KEEP"); c++) {
     char path[4200];
     path_of(path, sizeof path, names[c]);
     remove_dataset(path);
