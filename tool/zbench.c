@@ -209,20 +209,22 @@ static double raw_direct_write(int64_t n) {
 
 /* ---- reads ---- */
 
-/* Read every sample in id order in copy mode, checking each: seconds. */
-static double read_all(const char *path, int codec) {
+/* Read every sample of PATH once in copy mode, in id order or (PERM not
+** NULL) in the order PERM, checking each against the workload: seconds. */
+static double read_all(const char *path, const int64_t *perm) {
   pagedb *db;
   pagedb_reader *r;
   int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, "posix");
   if (rc) die("pagedb_open", rc, db);
   if ((rc = pagedb_reader_open(db, PAGEDB_READ_COPY, &r))) die("pagedb_reader_open", rc, db);
   double t0 = now();
-  for (int64_t i = 0; i < gW.count; i++) {
+  for (int64_t k = 0; k < gW.count; k++) {
     const void *p;
     size_t n;
+    int64_t i = perm ? perm[k] : k;
     if ((rc = pagedb_read(r, i, 0, &p, &n))) die("pagedb_read", rc, db);
     if (wl_check(&gW, i, p, n)) {
-      fprintf(stderr, "pagedb-zbench: sample %lld read back wrong (codec %d)\n", (long long)i, codec);
+      fprintf(stderr, "pagedb-zbench: %s: sample %lld read back wrong\n", path, (long long)i);
       exit(1);
     }
   }
@@ -347,27 +349,6 @@ static double lz4_floor(const char *path) {
 
 /* ---- dictionaries (issue 28) ---- */
 
-/* Random reads of every sample of PATH once, in the order PERM: seconds. */
-static double read_random(const char *path, const int64_t *perm) {
-  pagedb *db;
-  pagedb_reader *r;
-  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, "posix");
-  if (rc) die("pagedb_open", rc, db);
-  if ((rc = pagedb_reader_open(db, PAGEDB_READ_COPY, &r))) die("pagedb_reader_open", rc, db);
-  double t0 = now();
-  for (int64_t k = 0; k < gW.count; k++) {
-    const void *p;
-    size_t n;
-    int64_t i = perm[k];
-    if ((rc = pagedb_read(r, i, 0, &p, &n))) die("pagedb_read", rc, db);
-    if (wl_check(&gW, i, p, n)) die("a sample read back wrong", PAGEDB_CORRUPT, db);
-  }
-  double t = now() - t0;
-  pagedb_reader_close(r);
-  pagedb_close(db);
-  return t;
-}
-
 /*
 ** Section 4 for the zstd-dict dataset at PATH (codec CODEC, written by
 ** section 1 with 2 writers in T2 s; the uncompressed one at NONE in T2NONE
@@ -452,12 +433,12 @@ static int dict_section(const char *name, const char *path, int codec, double t2
   }
   /* Extents are in id order and ids are 0..count-1: e.v[id]. */
   if (e.n != gW.count) die("extent count", PAGEDB_ERROR, db);
-  read_random(path, perm);
-  read_random(none, perm);   /* warm both */
+  read_all(path, perm);
+  read_all(none, perm);   /* warm both */
   double rn[9], rc2[9], rl[9];
   for (int rep = 0; rep < gReps; rep++) {
-    rn[rep] = read_random(none, perm);
-    rc2[rep] = read_random(path, perm);
+    rn[rep] = read_all(none, perm);
+    rc2[rep] = read_all(path, perm);
     double t0 = now();
     for (int64_t k = 0; k < gW.count; k++) {
       const Ext *v = &e.v[perm[k]];
@@ -575,7 +556,7 @@ int main(int argc, char **argv) {
     for (int c = 0; c < nc; c++) {
       char path[4200];
       path_of(path, sizeof path, names[c]);
-      r[c][rep] = read_all(path, codec[c]);
+      r[c][rep] = read_all(path, NULL);
       int k = PAGEDB_CODEC_KIND(codec[c]);
       if (c > 0) z[c][rep] = k == PAGEDB_CODEC_LZ4 || k == PAGEDB_CODEC_LZ4HC ? lz4_floor(path) : 0;
     }
