@@ -490,15 +490,32 @@ typedef struct Extent {
   int64_t id;
 } Extent;
 
+/* A growing list of extents. */
+typedef struct Extents {
+  Extent *e;
+  uint64_t n, cap;
+} Extents;
+
+/* Append X to L: 0, or -1 out of memory (L unchanged). */
+static int extents_add(Extents *l, Extent x) {
+  if (l->n == l->cap) {
+    uint64_t cap = l->cap ? l->cap * 2 : 4096;
+    Extent *e = pdb_realloc(l->e, cap * sizeof *e);
+    if (!e) return -1;
+    l->e = e;
+    l->cap = cap;
+  }
+  l->e[l->n++] = x;
+  return 0;
+}
+
 typedef struct Loader {
   pagedb *db;
   const CatRun *runs;
   uint64_t nrun;
   int64_t max_id;
-  Extent *ext;              /* every non-empty record of the own file, to find overlaps */
-  uint64_t next, cap;
-  Extent *pext;             /* ...and of the parts' windows */
-  uint64_t pnext, pcap;
+  Extents own;              /* every non-empty record of the own file, to find overlaps */
+  Extents parts;            /* ...and of the parts' windows */
   uint64_t npages;          /* 1 + the last page a record starts on */
   /* PAGEDB_OPEN_CHECK: the samples' slots are held back, to be published
   ** once the overlap check has named those to leave out (BAD: their ids). */
@@ -556,25 +573,11 @@ static int load_row(void *ctx, uint64_t *slot) {
                                "catalog %s: sample %lld (%llu bytes at offset %llu of page %llu) lies outside the"
                                " %llu bytes written there", db->catpath, id, (unsigned long long)len,
                                (unsigned long long)off, (unsigned long long)pgno, (unsigned long long)run->used));
-  if (len > 0 && slot[1] >= PDB_MAX_DATA) {
-    if (l->pnext == l->pcap) {
-      uint64_t cap = l->pcap ? l->pcap * 2 : 4096;
-      Extent *e = pdb_realloc(l->pext, cap * sizeof *e);
-      if (!e) return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory loading sample %lld", id);
-      l->pext = e;
-      l->pcap = cap;
-    }
-    l->pext[l->pnext++] = (Extent){ slot[1], len, (int64_t)slot[0] };
-  } else if (len > 0) {
-    if (l->next == l->cap) {
-      uint64_t cap = l->cap ? l->cap * 2 : 4096;
-      Extent *e = pdb_realloc(l->ext, cap * sizeof *e);
-      if (!e) return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory loading sample %lld", id);
-      l->ext = e;
-      l->cap = cap;
-    }
-    l->ext[l->next++] = (Extent){ slot[1], len, (int64_t)slot[0] };
-    if (pgno >= l->npages) l->npages = pgno + 1;
+  if (len > 0) {
+    int part = slot[1] >= PDB_MAX_DATA;
+    if (extents_add(part ? &l->parts : &l->own, (Extent){ slot[1], len, (int64_t)slot[0] }) != 0)
+      return pdb_err(db, &db->err, PAGEDB_NOMEM, "out of memory loading sample %lld", id);
+    if (!part && pgno >= l->npages) l->npages = pgno + 1;
   }
   int rc = idx_reserve(db->idx, (int64_t)slot[0]);
   if (rc == PAGEDB_OK) rc = l->check ? hold(l, slot) : idx_publish(db->idx, slot);
@@ -740,11 +743,11 @@ static int load(pagedb *db, const CatMeta *meta) {
   Loader l = { .db = db, .runs = runs, .nrun = nrun, .max_id = -1, .check = db->check };
   if (rc == PAGEDB_OK)
     rc = (db->check ? cat_scan_skip : cat_scan)(db->cat, m, db->fields, db->nfield, ps, load_row, &l);
-  if (rc == PAGEDB_OK) rc = check_overlaps(db, l.ext, l.next, l.npages, ps, db->check ? &l : NULL);
-  if (rc == PAGEDB_OK) rc = check_part_overlaps(db, l.pext, l.pnext, db->check ? &l : NULL);
+  if (rc == PAGEDB_OK) rc = check_overlaps(db, l.own.e, l.own.n, l.npages, ps, db->check ? &l : NULL);
+  if (rc == PAGEDB_OK) rc = check_part_overlaps(db, l.parts.e, l.parts.n, db->check ? &l : NULL);
   if (rc == PAGEDB_OK && db->check) rc = publish_held(db, &l);
-  pdb_free(l.ext);
-  pdb_free(l.pext);
+  pdb_free(l.own.e);
+  pdb_free(l.parts.e);
   pdb_free(l.held);
   pdb_free(l.bad);
   if (rc == PAGEDB_OK && idx_count(db->idx) != meta->nsample && !db->check)
