@@ -322,6 +322,16 @@ if {[llength $failed_files]} {
   foreach l $failure_lines { puts "  $l" }
   puts "Failures in: [join $failed_files {, }]"
 }
+# The same lines into PAGEDB_FAILURES_FILE, when set (Makefile.am's
+# check-local prints them again after the Python suite's log, so that a
+# log read from its tail, as CI's is, names what failed).
+if {[info exists env(PAGEDB_FAILURES_FILE)]} {
+  set fd [open $env(PAGEDB_FAILURES_FILE) w]
+  foreach l $failure_lines { puts $fd "  $l" }
+  if {[llength $failed_files]} { puts $fd "Failures in: [join $failed_files {, }]" }
+  puts $fd "$total(pass) passed, $total(fail) failed"
+  close $fd
+}
 if {$total(skip)} { puts "$total(skip) skipped" }
 puts "$total(pass) passed, $total(fail) failed"
 exit [expr {$total(fail) ? 1 : 0}]
