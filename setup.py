@@ -177,7 +177,14 @@ def extension():
         if probe.have(x):
             lines.append("#define PAGEDB_HAVE_%s 1" % x)
     BuildExt.config_h = "\n".join(lines) + "\n"
-    import numpy
+    try:
+        import numpy
+    except ImportError:
+        # --no-build-isolation builds with the environment's own packages.
+        sys.exit("pagedb: building the module needs NumPy (its headers), and %s cannot import numpy:"
+                 " install it into that environment first (pip install numpy; on Debian python3-numpy,"
+                 " and a venv made with --system-site-packages), or build with pip's build isolation"
+                 " where pip can download it" % sys.executable)
     # configure.ac's PDB_CFLAGS (release: -DNDEBUG), with -pthread.
     extra = ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wshadow",
              "-fvisibility=hidden", "-DNDEBUG", "-pthread", "-fno-strict-aliasing"]

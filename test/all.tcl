@@ -52,6 +52,7 @@ set srcdir [file normalize [file dirname [info script]]]
 # also the order files start in.  A file not listed has the default share.
 set shares {
   powerloss.test    {300 300}
+  powerloss-close.test {15 20}
   remote.test       {150 180}
   cache-private.test {5 10}
   creds.test        {75 120}
@@ -81,6 +82,7 @@ set shares {
   valgrind.test     {30 30}
   bench.test        {30 30}
   catvfs.test       {30 30}
+  benchdoc.test     {5 5}
 }
 set default_share {20 30}
 # The wall-clock budgets of the two suites, with the builds about 2,400 s:

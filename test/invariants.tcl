@@ -46,7 +46,11 @@
 #      (a dictionary stored by a later commit than the first value using
 #      it) or a torn dictionary row is a problem here;
 #   6. the dataset goes on: ingest after the highest id, read back, commit,
-#      close, reopen read-only, the same count, everything verified.
+#      close, reopen read-only, the same count, everything verified;
+#   7. that close, a writer's, merged the catalog's WAL (issue 29): no
+#      NAME-catalog-wal is left holding anything, so NAME and NAME-catalog
+#      alone are the dataset (doc/remote.md uploads those two; a power loss
+#      during the merge itself is powerloss-close.test's);
 #   0. (before 1, so that recovery cannot repair it first) the index file
 #      NAME-index as the crash left it: a read-only open either maps it
 #      (index_state "mapped": then it must be exactly the last commit's:
@@ -173,6 +177,11 @@ proc check_invariants {path args} {
         lappend bad "writing on: verified $v of 3 new, count [::invdb count] after $n"
       }
       ::invdb close
+      # 7
+      set wal $path-catalog-wal
+      if {[file exists $wal] && [file size $wal] > 0} {
+        lappend bad "the writer's close left $wal with [file size $wal] bytes: the WAL not merged"
+      }
       pagedb ::invdb $path -readonly {*}$vfs
       if {[::invdb count] != $n + 3} {
         lappend bad "reopened read-only: count [::invdb count], not [expr {$n + 3}]"

@@ -1,6 +1,6 @@
 /*
 ** readcost.c -- pagedb-readcost: what one read by id costs, for the read
-** path's figures in doc/benchmarks.md ("Issue 16 — the read path").  A
+** path's figures in doc/benchmarks.md ("Warm and cold reads": one read's cost).  A
 ** client of pagedb.h only, so the same source builds against an older
 ** library (the build before the index file) for a side-by-side run.
 **

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""W-emb (shared/WORKLOADS.md; doc/benchmarks.md, "Issue 27"): embeddings as
+"""W-emb (shared/WORKLOADS.md; doc/benchmarks.md, "Tensors"): embeddings as
 tensor fields against a flat numpy.memmap.
 
 W-emb is COUNT samples of 768 float32 (3,072 bytes each; 1,000,000 by
