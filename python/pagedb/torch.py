@@ -312,10 +312,10 @@ class IterableDataset(_tud.IterableDataset):
             if self.collate_fn is not None or self.batch_transform is not None:
                 info = _tud.get_worker_info()
                 if self._ring is None or info is None:
-                    yield from self._batches(it)
+                    yield from self._batches(it, ids)
                 else:
                     put, w = self._ring.put, info.id
-                    for batch in self._batches(it):
+                    for batch in self._batches(it, ids):
                         # The name now holds the descriptor, not the
                         # tensors: they are not kept alive while the next
                         # batch is read (see _batches).
@@ -336,27 +336,22 @@ class IterableDataset(_tud.IterableDataset):
             else:
                 yield from map(t, chunk)
 
-    def _batches(self, it):
-        """Whole batches, one read call each (see the class's docstring)."""
+    def _batches(self, it, ids):
+        """Whole batches, one read call each (see the class's docstring).
+        IDS: the iterator's ids (a batch's "id" column is cut from them)."""
         b, t, bt = self.batch_size, self.transform, self.batch_transform
         collate = self.collate_fn or _tud.default_collate
         ds = self._open.ds
+        if bt is None and t is default_transform and collate is _tud.default_collate:
+            plan = _fixed_plan(ds, self.fields)
+            if plan is not None:
+                yield from self._filled(it, ids, plan)
+                return
         if bt is not None or (t is default_transform and collate is _tud.default_collate):
             while True:
-                packed = it.next_packed(b)
-                if packed is None:
+                out = self._packed(it, ds, b)
+                if out is None:
                     return
-                batch = ds._batch(packed, self.fields, self.raw, self.ragged)
-                del packed
-                if bt is not None:
-                    out = bt(batch)
-                else:
-                    out = collate_packed(batch)
-                    if out is None:
-                        out = collate([t(s) for s in batch])
-                    if self.with_ids and isinstance(out, dict):
-                        out["id"] = torch.from_numpy(batch.ids)
-                del batch
                 yield out
                 # Nothing of this batch is held while the next is read: its
                 # buffer can then reuse their memory (fresh memory costs a
@@ -365,6 +360,79 @@ class IterableDataset(_tud.IterableDataset):
         else:
             for chunk in iter(lambda: it.next_batch(b), []):
                 yield collate([t(s) for s in chunk] if t is not None else chunk)
+
+    def _packed(self, it, ds, b):
+        """The next batch through next_packed (every value copied into one
+        buffer per field), collated; None at the end."""
+        packed = it.next_packed(b)
+        if packed is None:
+            return None
+        batch = ds._batch(packed, self.fields, self.raw, self.ragged)
+        del packed
+        if self.batch_transform is not None:
+            return self.batch_transform(batch)
+        out = collate_packed(batch)
+        if out is None:
+            out = (self.collate_fn or _tud.default_collate)([self.transform(s) for s in batch])
+        if self.with_ids and isinstance(out, dict):
+            out["id"] = torch.from_numpy(batch.ids)
+        return out
+
+    def _filled(self, it, ids, plan):
+        """Batches of fixed-size fields only (PLAN, see _fixed_plan): each
+        field's tensor made empty here and filled by one next_into call --
+        the values copied once, from the map into the tensor, with the GIL
+        released, and no object per sample.  A batch with a missing value
+        is read through next_packed instead (next_into leaves the position
+        where it was)."""
+        b, ds = self.batch_size, self._open.ds
+        while True:
+            k = min(b, len(it) - it.position)
+            if k <= 0:
+                return
+            arrs = [np.empty((k,) + shape, dtype) for _, shape, dtype, _ in plan]
+            try:
+                n = it.next_into(k, arrs)
+            except _pagedb.NotFoundError:
+                out = self._packed(it, ds, b)
+                if out is None:
+                    return
+                yield out
+                del out
+                continue
+            assert n == k
+            out = {}
+            for (name, _, _, bf16), a in zip(plan, arrs):
+                out[name] = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if bf16 else torch.from_numpy(a)
+            if self.with_ids:
+                at = it.position
+                out["id"] = torch.from_numpy(ids[at - k:at].copy())
+            del arrs
+            yield out
+            del out
+
+
+def _fixed_plan(ds, fields):
+    """[(name, shape, NumPy dtype, is_bfloat16)] of FIELDS (None: all) when
+    every one has values of one size -- a tensor field of fixed shape, an
+    INT or a REAL field -- else None."""
+    if fields is None:
+        fds = list(ds.fields)
+    else:
+        names = [fields] if isinstance(fields, (str, int)) else list(fields)
+        fds = [ds.fields[f] if isinstance(f, int) else ds._field(f) for f in names]
+    plan = []
+    for fd in fds:
+        if fd.type == "int":
+            plan.append((fd.name, (), np.dtype(np.int64), False))
+        elif fd.type == "real":
+            plan.append((fd.name, (), np.dtype(np.float64), False))
+        elif fd.type == "tensor" and None not in fd.shape:
+            bf16 = fd.dtype == "bfloat16"
+            plan.append((fd.name, tuple(fd.shape), np.dtype(np.uint16 if bf16 else fd.dtype), bf16))
+        else:
+            return None
+    return plan or None
 
 
 class _T:
