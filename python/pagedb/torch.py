@@ -32,6 +32,7 @@ rank's order the consumer has received -- is counted in the main process by
 its batch size): that is what ``state_dict`` saves and ``load_state_dict``
 resumes from.
 """
+import functools
 import math
 import mmap as _mmap
 import multiprocessing as _mp
@@ -53,7 +54,7 @@ from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 
 import pagedb as _pagedb
 
-__all__ = ["MapDataset", "IterableDataset", "DataLoader", "default_transform", "collate_packed"]
+__all__ = ["MapDataset", "IterableDataset", "DataLoader", "default_transform", "collate_packed", "collate"]
 
 
 def _own(v: Any) -> Any:
@@ -108,6 +109,48 @@ def collate_packed(batch: Any) -> Dict[str, Any]:
     return out
 
 
+def collate(batch: Sequence[Any], ragged: str = "list") -> Any:
+    """torch's ``default_collate`` that takes tensors of different shapes
+    (a variable-shape tensor field's values) too: where the values of one
+    key (or position) are tensors or NumPy arrays whose shapes differ, RAGGED
+    says what they become -- 'list', the list of them as tensors; 'pad', the
+    pair (padded, shapes) that ``read_packed(ragged='pad')`` gives: one
+    zero-padded tensor (samples, *largest) and an int64 tensor (samples,
+    ndim) of their shapes.  Where some are None (a missing value) and the
+    others tensors: the list, None kept.  Everything else is
+    ``default_collate``'s.
+    ``pagedb.torch.DataLoader`` collates with it when given no collate_fn
+    (RAGGED: the dataset's); with torch's own DataLoader give
+    ``collate_fn=functools.partial(pagedb.torch.collate, ragged='pad')``."""
+    if ragged not in ("list", "pad"):
+        raise ValueError("ragged=%r: use 'list' or 'pad'" % (ragged,))
+    elem = batch[0] if len(batch) else None
+    if type(elem) is dict:
+        return {k: collate([d[k] for d in batch], ragged) for k in elem}
+    arrays = (torch.Tensor, np.ndarray)
+    if any(v is None for v in batch) and any(isinstance(v, arrays) for v in batch) and \
+            all(v is None or isinstance(v, arrays) for v in batch):
+        # A value missing (None): the list, as read_packed gives it.
+        return [v if v is None or isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in batch]
+    if isinstance(elem, arrays) and all(isinstance(v, arrays) for v in batch):
+        shapes = [tuple(v.shape) for v in batch]
+        if any(sh != shapes[0] for sh in shapes):
+            ts = [v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in batch]
+            if ragged == "list" or len({len(sh) for sh in shapes}) != 1:
+                return ts
+            big = tuple(max(d) for d in zip(*shapes))
+            pad = ts[0].new_zeros((len(ts),) + big)
+            for k, t in enumerate(ts):
+                pad[(k,) + tuple(slice(0, d) for d in t.shape)] = t
+            return pad, torch.tensor(shapes, dtype=torch.int64)
+    return _tud.default_collate(batch)
+
+
+def _collate_fn(ragged):
+    """The collate function pagedb.torch uses when given none."""
+    return _tud.default_collate if ragged is None else functools.partial(collate, ragged=ragged)
+
+
 def _tensor_col(col):
     """A tensor field's column of a Batch as torch tensors: one (samples, ...)
     tensor over the batch's buffer, a list of them (ragged='list'), or the
@@ -147,16 +190,21 @@ class _Opener:
 class MapDataset(_tud.Dataset):
     """``ds[i]``: the sample of the i-th id (ascending ids, or the IDS given,
     e.g. ``pagedb.open(p).sql_ids(...)``), with FIELDS (None: all), passed
-    through TRANSFORM (default: ``default_transform``)."""
+    through TRANSFORM (default: ``default_transform``).  RAGGED ('list' or
+    'pad'): what ``pagedb.torch.DataLoader`` makes of a batch's
+    variable-shape tensors (see ``collate``)."""
 
     def __init__(self, path: str, ids: Any = None, fields: Optional[Sequence[Any]] = None,
                  transform: Optional[Callable[[Dict[str, Any]], Any]] = default_transform,
-                 with_ids: bool = False, **open_kw: Any) -> None:
+                 with_ids: bool = False, ragged: str = "list", **open_kw: Any) -> None:
+        if ragged not in ("list", "pad"):
+            raise ValueError("ragged=%r: use 'list' or 'pad'" % (ragged,))
         self._open = _Opener(path, open_kw)
         self.ids = np.asarray(self._open.ds.ids() if ids is None else ids, dtype=np.int64)
         self.fields = fields
         self.transform = transform
         self.with_ids = with_ids
+        self.ragged = ragged     # how pagedb.torch.DataLoader collates variable shapes (collate)
 
     def __len__(self):
         return len(self.ids)
@@ -340,7 +388,7 @@ class IterableDataset(_tud.IterableDataset):
         """Whole batches, one read call each (see the class's docstring).
         IDS: the iterator's ids (a batch's "id" column is cut from them)."""
         b, t, bt = self.batch_size, self.transform, self.batch_transform
-        collate = self.collate_fn or _tud.default_collate
+        collate = self._collate()
         ds = self._open.ds
         if bt is None and t is default_transform and collate is _tud.default_collate:
             plan = _fixed_plan(ds, self.fields)
@@ -358,8 +406,13 @@ class IterableDataset(_tud.IterableDataset):
                 # page fault per 4 KiB).
                 del out
         else:
+            if collate is _tud.default_collate:
+                collate = _collate_fn(self.ragged)   # variable shapes too
             for chunk in iter(lambda: it.next_batch(b), []):
                 yield collate([t(s) for s in chunk] if t is not None else chunk)
+
+    def _collate(self):
+        return self.collate_fn or _tud.default_collate
 
     def _packed(self, it, ds, b):
         """The next batch through next_packed (every value copied into one
@@ -372,8 +425,8 @@ class IterableDataset(_tud.IterableDataset):
         if self.batch_transform is not None:
             return self.batch_transform(batch)
         out = collate_packed(batch)
-        if out is None:
-            out = (self.collate_fn or _tud.default_collate)([self.transform(s) for s in batch])
+        if out is None:   # a missing value: sample by sample (collate keeps a None in a list)
+            out = _collate_fn(self.ragged)([self.transform(s) for s in batch])
         if self.with_ids and isinstance(out, dict):
             out["id"] = torch.from_numpy(batch.ids)
         return out
@@ -680,6 +733,8 @@ class DataLoader(_tud.DataLoader):
         else:
             if isinstance(dataset, IterableDataset):
                 dataset.collate_fn = None   # batch_size None: sample by sample
+            if collate_fn is None and batch_size is not None and isinstance(dataset, MapDataset):
+                collate_fn = _collate_fn(dataset.ragged)   # variable shapes too (collate)
             super().__init__(dataset, batch_size, *args, collate_fn=collate_fn, **kw)
 
     def __iter__(self):
