@@ -761,7 +761,14 @@ class DataLoader(_tud.DataLoader):
                 ring = None                  # no shared memory to be had: torch's transfer
         ds._ring = ring
         try:
-            batches = super().__iter__()     # the workers start here, with the ring
+            if self._pagedb and self.num_workers == 0 and not self.pin_memory:
+                # The dataset's batches are final and this process makes
+                # them: torch's single-process iterator would only pass
+                # them through (at some 100 us a batch of its profiling
+                # hooks on the machine of doc/benchmarks.md).
+                batches = iter(ds)
+            else:
+                batches = super().__iter__()     # the workers start here, with the ring
         finally:
             ds._ring = None
         for batch in batches:
