@@ -65,6 +65,26 @@ def test_read_into_values(tpath):
         assert ds.read_into([], ["emb"], [np.empty((0, 2, 3), np.float32)]) == 0
 
 
+@pytest.mark.parametrize("read_mode", ["mmap", "copy"])
+def test_read_into_compressed_and_copy_mode(tmp_path, read_mode):
+    """A compressed field (decompressed into the reader's buffer, then
+    copied) and copy mode give the same values."""
+    p = str(tmp_path / "z.pagedb")
+    with pagedb.open(p, "c") as ds:
+        ds.add_field("emb", pagedb.Tensor("float32", (2, 3)), "lz4")
+        ds.add_field("raw", pagedb.Tensor("int64", (4,)))
+        with ds.writer() as w:
+            for i in range(300):    # more than one pagedb_read_batch of 256
+                w.append({"emb": emb(i), "raw": np.arange(4, dtype=np.int64) * i}, id=i)
+        ds.commit()
+    with pagedb.open(p, read_mode=read_mode) as ds:
+        ids = ds.order("random", seed=1)
+        e, r = np.empty((300, 2, 3), np.float32), np.empty((300, 4), np.int64)
+        assert ds.read_into(ids, ["emb", "raw"], [e, r]) == 300
+        for k, i in enumerate(ids):
+            assert np.array_equal(e[k], emb(i)) and np.array_equal(r[k], np.arange(4) * i)
+
+
 def test_read_into_refuses_bad_input(tpath):
     with pagedb.open(tpath) as ds:
         good = np.empty((2, 2, 3), np.float32)
