@@ -15,6 +15,8 @@
   this rank's part of it -- rank and world from ``torch.distributed`` when it
   is initialised, or given -- split again among the DataLoader's workers,
   reading ahead through ``Dataset.iterate`` (``pagedb_reader_prefetch``).
+* ``collate``: torch's ``default_collate`` that also takes variable-shape
+  tensors (a list, or a padded tensor with shapes) and missing values.
 
 Each process opens the dataset itself (a handle cannot be pickled for
 spawn; a forked worker could read through the parent's, but one code path
