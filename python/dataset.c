@@ -974,6 +974,9 @@ static PyMethodDef dataset_methods[] = {
    "read_batch(ids, field, raw=False) -> list of the values of FIELD of IDS."},
   {"_read_packed", (PyCFunction)(void (*)(void))ds_read_packed, METH_VARARGS | METH_KEYWORDS,
    "_read_packed(ids, fields=None) -> (ids, columns, present): see Dataset.read_packed."},
+  {"read_into", (PyCFunction)(void (*)(void))ds_read_into, METH_VARARGS | METH_KEYWORDS,
+   "read_into(ids, fields, outs) -> n: fixed-shape tensor (or INT/REAL) values of IDS copied into the "
+   "writable buffers OUTS, one per field (gather.c)."},
   {"order", (PyCFunction)(void (*)(void))dataset_order, METH_VARARGS | METH_KEYWORDS,
    "order(kind='random', seed=0, epoch=0, rank=0, world=1, drop_last=False) -> int64 ndarray of ids."},
   {"writer", (PyCFunction)dataset_writer, METH_NOARGS, "writer() -> Writer (one per thread)."},

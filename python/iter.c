@@ -189,6 +189,9 @@ static PyMethodDef iter_methods[] = {
   {"next_packed", (PyCFunction)iter_next_packed, METH_O,
    "next_packed(k) -> (ids, columns, present) of the next K samples, packed (see Dataset.read_packed); "
    "None at the end."},
+  {"next_into", (PyCFunction)iter_next_into, METH_VARARGS,
+   "next_into(k, outs) -> n: the next K (or fewer: N) samples' fixed-size values copied into the writable "
+   "buffers OUTS, one per field of the iterator, each sized for K values; 0 at the end."},
   {NULL, NULL, 0, NULL},
 };
 

@@ -231,6 +231,9 @@ PyObject *pypdb_shell_main(PyObject *self, PyObject *arg);
 PyObject *ds_read_packed(PyDataset *ds, PyObject *args, PyObject *kw);
 PyObject *iter_next_packed(PyIter *it, PyObject *k);
 PyObject *iter_next_batch(PyIter *it, PyObject *k);
+/* Fixed-size values straight into the caller's buffers (gather.c). */
+PyObject *ds_read_into(PyDataset *ds, PyObject *args, PyObject *kw);
+PyObject *iter_next_into(PyIter *it, PyObject *args);
 
 /* A read-only memoryview of N bytes at P in the map, pinned on DS already. */
 PyObject *mapview_new(PyDataset *ds, const void *p, size_t n);

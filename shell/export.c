@@ -316,6 +316,21 @@ static int npyValue(Export *e, int64_t id, int f, char **out, size_t *n){
   return PAGEDB_OK;
 }
 
+/* NumPy has no bfloat16: say, once per field, that its .npy members hold
+** the bits as uint16 and how to have them back, rather than let a reader
+** take them for integers unawares. */
+static void bfloat16Note(Export *e){
+  FILE *f = e->o->err;
+  for(int i = 0; f && i < pagedb_field_count(e->db); i++){
+    int dtype = 0;
+    if( pagedb_field_tensor(e->db, i, &dtype, 0, 0) || dtype != PAGEDB_DT_BFLOAT16 ) continue;
+    fprintf(f, "note: field \"%s\" is bfloat16, which NumPy has no dtype for: its .npy members hold the "
+               "bits as uint16 (torch: torch.from_numpy(a.view(numpy.int16)).view(torch.bfloat16)); "
+               ".import takes them back as bfloat16 with --field %s:tensor:bfloat16:SHAPE\n",
+            pagedb_field_name(e->db, i), pagedb_field_name(e->db, i));
+  }
+}
+
 static size_t numberText(int type, int64_t iv, double rv, char *buf, size_t cap){
   if( type == PAGEDB_INT ) snprintf(buf, cap, "%lld", (long long)iv);
   else realText(rv, buf, cap);
@@ -330,6 +345,7 @@ static int exportTar(Export *e, const char *dest, int64_t *pn, char *msg, size_t
   TarWriter *tw = 0;
   int rc = tar_create(dest, &tw, msg, nmsg);
   if( rc ) return rc;
+  bfloat16Note(e);
   int64_t bytes = 0;
   char *zName = 0;
   char *zKey = 0;

@@ -293,7 +293,12 @@ static int impWrite(Import *imp, pagedb_writer *w, Job *j, char *emsg, size_t ne
         pagedb_sample_cancel(w);
         return PAGEDB_MISMATCH;
       }
-      rc = pagedb_put_tensor(w, p->field, info.dtype, info.ndim, info.shape, (const char *)p->data + info.off,
+      /* A field declared bfloat16 (--field NAME:tensor:bfloat16:...) takes
+      ** uint16 .npy members as its bits: what .export writes for it. */
+      int dt = info.dtype, fdt = 0;
+      if( dt == PAGEDB_DT_UINT16 && pagedb_field_tensor(imp->db, p->field, &fdt, 0, 0) == PAGEDB_OK
+       && fdt == PAGEDB_DT_BFLOAT16 ) dt = PAGEDB_DT_BFLOAT16;
+      rc = pagedb_put_tensor(w, p->field, dt, info.ndim, info.shape, (const char *)p->data + info.off,
                              info.nbytes);
     }
     else rc = pagedb_put(w, p->field, p->data, p->n);

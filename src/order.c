@@ -131,6 +131,12 @@ static int by_id(const void *pa, const void *pb) {
   return (a->id > b->id) - (a->id < b->id);
 }
 
+static int sorted_by_id(const OrdSample *a, uint64_t n) {
+  for (uint64_t i = 1; i < n; i++)
+    if (a[i - 1].id >= a[i].id) return 0;
+  return 1;
+}
+
 /*
 ** The random stream: splitmix64 (a Weyl sequence through pdb_mix64) from a
 ** state derived from (SEED, EPOCH, STREAM).  Each step of the derivation is
@@ -285,7 +291,8 @@ int pagedb_order(pagedb *db, int kind, uint64_t seed, uint64_t epoch, int rank, 
                    (unsigned long long)total);
   }
   if (base == PAGEDB_ORDER_RANDOM) {
-    qsort(s.a, total, sizeof *s.a, by_id);
+    /* idx_scan visits the dense ids ascending: the sort is then a check. */
+    if (!sorted_by_id(s.a, total)) qsort(s.a, total, sizeof *s.a, by_id);
     for (uint64_t i = 0; i < total; i++) g[i] = s.a[i].id;
     OrdRng r;
     rng_init(&r, seed, epoch, ORD_STREAM_RANDOM);
@@ -301,8 +308,12 @@ int pagedb_order(pagedb *db, int kind, uint64_t seed, uint64_t epoch, int rank, 
   pdb_free(s.a);
   if (rc == PAGEDB_OK) {
     /* Rank RANK's part; entries past the end wrap to the start (padding). */
-    uint64_t at = (uint64_t)rank * len;
-    for (uint64_t i = 0; i < len; i++) ids[i] = g[(at + i) % total];
+    uint64_t at = (uint64_t)rank * len, i = 0;
+    while (i < len && total > 0) {   /* runs of G: no division per id */
+      uint64_t from = (at + i) % total, run = total - from < len - i ? total - from : len - i;
+      memcpy(ids + i, g + from, run * sizeof *g);
+      i += run;
+    }
     *n = (int64_t)len;
   }
   pdb_free(g);

@@ -10,7 +10,8 @@
 ** The pool.  8 MiB built once by wl_parse().  For the incompressible
 ** workloads it is successive next(s) values, little-endian, from
 ** s = seed ^ 0xb17e5.  For W-small it is English-like text (textPool below),
-** drawn from the same stream s.
+** drawn from the same stream s.  W-emb has none: its values (wl_emb) are
+** computed from state(i, 3), three unit() draws a float.
 **
 ** The text generator (the "reference generator" WORKLOADS.md asks us to
 ** name).  A fixed vocabulary of VOCAB_COMMON common English words followed by
@@ -278,6 +279,11 @@ int wl_parse_seed(const char *spec, uint64_t seed, wl_t *w){
     w->wid = 3; w->count = 64; w->field = "clip";
     w->dist = WL_UNIFORM; w->lo = 8u << 20; w->hi = 48u << 20;
     w->poolKind = WL_POOL_RANDOM;
+  }else if( nName == 5 && strncasecmp(spec, "W-emb", 5) == 0 ){
+    strcpy(w->name, "W-emb");
+    w->wid = 4; w->count = 1000000; w->field = "emb";
+    w->dist = WL_UNIFORM; w->lo = w->hi = 4 * WL_EMB_DIM;   /* fixed */
+    w->poolKind = WL_POOL_NONE;
   }else{
     return -1;
   }
@@ -287,6 +293,7 @@ int wl_parse_seed(const char *spec, uint64_t seed, wl_t *w){
     w->base[salt] = wl_mix64(seed ^ ((uint64_t)w->wid << 56)
                                   ^ ((uint64_t)salt << 48));
   }
+  if( w->poolKind == WL_POOL_NONE ) return 0;
   w->pool = malloc(WL_POOL_SIZE);
   if( w->pool == 0 ) return -2;
   uint64_t s = seed ^ 0xb17e5;
@@ -351,7 +358,32 @@ static size_t poolStart(const wl_t *w, int64_t i){
   return (size_t)(wl_next(&s) & (WL_POOL_SIZE - 1));
 }
 
+void wl_emb(const wl_t *w, int64_t i, float *out){
+  uint64_t s = wl_state(w, i, 3);
+  for(int k = 0; k < WL_EMB_DIM; k++){
+    double a = wl_unit(&s);
+    a += wl_unit(&s);
+    a += wl_unit(&s);
+    out[k] = (float)(a - 1.5);
+  }
+}
+
+/* W-emb's bytes of sample I: the floats little-endian, cut to LEN. */
+static void embBytes(const wl_t *w, int64_t i, uint8_t *buf, size_t len){
+  float v[WL_EMB_DIM];
+  wl_emb(w, i, v);
+  for(size_t k = 0; k < len && k < sizeof v; k++){
+    uint32_t u;
+    memcpy(&u, &v[k / 4], 4);
+    buf[k] = (uint8_t)(u >> (8 * (k % 4)));
+  }
+}
+
 void wl_fill(const wl_t *w, int64_t i, uint8_t *buf, size_t len){
+  if( w->poolKind == WL_POOL_NONE ){
+    embBytes(w, i, buf, len);
+    return;
+  }
   uint8_t hdr[16];
   sampleHeader(i, len, hdr);
   size_t h = len < 16 ? len : 16;
@@ -368,6 +400,11 @@ void wl_fill(const wl_t *w, int64_t i, uint8_t *buf, size_t len){
 
 int wl_check(const wl_t *w, int64_t i, const uint8_t *buf, size_t len){
   if( len != wl_size(w, i) ) return 1;
+  if( w->poolKind == WL_POOL_NONE ){
+    uint8_t e[4 * WL_EMB_DIM];
+    embBytes(w, i, e, sizeof e);
+    return memcmp(buf, e, len) != 0;
+  }
   uint8_t hdr[16];
   sampleHeader(i, len, hdr);
   size_t h = len < 16 ? len : 16;

@@ -11,6 +11,10 @@
 **                              clamped to [1 KiB, 1 MiB]              incompressible
 **   W-small 1,000,000   text   uniform integer in [200, 2048]         English-like text
 **   W-big         64    clip   uniform integer in [8 MiB, 48 MiB]     incompressible
+**   W-emb   1,000,000   emb    768 float32 (3,072 bytes), fixed        normal-like floats
+**
+** W-emb's value is a tensor (wl_emb): its bytes, as wl_fill writes them,
+** are the 768 float32 little-endian; it has no pool.
 **
 ** Every sample also has an integer `label` in [0, 1000).
 **
@@ -35,10 +39,13 @@
 /* Pool kinds. */
 #define WL_POOL_RANDOM  1   /* successive next(s), s = seed ^ 0xb17e5 */
 #define WL_POOL_TEXT    2   /* English-like text, see workload.c */
+#define WL_POOL_NONE    3   /* W-emb: values computed, not copied */
+
+#define WL_EMB_DIM    768   /* W-emb's floats per sample */
 
 typedef struct wl_t {
-  char name[16];        /* "W-img", "W-small", "W-big" */
-  int wid;              /* 1 W-img, 2 W-small, 3 W-big: part of every stream */
+  char name[16];        /* "W-img", "W-small", "W-big", "W-emb" */
+  int wid;              /* 1 W-img, 2 W-small, 3 W-big, 4 W-emb: part of every stream */
   int64_t count;        /* number of samples (the default or the :N override) */
   uint64_t seed;        /* WL_DEFAULT_SEED unless given */
   const char *field;    /* name of the variable-length field: "image"... */
@@ -48,7 +55,8 @@ typedef struct wl_t {
   uint64_t lo, hi;      /* clamp bounds (lognormal) or range (uniform) */
   int poolKind;         /* WL_POOL_RANDOM or WL_POOL_TEXT */
   uint64_t base[4];     /* mix64(seed ^ wid<<56 ^ salt<<48) for salt 1..3 */
-  uint8_t *pool;        /* WL_POOL_SIZE bytes; owned; NULL before wl_parse */
+  uint8_t *pool;        /* WL_POOL_SIZE bytes; owned; NULL before wl_parse
+                        ** (and for WL_POOL_NONE) */
 } wl_t;
 
 /*
@@ -88,6 +96,10 @@ void wl_fill(const wl_t *w, int64_t i, uint8_t *buf, size_t len);
 ** every byte matches, else 1.  Costs about one memcmp of LEN bytes.
 */
 int wl_check(const wl_t *w, int64_t i, const uint8_t *buf, size_t len);
+
+/* W-emb's sample I: its WL_EMB_DIM floats into OUT, value k the float32
+** of unit(s) + unit(s) + unit(s) - 1.5 for s = state(I, 3). */
+void wl_emb(const wl_t *w, int64_t i, float *out);
 
 /* The exact primitives of WORKLOADS.md, for tools that need a stream. */
 uint64_t wl_mix64(uint64_t z);

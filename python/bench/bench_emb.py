@@ -7,7 +7,9 @@ default, 3 GB).  Value k of sample i is the float32 of
 (unit(s) + unit(s) + unit(s) - 1.5) for successive draws from
 s = state(i, 3) with wid 4 -- the workload's exact definition, computed here
 with NumPy for all samples at once (uint64 arithmetic wraps as the C one
-does).  The same values are written twice:
+does), or -- much faster -- by tool/pagedb-wemb (workload.c's wl_emb), used
+when found (--wemb PATH, $PAGEDB_WEMB, or the build tree's tool/).  The same
+values are written twice:
 
   pagedb   a dataset with one tensor field emb, Tensor("float32", (768,))
            (stored as given: zero-copy reads), ids 0..COUNT-1;
@@ -20,22 +22,31 @@ Two measurements, each alternating the two sources, REPS times (medians):
            one (256, 768) torch float32 tensor:
              pagedb  pagedb.torch.IterableDataset(kind="random", seed=42,
                      fields=["emb"]) through pagedb.torch.DataLoader
-                     (batch_size=256, num_workers=WORKERS): each worker reads
-                     a batch with one call (read_packed's path) and the
-                     column is one (256, 768) array, the batch's one copy;
+                     (batch_size=256, num_workers=WORKERS): each batch is
+                     one Iterator.next_into call filling the batch's
+                     (256, 768) tensor (python/gather.c: one copy a value,
+                     the GIL released); the epoch's order is computed
+                     inside the timing, as the loader does;
              memmap  torch.from_numpy(mm[idx]), fancy indexing (one copy),
                      in the main process (WORKERS 0) or a torch DataLoader
                      over a dataset yielding whole batches (WORKERS > 0).
            samples/s; the target is pagedb >= 90% of memmap.
+  gather   the same batches without a loader: ds.read_into(idx, ["emb"],
+           [out]) into one preallocated-per-batch (256, 768) array against
+           mm[idx]: the bare batch paths, samples/s.
   sample   ds[i]["emb"] (a read-only ndarray over the map) against mm[i],
            for the first SAMPLE ids of the order: microseconds a call.
 
-Usage: bench_emb.py DIR [--count N] [--reps R] [--workers W] [--sample N] [--keep]
+The load average is printed before and after (the machine may be shared).
+
+Usage: bench_emb.py DIR [--count N] [--reps R] [--workers W] [--sample N] [--wemb PATH]
 (the files are made once in DIR and reused while COUNT matches).
 """
 import argparse
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 
@@ -85,7 +96,17 @@ def emb_values(lo, hi):
     return out
 
 
-def make(d, count):
+def find_wemb(given):
+    """tool/pagedb-wemb: GIVEN, $PAGEDB_WEMB, the build tree's, or PATH's."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for p in (given, os.environ.get("PAGEDB_WEMB"), os.path.join(here, "..", "..", "build", "tool", "pagedb-wemb"),
+              shutil.which("pagedb-wemb")):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def make(d, count, wemb=None):
     dsp, rawp = os.path.join(d, "w-emb.pagedb"), os.path.join(d, "w-emb.f32")
     stamp = os.path.join(d, "w-emb.count")
     if os.path.exists(stamp) and open(stamp).read() == str(count):
@@ -94,6 +115,18 @@ def make(d, count):
         if os.path.exists(p):
             os.unlink(p)
     t0 = time.time()
+    if wemb:
+        subprocess.run([wemb, d, "W-emb:%d" % count], check=True, stdout=subprocess.DEVNULL)
+        # Spot checks against NumPy's computation of the definition.
+        mm = np.memmap(rawp, dtype=np.float32, mode="r", shape=(count, DIM))
+        with pagedb.open(dsp) as ds:
+            for i in (0, count // 2, count - 1):
+                want = emb_values(i, i + 1)[0]
+                assert np.array_equal(mm[i], want) and np.array_equal(ds[i]["emb"], want), i
+        del mm
+        open(stamp, "w").write(str(count))
+        print("made W-emb:%d with %s in %.0f s" % (count, wemb, time.time() - t0), file=sys.stderr)
+        return dsp, rawp
     ds = pagedb.open(dsp, "c")
     ds.add_field("emb", pagedb.Tensor("float32", (DIM,)))
     with open(rawp, "wb") as raw, ds.writer() as w:
@@ -124,24 +157,40 @@ class MemmapBatches(torch.utils.data.IterableDataset):
             yield torch.from_numpy(mm[self.batches[k]])
 
 
-def run_pagedb(dsp, workers, order):
-    it = IterableDataset(dsp, kind="random", seed=SEED, fields=["emb"])
-    n, t0 = 0, time.perf_counter()
-    first = None
-    for b in DataLoader(it, batch_size=256, num_workers=workers):
-        e = b["emb"]
-        if first is None:
-            first = e
-        n += e.shape[0]
-    rate = n / (time.perf_counter() - t0)
-    # Untimed: the first batch is the order's first ids, with W-emb's values.
-    assert first.shape == (256, DIM) and first.dtype == torch.float32
-    assert torch.equal(first[0], torch.from_numpy(emb_values(int(order[0]), int(order[0]) + 1)[0]))
-    return rate
+class PagedbLoader:
+    """The loader of a training job: made (and the dataset opened) once;
+    each run is a new epoch (set_epoch), its order computed inside the
+    timing, as at the start of every epoch of a job."""
+
+    def __init__(self, dsp, workers):
+        self.it = IterableDataset(dsp, kind="random", seed=SEED, fields=["emb"])
+        self.dl = DataLoader(self.it, batch_size=256, num_workers=workers)
+        self.epoch = 0
+        len(self.it)   # opens the dataset (untimed)
+
+    def run(self):
+        """(samples/s, samples per CPU-second of this process) of one epoch."""
+        self.it.set_epoch(self.epoch)
+        self.epoch += 1
+        n, t0, c0 = 0, time.perf_counter(), time.process_time()
+        first = None
+        for b in self.dl:
+            e = b["emb"]
+            if first is None:
+                first = e
+            n += e.shape[0]
+        rate = (n / (time.perf_counter() - t0), n / (time.process_time() - c0))
+        # Untimed: the first batch is the epoch order's first ids, with W-emb's values.
+        i = int(self.it.order(self.epoch - 1)[0])
+        assert first.shape == (256, DIM) and first.dtype == torch.float32
+        assert torch.equal(first[0], torch.from_numpy(emb_values(i, i + 1)[0]))
+        return rate
 
 
 def run_memmap(rawp, count, workers, batches):
-    n, t0 = 0, time.perf_counter()
+    """(samples/s, samples per CPU-second of this process) of mm[idx] over
+    BATCHES (the ids given: no order computed)."""
+    n, t0, c0 = 0, time.perf_counter(), time.process_time()
     if workers == 0:
         mm = np.memmap(rawp, dtype=np.float32, mode="r", shape=(count, DIM))
         for idx in batches:
@@ -151,7 +200,26 @@ def run_memmap(rawp, count, workers, batches):
         src = MemmapBatches(rawp, count, batches)
         for e in torch.utils.data.DataLoader(src, batch_size=None, num_workers=workers):
             n += e.shape[0]
-    return n / (time.perf_counter() - t0)
+    return n / (time.perf_counter() - t0), n / (time.process_time() - c0)
+
+
+def run_gather(dsp, rawp, count, batches):
+    """(pagedb, memmap) samples/s of the bare batch paths: ds.read_into
+    into a new (256, 768) array per batch against mm[idx]."""
+    ds = pagedb.open(dsp)
+    mm = np.memmap(rawp, dtype=np.float32, mode="r", shape=(count, DIM))
+    n, t0 = 0, time.perf_counter()
+    for idx in batches:
+        out = np.empty((len(idx), DIM), np.float32)
+        n += ds.read_into(idx, ["emb"], [out])
+    tp = n / (time.perf_counter() - t0)
+    n, t0 = 0, time.perf_counter()
+    for idx in batches:
+        n += len(mm[idx])
+    tm = n / (time.perf_counter() - t0)
+    assert np.array_equal(out, mm[batches[-1]])
+    ds.close()
+    return tp, tm
 
 
 def per_sample(dsp, rawp, count, ids):
@@ -178,26 +246,52 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--sample", type=int, default=100000)
+    ap.add_argument("--wemb", default=None)
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
-    dsp, rawp = make(a.dir, a.count)
+    load0 = os.getloadavg()
+    dsp, rawp = make(a.dir, a.count, find_wemb(a.wemb))
     with pagedb.open(dsp) as ds:
+        t0 = time.perf_counter()
         order = ds.order("random", seed=SEED)
+        torder = time.perf_counter() - t0
     batches = [order[k:k + 256] for k in range(0, len(order), 256)]
-    pg, mm = [], []
+    loader = PagedbLoader(dsp, a.workers)
+    pg, mm, pgc, mmc = [], [], [], []
     for r in range(a.reps):
-        pg.append(run_pagedb(dsp, a.workers, order))
-        mm.append(run_memmap(rawp, a.count, a.workers, batches))
-        print("rep %d: pagedb %.0f samples/s, memmap %.0f samples/s" % (r + 1, pg[-1], mm[-1]), file=sys.stderr)
+        (w, c) = loader.run()
+        pg.append(w)
+        pgc.append(c)
+        (w, c) = run_memmap(rawp, a.count, a.workers, batches)
+        mm.append(w)
+        mmc.append(c)
+        print("rep %d: pagedb %.0f samples/s (%.0f per CPU-s), memmap %.0f samples/s (%.0f per CPU-s)"
+              % (r + 1, pg[-1], pgc[-1], mm[-1], mmc[-1]), file=sys.stderr)
+    gp, gm = [], []
+    for r in range(a.reps):
+        tp, tm = run_gather(dsp, rawp, a.count, batches)
+        gp.append(tp)
+        gm.append(tm)
     sp, sm = [], []
     for r in range(a.reps):
         tp, tm = per_sample(dsp, rawp, a.count, order[: a.sample])
         sp.append(tp)
         sm.append(tm)
     p, m = statistics.median(pg), statistics.median(mm)
+    print("load average before %.2f %.2f %.2f, after %.2f %.2f %.2f (2 cores); the epoch's order %.3f s"
+          % (load0 + os.getloadavg() + (torder,)))
     print("W-emb:%d batches of 256, %d workers: pagedb %.0f samples/s, memmap %.0f samples/s: %.1f%% "
           "(runs: pagedb %s; memmap %s)" % (a.count, a.workers, p, m, 100 * p / m,
                                             ", ".join("%.0f" % x for x in pg), ", ".join("%.0f" % x for x in mm)))
+    if a.workers == 0:
+        pc, mc = statistics.median(pgc), statistics.median(mmc)
+        print("W-emb:%d batches of 256, per CPU-second of the process: pagedb %.0f, memmap %.0f: %.1f%% "
+              "(runs: pagedb %s; memmap %s)" % (a.count, pc, mc, 100 * pc / mc, ", ".join("%.0f" % x for x in pgc),
+                                                ", ".join("%.0f" % x for x in mmc)))
+    print("W-emb:%d bare batches (ds.read_into against mm[idx]): pagedb %.0f samples/s, memmap %.0f samples/s: "
+          "%.1f%% (runs: pagedb %s; memmap %s)" % (a.count, statistics.median(gp), statistics.median(gm),
+                                                  100 * statistics.median(gp) / statistics.median(gm),
+                                                  ", ".join("%.0f" % x for x in gp), ", ".join("%.0f" % x for x in gm)))
     print("W-emb:%d per sample (%d ids of the order): ds[i][\"emb\"] %.2f us, mm[i] %.2f us (runs: %s; %s)"
           % (a.count, a.sample, statistics.median(sp), statistics.median(sm),
              ", ".join("%.2f" % x for x in sp), ", ".join("%.2f" % x for x in sm)))

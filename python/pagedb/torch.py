@@ -15,6 +15,8 @@
   this rank's part of it -- rank and world from ``torch.distributed`` when it
   is initialised, or given -- split again among the DataLoader's workers,
   reading ahead through ``Dataset.iterate`` (``pagedb_reader_prefetch``).
+* ``collate``: torch's ``default_collate`` that also takes variable-shape
+  tensors (a list, or a padded tensor with shapes) and missing values.
 
 Each process opens the dataset itself (a handle cannot be pickled for
 spawn; a forked worker could read through the parent's, but one code path
@@ -32,6 +34,7 @@ rank's order the consumer has received -- is counted in the main process by
 its batch size): that is what ``state_dict`` saves and ``load_state_dict``
 resumes from.
 """
+import functools
 import math
 import mmap as _mmap
 import multiprocessing as _mp
@@ -53,7 +56,7 @@ from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 
 import pagedb as _pagedb
 
-__all__ = ["MapDataset", "IterableDataset", "DataLoader", "default_transform", "collate_packed"]
+__all__ = ["MapDataset", "IterableDataset", "DataLoader", "default_transform", "collate_packed", "collate"]
 
 
 def _own(v: Any) -> Any:
@@ -108,6 +111,48 @@ def collate_packed(batch: Any) -> Dict[str, Any]:
     return out
 
 
+def collate(batch: Sequence[Any], ragged: str = "list") -> Any:
+    """torch's ``default_collate`` that takes tensors of different shapes
+    (a variable-shape tensor field's values) too: where the values of one
+    key (or position) are tensors or NumPy arrays whose shapes differ, RAGGED
+    says what they become -- 'list', the list of them as tensors; 'pad', the
+    pair (padded, shapes) that ``read_packed(ragged='pad')`` gives: one
+    zero-padded tensor (samples, *largest) and an int64 tensor (samples,
+    ndim) of their shapes.  Where some are None (a missing value) and the
+    others tensors: the list, None kept.  Everything else is
+    ``default_collate``'s.
+    ``pagedb.torch.DataLoader`` collates with it when given no collate_fn
+    (RAGGED: the dataset's); with torch's own DataLoader give
+    ``collate_fn=functools.partial(pagedb.torch.collate, ragged='pad')``."""
+    if ragged not in ("list", "pad"):
+        raise ValueError("ragged=%r: use 'list' or 'pad'" % (ragged,))
+    elem = batch[0] if len(batch) else None
+    if type(elem) is dict:
+        return {k: collate([d[k] for d in batch], ragged) for k in elem}
+    arrays = (torch.Tensor, np.ndarray)
+    if any(v is None for v in batch) and any(isinstance(v, arrays) for v in batch) and \
+            all(v is None or isinstance(v, arrays) for v in batch):
+        # A value missing (None): the list, as read_packed gives it.
+        return [v if v is None or isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in batch]
+    if isinstance(elem, arrays) and all(isinstance(v, arrays) for v in batch):
+        shapes = [tuple(v.shape) for v in batch]
+        if any(sh != shapes[0] for sh in shapes):
+            ts = [v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in batch]
+            if ragged == "list" or len({len(sh) for sh in shapes}) != 1:
+                return ts
+            big = tuple(max(d) for d in zip(*shapes))
+            pad = ts[0].new_zeros((len(ts),) + big)
+            for k, t in enumerate(ts):
+                pad[(k,) + tuple(slice(0, d) for d in t.shape)] = t
+            return pad, torch.tensor(shapes, dtype=torch.int64)
+    return _tud.default_collate(batch)
+
+
+def _collate_fn(ragged):
+    """The collate function pagedb.torch uses when given none."""
+    return _tud.default_collate if ragged is None else functools.partial(collate, ragged=ragged)
+
+
 def _tensor_col(col):
     """A tensor field's column of a Batch as torch tensors: one (samples, ...)
     tensor over the batch's buffer, a list of them (ragged='list'), or the
@@ -147,16 +192,21 @@ class _Opener:
 class MapDataset(_tud.Dataset):
     """``ds[i]``: the sample of the i-th id (ascending ids, or the IDS given,
     e.g. ``pagedb.open(p).sql_ids(...)``), with FIELDS (None: all), passed
-    through TRANSFORM (default: ``default_transform``)."""
+    through TRANSFORM (default: ``default_transform``).  RAGGED ('list' or
+    'pad'): what ``pagedb.torch.DataLoader`` makes of a batch's
+    variable-shape tensors (see ``collate``)."""
 
     def __init__(self, path: str, ids: Any = None, fields: Optional[Sequence[Any]] = None,
                  transform: Optional[Callable[[Dict[str, Any]], Any]] = default_transform,
-                 with_ids: bool = False, **open_kw: Any) -> None:
+                 with_ids: bool = False, ragged: str = "list", **open_kw: Any) -> None:
+        if ragged not in ("list", "pad"):
+            raise ValueError("ragged=%r: use 'list' or 'pad'" % (ragged,))
         self._open = _Opener(path, open_kw)
         self.ids = np.asarray(self._open.ds.ids() if ids is None else ids, dtype=np.int64)
         self.fields = fields
         self.transform = transform
         self.with_ids = with_ids
+        self.ragged = ragged     # how pagedb.torch.DataLoader collates variable shapes (collate)
 
     def __len__(self):
         return len(self.ids)
@@ -312,10 +362,10 @@ class IterableDataset(_tud.IterableDataset):
             if self.collate_fn is not None or self.batch_transform is not None:
                 info = _tud.get_worker_info()
                 if self._ring is None or info is None:
-                    yield from self._batches(it)
+                    yield from self._batches(it, ids)
                 else:
                     put, w = self._ring.put, info.id
-                    for batch in self._batches(it):
+                    for batch in self._batches(it, ids):
                         # The name now holds the descriptor, not the
                         # tensors: they are not kept alive while the next
                         # batch is read (see _batches).
@@ -336,35 +386,108 @@ class IterableDataset(_tud.IterableDataset):
             else:
                 yield from map(t, chunk)
 
-    def _batches(self, it):
-        """Whole batches, one read call each (see the class's docstring)."""
+    def _batches(self, it, ids):
+        """Whole batches, one read call each (see the class's docstring).
+        IDS: the iterator's ids (a batch's "id" column is cut from them)."""
         b, t, bt = self.batch_size, self.transform, self.batch_transform
-        collate = self.collate_fn or _tud.default_collate
+        collate = self._collate()
         ds = self._open.ds
+        if bt is None and t is default_transform and collate is _tud.default_collate:
+            plan = _fixed_plan(ds, self.fields)
+            if plan is not None:
+                yield from self._filled(it, ids, plan)
+                return
         if bt is not None or (t is default_transform and collate is _tud.default_collate):
             while True:
-                packed = it.next_packed(b)
-                if packed is None:
+                out = self._packed(it, ds, b)
+                if out is None:
                     return
-                batch = ds._batch(packed, self.fields, self.raw, self.ragged)
-                del packed
-                if bt is not None:
-                    out = bt(batch)
-                else:
-                    out = collate_packed(batch)
-                    if out is None:
-                        out = collate([t(s) for s in batch])
-                    if self.with_ids and isinstance(out, dict):
-                        out["id"] = torch.from_numpy(batch.ids)
-                del batch
                 yield out
                 # Nothing of this batch is held while the next is read: its
                 # buffer can then reuse their memory (fresh memory costs a
                 # page fault per 4 KiB).
                 del out
         else:
+            if collate is _tud.default_collate:
+                collate = _collate_fn(self.ragged)   # variable shapes too
             for chunk in iter(lambda: it.next_batch(b), []):
                 yield collate([t(s) for s in chunk] if t is not None else chunk)
+
+    def _collate(self):
+        return self.collate_fn or _tud.default_collate
+
+    def _packed(self, it, ds, b):
+        """The next batch through next_packed (every value copied into one
+        buffer per field), collated; None at the end."""
+        packed = it.next_packed(b)
+        if packed is None:
+            return None
+        batch = ds._batch(packed, self.fields, self.raw, self.ragged)
+        del packed
+        if self.batch_transform is not None:
+            return self.batch_transform(batch)
+        out = collate_packed(batch)
+        if out is None:   # a missing value: sample by sample (collate keeps a None in a list)
+            out = _collate_fn(self.ragged)([self.transform(s) for s in batch])
+        if self.with_ids and isinstance(out, dict):
+            out["id"] = torch.from_numpy(batch.ids)
+        return out
+
+    def _filled(self, it, ids, plan):
+        """Batches of fixed-size fields only (PLAN, see _fixed_plan): each
+        field's tensor made empty here and filled by one next_into call --
+        the values copied once, from the map into the tensor, with the GIL
+        released, and no object per sample.  A batch with a missing value
+        is read through next_packed instead (next_into leaves the position
+        where it was)."""
+        b, ds = self.batch_size, self._open.ds
+        while True:
+            k = min(b, len(it) - it.position)
+            if k <= 0:
+                return
+            arrs = [np.empty((k,) + shape, dtype) for _, shape, dtype, _ in plan]
+            try:
+                n = it.next_into(k, arrs)
+            except _pagedb.NotFoundError:
+                out = self._packed(it, ds, b)
+                if out is None:
+                    return
+                yield out
+                del out
+                continue
+            assert n == k
+            out = {}
+            for (name, _, _, bf16), a in zip(plan, arrs):
+                out[name] = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if bf16 else torch.from_numpy(a)
+            if self.with_ids:
+                at = it.position
+                out["id"] = torch.from_numpy(ids[at - k:at].copy())
+            del arrs
+            yield out
+            del out
+
+
+def _fixed_plan(ds, fields):
+    """[(name, shape, NumPy dtype, is_bfloat16)] of FIELDS (None: all) when
+    every one has values of one size -- a tensor field of fixed shape, an
+    INT or a REAL field -- else None."""
+    if fields is None:
+        fds = list(ds.fields)
+    else:
+        names = [fields] if isinstance(fields, (str, int)) else list(fields)
+        fds = [ds.fields[f] if isinstance(f, int) else ds._field(f) for f in names]
+    plan = []
+    for fd in fds:
+        if fd.type == "int":
+            plan.append((fd.name, (), np.dtype(np.int64), False))
+        elif fd.type == "real":
+            plan.append((fd.name, (), np.dtype(np.float64), False))
+        elif fd.type == "tensor" and None not in fd.shape:
+            bf16 = fd.dtype == "bfloat16"
+            plan.append((fd.name, tuple(fd.shape), np.dtype(np.uint16 if bf16 else fd.dtype), bf16))
+        else:
+            return None
+    return plan or None
 
 
 class _T:
@@ -612,6 +735,8 @@ class DataLoader(_tud.DataLoader):
         else:
             if isinstance(dataset, IterableDataset):
                 dataset.collate_fn = None   # batch_size None: sample by sample
+            if collate_fn is None and batch_size is not None and isinstance(dataset, MapDataset):
+                collate_fn = _collate_fn(dataset.ragged)   # variable shapes too (collate)
             super().__init__(dataset, batch_size, *args, collate_fn=collate_fn, **kw)
 
     def __iter__(self):
@@ -638,7 +763,14 @@ class DataLoader(_tud.DataLoader):
                 ring = None                  # no shared memory to be had: torch's transfer
         ds._ring = ring
         try:
-            batches = super().__iter__()     # the workers start here, with the ring
+            if self._pagedb and self.num_workers == 0 and not self.pin_memory:
+                # The dataset's batches are final and this process makes
+                # them: torch's single-process iterator would only pass
+                # them through (at some 100 us a batch of its profiling
+                # hooks on the machine of doc/benchmarks.md).
+                batches = iter(ds)
+            else:
+                batches = super().__iter__()     # the workers start here, with the ring
         finally:
             ds._ring = None
         for batch in batches:
