@@ -933,8 +933,10 @@ PAGEDB_API int pagedb_tensor_shape(pagedb *db, int field, const void *value, siz
 ** deleted or changed after it fails its read (PAGEDB_NOTFOUND,
 ** PAGEDB_CORRUPT) and never gives other tokens.
 **
-** T belongs to R and to R's thread, and reads through R (its mode, its
-** verification, its decompression): close T before R.
+** T does not change once made: threads may share it, each reading blocks
+** through a reader of its own (which gives a block its mode, verification
+** and decompression).  It holds no reader and no map: close it any time
+** before pagedb_close(DB).
 **
 ** Results of pagedb_tokens_open: PAGEDB_OK; PAGEDB_RANGE (no field FIELD,
 ** BLOCK_SIZE out of 1 .. 2^30); PAGEDB_MISMATCH (not a token field: the
@@ -942,10 +944,10 @@ PAGEDB_API int pagedb_tensor_shape(pagedb *db, int field, const void *value, siz
 ** PAGEDB_ORDER_SEQUENTIAL, _RANDOM, _QUASI_RANDOM); PAGEDB_CORRUPT_INDEX
 ** (a document's index entry is damaged); PAGEDB_CORRUPT (a document's
 ** length is not a whole number of tokens); PAGEDB_NOMEM.  *OUT is NULL on
-** error; the message is pagedb_reader_errmsg(R).
+** error; the message is pagedb_errmsg(DB).
 */
 typedef struct pagedb_tokens pagedb_tokens;
-PAGEDB_API int pagedb_tokens_open(pagedb_reader *r, int field, int kind, uint64_t seed, uint64_t epoch,
+PAGEDB_API int pagedb_tokens_open(pagedb *db, int field, int kind, uint64_t seed, uint64_t epoch,
                                   int64_t block_size, pagedb_tokens **out);
 
 /* The blocks, tokens and documents of T's epoch (0 for NULL). */
@@ -954,7 +956,9 @@ PAGEDB_API int64_t pagedb_tokens_total(const pagedb_tokens *t);
 PAGEDB_API int64_t pagedb_tokens_documents(const pagedb_tokens *t);
 
 /*
-** Block B (0 <= B < pagedb_tokens_blocks) of T: *DATA receives a pointer
+** Block B (0 <= B < pagedb_tokens_blocks) of T, read through R (a reader
+** of T's handle, used by one thread at a time as always; its message is
+** pagedb_reader_errmsg(R)): *DATA receives a pointer
 ** to its block_size + 1 tokens (the field's dtype, little-endian), found
 ** by a binary search of the map, O(log documents), and a read of each
 ** document it touches.  A block inside one document is a view: the pointer
@@ -970,7 +974,8 @@ PAGEDB_API int64_t pagedb_tokens_documents(const pagedb_tokens *t);
 ** PAGEDB_CORRUPT_INDEX, PAGEDB_IOERR*); PAGEDB_CORRUPT (a document's length
 ** is not the map's: changed since the open).
 */
-PAGEDB_API int pagedb_tokens_block(pagedb_tokens *t, int64_t b, void *buf, const void **data);
+PAGEDB_API int pagedb_tokens_block(const pagedb_tokens *t, pagedb_reader *r, int64_t b, void *buf,
+                                   const void **data);
 
 /*
 ** The block numbers rank RANK of WORLD reads in T's epoch, into BLOCKS (*N
@@ -981,11 +986,13 @@ PAGEDB_API int pagedb_tokens_block(pagedb_tokens *t, int64_t b, void *buf, const
 ** ranks stay in step; with RANDOM which ones changes each epoch).  A pure
 ** function of the stream and the arguments: every rank computes its own.
 ** Results: PAGEDB_OK; PAGEDB_MISUSE (RANK or WORLD out of range, BLOCKS
-** too short: *N receives the length needed); PAGEDB_NOMEM.
+** too short: *N receives the length needed); PAGEDB_NOMEM.  The message
+** is pagedb_errmsg of T's handle.
 */
-PAGEDB_API int pagedb_tokens_order(pagedb_tokens *t, int rank, int world, int64_t *blocks, int64_t *n);
+PAGEDB_API int pagedb_tokens_order(const pagedb_tokens *t, int rank, int world, int64_t *blocks, int64_t *n);
 
-/* Free T.  Pointers it gave keep pagedb_read's lifetime.  NULL: a no-op. */
+/* Free T.  Pointers its blocks gave keep pagedb_read's lifetime.  NULL: a
+** no-op. */
 PAGEDB_API void pagedb_tokens_close(pagedb_tokens *t);
 
 /* Read an INT or REAL field of committed sample ID.  Results: PAGEDB_OK;

@@ -30,8 +30,10 @@
 **      tokens), else 0.  The last (total - 1) mod B tokens are the TAIL:
 **      in no block's input this epoch (a different tail each epoch of a
 **      shuffled order).
-**   3. Nothing in it points into a map: a view a read hands out is the
-**      reader's (pagedb_read's lifetime), so closing T frees only memory.
+**   3. Nothing in it changes after the open, and nothing in it points into
+**      a map: a view a read hands out is the reader's (pagedb_read's
+**      lifetime).  So threads share T, each reading through its own
+**      reader, and closing T frees only memory.
 ** A document changed or deleted after the open no longer matches the map:
 ** its read fails (PAGEDB_NOTFOUND, or PAGEDB_CORRUPT for another length),
 ** never returns other tokens.
@@ -41,7 +43,6 @@
 #include <stdio.h>
 
 struct pagedb_tokens {
-  pagedb_reader *r;
   pagedb *db;
   int field;
   int esize;                /* bytes per token */
@@ -73,6 +74,7 @@ void pagedb_tokens_close(pagedb_tokens *t) {
 static int add_doc(pagedb_tokens *t, pdb_msg *m, int64_t id, const uint64_t *s) {
   pagedb *db = t->db;
   const CatField *f = &db->fields[t->field];
+  if (!s && idx_damaged(db->idx, id)) s = DX_BAD;
   if (s == DX_BAD)
     return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s: token stream of '%s': the index entry of sample %lld is damaged",
                    db->path, f->name, (long long)id);
@@ -91,29 +93,29 @@ static int add_doc(pagedb_tokens *t, pdb_msg *m, int64_t id, const uint64_t *s) 
   return PAGEDB_OK;
 }
 
-int pagedb_tokens_open(pagedb_reader *r, int field, int kind, uint64_t seed, uint64_t epoch, int64_t block_size,
+int pagedb_tokens_open(pagedb *db, int field, int kind, uint64_t seed, uint64_t epoch, int64_t block_size,
                        pagedb_tokens **out) {
   if (!out) return PAGEDB_MISUSE;
   *out = NULL;
-  if (!r) return PAGEDB_MISUSE;
-  pagedb *db = r->db;
+  if (!db) return PAGEDB_MISUSE;
+  if (db->failed) return pdb_err(db, &db->err, PAGEDB_MISUSE, "the handle's open failed; only close it");
   if (field < 0 || field >= db->nfield)
-    return pdb_err(db, &r->err, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field,
+    return pdb_err(db, &db->err, PAGEDB_RANGE, "%s: no field number %d (the dataset has %d)", db->path, field,
                    db->nfield);
   const CatField *f = &db->fields[field];
   if (!is_token_field(f)) {
     char decl[TENSOR_TEXT_MAX] = "";
     if (f->type == PAGEDB_TENSOR) tensor_format(&f->tensor, decl);
-    return pdb_err(db, &r->err, PAGEDB_MISMATCH,
+    return pdb_err(db, &db->err, PAGEDB_MISMATCH,
                    "%s: field '%s' (%s) is not a token field: a token stream needs a tensor field of one variable "
                    "dimension and an integer dtype (tensor:uint16:*, tensor:uint32:*...)", db->path, f->name,
                    f->type == PAGEDB_TENSOR ? decl : "not a tensor");
   }
   if (kind != PAGEDB_ORDER_SEQUENTIAL && kind != PAGEDB_ORDER_RANDOM && kind != PAGEDB_ORDER_QUASI_RANDOM)
-    return pdb_err(db, &r->err, PAGEDB_MISUSE, "%s: pagedb_tokens_open: unknown kind %d (PAGEDB_ORDER_SEQUENTIAL, "
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: pagedb_tokens_open: unknown kind %d (PAGEDB_ORDER_SEQUENTIAL, "
                    "_RANDOM or _QUASI_RANDOM)", db->path, kind);
   if (block_size < 1 || block_size > TOK_BLOCK_MAX)
-    return pdb_err(db, &r->err, PAGEDB_RANGE, "%s: pagedb_tokens_open: block size %lld is out of range (1 to 2^30)",
+    return pdb_err(db, &db->err, PAGEDB_RANGE, "%s: pagedb_tokens_open: block size %lld is out of range (1 to 2^30)",
                    db->path, (long long)block_size);
 
   /* The epoch's document order: every committed sample, as pagedb_order
@@ -130,10 +132,10 @@ int pagedb_tokens_open(pagedb_reader *r, int field, int kind, uint64_t seed, uin
   if (rc == PAGEDB_OK) rc = pagedb_order(db, kind, seed, epoch, 0, 1, t->ids, &n);
   if (rc != PAGEDB_OK) {
     pagedb_tokens_close(t);
-    return pdb_err(db, &r->err, rc, "%s: token stream of '%s': %s", db->path, f->name,
-                   rc == PAGEDB_NOMEM ? "out of memory for the token map" : pagedb_errmsg(db));
+    char why[400];
+    snprintf(why, sizeof why, "%s", rc == PAGEDB_NOMEM ? "out of memory for the token map" : pagedb_errmsg(db));
+    return pdb_err(db, &db->err, rc, "%s: token stream of '%s': %s", db->path, f->name, why);
   }
-  t->r = r;
   t->db = db;
   t->field = field;
   t->esize = f->tensor.esize;
@@ -145,7 +147,7 @@ int pagedb_tokens_open(pagedb_reader *r, int field, int kind, uint64_t seed, uin
   ** only after entry k has been read. */
   for (int64_t i = 0; i < n && rc == PAGEDB_OK; i++) {
     int64_t id = t->ids[i];
-    rc = add_doc(t, &r->err, id, api_find(r, id));
+    rc = add_doc(t, &db->err, id, idx_find(db->idx, id));
   }
   if (rc != PAGEDB_OK) {
     pagedb_tokens_close(t);
@@ -174,15 +176,15 @@ static uint64_t doc_of(const pagedb_tokens *t, uint64_t pos) {
 
 /* Document K's tokens, read through the reader: *P and its *N tokens, which
 ** must be the map's count (invariant 1's closing note). */
-static int read_doc(pagedb_tokens *t, uint64_t k, const uint8_t **p, uint64_t *n) {
+static int read_doc(const pagedb_tokens *t, pagedb_reader *r, uint64_t k, const uint8_t **p, uint64_t *n) {
   pagedb *db = t->db;
   const void *data;
   size_t nb;
-  int rc = pagedb_read(t->r, t->ids[k], t->field, &data, &nb);
+  int rc = pagedb_read(r, t->ids[k], t->field, &data, &nb);
   if (rc != PAGEDB_OK) return rc;   /* the reader's message names the sample */
   uint64_t want = t->ends[k] - (k ? t->ends[k - 1] : 0);
   if (nb != want * (uint64_t)t->esize)
-    return pdb_err(db, &t->r->err, PAGEDB_CORRUPT, "%s: token stream of '%s': sample %lld has %zu bytes, the token "
+    return pdb_err(db, &r->err, PAGEDB_CORRUPT, "%s: token stream of '%s': sample %lld has %zu bytes, the token "
                    "map %llu tokens of %d bytes (changed since the stream was opened?)", db->path,
                    db->fields[t->field].name, (long long)t->ids[k], nb, (unsigned long long)want, t->esize);
   *p = data;
@@ -190,11 +192,12 @@ static int read_doc(pagedb_tokens *t, uint64_t k, const uint8_t **p, uint64_t *n
   return PAGEDB_OK;
 }
 
-int pagedb_tokens_block(pagedb_tokens *t, int64_t b, void *buf, const void **data) {
-  if (!t || !data) return PAGEDB_MISUSE;
+int pagedb_tokens_block(const pagedb_tokens *t, pagedb_reader *r, int64_t b, void *buf, const void **data) {
+  if (!t || !r || !data) return PAGEDB_MISUSE;
   *data = NULL;
+  if (r->db != t->db) return PAGEDB_MISUSE;
   if (b < 0 || (uint64_t)b >= t->nblocks)
-    return pdb_err(t->db, &t->r->err, PAGEDB_RANGE, "%s: token stream of '%s': no block %lld (this epoch has %llu "
+    return pdb_err(t->db, &r->err, PAGEDB_RANGE, "%s: token stream of '%s': no block %lld (this epoch has %llu "
                    "of %llu tokens)", t->db->path, t->db->fields[t->field].name, (long long)b,
                    (unsigned long long)t->nblocks, (unsigned long long)t->B);
   uint64_t pos = (uint64_t)b * t->B, want = t->B + 1;
@@ -202,7 +205,7 @@ int pagedb_tokens_block(pagedb_tokens *t, int64_t b, void *buf, const void **dat
   uint64_t off = pos - (k ? t->ends[k - 1] : 0);
   const uint8_t *p;
   uint64_t n;
-  int rc = read_doc(t, k, &p, &n);
+  int rc = read_doc(t, r, k, &p, &n);
   if (rc != PAGEDB_OK) return rc;
   size_t es = (size_t)t->esize;
   if (off + want <= n) {
@@ -210,7 +213,7 @@ int pagedb_tokens_block(pagedb_tokens *t, int64_t b, void *buf, const void **dat
     return PAGEDB_OK;
   }
   if (!buf)
-    return pdb_err(t->db, &t->r->err, PAGEDB_MISUSE, "%s: token stream: block %lld spans documents and BUF is NULL",
+    return pdb_err(t->db, &r->err, PAGEDB_MISUSE, "%s: token stream: block %lld spans documents and BUF is NULL",
                    t->db->path, (long long)b);
   /* Spanning documents: each piece is copied out before the next read,
   ** which may reuse the reader's buffer.  Invariant 2: the stream holds
@@ -223,18 +226,18 @@ int pagedb_tokens_block(pagedb_tokens *t, int64_t b, void *buf, const void **dat
     if (got == want) break;
     assert(k + 1 < t->ndoc);
     off = 0;
-    rc = read_doc(t, ++k, &p, &n);
+    rc = read_doc(t, r, ++k, &p, &n);
     if (rc != PAGEDB_OK) return rc;
   }
   *data = buf;
   return PAGEDB_OK;
 }
 
-int pagedb_tokens_order(pagedb_tokens *t, int rank, int world, int64_t *blocks, int64_t *n) {
+int pagedb_tokens_order(const pagedb_tokens *t, int rank, int world, int64_t *blocks, int64_t *n) {
   if (!t || !n) return PAGEDB_MISUSE;
   pagedb *db = t->db;
   if (world < 1 || world > (1 << 20) || rank < 0 || rank >= world)
-    return pdb_err(db, &t->r->err, PAGEDB_MISUSE, "%s: pagedb_tokens_order: rank %d of world %d is out of range "
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: pagedb_tokens_order: rank %d of world %d is out of range "
                    "(world 1 to 2^20, rank 0 to world - 1)", db->path, rank, world);
   uint64_t len = t->nblocks / (uint64_t)world;
   if (!blocks) {
@@ -244,7 +247,7 @@ int pagedb_tokens_order(pagedb_tokens *t, int rank, int world, int64_t *blocks, 
   if (*n < 0 || (uint64_t)*n < len) {
     long long have = (long long)*n;
     *n = (int64_t)len;
-    return pdb_err(db, &t->r->err, PAGEDB_MISUSE, "%s: pagedb_tokens_order: the array has %lld entries, rank %d of "
+    return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: pagedb_tokens_order: the array has %lld entries, rank %d of "
                    "%d needs %llu", db->path, have, rank, world, (unsigned long long)len);
   }
   if (t->kind != PAGEDB_ORDER_RANDOM) {
@@ -252,7 +255,7 @@ int pagedb_tokens_order(pagedb_tokens *t, int rank, int world, int64_t *blocks, 
   } else {
     uint64_t *g = pdb_malloc((t->nblocks ? t->nblocks : 1) * sizeof *g);
     if (!g)
-      return pdb_err(db, &t->r->err, PAGEDB_NOMEM, "%s: pagedb_tokens_order: out of memory ordering %llu blocks",
+      return pdb_err(db, &db->err, PAGEDB_NOMEM, "%s: pagedb_tokens_order: out of memory ordering %llu blocks",
                      db->path, (unsigned long long)t->nblocks);
     for (uint64_t i = 0; i < t->nblocks; i++) g[i] = i;
     ord_shuffle_blocks(t->seed, t->epoch, g, t->nblocks);

@@ -512,8 +512,8 @@ static int tokensCmd(Tcl_Interp *interp, ChildObj *c, pagedb_reader *r, int objc
    || Tcl_GetWideIntFromObj(interp, objv[6], &bs)
    || Tcl_GetIndexFromObj(interp, objv[7], azAct, "action", 0, &iAct) ) return TCL_ERROR;
   int f = getField(c->pDb->db, objv[2]);
-  rc = pagedb_tokens_open(r, f, iKind + 1, (uint64_t)seed, (uint64_t)epoch, (int64_t)bs, &t);
-  if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_reader_errmsg(r));
+  rc = pagedb_tokens_open(c->pDb->db, f, iKind + 1, (uint64_t)seed, (uint64_t)epoch, (int64_t)bs, &t);
+  if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(c->pDb->db));
   if( iAct == 0 ){
     res = Tcl_NewListObj(0, 0);
     Tcl_ListObjAppendElement(0, res, Tcl_NewWideIntObj(pagedb_tokens_blocks(t)));
@@ -560,7 +560,7 @@ static int tokensCmd(Tcl_Interp *interp, ChildObj *c, pagedb_reader *r, int objc
         Tcl_DecrRefCount(res);
         return TCL_ERROR;
       }
-      rc = pagedb_tokens_block(t, (int64_t)b, buf, &p);
+      rc = pagedb_tokens_block(t, r, (int64_t)b, buf, &p);
       if( rc == PAGEDB_OK ){
         Tcl_Obj *e = Tcl_NewListObj(0, 0);
         Tcl_ListObjAppendElement(0, e, Tcl_NewByteArrayObj((const unsigned char *)p, (int)len));
@@ -575,9 +575,9 @@ static int tokensCmd(Tcl_Interp *interp, ChildObj *c, pagedb_reader *r, int objc
     }
   }
   if( rc != PAGEDB_OK ){
-    /* The message is the reader's, which outlives T. */
+    /* order's message is the handle's, a block's the reader's. */
     pagedb_tokens_close(t);
-    return pdbError(interp, rc, pagedb_reader_errmsg(r));
+    return pdbError(interp, rc, iAct == 1 ? pagedb_errmsg(c->pDb->db) : pagedb_reader_errmsg(r));
   }
   pagedb_tokens_close(t);
   Tcl_SetObjResult(interp, res);
