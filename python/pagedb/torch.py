@@ -649,3 +649,10 @@ class DataLoader(_tud.DataLoader):
             else:
                 ds.position += 1
             yield batch
+
+
+# Token streams for language models live in a module of their own
+# (pagedb/tokens.py), which builds on IterableDataset above.
+from pagedb.tokens import TokenDataset  # noqa: E402
+
+__all__.append("TokenDataset")
