@@ -278,6 +278,14 @@ int wl_parse_seed(const char *spec, uint64_t seed, wl_t *w){
     w->wid = 3; w->count = 64; w->field = "clip";
     w->dist = WL_UNIFORM; w->lo = 8u << 20; w->hi = 48u << 20;
     w->poolKind = WL_POOL_RANDOM;
+  }else if( nName == 8 && strncasecmp(spec, "W-tokens", 8) == 0 ){
+    /* Sizes are in tokens (wl_size), the bytes wl_tokens' (the pool is
+    ** made but unused). */
+    strcpy(w->name, "W-tokens");
+    w->wid = 5; w->count = 360000; w->field = "tokens"; w->tokens = 1;
+    w->dist = WL_LOGNORMAL; w->median = 1000.0; w->sigma = 0.8;
+    w->lo = 16; w->hi = 32768;
+    w->poolKind = WL_POOL_RANDOM;
   }else{
     return -1;
   }
@@ -381,4 +389,13 @@ int wl_check(const wl_t *w, int64_t i, const uint8_t *buf, size_t len){
     off = 0;
   }
   return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* W-tokens                                                            */
+/* ------------------------------------------------------------------ */
+
+void wl_tokens(const wl_t *w, int64_t i, uint16_t *out, size_t n){
+  uint64_t s = wl_state(w, i, 3);
+  for(size_t j = 0; j < n; j++) out[j] = (uint16_t)(wl_next(&s) % WL_VOCAB);
 }
