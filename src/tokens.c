@@ -120,16 +120,26 @@ int pagedb_tokens_open(pagedb *db, int field, int kind, uint64_t seed, uint64_t 
 
   /* The epoch's document order: every committed sample, as pagedb_order
   ** gives it to one rank of one. */
-  int64_t n = 0;
+  int64_t n = 0, want;
   int rc = pagedb_order(db, kind, seed, epoch, 0, 1, NULL, &n);
   pagedb_tokens *t = pdb_malloc(sizeof *t);
-  if (t) {
-    memset(t, 0, sizeof *t);
+  if (t) memset(t, 0, sizeof *t);
+  else rc = PAGEDB_NOMEM;
+  /* A commit between the two calls may grow the order: ask again. */
+  while (rc == PAGEDB_OK) {
+    pdb_free(t->ids);
+    pdb_free(t->ends);
     t->ids = pdb_malloc((size_t)(n ? n : 1) * sizeof *t->ids);
     t->ends = pdb_malloc((size_t)(n ? n : 1) * sizeof *t->ends);
+    if (!t->ids || !t->ends) {
+      rc = PAGEDB_NOMEM;
+      break;
+    }
+    want = n;
+    rc = pagedb_order(db, kind, seed, epoch, 0, 1, t->ids, &n);
+    if (rc == PAGEDB_OK || n <= want) break;
+    rc = PAGEDB_OK;
   }
-  if (rc == PAGEDB_OK && (!t || !t->ids || !t->ends)) rc = PAGEDB_NOMEM;
-  if (rc == PAGEDB_OK) rc = pagedb_order(db, kind, seed, epoch, 0, 1, t->ids, &n);
   if (rc != PAGEDB_OK) {
     pagedb_tokens_close(t);
     char why[400];
