@@ -96,11 +96,14 @@ static PyObject *tokens_order(PyTokens *o, PyObject *args, PyObject *kw) {
   int rank = 0, world = 1;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|ii:order", kwlist, &rank, &world) || ds_check_open(o->ds))
     return NULL;
+  if (world < 1 || world > (1 << 20) || rank < 0 || rank >= world)
+    return pdb_raise(PAGEDB_MISUSE, "order: rank %d of world %d is out of range (world 1 to 2^20, rank 0 to "
+                     "world - 1)", rank, world);
   int64_t n = 0;
   PdbErr e;
-  /* The length needs no handle: a pure function of T. */
+  /* The length of valid arguments is a pure function of T: no handle. */
   int rc = pagedb_tokens_order(o->t, rank, world, NULL, &n);
-  if (rc != PAGEDB_OK) return pdb_raise(rc, "order: rank %d of world %d is out of range", rank, world);
+  if (rc != PAGEDB_OK) return pdb_raise(rc, "order: rank %d of world %d", rank, world);
   npy_intp dim = (npy_intp)n;
   PyObject *arr = PyArray_SimpleNew(1, &dim, NPY_INT64);
   if (!arr) return NULL;
