@@ -162,3 +162,27 @@ def test_split_and_plain_iteration(dspath):
         assert (x.numpy() == s[b * B:b * B + B]).all() and (y.numpy() == s[b * B + 1:b * B + B + 1]).all()
     xs, ys = next(iter(DataLoader(ds, batch_size=4)))
     assert xs.shape == (4, B) and (xs[:, 1:] == ys[:, :-1]).all()
+
+
+def test_document_deleted_after_the_stream_was_made(tmp_path):
+    """A stream is a snapshot of the documents at its making: a block that
+    needs a document deleted since fails (NotFoundError), never giving other
+    tokens; the others still read; the next stream leaves it out."""
+    p = str(tmp_path / "d.pagedb")
+    with pagedb.open(p, "c") as ds:
+        ds.add_field("tok", pagedb.Tensor("uint16", (None,)))
+        with ds.writer() as w:
+            for i in range(6):
+                w.append({"tok": np.full(10, i, np.uint16)}, id=i)
+        ds.commit()
+        t = ds.tokens("tok", 5, "sequential")
+        assert t.blocks == 11
+        ds.delete(2)
+        ds.commit()
+        assert (t.block(0) == [0, 0, 0, 0, 0, 0]).all()
+        with pytest.raises(pagedb.NotFoundError):
+            t.block(4)                                   # tokens 20..25: document 2
+        with pytest.raises(pagedb.NotFoundError):
+            t.read([3], np.zeros((1, 6), np.int64))      # tokens 15..20: into document 2
+        t2 = ds.tokens("tok", 5, "sequential")
+        assert t2.tokens == 50 and (t2.block(5) == [3, 3, 3, 3, 3, 4]).all()
