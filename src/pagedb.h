@@ -935,8 +935,8 @@ PAGEDB_API int pagedb_tensor_shape(pagedb *db, int field, const void *value, siz
 **
 ** T does not change once made: threads may share it, each reading blocks
 ** through a reader of its own (which gives a block its mode, verification
-** and decompression).  It holds no reader and no map: close it any time
-** before pagedb_close(DB).
+** and decompression).  It holds no reader and no map: closing it frees
+** memory only, and is the one call allowed on it after pagedb_close(DB).
 **
 ** Results of pagedb_tokens_open: PAGEDB_OK; PAGEDB_RANGE (no field FIELD,
 ** BLOCK_SIZE out of 1 .. 2^30); PAGEDB_MISMATCH (not a token field: the
@@ -964,8 +964,8 @@ PAGEDB_API int64_t pagedb_tokens_documents(const pagedb_tokens *t);
 ** document it touches.  A block inside one document is a view: the pointer
 ** pagedb_read gives for the document, moved to the block's first token,
 ** with pagedb_read's lifetime (in PAGEDB_READ_MMAP mode, of a field stored
-** as given: until pagedb_close(DB); otherwise until the next call on R or
-** T).  A block spanning documents is copied once into BUF, which must hold
+** as given: until pagedb_close(DB); otherwise until the next call on
+** R).  A block spanning documents is copied once into BUF, which must hold
 ** (block_size + 1) x the dtype's size bytes, and *DATA is BUF (BUF may be
 ** NULL only if the caller takes views alone: PAGEDB_MISUSE then for a
 ** spanning block).  Every pointer is aligned to the dtype's size when BUF
