@@ -951,6 +951,10 @@ static PyObject *dataset_iterate(PyDataset *ds, PyObject *args, PyObject *kw) {
   return iter_create(ds, args, kw);
 }
 
+static PyObject *dataset_tokens(PyDataset *ds, PyObject *args, PyObject *kw) {
+  return tokens_create(ds, args, kw);
+}
+
 static PyMethodDef dataset_methods[] = {
   {"close", (PyCFunction)dataset_close, METH_NOARGS,
    "close(): commit and close.  Views still alive keep the handle (and its map) open until they go."},
@@ -980,6 +984,9 @@ static PyMethodDef dataset_methods[] = {
   {"order", (PyCFunction)(void (*)(void))dataset_order, METH_VARARGS | METH_KEYWORDS,
    "order(kind='random', seed=0, epoch=0, rank=0, world=1, drop_last=False) -> int64 ndarray of ids."},
   {"writer", (PyCFunction)dataset_writer, METH_NOARGS, "writer() -> Writer (one per thread)."},
+  {"tokens", (PyCFunction)(void (*)(void))dataset_tokens, METH_VARARGS | METH_KEYWORDS,
+   "tokens(field, block_size, kind='random', seed=0, epoch=0) -> Tokens: the epoch's token stream of a token "
+   "field (a tensor field of one variable dimension and an integer dtype), in blocks of block_size + 1."},
   {"iterate", (PyCFunction)(void (*)(void))dataset_iterate, METH_VARARGS | METH_KEYWORDS,
    "iterate(ids, fields=None, window=16 MiB, raw=False) -> Iterator over the samples IDS in that order, reading "
    "ahead WINDOW bytes."},

@@ -213,7 +213,7 @@ PyMODINIT_FUNC PyInit__pagedb(void) {
   PyField_Type = PyStructSequence_NewType(&field_desc);
   if (!PyField_Type || PyModule_AddObject(m, "Field", Py_NewRef((PyObject *)PyField_Type)) < 0) goto fail;
   if (add_type(m, &PyDataset_Type, "Dataset") < 0 || add_methods(&PyDataset_Type, admin_methods) < 0 || add_type(m, &PyWriter_Type, "Writer") < 0 ||
-      add_type(m, &PyIter_Type, "Iterator") < 0 || PyType_Ready(&PyMapView_Type) < 0)
+      add_type(m, &PyIter_Type, "Iterator") < 0 || PyType_Ready(&PyMapView_Type) < 0 || tokens_init_type(m) < 0)
     goto fail;
   ADD_INT(m, "BYTES", PAGEDB_BYTES);
   ADD_INT(m, "TEXT", PAGEDB_TEXT);

@@ -235,6 +235,11 @@ PyObject *iter_next_batch(PyIter *it, PyObject *k);
 PyObject *ds_read_into(PyDataset *ds, PyObject *args, PyObject *kw);
 PyObject *iter_next_into(PyIter *it, PyObject *args);
 
+/* Token streams (tokens.c): Dataset.tokens(), and the Tokens type added
+** to module M at its initialisation (0, or -1 with an exception). */
+PyObject *tokens_create(PyDataset *ds, PyObject *args, PyObject *kw);
+int tokens_init_type(PyObject *m);
+
 /* A read-only memoryview of N bytes at P in the map, pinned on DS already. */
 PyObject *mapview_new(PyDataset *ds, const void *p, size_t n);
 /* A read-only memoryview owning OWN (PyMem_RawMalloc'd; freed on failure). */

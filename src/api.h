@@ -433,4 +433,8 @@ static inline int api_must_finish(const pagedb_reader *r, int field) {
 */
 int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes);
 
+/* A[0..N) shuffled by the random stream of (SEED, EPOCH) kept for the
+** blocks of a token stream (order.c; tokens.c uses it). */
+void ord_shuffle_blocks(uint64_t seed, uint64_t epoch, uint64_t *a, uint64_t n);
+
 #endif /* PAGEDB_API_H */

@@ -148,7 +148,7 @@ typedef struct OrdRng {
 
 #define ORD_GAMMA 0x9e3779b97f4a7c15ull   /* splitmix64's increment */
 
-enum { ORD_STREAM_RANDOM = 1, ORD_STREAM_PAGES = 2, ORD_STREAM_WINDOWS = 3 };
+enum { ORD_STREAM_RANDOM = 1, ORD_STREAM_PAGES = 2, ORD_STREAM_WINDOWS = 3, ORD_STREAM_BLOCKS = 4 };
 
 static void rng_init(OrdRng *r, uint64_t seed, uint64_t epoch, uint64_t stream) {
   r->s = pdb_mix64(pdb_mix64(pdb_mix64(seed) + epoch) + stream);
@@ -187,6 +187,14 @@ static void shuffle_u64(OrdRng *r, uint64_t *a, uint64_t n) {
     a[i - 1] = a[j];
     a[j] = t;
   }
+}
+
+/* A[0..N) shuffled by the stream of (SEED, EPOCH) that orders the blocks
+** of a token stream (tokens.c): the same on every machine, as the orders. */
+void ord_shuffle_blocks(uint64_t seed, uint64_t epoch, uint64_t *a, uint64_t n) {
+  OrdRng r;
+  rng_init(&r, seed, epoch, ORD_STREAM_BLOCKS);
+  shuffle_u64(&r, a, n);
 }
 
 /*

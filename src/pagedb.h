@@ -913,6 +913,88 @@ PAGEDB_API int pagedb_read_tensor_into(pagedb_reader *r, int64_t id, int field, 
 PAGEDB_API int pagedb_tensor_shape(pagedb *db, int field, const void *value, size_t n, size_t *nbytes, int *ndim,
                                    int64_t *shape);
 
+/*
+** Token streams (doc/format.md, "Token maps").  A language model trains on
+** blocks of B + 1 consecutive tokens -- an input of B and its target, the
+** same shifted by one -- cut from documents laid end to end.  With the
+** documents stored as values of a token field (a tensor field of one
+** variable dimension and an integer dtype: tensor:uint16:*,
+** tensor:uint32:*, any of int8 .. uint64), pagedb_tokens_open makes the
+** stream of one epoch: every committed sample with at least one token, in
+** the order pagedb_order gives for (KIND, SEED, EPOCH) to rank 0 of 1 (so
+** a RANDOM kind permutes the documents anew each epoch, the same on every
+** machine), concatenated; and its token map, the prefix sums of their
+** lengths (16 bytes a document, built in one pass over the index's slots:
+** O(documents) at the open, nothing stored).  Block b is tokens bB .. bB + B
+** of the stream (bB + B is also block b + 1's first): there are
+** (tokens - 1) / B blocks, and the last (tokens - 1) mod B tokens -- the
+** epoch's TAIL, different each epoch of a RANDOM kind -- are in no block's
+** input.  Samples committed after the open are not in the stream; one
+** deleted or changed after it fails its read (PAGEDB_NOTFOUND,
+** PAGEDB_CORRUPT) and never gives other tokens.
+**
+** T does not change once made: threads may share it, each reading blocks
+** through a reader of its own (which gives a block its mode, verification
+** and decompression).  It holds no reader and no map: closing it frees
+** memory only, and is the one call allowed on it after pagedb_close(DB).
+**
+** Results of pagedb_tokens_open: PAGEDB_OK; PAGEDB_RANGE (no field FIELD,
+** BLOCK_SIZE out of 1 .. 2^30); PAGEDB_MISMATCH (not a token field: the
+** message gives its declaration); PAGEDB_MISUSE (an unknown KIND: one of
+** PAGEDB_ORDER_SEQUENTIAL, _RANDOM, _QUASI_RANDOM); PAGEDB_CORRUPT_INDEX
+** (a document's index entry is damaged); PAGEDB_CORRUPT (a document's
+** length is not a whole number of tokens); PAGEDB_NOMEM.  *OUT is NULL on
+** error; the message is pagedb_errmsg(DB).
+*/
+typedef struct pagedb_tokens pagedb_tokens;
+PAGEDB_API int pagedb_tokens_open(pagedb *db, int field, int kind, uint64_t seed, uint64_t epoch,
+                                  int64_t block_size, pagedb_tokens **out);
+
+/* The blocks, tokens and documents of T's epoch (0 for NULL). */
+PAGEDB_API int64_t pagedb_tokens_blocks(const pagedb_tokens *t);
+PAGEDB_API int64_t pagedb_tokens_total(const pagedb_tokens *t);
+PAGEDB_API int64_t pagedb_tokens_documents(const pagedb_tokens *t);
+
+/*
+** Block B (0 <= B < pagedb_tokens_blocks) of T, read through R (a reader
+** of T's handle, used by one thread at a time as always; its message is
+** pagedb_reader_errmsg(R)): *DATA receives a pointer
+** to its block_size + 1 tokens (the field's dtype, little-endian), found
+** by a binary search of the map, O(log documents), and a read of each
+** document it touches.  A block inside one document is a view: the pointer
+** pagedb_read gives for the document, moved to the block's first token,
+** with pagedb_read's lifetime (in PAGEDB_READ_MMAP mode, of a field stored
+** as given: until pagedb_close(DB); otherwise until the next call on
+** R).  A block spanning documents is copied once into BUF, which must hold
+** (block_size + 1) x the dtype's size bytes, and *DATA is BUF (BUF may be
+** NULL only if the caller takes views alone: PAGEDB_MISUSE then for a
+** spanning block).  Every pointer is aligned to the dtype's size when BUF
+** is.  Results: PAGEDB_OK; PAGEDB_RANGE (no block B); those of pagedb_read
+** (PAGEDB_NOTFOUND for a document deleted since the open, PAGEDB_CORRUPT,
+** PAGEDB_CORRUPT_INDEX, PAGEDB_IOERR*); PAGEDB_CORRUPT (a document's length
+** is not the map's: changed since the open).
+*/
+PAGEDB_API int pagedb_tokens_block(const pagedb_tokens *t, pagedb_reader *r, int64_t b, void *buf,
+                                   const void **data);
+
+/*
+** The block numbers rank RANK of WORLD reads in T's epoch, into BLOCKS (*N
+** entries; call with BLOCKS NULL to learn *N).  The epoch's blocks, in
+** stream order for PAGEDB_ORDER_SEQUENTIAL and _QUASI_RANDOM and shuffled
+** by a stream of (SEED, EPOCH) for _RANDOM, are cut into WORLD contiguous
+** parts of blocks / WORLD each; the last blocks % WORLD are not read (the
+** ranks stay in step; with RANDOM which ones changes each epoch).  A pure
+** function of the stream and the arguments: every rank computes its own.
+** Results: PAGEDB_OK; PAGEDB_MISUSE (RANK or WORLD out of range, BLOCKS
+** too short: *N receives the length needed); PAGEDB_NOMEM.  The message
+** is pagedb_errmsg of T's handle.
+*/
+PAGEDB_API int pagedb_tokens_order(const pagedb_tokens *t, int rank, int world, int64_t *blocks, int64_t *n);
+
+/* Free T.  Pointers its blocks gave keep pagedb_read's lifetime.  NULL: a
+** no-op. */
+PAGEDB_API void pagedb_tokens_close(pagedb_tokens *t);
+
 /* Read an INT or REAL field of committed sample ID.  Results: PAGEDB_OK;
 ** PAGEDB_NOTFOUND; PAGEDB_RANGE; PAGEDB_MISMATCH. */
 PAGEDB_API int pagedb_read_int(pagedb_reader *r, int64_t id, int field, int64_t *v);

@@ -69,6 +69,7 @@ set shares {
   ioerr-uring.test  {60 90}
   shell.test        {45 60}
   tensor.test       {20 60}
+  tokens.test       {8 20}
   shell2.test       {45 60}
   import.test       {45 60}
   crash.test        {45 60}

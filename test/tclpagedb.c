@@ -486,13 +486,111 @@ static int writerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
 /* Reader command                                                      */
 /* ------------------------------------------------------------------ */
 
+/*
+** R tokens FIELD KIND SEED EPOCH B ACTION ...: a token stream
+** (pagedb_tokens_open) made, used and closed in one command.  KIND is
+** sequential, random or quasi.  ACTION:
+**   info                 {blocks tokens documents}
+**   order RANK WORLD     the block numbers of the rank
+**   blocks LIST          per block of LIST {BYTES VIEW}: its B + 1 tokens'
+**                        bytes, and 1 if they were a view (not the buffer)
+*/
+static int tokensCmd(Tcl_Interp *interp, ChildObj *c, pagedb_reader *r, int objc, Tcl_Obj *const objv[]){
+  static const char *azKind[] = { "sequential", "random", "quasi", 0 };
+  static const char *azAct[] = { "info", "order", "blocks", 0 };
+  int iKind, iAct, rc, dtype = 0, ndim = 0;
+  Tcl_WideInt seed, epoch, bs;
+  int64_t dims[PAGEDB_TENSOR_MAX_DIMS];
+  pagedb_tokens *t = 0;
+  Tcl_Obj *res = 0;
+  if( objc < 8 ){
+    Tcl_WrongNumArgs(interp, 2, objv, "FIELD KIND SEED EPOCH B info|order RANK WORLD|blocks LIST");
+    return TCL_ERROR;
+  }
+  if( Tcl_GetIndexFromObj(interp, objv[3], azKind, "kind", 0, &iKind)
+   || Tcl_GetWideIntFromObj(interp, objv[4], &seed) || Tcl_GetWideIntFromObj(interp, objv[5], &epoch)
+   || Tcl_GetWideIntFromObj(interp, objv[6], &bs)
+   || Tcl_GetIndexFromObj(interp, objv[7], azAct, "action", 0, &iAct) ) return TCL_ERROR;
+  int f = getField(c->pDb->db, objv[2]);
+  rc = pagedb_tokens_open(c->pDb->db, f, iKind + 1, (uint64_t)seed, (uint64_t)epoch, (int64_t)bs, &t);
+  if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(c->pDb->db));
+  if( iAct == 0 ){
+    res = Tcl_NewListObj(0, 0);
+    Tcl_ListObjAppendElement(0, res, Tcl_NewWideIntObj(pagedb_tokens_blocks(t)));
+    Tcl_ListObjAppendElement(0, res, Tcl_NewWideIntObj(pagedb_tokens_total(t)));
+    Tcl_ListObjAppendElement(0, res, Tcl_NewWideIntObj(pagedb_tokens_documents(t)));
+  }else if( iAct == 1 ){
+    int rank, world;
+    int64_t n = 0, *a = 0;
+    if( objc != 10 || Tcl_GetIntFromObj(interp, objv[8], &rank) || Tcl_GetIntFromObj(interp, objv[9], &world) ){
+      pagedb_tokens_close(t);
+      if( objc != 10 ) Tcl_WrongNumArgs(interp, 8, objv, "RANK WORLD");
+      return TCL_ERROR;
+    }
+    rc = pagedb_tokens_order(t, rank, world, 0, &n);
+    if( rc == PAGEDB_OK ){
+      a = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof *a);
+      rc = a ? pagedb_tokens_order(t, rank, world, a, &n) : PAGEDB_NOMEM;
+    }
+    if( rc == PAGEDB_OK ){
+      res = Tcl_NewListObj(0, 0);
+      for(int64_t i = 0; i < n; i++) Tcl_ListObjAppendElement(0, res, Tcl_NewWideIntObj(a[i]));
+    }
+    free(a);
+  }else{
+    int nb;
+    Tcl_Obj **ab;
+    unsigned char *buf;
+    if( objc != 9 || Tcl_ListObjGetElements(interp, objv[8], &nb, &ab) ){
+      pagedb_tokens_close(t);
+      if( objc != 9 ) Tcl_WrongNumArgs(interp, 8, objv, "LIST");
+      return TCL_ERROR;
+    }
+    pagedb_field_tensor(c->pDb->db, f, &dtype, &ndim, dims);
+    size_t len = (size_t)(bs + 1) * (size_t)pagedb_dtype_size(dtype);
+    buf = (unsigned char *)malloc(len);
+    if( !buf ) rc = PAGEDB_NOMEM;
+    res = Tcl_NewListObj(0, 0);
+    for(int i = 0; i < nb && rc == PAGEDB_OK; i++){
+      Tcl_WideInt b;
+      const void *p;
+      if( Tcl_GetWideIntFromObj(interp, ab[i], &b) ){
+        free(buf);
+        pagedb_tokens_close(t);
+        Tcl_DecrRefCount(res);
+        return TCL_ERROR;
+      }
+      rc = pagedb_tokens_block(t, r, (int64_t)b, buf, &p);
+      if( rc == PAGEDB_OK ){
+        Tcl_Obj *e = Tcl_NewListObj(0, 0);
+        Tcl_ListObjAppendElement(0, e, Tcl_NewByteArrayObj((const unsigned char *)p, (int)len));
+        Tcl_ListObjAppendElement(0, e, Tcl_NewIntObj(p != (const void *)buf));
+        Tcl_ListObjAppendElement(0, res, e);
+      }
+    }
+    free(buf);
+    if( rc != PAGEDB_OK ){
+      Tcl_DecrRefCount(res);
+      res = 0;
+    }
+  }
+  if( rc != PAGEDB_OK ){
+    /* order's message is the handle's, a block's the reader's. */
+    pagedb_tokens_close(t);
+    return pdbError(interp, rc, iAct == 1 ? pagedb_errmsg(c->pDb->db) : pagedb_reader_errmsg(r));
+  }
+  pagedb_tokens_close(t);
+  Tcl_SetObjResult(interp, res);
+  return TCL_OK;
+}
+
 static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   static const char *azSub[] = {
     "read", "read_into", "read_int", "read_real", "close", "errmsg", "size", "read_batch", "advise",
-    "prefetch", "addr", "addr_batch", "read_tensor", "read_tensor_into", 0
+    "prefetch", "addr", "addr_batch", "read_tensor", "read_tensor_into", "tokens", 0
   };
   enum { R_READ, R_READ_INTO, R_READ_INT, R_READ_REAL, R_CLOSE, R_ERRMSG, R_SIZE, R_BATCH, R_ADVISE,
-         R_PREFETCH, R_ADDR, R_ADDR_BATCH, R_READ_TENSOR, R_READ_TENSOR_INTO };
+         R_PREFETCH, R_ADDR, R_ADDR_BATCH, R_READ_TENSOR, R_READ_TENSOR_INTO, R_TOKENS };
   ChildObj *c = (ChildObj *)cd;
   pagedb_reader *r;
   int iSub, rc = PAGEDB_OK, f;
@@ -583,6 +681,7 @@ static int readerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
     if( rc == -1 ) return TCL_ERROR;
     return rc == PAGEDB_OK ? TCL_OK : pdbError(interp, rc, pagedb_reader_errmsg(r));
   }
+  if( iSub == R_TOKENS ) return tokensCmd(interp, c, r, objc, objv);
   if( iSub == R_READ_TENSOR || iSub == R_READ_TENSOR_INTO ){
     /* read_tensor ID FIELD: {SHAPE BYTES ADDRESS}; read_tensor_into ID
     ** FIELD CAP: {SHAPE BYTES} through a buffer of exactly CAP bytes. */

@@ -284,6 +284,14 @@ int wl_parse_seed(const char *spec, uint64_t seed, wl_t *w){
     w->wid = 4; w->count = 1000000; w->field = "emb";
     w->dist = WL_UNIFORM; w->lo = w->hi = 4 * WL_EMB_DIM;   /* fixed */
     w->poolKind = WL_POOL_NONE;
+  }else if( nName == 8 && strncasecmp(spec, "W-tokens", 8) == 0 ){
+    /* Sizes are in tokens (wl_size), the bytes wl_tokens' (the pool is
+    ** made but unused). */
+    strcpy(w->name, "W-tokens");
+    w->wid = 5; w->count = 360000; w->field = "tokens"; w->tokens = 1;
+    w->dist = WL_LOGNORMAL; w->median = 1000.0; w->sigma = 0.8;
+    w->lo = 16; w->hi = 32768;
+    w->poolKind = WL_POOL_RANDOM;
   }else{
     return -1;
   }
@@ -418,4 +426,13 @@ int wl_check(const wl_t *w, int64_t i, const uint8_t *buf, size_t len){
     off = 0;
   }
   return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* W-tokens                                                            */
+/* ------------------------------------------------------------------ */
+
+void wl_tokens(const wl_t *w, int64_t i, uint16_t *out, size_t n){
+  uint64_t s = wl_state(w, i, 3);
+  for(size_t j = 0; j < n; j++) out[j] = (uint16_t)(wl_next(&s) % WL_VOCAB);
 }

@@ -12,6 +12,9 @@
 **   W-small 1,000,000   text   uniform integer in [200, 2048]         English-like text
 **   W-big         64    clip   uniform integer in [8 MiB, 48 MiB]     incompressible
 **   W-emb   1,000,000   emb    768 float32 (3,072 bytes), fixed        normal-like floats
+**   W-tokens 360,000    tokens lognormal, median 1,000 tokens, sigma   uint16 token ids
+**                              0.8, clamped to [16, 32,768] (~500M    next(s) mod 50,257
+**                              tokens in all; sizes in tokens)        (wl_tokens)
 **
 ** W-emb's value is a tensor (wl_emb): its bytes, as wl_fill writes them,
 ** are the 768 float32 little-endian; it has no pool.
@@ -44,12 +47,13 @@
 #define WL_EMB_DIM    768   /* W-emb's floats per sample */
 
 typedef struct wl_t {
-  char name[16];        /* "W-img", "W-small", "W-big", "W-emb" */
-  int wid;              /* 1 W-img, 2 W-small, 3 W-big, 4 W-emb: part of every stream */
+  char name[16];        /* "W-img", "W-small", "W-big", "W-emb", "W-tokens" */
+  int wid;              /* 1 W-img, 2 W-small, 3 W-big, 4 W-emb, 5 W-tokens: part of every stream */
   int64_t count;        /* number of samples (the default or the :N override) */
   uint64_t seed;        /* WL_DEFAULT_SEED unless given */
   const char *field;    /* name of the variable-length field: "image"... */
   int fieldText;        /* 1 if that field is text (W-small), else bytes */
+  int tokens;           /* 1 for W-tokens: sizes count uint16 tokens, made by wl_tokens */
   int dist;             /* WL_LOGNORMAL or WL_UNIFORM */
   double median, sigma; /* lognormal parameters */
   uint64_t lo, hi;      /* clamp bounds (lognormal) or range (uniform) */
@@ -60,7 +64,7 @@ typedef struct wl_t {
 } wl_t;
 
 /*
-** Parse SPEC, "NAME" or "NAME:COUNT" (NAME is W-img, W-small or W-big,
+** Parse SPEC, "NAME" or "NAME:COUNT" (NAME is W-img, W-small, W-big or W-tokens,
 ** matched without regard to case; COUNT a positive integer), into *W with
 ** seed WL_DEFAULT_SEED, and build its pool.  Returns 0 on success; -1 for
 ** a bad spec (W is left empty) and -2 when the pool cannot be allocated.
@@ -100,6 +104,10 @@ int wl_check(const wl_t *w, int64_t i, const uint8_t *buf, size_t len);
 /* W-emb's sample I: its WL_EMB_DIM floats into OUT, value k the float32
 ** of unit(s) + unit(s) + unit(s) - 1.5 for s = state(I, 3). */
 void wl_emb(const wl_t *w, int64_t i, float *out);
+/* W-tokens: the N = wl_size(w, I) tokens of document I into OUT: token j
+** is next(s) mod WL_VOCAB for successive draws from s = state(I, 3). */
+#define WL_VOCAB 50257
+void wl_tokens(const wl_t *w, int64_t i, uint16_t *out, size_t n);
 
 /* The exact primitives of WORKLOADS.md, for tools that need a stream. */
 uint64_t wl_mix64(uint64_t z);

@@ -33,7 +33,7 @@ else:
     import _pagedb  # type: ignore[no-redef]
     _sys.modules[__name__ + "._pagedb"] = _pagedb
 from ._pagedb import *  # noqa: F401,F403  (the constants, Error and its subclasses, Field)
-from ._pagedb import Error, Writer, Iterator, Field  # noqa: F401
+from ._pagedb import Error, Writer, Iterator, Field, Tokens  # noqa: F401
 
 __all__ = [n for n in dir(_pagedb) if not n.startswith("_")] + ["open", "Dataset", "Batch", "Tensor"]
 __version__ = _pagedb.libversion()

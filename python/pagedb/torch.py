@@ -781,3 +781,16 @@ class DataLoader(_tud.DataLoader):
             else:
                 ds.position += 1
             yield batch
+
+
+# Token streams for language models live in a module of their own
+# (pagedb/tokens.py), which builds on IterableDataset above: looked up on
+# first use (PEP 562), so either module may be imported first.
+__all__.append("TokenDataset")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TokenDataset":
+        from pagedb.tokens import TokenDataset
+        return TokenDataset
+    raise AttributeError("module 'pagedb.torch' has no attribute %r" % (name,))
