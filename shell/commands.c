@@ -231,7 +231,7 @@ static const DotCmd aDotCmd[] = {
     "samples starting in it, bytes used (its 64-byte header included), fill.\n",
     "pagedb> .pages 2\n"
     "0|1|1|80|0.1%\n" },
-  { "parts", dotParts, ".parts | .parts commit FILE ... [--keep|--offset N|--after]",
+  { "parts", dotParts, ".parts | .parts commit FILE ... [--keep|--offset N|--after] | .parts orphans [--age S] [--remove]",
     "List the dataset's parts, or commit datasets as new parts (all or none)",
     "Without arguments, the parts the dataset is made of (table part): number,\n"
     "where its data file is, samples, bytes of it in use, the id range and its\n"

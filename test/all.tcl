@@ -77,7 +77,7 @@ set shares {
   parts.test        {45 100}
   partscrash.test   {25 40}
   partsorphans.test {2 4}
-  importjobs.test   {5 10}
+  importjobs.test   {8 15}
   threads.test      {30 45}
   corpus.test       {30 45}
   valgrind.test     {30 30}
