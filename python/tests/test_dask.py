@@ -2,7 +2,10 @@
 processes of one thread, started and stopped here -- writes Fashion-MNIST
 into a dataset as parts, one per partition, committed by the client.
 
-- all 70,000 images in 16 parts: every sample exactly once with its bytes
+The default suite takes Fashion-MNIST's 10,000 test images (a minute on a
+busy machine); ``make check-dask`` (PAGEDB_DASK_FULL=1) all 70,000.
+
+- the images in 16 parts: every sample exactly once with its bytes
   and label, SQL counts per class, orders exactly-once over 2 ranks x 2
   DataLoader workers;
 - a worker process killed (SIGKILL) in the middle of writing a part: Dask
@@ -42,6 +45,7 @@ import fashion_mnist  # noqa: E402
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 FIELDS = [("image", "bytes"), ("label", "int"), ("idx", "int")]
+FULL = os.environ.get("PAGEDB_DASK_FULL") == "1"
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +60,16 @@ def client():
 
 @pytest.fixture(scope="module")
 def fmnist(tmp_path_factory):
-    """Fashion-MNIST's 70,000 images and labels (train, then test) as .npy
-    files the workers map."""
-    tr_x, tr_y, te_x, te_y = fashion_mnist.load_arrays(SRC)
+    """Fashion-MNIST's images and labels as .npy files the workers map: all
+    70,000 (train, then test) with FULL, else the 10,000 test images."""
     d = tmp_path_factory.mktemp("fmnist")
-    x = np.concatenate([tr_x, te_x]).reshape(-1, 784)
-    y = np.concatenate([tr_y, te_y])
+    if FULL:
+        tr_x, tr_y, te_x, te_y = fashion_mnist.load_arrays(SRC)
+        x = np.concatenate([tr_x, te_x]).reshape(-1, 784)
+        y = np.concatenate([tr_y, te_y])
+    else:
+        x = fashion_mnist.read_idx(os.path.join(SRC, "t10k-images-idx3-ubyte.gz")).reshape(-1, 784)
+        y = fashion_mnist.read_idx(os.path.join(SRC, "t10k-labels-idx1-ubyte.gz"))
     np.save(d / "x.npy", x)
     np.save(d / "y.npy", y)
     return str(d), x, y
@@ -138,14 +146,16 @@ def check_all(path, x, y, lo, n):
 
 def test_fashion_mnist_in_16_parts(client, fmnist, tmp_path):
     d, x, y = fmnist
+    n, per = len(x), len(x) // 16
     path = str(tmp_path / "fm.pagedb")
-    job = pagedb.dask.write(bag_of(d, 0, 70000, 16), path, FIELDS, id_field="id", client=client)
-    assert job.samples == 70000 and len(job.parts) == 16 and job.orphans == []
-    check_all(path, x, y, 0, 70000)
+    job = pagedb.dask.write(bag_of(d, 0, n, 16), path, FIELDS, id_field="id", client=client)
+    assert job.samples == n and len(job.parts) == 16 and job.orphans == []
+    check_all(path, x, y, 0, n)
     with pagedb.open(path) as ds:
         parts = ds.parts()
         assert [p["name"] for p in parts] == ["%s-%d" % (job.name, k) for k in range(16)]
-        assert [(p["id_min"], p["id_max"]) for p in parts] == [(k * 4375, k * 4375 + 4374) for k in range(16)]
+        assert [(p["id_min"], p["id_max"], p["samples"]) for p in parts] == [(k * per, k * per + per - 1, per)
+                                                                              for k in range(16)]
         assert all(p["uri"].startswith("fm.pagedb.parts/%s-" % job.name) for p in parts)
     # Orders across the parts: 2 ranks x 2 DataLoader workers, each id once.
     seen = []
@@ -157,36 +167,37 @@ def test_fashion_mnist_in_16_parts(client, fmnist, tmp_path):
         with pagedb.open(path) as ds:
             assert ids == ds.order("random", seed=7, rank=rank, world=2).tolist()
         seen += ids
-    assert sorted(seen) == list(range(70000))
+    assert sorted(seen) == list(range(n))
 
 
 def test_worker_killed_mid_part(client, fmnist, tmp_path):
     d, x, y = fmnist
     path = str(tmp_path / "k.pagedb")
     marker = str(tmp_path / "killed")
-    bag = bag_of(d, 60000, 10000, 8, kill_at=(3, 700, marker))
+    lo = len(x) - 4000
+    bag = bag_of(d, lo, 4000, 8, kill_at=(3, 300, marker))
     job = pagedb.dask.write(bag, path, FIELDS, id_field="id", client=client, page_size=1 << 16)
     assert os.path.exists(marker)                        # the worker was killed
-    assert job.samples == 10000 and len(job.parts) == 8
-    check_all(path, x, y, 60000, 10000)
+    assert job.samples == 4000 and len(job.parts) == 8
+    check_all(path, x, y, lo, 4000)
     # The killed attempt's part: an orphan of partition 3, listed, removed.
     assert len(job.orphans) == 1 and os.path.basename(job.orphans[0]["path"]).startswith(job.name + "-3-")
     assert job.orphans[0]["path"] not in job.parts
     assert [o["path"] for o in pagedb.dask.cleanup_parts(path, older_than=0)] == [job.orphans[0]["path"]]
     assert not os.path.exists(job.orphans[0]["path"]) and all(os.path.exists(p) for p in job.parts)
     assert pagedb.dask.cleanup_parts(path, older_than=0) == []
-    check_all(path, x, y, 60000, 10000)
+    check_all(path, x, y, lo, 4000)
 
 
 def test_failed_job_changes_nothing(client, fmnist, tmp_path):
     d, x, y = fmnist
     path = str(tmp_path / "f.pagedb")
-    pagedb.dask.write(bag_of(d, 0, 2000, 2, with_id=False), path, FIELDS, client=client)   # ids after: 0...
+    pagedb.dask.write(bag_of(d, 0, 1000, 2, with_id=False), path, FIELDS, client=client)   # ids after: 0...
     before = pagedb.open(path)
     snapshot = (before.sql("SELECT id, label FROM sample ORDER BY id"), before.parts())
     before.close()
     with pytest.raises(pagedb.dask.JobFailed, match="partition 5 fails on purpose") as e:
-        pagedb.dask.write(bag_of(d, 2000, 8000, 8, fail_part=5, fail_after=(path + ".parts", "jfail-", 3)), path,
+        pagedb.dask.write(bag_of(d, 1000, 4000, 8, fail_part=5, fail_after=(path + ".parts", "jfail-", 3)), path,
                           id_field="id", client=client, job="jfail")
     with pagedb.open(path) as ds:
         assert (ds.sql("SELECT id, label FROM sample ORDER BY id"), ds.parts()) == snapshot
@@ -200,7 +211,7 @@ def test_failed_job_changes_nothing(client, fmnist, tmp_path):
     left = sorted(os.listdir(path + ".parts"))
     assert all(not n.startswith(e.value.job) for n in left)
     assert all(os.path.exists(p) for p in committed)
-    check_all(path, x, y, 0, 2000)
+    check_all(path, x, y, 0, 1000)
     # Cleanup refuses while another process holds the write lock.
     w = pagedb.open(path, "w")
     with pytest.raises(pagedb.BusyError):
