@@ -25,7 +25,8 @@ How it goes (doc/python.md, "Writing with many processes"; doc/format.md,
    duplicate, never writes into another attempt's files.
 3. The client takes exactly one result per partition (the one the
    scheduler reports for its key; if several arrive for one partition, the
-   first) and commits them all with ``Dataset.commit_parts``, each named
+   first), removes those of empty partitions, and commits the others with
+   ``Dataset.commit_parts``, each named
    ``JOB-k`` (a part's name is unique in a dataset, so the same partition
    cannot be committed twice), all or none.
 4. Parts of attempts not taken (a killed worker's, a duplicate's) and all
@@ -121,6 +122,19 @@ def write_part(partition: Any, parts_dir: str, job: str, k: int, fields: Sequenc
     finally:
         part.close()
     return PartWritten(k, path, seal, n)
+
+
+_COMPANIONS = ("-catalog-wal", "-catalog-shm", "-catalog-journal", "-catalog", "-index.new", "-index", "")
+
+
+def _remove_part(path: str) -> None:
+    """Remove a part this job wrote and will not commit, with its files
+    (companions first, the data file last, as pagedb_parts_orphans does)."""
+    for suffix in _COMPANIONS:
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
 
 
 def _fields_of(ds: Any) -> List[Tuple[Any, ...]]:
@@ -240,7 +254,10 @@ def write(collection: Any, path: str, fields: Optional[Sequence[Tuple[Any, ...]]
         taken: Dict[int, PartWritten] = {}
         for r in got:                                # exactly one part per partition
             taken.setdefault(r.partition, r)
-        chosen = [taken[k] for k in sorted(taken)]
+        chosen = [taken[k] for k in sorted(taken) if taken[k].samples > 0]
+        for k in sorted(taken):                      # an empty partition's part is not committed
+            if taken[k].samples == 0:
+                _remove_part(taken[k].path)
         n = ds.commit_parts([(r.path, "%s-%d" % (job, r.partition), 0, r.seal) for r in chosen], policy) \
             if chosen else 0
         prefix = os.path.join(parts_dir, job + "-")

@@ -14,7 +14,8 @@ busy machine); ``make check-dask`` (PAGEDB_DASK_FULL=1) all 70,000.
   listed and removed;
 - a job whose task fails: nothing committed, the dataset unchanged, its
   parts orphans, listed and removed (and never a committed part);
-- without Dask: the same from a multiprocessing pool, with auto ids."""
+- without Dask: the same from a multiprocessing pool, with auto ids (an
+  empty partition's part removed, not committed)."""
 import collections.abc
 import os
 import signal
@@ -222,9 +223,11 @@ def test_failed_job_changes_nothing(client, fmnist, tmp_path):
 def test_without_dask_a_process_pool(fmnist, tmp_path):
     d, x, y = fmnist
     path = str(tmp_path / "m.pagedb")
-    parts = [[no_id(s) for s in fm_samples([k], d, 100, 50)] for k in range(6)]
+    parts = [[no_id(s) for s in fm_samples([k], d, 100, 50)] for k in range(6)] + [[]]
     job = pagedb.dask.write(parts, path, FIELDS, id_field=None, processes=2)
-    assert job.samples == 300 and len(job.parts) == 6
+    assert job.samples == 300 and len(job.parts) == 6 and job.orphans == []   # the empty partition's removed
+    assert sorted(os.listdir(path + ".parts")) == sorted(p for q in job.parts for p in os.listdir(path + ".parts")
+                                                          if p.startswith(os.path.basename(q)))
     with pagedb.open(path) as ds:
         assert [ds[i]["idx"] for i in range(300)] == list(range(100, 400))   # after: consecutive, by partition
         assert bytes(ds[299]["image"]) == x[399].tobytes()
