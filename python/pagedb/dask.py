@@ -47,7 +47,7 @@ with a multiprocessing pool of ``processes`` (0: in this process).
 """
 import os
 import uuid as _uuid
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import pagedb as _pagedb
 
@@ -139,7 +139,7 @@ def _remove_part(path: str) -> None:
 
 def _fields_of(ds: Any) -> List[Tuple[Any, ...]]:
     """The dataset's schema as add_field arguments."""
-    out = []
+    out: List[Tuple[Any, ...]] = []
     for f in ds.fields:
         if f.codec and f.codec != "none":
             out.append((f.name, f.type, f.codec, f.level))
