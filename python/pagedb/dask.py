@@ -194,12 +194,15 @@ def _run_dask(coll: Any, args: Tuple[Any, ...], client: Any) -> List[PartWritten
     import dask
     from dask.distributed import default_client
 
-    if client is None:
-        client = default_client()
     parts = coll.to_delayed()
     if hasattr(parts, "flatten"):
         parts = list(parts.flatten())
     tasks = [dask.delayed(write_part, pure=False)(p, *args[:2], k, *args[2:]) for k, p in enumerate(parts)]
+    if client is None:
+        try:
+            client = default_client()
+        except ValueError:                           # no cluster: Dask's local scheduler
+            return list(dask.compute(*tasks))
     futures = client.compute(tasks)
     try:
         return list(client.gather(futures))
@@ -229,7 +232,8 @@ def write(collection: Any, path: str, fields: Optional[Sequence[Tuple[Any, ...]]
     existing dataset's).  POLICY: "keep" (default with ID_FIELD), "offset"
     or "after" (default without).  JOB: the job's name (default: a new
     random one), the prefix of its parts' file names and names.  CLIENT:
-    the dask.distributed client (default: the current one).  PROCESSES:
+    the dask.distributed client (default: the current one, else Dask's
+    local scheduler).  PROCESSES:
     without Dask, the pool's size.  Returns a Job; raises JobFailed if a
     partition could not be written (nothing committed), or what
     commit_parts raises (nothing committed either)."""

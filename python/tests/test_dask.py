@@ -14,6 +14,7 @@ busy machine); ``make check-dask`` (PAGEDB_DASK_FULL=1) all 70,000.
   listed and removed;
 - a job whose task fails: nothing committed, the dataset unchanged, its
   parts orphans, listed and removed (and never a committed part);
+- a Dask dataframe, on the cluster and on Dask's local scheduler;
 - without Dask: the same from a multiprocessing pool, with auto ids (an
   empty partition's part removed, not committed)."""
 import collections.abc
@@ -231,3 +232,23 @@ def test_without_dask_a_process_pool(fmnist, tmp_path):
     with pagedb.open(path) as ds:
         assert [ds[i]["idx"] for i in range(300)] == list(range(100, 400))   # after: consecutive, by partition
         assert bytes(ds[299]["image"]) == x[399].tobytes()
+
+
+def test_dataframe(client, fmnist, tmp_path):
+    """A Dask dataframe's rows are samples (numpy scalars and ids taken as
+    Python's), on the cluster and, without a client, Dask's local scheduler.
+    Last in the file: it closes the module's client."""
+    pd = pytest.importorskip("pandas")
+    import dask.dataframe as ddf
+    d, x, y = fmnist
+    df = pd.DataFrame({"id": np.arange(500, 560), "image": [x[i].tobytes() for i in range(60)],
+                       "label": y[:60].astype(np.int64), "idx": np.arange(60)})
+    for k, c in enumerate((client, None)):
+        path = str(tmp_path / ("df%d.pagedb" % k))
+        if c is None:
+            client.close()                               # no current client: the local scheduler
+        job = pagedb.dask.write(ddf.from_pandas(df, npartitions=5), path, FIELDS, id_field="id", client=c)
+        assert job.samples == 60 and len(job.parts) == 5
+        with pagedb.open(path) as ds:
+            assert ds.sql("SELECT min(id), max(id), count(*) FROM sample") == [(500, 559, 60)]
+            assert all(bytes(ds[500 + i]["image"]) == x[i].tobytes() and ds[500 + i]["label"] == y[i] for i in range(60))
