@@ -509,6 +509,64 @@ static PyObject *admin_seal(PyDataset *ds, PyObject *noarg) {
   return PyLong_FromUnsignedLongLong(c.seal);
 }
 
+/* The orphans listed, kept as C strings while the GIL is released. */
+typedef struct {
+  int64_t min_age_ms;
+  int flags;
+  size_t n, cap;
+  struct { char *path; char uuid[33]; int64_t bytes, age_ms; } *o;
+} OrphansCtx;
+
+static int orphan_row(void *ctx, const pagedb_orphan *o) {
+  OrphansCtx *c = ctx;
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 16;
+    void *p = PyMem_RawRealloc(c->o, cap * sizeof *c->o);
+    if (!p) return PAGEDB_NOMEM;
+    c->o = p;
+    c->cap = cap;
+  }
+  size_t len = strlen(o->path) + 1;
+  if (!(c->o[c->n].path = PyMem_RawMalloc(len))) return PAGEDB_NOMEM;
+  memcpy(c->o[c->n].path, o->path, len);
+  snprintf(c->o[c->n].uuid, sizeof c->o[c->n].uuid, "%s", o->uuid);
+  c->o[c->n].bytes = o->bytes;
+  c->o[c->n].age_ms = o->age_ms;
+  c->n++;
+  return PAGEDB_OK;
+}
+
+static int do_orphans(PyDataset *ds, void *arg, PdbErr *e) {
+  OrphansCtx *c = arg;
+  return pagedb_parts_orphans(ds->db, c->min_age_ms, c->flags, orphan_row, c, NULL);
+}
+
+/* orphan_parts(older_than=0.0, remove=False) -> [{path, uuid, bytes, age}]
+** (pagedb_parts_orphans; ages in seconds). */
+static PyObject *admin_orphan_parts(PyDataset *ds, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"older_than", "remove", NULL};
+  double older = 0.0;
+  int remove = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|dp:orphan_parts", kwlist, &older, &remove)) return NULL;
+  if (!(older >= 0.0 && older < 9.2e15))
+    return PyErr_Format(PyExc_ValueError, "orphan_parts: older_than must be a number of seconds >= 0");
+  OrphansCtx c = {(int64_t)(older * 1000.0), remove ? PAGEDB_ORPHANS_REMOVE : 0, 0, 0, NULL};
+  PyObject *r = ds_call(ds, 0, do_orphans, &c), *list = NULL;
+  if (r) {
+    Py_DECREF(r);
+    list = PyList_New(0);
+    for (size_t i = 0; list && i < c.n; i++) {
+      PyObject *d = Py_BuildValue("{s:O&,s:s,s:L,s:d}", "path", PyUnicode_DecodeFSDefault, c.o[i].path, "uuid",
+                                  c.o[i].uuid, "bytes", (long long)c.o[i].bytes, "age", c.o[i].age_ms / 1000.0);
+      if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
+      Py_XDECREF(d);
+    }
+  }
+  for (size_t i = 0; i < c.n; i++) PyMem_RawFree(c.o[i].path);
+  PyMem_RawFree(c.o);
+  return list;
+}
+
 static int do_commit(PyDataset *ds, void *arg, PdbErr *e) {
   return pagedb_commit(ds->db);
 }
@@ -550,6 +608,9 @@ PyMethodDef admin_methods[] = {
    "all or none, by reference (each part a path or (path, name, offset, seal))."},
   {"seal", (PyCFunction)admin_seal, METH_NOARGS,
    "seal() -> int: this dataset's fingerprint as a part, to give commit_parts with its path."},
+  {"orphan_parts", (PyCFunction)(void (*)(void))admin_orphan_parts, METH_VARARGS | METH_KEYWORDS,
+   "orphan_parts(older_than=0.0, remove=False) -> list of {path, uuid, bytes, age}: the parts under NAME.parts/ "
+   "that no commit took, at least OLDER_THAN seconds old (removed with remove=True, read-write only)."},
   {"delete", (PyCFunction)admin_delete, METH_O, "delete(id): delete a committed sample at the next commit."},
   {NULL, NULL, 0, NULL},
 };

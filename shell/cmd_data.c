@@ -620,12 +620,62 @@ static int partsCommit(ShellState *p, int nArg, char **azArg){
   return 0;
 }
 
+/* pagedb_parts_orphans' callback: one line per orphan. */
+static int orphanRow(void *ctx, const pagedb_orphan *o){
+  return resultAddf(ctx, "%s\t%s\t%lld\t%.1f", o->path, o->uuid, (long long)o->bytes, o->age_ms / 1000.0)
+         ? PAGEDB_NOMEM : PAGEDB_OK;
+}
+
+/* .parts orphans [--age SECONDS] [--remove] */
+static int partsOrphans(ShellState *p, int nArg, char **azArg){
+  int flags = 0;
+  double age = 0;
+  for(int i = 2; i < nArg; i++){
+    const char *z = azArg[i];
+    if( z[0] == '-' && z[1] == '-' ) z++;
+    if( strcmp(z, "-remove") == 0 ) flags |= PAGEDB_ORPHANS_REMOVE;
+    else if( strcmp(z, "-age") == 0 && i + 1 < nArg ){
+      char *e;
+      age = strtod(azArg[++i], &e);
+      if( *e || !(age >= 0 && age < 9e15) ){
+        shellError(p, ".parts orphans --age %s: not a number of seconds >= 0", azArg[i]);
+        return 1;
+      }
+    }else{
+      shellError(p, ".parts orphans %s: unknown option (--age SECONDS, --remove)", azArg[i]);
+      return 1;
+    }
+  }
+  if( shellNeedDb(p, ".parts orphans") ) return 1;
+  if( (flags & PAGEDB_ORPHANS_REMOVE) && shellNeedWritable(p, ".parts orphans --remove") ) return 1;
+  char *azName[] = { "orphan", "uuid", "bytes", "age_s" };
+  ShellResult r;
+  resultInit(&r, 4, azName);
+  resultSetNum(&r, 2, 1);
+  resultSetNum(&r, 3, 1);
+  int64_t n = 0;
+  int rc = pagedb_parts_orphans(p->db, (int64_t)(age * 1000.0), flags, orphanRow, &r, &n);
+  if( rc ){
+    resultFree(&r);
+    shellError(p, ".parts orphans: %s: %s", pagedb_errname(rc), pagedb_errmsg(p->db));
+    return 1;
+  }
+  resultPrint(p, &r, p->headers);
+  resultFree(&r);
+  if( flags & PAGEDB_ORPHANS_REMOVE )
+    fprintf(p->out, "removed %lld orphan part%s\n", (long long)n, n == 1 ? "" : "s");
+  return 0;
+}
+
 /* USAGE: .parts | .parts commit FILE ... [--keep|--offset N|--after]
+**        | .parts orphans [--age SECONDS] [--remove]
 ** The parts the dataset is made of (table part): number, where its data
 ** file is, samples, bytes of its data file in use, the id range, its name;
-** or commit the datasets FILE ... as new parts, all or none. */
+** or commit the datasets FILE ... as new parts, all or none; or list (and
+** remove) the orphans under NAME.parts/ at least SECONDS old. */
 int dotParts(ShellState *p, int nArg, char **azArg){
   if( nArg >= 2 && strcmp(azArg[1], "commit") == 0 ) return partsCommit(p, nArg, azArg);
+  if( nArg >= 2 && strcmp(azArg[1], "orphans") == 0 ) return partsOrphans(p, nArg, azArg);
   if( tooMany(p, nArg, azArg, 1) || shellNeedDb(p, ".parts") ) return 1;
   char *azName[] = { "part", "where", "samples", "bytes", "id_min", "id_max", "name" };
   ShellResult r;

@@ -172,7 +172,9 @@ static const DotCmd aDotCmd[] = {
     "--field NAME:TYPE[:CODEC[:LEVEL]] overrides the type (and codec) of\n"
     "field NAME; TYPE may be tensor:DTYPE:SHAPE (emb:tensor:float32:768).\n"
     "A field of the dataset whose type differs from what the\n"
-    "source holds is refused, naming the field.\n",
+    "source holds is refused, naming the field.  --jobs N imports with N\n"
+    "processes, each writing the samples of rank k mod N into a part\n"
+    "NAME.parts/import-T-k, committed at the end, all or none.\n",
     "pagedb> .import fm-000000.tar\n"
     "pagedb> .import 'fm-*.tar' --field cls:text --codec lz4\n"
     "pagedb> SELECT cls, count(*) FROM sample GROUP BY cls;\n" },
@@ -231,14 +233,16 @@ static const DotCmd aDotCmd[] = {
     "samples starting in it, bytes used (its 64-byte header included), fill.\n",
     "pagedb> .pages 2\n"
     "0|1|1|80|0.1%\n" },
-  { "parts", dotParts, ".parts | .parts commit FILE ... [--keep|--offset N|--after]",
+  { "parts", dotParts, ".parts | .parts commit FILE ... [--keep|--offset N|--after] | .parts orphans [--age S] [--remove]",
     "List the dataset's parts, or commit datasets as new parts (all or none)",
     "Without arguments, the parts the dataset is made of (table part): number,\n"
     "where its data file is, samples, bytes of it in use, the id range and its\n"
     "name.  With commit, the datasets FILE ... (same page size and fields,\n"
     "written by any process) become parts of this one in one commit, all or\n"
     "none, without copying their bytes: ids kept (--keep, the default), plus N\n"
-    "(--offset N) or after the largest (--after).  .vacuum makes one file again.\n",
+    "(--offset N) or after the largest (--after).  .vacuum makes one file again.\n"
+    "With orphans, the datasets under NAME.parts/ that no commit took, at least\n"
+    "S seconds old (--age, default 0); --remove removes them.\n",
     "pagedb> .parts commit cats.pagedb.parts/a cats.pagedb.parts/b --after\n"
     "committed 2 parts, 2000 samples\n"
     "pagedb> .parts\n"

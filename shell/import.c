@@ -46,6 +46,7 @@
 #define XFER_COMMIT_SAMPLES 10000
 #define XFER_COMMIT_BYTES   ((int64_t)1 << 30)
 #define XFER_MAX_THREADS    256
+#define XFER_MAX_JOBS       256
 
 /* Record a fatal error (the first one wins).  Caller holds imp->mu. */
 static void impFailLocked(Import *imp, int rc, const char *zMsg){
@@ -335,7 +336,12 @@ static void *impWorker(void *arg){
       break;
     }
     rc = imp->xNext(imp, &j, emsg, sizeof emsg);
-    if( rc == PAGEDB_OK ) j.id = imp->base + imp->nextJob++;
+    /* --jobs N: another process writes the samples of other ranks. */
+    int other = 0;
+    if( rc == PAGEDB_OK ){
+      other = imp->o->nShard > 1 && imp->nextJob % imp->o->nShard != imp->o->iShard;
+      j.id = imp->base + imp->nextJob++;
+    }
     else if( rc == PAGEDB_NOTFOUND ) imp->exhausted = 1;
     else impFailLocked(imp, rc, emsg);
     impProgressLocked(imp);
@@ -343,6 +349,10 @@ static void *impWorker(void *arg){
     if( rc ){
       jobClear(&j);
       break;
+    }
+    if( other ){
+      jobClear(&j);
+      continue;
     }
     if( imp->xLoad ){
       rc = imp->xLoad(imp, &j, emsg, sizeof emsg);
@@ -396,6 +406,17 @@ int impRun(Import *imp, int64_t *n){
               ? XFER_MAX_THREADS : imp->o->threads;
   if( (int64_t)nThread > imp->total && imp->total > 0 ) nThread = (int)imp->total;
   int64_t before = pagedb_count(imp->db);
+  if( imp->o->schemaOnly ){
+    /* The fields (and classes) are made: commit them, and no sample. */
+    int rc = pagedb_commit(imp->db);
+    if( rc ){
+      char emsg[512];
+      xfer_msg(emsg, sizeof emsg, "pagedb_commit: %s (%s)", pagedb_errname(rc), pagedb_errmsg(imp->db));
+      impFail(imp, rc, emsg);
+    }
+    *n = 0;
+    return imp->rc;
+  }
   pthread_t aThread[XFER_MAX_THREADS];
   int nStarted = 0;
   for(int i = 1; i < nThread; i++){
@@ -474,7 +495,7 @@ int xfer_import(pagedb *db, const char *source, const XferOpts *o, int64_t *n, c
     xfer_msg(emsg, sizeof emsg, "reading the largest id: %s (%s)", pagedb_errname(rc),
            pagedb_errmsg(db));
   }else{
-    imp.base = maxId + 1;
+    imp.base = o->hasIdBase ? o->idBase : maxId + 1;
     int isGlob = strpbrk(source, "*?[") != 0 && stat(source, &st) != 0;
     if( !isGlob && stat(source, &st) != 0 ){
       xfer_msg(emsg, sizeof emsg, "%s", strerror(errno));
@@ -508,15 +529,17 @@ static int parseCodec(const char *z, int *pc){
 }
 
 
-/* USAGE: .import SOURCE [--threads N] [--codec CODEC] [--page-size N]
+/* USAGE: .import SOURCE [--threads N] [--jobs N] [--codec CODEC] [--page-size N]
 ** Import an ImageFolder directory, WebDataset tar shards (FILE.tar,
 ** FILE.tar.gz or a glob of them) or a CSV file into the open dataset, with
-** N writer threads (default: every core).  --codec and --page-size apply
+** N writer threads (default: every core), or with --jobs N by N processes
+** writing parts (import_jobs.c; each one writer thread unless --threads).  --codec and --page-size apply
 ** to a dataset that has no fields yet (they are created from SOURCE). */
 int dotImport(ShellState *p, int nArg, char **azArg){
   const char *zSource = 0;
   XferOpts o;
   int64_t pageSize = 0;
+  int nJob = 1, threadsGiven = 0;
   memset(&o, 0, sizeof o);
   long nCpu = sysconf(_SC_NPROCESSORS_ONLN);
   o.threads = nCpu > 0 ? (int)nCpu : 1;
@@ -526,7 +549,7 @@ int dotImport(ShellState *p, int nArg, char **azArg){
   for(int i = 1; i < nArg; i++){
     const char *z = azArg[i];
     if( z[0] == '-' && z[1] == '-' ) z++;
-    int isOpt = strcmp(z, "-threads") == 0 || strcmp(z, "-codec") == 0
+    int isOpt = strcmp(z, "-threads") == 0 || strcmp(z, "-jobs") == 0 || strcmp(z, "-codec") == 0
              || strcmp(z, "-page-size") == 0 || strcmp(z, "-field") == 0;
     if( isOpt && i + 1 >= nArg ){
       shellError(p, ".import %s: missing its value (usage: " IMPORT_USAGE ")", azArg[i]);
@@ -540,6 +563,14 @@ int dotImport(ShellState *p, int nArg, char **azArg){
         return 1;
       }
       o.threads = (int)v;
+      threadsGiven = 1;
+    }else if( strcmp(z, "-jobs") == 0 ){
+      int64_t v;
+      if( shellInt(azArg[++i], &v) || v < 1 || v > XFER_MAX_JOBS ){
+        shellError(p, ".import --jobs %s: not a number of processes (1 to %d)", azArg[i], XFER_MAX_JOBS);
+        return 1;
+      }
+      nJob = (int)v;
     }else if( strcmp(z, "-codec") == 0 ){
       if( parseCodec(azArg[++i], &o.codec) ){
         shellError(p, ".import --codec %s: not none, lz4[:1-65537], lz4hc[:1-12], zstd[:-131072-22] or zstd-dict[:L]", azArg[i]);
@@ -604,6 +635,14 @@ int dotImport(ShellState *p, int nArg, char **azArg){
   o.ctx = p;
   int64_t n = 0;
   char emsg[1024];
+  if( nJob > 1 ){
+    /* Each process one writer thread unless told: the cores go to the jobs. */
+    if( !threadsGiven ) o.threads = 1;
+    if( importJobs(p, zSource, &o, nJob, &n) ) return 1;
+    shellChanged(p, n);
+    if( p->interactive ) fprintf(stderr, "imported %lld samples by %d processes\n", (long long)n, nJob);
+    return 0;
+  }
   int rc = xfer_import(p->db, zSource, &o, &n, emsg, sizeof emsg);
   shellProgressEnd(p);
   if( rc ){

@@ -143,6 +143,11 @@ typedef struct XferOpts {
   FILE *err;               /* where per-file problems are reported */
   int nField;              /* .import --field NAME:TYPE[:CODEC[:LEVEL]] overrides: */
   const XferField *aField;
+  /* .import --jobs N (import_jobs.c): */
+  int schemaOnly;          /* make or check the fields (and ImageFolder's classes), import no sample */
+  int nShard, iShard;      /* nShard > 1: write only the samples of rank % nShard == iShard */
+  int hasIdBase;           /* the id of the source's sample 0 is idBase, not the largest id + 1 */
+  int64_t idBase;
 } XferOpts;
 
 /* Import SOURCE into DB (fields created if DB has none; else they must match); *N samples imported. Returns a
@@ -157,9 +162,14 @@ int xfer_export(pagedb *db, const char *dest, const XferOpts *o, int64_t *n, cha
 ** reports imported.
 */
 #define IMPORT_USAGE ".import SOURCE [--field NAME:TYPE[:CODEC[:LEVEL]] ...] [--threads N] " \
-                     "[--codec CODEC] [--page-size N]"
+                     "[--jobs N] [--codec CODEC] [--page-size N]"
 struct ShellState;
 int dotImport(struct ShellState *p, int nArg, char **azArg);
+/* .import --jobs N (import_jobs.c): SOURCE imported by N processes, each
+** into a part under NAME.parts/, committed into the open dataset at the
+** end, all or none.  *N receives the samples committed; 0 or 1 after
+** shellError. */
+int importJobs(struct ShellState *p, const char *zSource, XferOpts *o, int nJob, int64_t *n);
 int dotExport(struct ShellState *p, int nArg, char **azArg);
 
 /* ------------------------------------------------------------------ */

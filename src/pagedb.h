@@ -1204,6 +1204,50 @@ PAGEDB_API int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, 
 /* The number of parts DB is made of (0 for a dataset of one file). */
 PAGEDB_API int64_t pagedb_part_count(pagedb *db);
 
+/* An orphan part (pagedb_parts_orphans); strings valid during the call only. */
+typedef struct pagedb_orphan {
+  const char *path;         /* its data file, NAME.parts/F */
+  const char *uuid;         /* its dataset uuid, 32 hex digits */
+  int64_t bytes;            /* the bytes of its files together */
+  int64_t age_ms;           /* since the newest of its files last changed */
+} pagedb_orphan;
+
+#define PAGEDB_ORPHANS_REMOVE 1   /* remove each orphan listed */
+
+/*
+** List DB's orphan parts (doc/format.md, "Orphans"): the datasets whose
+** data files lie directly in the directory NAME.parts/ beside DB's data
+** file NAME and whose uuid no committed part of DB has -- the parts of a
+** job that failed, the duplicates of retried or speculative tasks, the
+** parts of a commit that did not land -- each with its files F-catalog
+** (-wal, -shm, -journal) and F-index (.new).  Only those at least
+** MIN_AGE_MS old are listed (the age of the newest of its files): a part
+** still being written, or written by a job still running and about to be
+** committed, is younger than that job, so MIN_AGE_MS must exceed the age
+** of any job that may still commit into DB (0 only when none runs).  A
+** committed part is never listed; a file that does not open as a data
+** file (one being created, or none of pagedb's) is left alone, as are
+** subdirectories and everything outside NAME.parts/.  With
+** PAGEDB_ORPHANS_REMOVE in FLAGS each orphan listed is removed (its
+** companions first, the data file last), which needs a read-write handle:
+** it holds DB's write lock, so that no other process's commit can take a
+** part meanwhile.  Do not run it beside a pagedb_parts_commit of the same
+** handle that is given parts under NAME.parts/ younger than MIN_AGE_MS.
+** XORPHAN (if not NULL) is called with each orphan, after its removal; a
+** non-OK return stops the listing and is returned.  *NORPHANS (if not
+** NULL) receives the number listed (and removed).
+**
+** Results: PAGEDB_OK (also when NAME.parts/ does not exist);
+** PAGEDB_READONLY (removal on a read-only handle); PAGEDB_MISUSE (unknown
+** FLAGS, MIN_AGE_MS < 0, or a dataset on a server: listing an object
+** store's prefix is not built); PAGEDB_IOERR (listing or removing failed,
+** naming the file: the orphans before it are removed); the errors of
+** reading the catalog.
+*/
+PAGEDB_API int pagedb_parts_orphans(pagedb *db, int64_t min_age_ms, int flags,
+                                    int (*xorphan)(void *ctx, const pagedb_orphan *o), void *ctx,
+                                    int64_t *norphans);
+
 /* ------------------------------------------------------------------ */
 /* Epoch orders                                                        */
 /* ------------------------------------------------------------------ */

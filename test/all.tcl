@@ -78,6 +78,8 @@ set shares {
   attach.test       {30 45}
   parts.test        {45 100}
   partscrash.test   {25 40}
+  partsorphans.test {2 4}
+  importjobs.test   {8 15}
   threads.test      {30 45}
   corpus.test       {30 45}
   valgrind.test     {30 30}

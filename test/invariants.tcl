@@ -266,9 +266,11 @@ proc kill_child {chan acked} {
 #   P4 each part's ids are its own plus its constant, id_min and id_max agree;
 #   P5 every part's files are byte for byte as before, its seal unchanged;
 #   P6 pagedb_check is clean, and every stored value is aligned (rule 5);
+#   P7 the parts of the commit that lie under PATH.parts/ are listed as
+#      orphans (pagedb_parts_orphans, any age) exactly when the recovered
+#      state is the old one, and no committed part ever is;
 #   P8 it goes on: in the old state the parts commit again; then own samples
 #      are written, and a read-only reopen has the same count.
-# (P7, orphans, waits for the cleanup that lists them.)
 
 proc inv_file {path} {
   set fd [open $path rb]
@@ -347,6 +349,22 @@ proc check_parts_invariants {path old new parts files} {
     for {set f 0} {$f < [llength [::invdb fields]]} {incr f} { set g [expr {max($g, [::invdb field_align $f])}] }
     set mis [::invdb sql "SELECT count(*) FROM extent WHERE (page * [::invdb page_size] + off) % $g <> 0"]
     if {$mis != 0} { lappend bad "$mis stored values not at a multiple of the records' alignment $g" }
+    # P7
+    set orphans {}
+    if {[catch {::invdb sql {SELECT uuid FROM part}} committed]} { set committed {} }
+    foreach o [::invdb parts_orphans] {
+      lappend orphans [file normalize [lindex $o 0]]
+      if {[lindex $o 1] in $committed} { lappend bad "P7: committed part [lindex $o 0] listed as an orphan" }
+    }
+    set area [file normalize $path.parts]
+    foreach {pp first} $parts {
+      set pp [file normalize $pp]
+      if {[file dirname $pp] ne $area} continue
+      set listed [expr {$pp in $orphans}]
+      if {$listed == $isnew} {
+        lappend bad "P7: part $pp [expr {$listed ? {listed} : {not listed}}] as an orphan in the [expr {$isnew ? {new} : {old}}] state"
+      }
+    }
     # P8
     if {$bad eq ""} {
       if {!$isnew} {

@@ -50,6 +50,8 @@
 **          pagedb_parts_commit of PARTS, each {PATH ?-name NAME? ?-offset N?
 **          ?-seal HEX?} (returns the samples committed); pagedb_part_seal
 **          (16 hex digits); pagedb_part_count
+**      parts_orphans ?-age MS? ?-remove? ?-flags N?
+**          pagedb_parts_orphans: a list of {PATH UUID BYTES AGE_MS}
 **      check ?-quick? ?-flags N?
 **          pagedb_check (-quick: PAGEDB_CHECK_QUICK; -flags raw flags): returns
 **          {NPROBLEMS {PROBLEM ...}}, each PROBLEM {PAGE ID FIELD WHAT} as
@@ -1135,6 +1137,52 @@ static int dbPartsCommit(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const 
   return TCL_OK;
 }
 
+/* pagedb_parts_orphans' callback: append {PATH UUID BYTES AGE_MS} to the list CTX. */
+static int orphanRow(void *ctx, const pagedb_orphan *o){
+  Tcl_Obj *e = Tcl_NewObj();
+  Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(o->path, -1));
+  Tcl_ListObjAppendElement(0, e, Tcl_NewStringObj(o->uuid, -1));
+  Tcl_ListObjAppendElement(0, e, Tcl_NewWideIntObj((Tcl_WideInt)o->bytes));
+  Tcl_ListObjAppendElement(0, e, Tcl_NewWideIntObj((Tcl_WideInt)o->age_ms));
+  Tcl_ListObjAppendElement(0, (Tcl_Obj *)ctx, e);
+  return PAGEDB_OK;
+}
+
+/* DB parts_orphans ?-age MS? ?-remove? ?-flags N?: pagedb_parts_orphans,
+** a list of {PATH UUID BYTES AGE_MS} (removed with -remove). */
+static int dbPartsOrphans(Tcl_Interp *interp, DbObj *p, int objc, Tcl_Obj *const objv[]){
+  int flags = 0, i, rc;
+  int64_t age = 0, n = -1;
+  for(i = 2; i < objc; i++){
+    const char *z = Tcl_GetString(objv[i]);
+    if( strcmp(z, "-remove") == 0 ) flags |= PAGEDB_ORPHANS_REMOVE;
+    else if( strcmp(z, "-age") == 0 && i + 1 < objc ){
+      if( getInt64(interp, objv[++i], &age) ) return TCL_ERROR;
+    }else if( strcmp(z, "-flags") == 0 && i + 1 < objc ){
+      if( Tcl_GetIntFromObj(interp, objv[++i], &flags) ) return TCL_ERROR;
+    }else{
+      Tcl_SetObjResult(interp, Tcl_ObjPrintf("bad option \"%s\": use -age MS, -remove or -flags N", z));
+      return TCL_ERROR;
+    }
+  }
+  Tcl_Obj *list = Tcl_NewObj();
+  Tcl_IncrRefCount(list);
+  rc = pagedb_parts_orphans(p->db, age, flags, orphanRow, list, &n);
+  if( rc != PAGEDB_OK ){
+    Tcl_DecrRefCount(list);
+    return pdbError(interp, rc, pagedb_errmsg(p->db));
+  }
+  int len;
+  Tcl_ListObjLength(0, list, &len);
+  if( n != len ){
+    Tcl_DecrRefCount(list);
+    return pdbError(interp, PAGEDB_ERROR, "pagedb_parts_orphans: *norphans differs from the callbacks made");
+  }
+  Tcl_SetObjResult(interp, list);
+  Tcl_DecrRefCount(list);
+  return TCL_OK;
+}
+
 /* pagedb_check's callback: append {PAGE ID FIELD WHAT} to the list CTX. */
 static void checkProblem(void *ctx, int64_t page, int64_t id, int field, const char *what){
   Tcl_Obj *pList = (Tcl_Obj *)ctx;
@@ -1283,13 +1331,13 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     "commit", "errmsg", "sql", "writer", "reader", "ingest", "verify",
     "set_page_size", "path", "catalog_path", "order", "stats", "field_stats", "attach", "check",
     "delete", "vacuum", "sql_update", "sql_user", "index_state", "forkread", "push", "vfs", "sql_values", "field_align",
-    "dict_train", "dict_set", "dicts", "parts_commit", "part_seal", "part_count", 0
+    "dict_train", "dict_set", "dicts", "parts_commit", "part_seal", "part_count", "parts_orphans", 0
   };
   enum { D_CLOSE, D_FIELD_ADD, D_FIELD_INDEX, D_FIELDS, D_COUNT, D_PAGES, D_PAGE_SIZE,
          D_COMMIT, D_ERRMSG, D_SQL, D_WRITER, D_READER, D_INGEST, D_VERIFY,
          D_SET_PAGE_SIZE, D_PATH, D_CATALOG_PATH, D_ORDER, D_STATS, D_FIELD_STATS, D_ATTACH, D_CHECK,
          D_DELETE, D_VACUUM, D_SQL_UPDATE, D_SQL_USER, D_INDEX_STATE, D_FORKREAD, D_PUSH, D_VFS, D_SQL_VALUES, D_FIELD_ALIGN,
-         D_DICT_TRAIN, D_DICT_SET, D_DICTS, D_PARTS_COMMIT, D_PART_SEAL, D_PART_COUNT };
+         D_DICT_TRAIN, D_DICT_SET, D_DICTS, D_PARTS_COMMIT, D_PART_SEAL, D_PART_COUNT, D_PARTS_ORPHANS };
   DbObj *p = (DbObj *)cd;
   pagedb *db = p->db;
   int iSub, rc = PAGEDB_OK;
@@ -1603,6 +1651,8 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
     case D_PART_COUNT:
       Tcl_SetObjResult(interp, Tcl_NewWideIntObj((Tcl_WideInt)pagedb_part_count(db)));
       return TCL_OK;
+    case D_PARTS_ORPHANS:
+      return dbPartsOrphans(interp, p, objc, objv);
     case D_CHECK:
       return dbCheck(interp, p, objc, objv);
     case D_FORKREAD:

@@ -22,6 +22,9 @@ PKGS="$PKGS python3-dev python3-numpy python3-pytest python3-torch dataset-fashi
 # setuptools and wheel, python3 -m build, venvs with pip, and mypy for the
 # stubs (.ci/run's wheel phase).
 PKGS="$PKGS python3-setuptools python3-wheel python3-build python3-venv python3-pip mypy"
+# Parts written by a Dask cluster (issue 26: pagedb.dask, test_dask.py's
+# LocalCluster) and pandas for its dataframes.
+PKGS="$PKGS python3-dask python3-distributed python3-pandas"
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done

@@ -1,6 +1,6 @@
 """Parts (issue 26): datasets written apart -- by processes of a
 multiprocessing pool here -- committed into one by reference, all or none:
-commit_parts(), seal(), parts()."""
+commit_parts(), seal(), parts(), orphan_parts()."""
 import multiprocessing
 import os
 
@@ -85,4 +85,32 @@ def test_refusals_leave_the_dataset(tmp_path):
     assert len(ds) == 1 and ds.parts() == []
     assert ds.commit_parts([p1], policy="after") == 11   # as it is now, unsealed, ids after 500
     assert sorted(int(x) for x in ds.order("sequential")) == [500] + list(range(501, 512))
+    ds.close()
+
+
+def test_orphan_parts(tmp_path):
+    """orphan_parts(): the parts under NAME.parts/ no commit took, listed
+    (never a committed one), removed by a read-write handle only."""
+    path = str(tmp_path / "o.pagedb")
+    os.mkdir(path + ".parts")
+    done = [write_part((os.path.join(path + ".parts", "p%d" % k), 10 * k, 10 * k + 10)) for k in range(3)]
+    ds = pagedb.open(path, "c")
+    fields(ds)
+    assert sorted(os.path.basename(o["path"]) for o in ds.orphan_parts()) == ["p0", "p1", "p2"]
+    ds.commit_parts([(done[1][0], "t1", 0, done[1][1])])
+    orphans = ds.orphan_parts()
+    assert sorted(os.path.basename(o["path"]) for o in orphans) == ["p0", "p2"]
+    assert all(len(o["uuid"]) == 32 and o["bytes"] > 0 and o["age"] >= 0 for o in orphans)
+    assert ds.orphan_parts(older_than=3600) == []
+    with pytest.raises(ValueError):
+        ds.orphan_parts(older_than=-1)
+    ds.close()
+    ro = pagedb.open(path, "r")
+    with pytest.raises(pagedb.ReadOnlyError):
+        ro.orphan_parts(remove=True)
+    ro.close()
+    ds = pagedb.open(path, "w")
+    assert sorted(os.path.basename(o["path"]) for o in ds.orphan_parts(remove=True)) == ["p0", "p2"]
+    assert ds.orphan_parts() == [] and not os.path.exists(done[0][0]) and os.path.exists(done[1][0])
+    assert len(ds) == 10 and bytes(ds[15]["image"]) == sample(15)["image"]
     ds.close()
