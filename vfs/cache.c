@@ -176,10 +176,8 @@ static int dir_private(int fd, const char *path, char *msg, size_t cap) {
   if (!why) return 1;
   snprintf(msg, cap, "cache directory %s refused: %s, so another user could plant or read chunks there; a"
            " private cache must be a directory of your own that only you can write (mode 0700: set"
-           " PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to one); to share a cache between the users of a"
-           " group, make a set-group-ID directory of that group (mkdir DIR; chgrp GROUP DIR; chmod 2770 DIR)"
-           " and set PAGEDB_CACHE_SHARED=1 (or PAGEDB_CONFIG_CACHE_SHARED): its chunks are then sealed and"
-           " checked (doc/remote.md, \"A shared cache\")", path, why);
+           " PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to one); or share one with a group: mkdir DIR; chgrp"
+           " GROUP DIR; chmod 2770 DIR; PAGEDB_CACHE_SHARED=1 (doc/remote.md, \"A shared cache\")", path, why);
   return 0;
 }
 
