@@ -1,6 +1,8 @@
 /*
 ** cache.c -- the local chunk cache of remote objects, shared by every
-** process of one user on the machine, and by no other user (invariant 6).
+** process of one user on the machine, and by no other user (invariant 6);
+** or, in shared mode, by the users of a group, who trust nothing in it
+** they cannot verify (invariant 7).
 **
 ** LAYOUT (under PAGEDB_CONFIG_CACHE_DIR or PAGEDB_CACHE_DIR; default
 ** $XDG_CACHE_HOME/pagedb, else $HOME/.cache/pagedb: rconfig.c)
@@ -24,6 +26,9 @@
 **    12  4  key length L (< 3000)   48  L  the key: URL, ETag, size
 **    16  8  offset K*C             4088 8  checksum of bytes 0..4087
 **    24  8  length
+**
+**   In a shared cache (invariant 7) OBJ and K are keyed hashes, a chunk
+**   file is sealed (its header: see seal), and there is no OBJ/verified.
 **
 ** INVARIANTS
 **
@@ -75,6 +80,25 @@
 **      (openat, O_NOFOLLOW): a symbolic link in the cache is never
 **      followed, and a rename of the directory under an open handle does
 **      not move where the handle's files go.
+**   7. Shared (PAGEDB_CONFIG_CACHE_SHARED): the cache directory is made
+**      once for a group, and an open checks it is owned by root or the
+**      user, set-group-ID, writable by its group and not by others, of a
+**      group the user is in (dir_shared); object directories are made
+**      2770 and must be of that group, not world-writable.  Any member of
+**      the group can write there, so nothing found there is trusted: an
+**      object's keys are derived at each open from its first 64 KiB, its
+**      key (URL, ETag, size) and the chunk size, fetched over its own
+**      connection (derive_keys); directory and chunk names are keyed
+**      hashes (a user who cannot read the object cannot tell which object
+**      or chunk a file is); each chunk file is sealed with AES-256-GCM
+**      (K, its length and the chunk size authenticated with it) and
+**      checked at every hold, decrypted into private memory: one that
+**      fails is counted (chunk_bad, chunk_forged), removed where the
+**      directory lets us, and fetched again.  Plaintext is never written
+**      there.  Invariants 1 and 4-6 hold as in a private cache (6's
+**      ownership and modes replaced by these); 2 is this check instead of
+**      the verified table; 3 only guards the read (the bytes held are the
+**      process's own).
 */
 #define _GNU_SOURCE
 #include "remote.h"
