@@ -917,8 +917,13 @@ static int hold_sealed(RcObj *c, uint64_t k, void *at, RcHeld *out) {
     close(fd);
     return 0;
   }
+  /* Read, not mapped: a file another member truncates under a mapping
+  ** would fault (SIGBUS); a read just comes back short.  Populated at
+  ** once: a page fault per page in the read cost more than the
+  ** decryption (perf, tool/sharedcache-bench.tcl). */
   size_t maplen = page_round(len ? len : 1);
-  uint8_t *base = mmap(at, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED : 0), -1, 0);
+  uint8_t *base = mmap(at, maplen, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | (at ? MAP_FIXED : 0), -1, 0);
   if (base == MAP_FAILED) {
     close(fd);
     return 0;
