@@ -208,12 +208,12 @@ static int dir_private(int fd, const char *path, char *msg, size_t cap) {
 /* Whether this process is in group GID (root: in every group). */
 static int in_group(gid_t gid) {
   if (geteuid() == 0 || getegid() == gid) return 1;
-  int n = getgroups(0, NULL);
-  gid_t g[256];
-  if (n <= 0 || n > 256 || getgroups(n, g) != n) return 0;
-  for (int i = 0; i < n; i++)
-    if (g[i] == gid) return 1;
-  return 0;
+  int n = getgroups(0, NULL), in = 0;
+  gid_t *g = n > 0 ? pdb_malloc((size_t)n * sizeof *g) : NULL;
+  if (g && getgroups(n, g) == n)
+    for (int i = 0; i < n && !in; i++) in = g[i] == gid;
+  pdb_free(g);
+  return in;
 }
 
 /* Whether the directory open as CFG->dfd may hold a shared cache
