@@ -53,7 +53,7 @@ set srcdir [file normalize [file dirname [info script]]]
 set shares {
   powerloss.test    {300 300}
   remote.test       {150 180}
-  cache-private.test {5 10}
+  cache-private.test {8 20}
   creds.test        {75 120}
   fault-uring.test  {120 120}
   fault.test        {120 90}
