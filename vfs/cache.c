@@ -561,8 +561,8 @@ static void seal_aad(const RcObj *c, uint64_t k, size_t len, uint8_t *aad) {
   pdb_put64(aad + 16, c->cfg.chunk);
 }
 
-/* Encrypt LEN bytes at IN into OUT with C's key, header H (nonce and tag
-** filled here).  Returns 1 on success. */
+/* Encrypt LEN bytes at IN into OUT (which may be IN) with C's key,
+** header H (nonce and tag filled here).  Returns 1 on success. */
 static int seal(const RcObj *c, uint64_t k, const uint8_t *in, size_t len, uint8_t *out, uint8_t *h) {
   uint8_t aad[24];
   int n = 0;
@@ -1210,44 +1210,38 @@ static int sink_put(void *ctx, int i, const uint8_t *b, size_t n, uint64_t at) {
 }
 
 /* Store chunk K's LEN bytes at B in a shared cache, sealed (invariant 7):
-** written under a temporary name and renamed into place, as a private
-** chunk is (invariant 1).  Best effort: the caller holds the bytes from
-** memory whatever happens here (no room, a name another member of the
-** group keeps in a sticky directory, a failed write). */
-static void store_sealed(RcObj *c, uint64_t k, const uint8_t *b, size_t len) {
+** encrypted in place (B's bytes are the ciphertext afterwards), written
+** under a temporary name and renamed into place, as a private chunk is
+** (invariant 1).  Best effort: the caller holds the bytes from memory
+** whatever happens here (no room, a name another member of the group
+** keeps in a sticky directory, a failed write). */
+static void store_sealed(RcObj *c, uint64_t k, uint8_t *b, size_t len) {
   char name[32], tmp[96];
   chunk_path(c, k, name, sizeof name);
   uint64_t need = HDR + (uint64_t)len;
   snprintf(tmp, sizeof tmp, "%.16s.t.%ld.%llu.%llu", name, (long)getpid(),
            (unsigned long long)atomic_fetch_add(&tmpseq, 1), (unsigned long long)need);
-  uint8_t *f = malloc((size_t)need);
-  if (!f) return;
-  memset(f, 0, HDR);
-  if (!seal(c, k, b, len, f + HDR, f)) {
-    free(f);
-    return;
-  }
+  uint8_t h[HDR];
+  memset(h, 0, HDR);
+  if (!seal(c, k, b, len, b, h)) return;
   /* Group-readable: the other members hold it; only its seal makes it
   ** the object's. */
   int fd = open_in(c->ofd, tmp, O_RDWR | O_CREAT | O_EXCL, 0640);
-  if (fd < 0) {
-    free(f);
-    return;
-  }
+  if (fd < 0) return;
   if (!usage_add(&c->cfg, (int64_t)need)) {
     close(fd);
     unlinkat(c->ofd, tmp, 0);
-    free(f);
     return;
   }
   int good = 1;
-  for (size_t at = 0; good && at < need;) {
-    ssize_t r = pwrite(fd, f + at, (size_t)need - at, (off_t)at);
+  for (uint64_t at = 0; good && at < need;) {
+    const uint8_t *p = at < HDR ? h + at : b + (at - HDR);
+    size_t n = at < HDR ? HDR - (size_t)at : (size_t)(need - at);
+    ssize_t r = pwrite(fd, p, n, (off_t)at);
     if (r < 0 && errno == EINTR) continue;
     good = r > 0;
-    if (good) at += (size_t)r;
+    if (good) at += (uint64_t)r;
   }
-  free(f);
   int ufd = good ? usage_lock(&c->cfg) : -1;   /* a scan sees one name */
   if (good) good = renameat(c->ofd, tmp, c->ofd, name) == 0;
   usage_unlock(ufd);
@@ -1299,8 +1293,8 @@ static void sink_end(void *ctx, int i, int ok) {
       ok = 0;
     }
   }
-  if (ok && c->sealed && w->mem) store_sealed(c, k, w->mem, len);
   if (ok && !f->held[i] && w->mem && hold_mem(k, w->mem, len, at, !c->sealed, &f->out[i])) f->held[i] = 1;
+  if (ok && c->sealed && w->mem) store_sealed(c, k, w->mem, len);   /* held already: sealed in place */
   /* Arrived but not held: the fetch must fail, never report it held. */
   if (arrived && !f->held[i]) f->nomem = 1;
   if (f->held[i]) atomic_fetch_add(&rmt_stats.chunk_fetches, 1);
