@@ -1731,15 +1731,16 @@ typedef struct pagedb_remote_counters {
   int64_t chunk_fetches;  /* chunks this process fetched into the cache */
   int64_t chunk_hits;     /* chunks it found in the cache, verified */
   int64_t chunk_bad;      /* cached chunks it rejected (damaged, truncated, foreign) */
-  int64_t chunk_forged;   /* of those, chunks of a shared cache whose seal did not
-                          ** verify (planted, altered or damaged by anyone), each
-                          ** removed where it could be and fetched again (issue 30) */
   int64_t evictions;      /* chunk files it evicted to keep the bound */
   int64_t uncached;       /* chunks it held in memory: the cache had no room */
   int64_t cred_refreshes; /* S3 credentials of a metadata service fetched again
                           ** before they expired (issue 30) */
   int64_t cred_refresh_failures; /* such fetches that failed (the credentials held
                           ** are kept and the fetch is tried again 10 s later) */
+  int64_t chunk_forged;   /* of chunk_bad, chunks of a shared cache whose seal did
+                          ** not verify (planted, altered or damaged by anyone),
+                          ** each removed where it could be and fetched again
+                          ** (issue 30; last, so the fields before keep their places) */
 } pagedb_remote_counters;
 
 /* This process's remote counters since it started (all zero without
