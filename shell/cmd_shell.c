@@ -263,6 +263,7 @@ int dotShow(ShellState *p, int nArg, char **azArg){
     /* The secret and the token read back as "(set)" only (pagedb.h). */
     { "s3 key id", PAGEDB_CONFIG_S3_ACCESS_KEY_ID }, { "s3 secret", PAGEDB_CONFIG_S3_SECRET_ACCESS_KEY },
     { "s3 token", PAGEDB_CONFIG_S3_SESSION_TOKEN }, { "s3 profile", PAGEDB_CONFIG_S3_PROFILE },
+    { "cache shared", PAGEDB_CONFIG_CACHE_SHARED },
   };
   for(size_t i = 0; i < sizeof remote / sizeof remote[0]; i++){
     char buf[4200];
@@ -270,6 +271,16 @@ int dotShow(ShellState *p, int nArg, char **azArg){
     int rc = pagedb_config(PAGEDB_CONFIG_GETREMOTE, remote[i].op, buf, sizeof buf, &src);
     if( rc ) fprintf(o, "%12s: error: %s\n", remote[i].name, buf);
     else fprintf(o, "%12s: %s (%s)\n", remote[i].name, buf[0] ? buf : "none", src);
+  }
+  /* This process's remote counters (pagedb_remote_stats): the chunks a
+  ** shared cache rejected among them (issue 30). */
+  pagedb_remote_counters rs;
+  if( pagedb_remote_stats(&rs)==PAGEDB_OK ){
+    fprintf(o, "%12s: %lld requests, %lld bytes, %lld retries, %lld failed\n", "remote",
+            (long long)rs.requests, (long long)rs.bytes, (long long)rs.retries, (long long)rs.failures);
+    fprintf(o, "%12s: %lld fetched, %lld hits, %lld bad (%lld forged), %lld evicted, %lld uncached\n", "chunks",
+            (long long)rs.chunk_fetches, (long long)rs.chunk_hits, (long long)rs.chunk_bad,
+            (long long)rs.chunk_forged, (long long)rs.evictions, (long long)rs.uncached);
   }
   return 0;
 }

@@ -19,7 +19,7 @@ int pagedb_config(int op, ...) {
   int rc;
   if (op == PAGEDB_CONFIG_GETREMOTE) rc = pdb_rconf_get(ap);
   else if ((op >= PAGEDB_CONFIG_CACHE_DIR && op <= PAGEDB_CONFIG_PUSH_PARALLEL)
-           || (op >= PAGEDB_CONFIG_S3_ACCESS_KEY_ID && op <= PAGEDB_CONFIG_S3_PROFILE))
+           || (op >= PAGEDB_CONFIG_S3_ACCESS_KEY_ID && op <= PAGEDB_CONFIG_CACHE_SHARED))
     rc = pdb_rconf_set(op, ap);
   else rc = pdb_mem_config(op, ap);
   va_end(ap);

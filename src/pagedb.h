@@ -1801,7 +1801,28 @@ PAGEDB_API int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, siz
 **           the machine shares (one fetch per chunk per machine), checked
 **           against a checksum whenever a process first uses them, and
 **           evicted least recently used beyond the bound; a chunk in use
-**           is never evicted.
+**           is never evicted.  The cache is the user's own: its
+**           directory must be owned by the user and writable by nobody
+**           else (else the open fails with PAGEDB_CANTOPEN saying why);
+**           directories are made 0700, files 0600, and no symbolic link
+**           in it is followed.
+** shared cache  PAGEDB_CONFIG_CACHE_SHARED / PAGEDB_CACHE_SHARED=1: the
+**           cache directory is shared by the users of a group, who then
+**           fetch each chunk once per machine between them.  It must exist
+**           and be a directory owned by root or by the user, set-group-ID,
+**           not writable by others, of a group the user is in (mkdir DIR;
+**           chgrp GROUP DIR; chmod 2770 DIR); else the open fails with
+**           PAGEDB_CANTOPEN saying which rule failed.  Nothing in it is
+**           trusted: each chunk is sealed (AES-256-GCM) with a key derived
+**           from the object's first 64 KiB, its URL, ETag and size, fetched
+**           over the dataset's own connection at each open, and named by a
+**           keyed hash; a chunk whose seal does not verify is rejected
+**           (chunk_bad and chunk_forged), removed and fetched again.  So a
+**           user who cannot read the dataset can neither read its bytes in
+**           the cache, nor tell which bucket or key a chunk is of, nor
+**           plant one; what the cache does show (sizes, counts, times) is
+**           listed in doc/remote.md.  The plaintext of a shared chunk is
+**           held in private memory (no zero-copy mapping of the file).
 **   network PAGEDB_CONFIG_REMOTE_TIMEOUT / PAGEDB_REMOTE_TIMEOUT_MS (one
 **           request attempt, milliseconds, 100..3600000, default 30000),
 **           PAGEDB_CONFIG_REMOTE_RETRIES / PAGEDB_REMOTE_RETRIES (0..100,
@@ -1842,6 +1863,10 @@ typedef struct pagedb_remote_counters {
                           ** before they expired (issue 30) */
   int64_t cred_refresh_failures; /* such fetches that failed (the credentials held
                           ** are kept and the fetch is tried again 10 s later) */
+  int64_t chunk_forged;   /* of chunk_bad, chunks of a shared cache whose seal did
+                          ** not verify (planted, altered or damaged by anyone),
+                          ** each removed where it could be and fetched again
+                          ** (issue 30; last, so the fields before keep their places) */
 } pagedb_remote_counters;
 
 /* This process's remote counters since it started (all zero without
@@ -1941,7 +1966,7 @@ struct pagedb_pool_methods {
 #define PAGEDB_CONFIG_PUSH_PARALLEL  17  /* int64_t: parts uploaded at once, 1..16 */
 /*
 ** int op, char *buf, size_t cap, const char **source: the value setting OP
-** (7..17, 19..22) has for the next open, as text (numbers in decimal bytes or
+** (7..17, 19..23) has for the next open, as text (numbers in decimal bytes or
 ** units, strings as they are, "" for an unset string: the built-in
 ** behaviour), into BUF (CAP bytes; cut short to fit), and where it comes
 ** from into *SOURCE (if SOURCE is not NULL): "pagedb_config", the name of
@@ -1964,11 +1989,17 @@ struct pagedb_pool_methods {
 #define PAGEDB_CONFIG_S3_SECRET_ACCESS_KEY 20  /* const char * */
 #define PAGEDB_CONFIG_S3_SESSION_TOKEN     21  /* const char * */
 #define PAGEDB_CONFIG_S3_PROFILE           22  /* const char *: the AWS profile's name */
+/*
+** int64_t 0 or 1 (issue 30; environment PAGEDB_CACHE_SHARED, default 0): 1
+** makes the cache directory a cache shared by several users of the machine
+** (see REMOTE DATASETS, "shared cache").
+*/
+#define PAGEDB_CONFIG_CACHE_SHARED         23
 
 /*
 ** Configure the library.  Results: PAGEDB_OK; PAGEDB_MISUSE (an unknown
 ** op, a bad argument, or an allocator or pool op (1..6 but MEMLIMIT) while
-** the library is initialized: MEMLIMIT and the remote settings (7..18) may
+** the library is initialized: MEMLIMIT and the remote settings (7..23) may
 ** be used at any time); PAGEDB_NOMEM (PAGEDB_CONFIG_HEAP: an arena too
 ** small to hold its own bookkeeping and one block); PAGEDB_CANTOPEN
 ** (GETREMOTE: see there).

@@ -54,7 +54,7 @@ set shares {
   powerloss.test    {300 300}
   powerloss-close.test {15 20}
   remote.test       {150 180}
-  cache-private.test {5 10}
+  cache-private.test {8 20}
   creds.test        {75 120}
   fault-uring.test  {120 120}
   fault.test        {120 90}

@@ -1806,7 +1806,7 @@ static int remoteStatsCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *
   Tcl_Obj *d = Tcl_NewDictObj();
 #define RS(f) Tcl_DictObjPut(interp, d, Tcl_NewStringObj(#f, -1), Tcl_NewWideIntObj(c.f))
   RS(requests); RS(bytes); RS(retries); RS(failures); RS(chunk_fetches);
-  RS(chunk_hits); RS(chunk_bad); RS(evictions); RS(uncached); RS(cred_refreshes); RS(cred_refresh_failures);
+  RS(chunk_hits); RS(chunk_bad); RS(chunk_forged); RS(evictions); RS(uncached); RS(cred_refreshes); RS(cred_refresh_failures);
 #undef RS
   Tcl_SetObjResult(interp, d);
   return TCL_OK;

@@ -12,8 +12,9 @@ PKGS="build-essential autoconf automake libtool pkgconf \
 [ "${1:-}" = "--fuzz" ] && PKGS="$PKGS clang libclang-rt-dev"
 # Remote datasets (issue 18): libcurl for the http/https/s3 VFSes; nginx, a
 # one-node Ceph (monitor, OSD, RADOS gateway) and s3cmd for remote.test;
-# openssl makes the test's TLS certificate (nginx.sh NGINX_TLS=1).
-PKGS="$PKGS libcurl4-openssl-dev curl nginx-light ceph-mon ceph-osd radosgw s3cmd openssl"
+# openssl makes the test's TLS certificate (nginx.sh NGINX_TLS=1); libssl-dev's
+# libcrypto seals the chunks of a shared cache (issue 30: vfs/cache.c).
+PKGS="$PKGS libcurl4-openssl-dev libssl-dev curl nginx-light ceph-mon ceph-osd radosgw s3cmd openssl"
 missing=""
 # Python (issue 17): headers, NumPy, pytest and torch for python/, and the
 # Fashion-MNIST files of its example.

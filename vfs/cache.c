@@ -1,6 +1,8 @@
 /*
 ** cache.c -- the local chunk cache of remote objects, shared by every
-** process of one user on the machine, and by no other user (invariant 6).
+** process of one user on the machine, and by no other user (invariant 6);
+** or, in shared mode, by the users of a group, who trust nothing in it
+** they cannot verify (invariant 7).
 **
 ** LAYOUT (under PAGEDB_CONFIG_CACHE_DIR or PAGEDB_CACHE_DIR; default
 ** $XDG_CACHE_HOME/pagedb, else $HOME/.cache/pagedb: rconfig.c)
@@ -24,6 +26,9 @@
 **    12  4  key length L (< 3000)   48  L  the key: URL, ETag, size
 **    16  8  offset K*C             4088 8  checksum of bytes 0..4087
 **    24  8  length
+**
+**   In a shared cache (invariant 7) OBJ and K are keyed hashes, a chunk
+**   file is sealed (its header: see seal), and there is no OBJ/verified.
 **
 ** INVARIANTS
 **
@@ -75,6 +80,25 @@
 **      (openat, O_NOFOLLOW): a symbolic link in the cache is never
 **      followed, and a rename of the directory under an open handle does
 **      not move where the handle's files go.
+**   7. Shared (PAGEDB_CONFIG_CACHE_SHARED): the cache directory is made
+**      once for a group, and an open checks it is owned by root or the
+**      user, set-group-ID, writable by its group and not by others, of a
+**      group the user is in (dir_shared); object directories are made
+**      2770 and must be of that group, not world-writable.  Any member of
+**      the group can write there, so nothing found there is trusted: an
+**      object's keys are derived at each open from its first 64 KiB, its
+**      key (URL, ETag, size) and the chunk size, fetched over its own
+**      connection (derive_keys); directory and chunk names are keyed
+**      hashes (a user who cannot read the object cannot tell which object
+**      or chunk a file is); each chunk file is sealed with AES-256-GCM
+**      (K, its length and the chunk size authenticated with it) and
+**      checked at every hold, decrypted into private memory: one that
+**      fails is counted (chunk_bad, chunk_forged), removed where the
+**      directory lets us, and fetched again.  Plaintext is never written
+**      there.  Invariants 1 and 4-6 hold as in a private cache (6's
+**      ownership and modes replaced by these); 2 is this check instead of
+**      the verified table; 3 only guards the read (the bytes held are the
+**      process's own).
 */
 #define _GNU_SOURCE
 #include "remote.h"
@@ -90,6 +114,11 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
 #define HDR 4096
 #define KEY_MAX 3000
 static const char kMagic[8] = "PDBCHNK";
@@ -100,6 +129,9 @@ typedef struct Cfg {
   int dfd;                  /* the directory, open: every name is resolved from it */
   uint64_t bound;
   uint64_t chunk;
+  int shared;               /* a cache shared by a group (invariant 7) */
+  gid_t gid;                /* shared: the directory's group */
+  mode_t fmode;             /* usage and lock files: 0600, shared 0660 */
 } Cfg;
 
 static _Atomic uint64_t tmpseq;    /* temporary names unique in the process */
@@ -116,6 +148,9 @@ struct RcObj {
   char dir[3200];           /* DIR/OBJ, for messages */
   const char *key;
   size_t keylen;
+  int sealed;               /* shared: chunks sealed, named by NKEY (invariant 7) */
+  uint8_t ekey[32];         /* shared: the AES-256-GCM key of its chunks */
+  uint8_t nkey[32];         /* shared: the key of its chunks' names */
 };
 
 /* Make the missing directories of PATH, 0700 (a cache's parents are the
@@ -133,12 +168,12 @@ static int mkdirs(const char *path) {
 }
 
 /* Open a file NAME of directory DFD, never through a symbolic link
-** (invariant 6), made 0600 whatever the umask when FLAGS create it. */
-static int open_in(int dfd, const char *name, int flags) {
-  int fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+** (invariant 6), made MODE whatever the umask when FLAGS create it. */
+static int open_in(int dfd, const char *name, int flags, mode_t mode) {
+  int fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
   struct stat st;
-  if (fd >= 0 && (flags & O_CREAT) && fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) != 0600)
-    if (fchmod(fd, 0600) != 0) { /* our own file: cannot fail but on a read-only file system */ }
+  if (fd >= 0 && (flags & O_CREAT) && fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) != mode)
+    if (fchmod(fd, mode) != 0) { /* our own file: cannot fail but on a read-only file system */ }
   return fd;
 }
 
@@ -165,8 +200,52 @@ static int dir_private(int fd, const char *path, char *msg, size_t cap) {
   if (!why) return 1;
   snprintf(msg, cap, "cache directory %s refused: %s, so another user could plant or read chunks there; a"
            " private cache must be a directory of your own that only you can write (mode 0700: set"
-           " PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to one); a cache shared between users is not"
-           " available yet (doc/remote.md, \"Who can read the cache\")", path, why);
+           " PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to one); or share one with a group: mkdir DIR; chgrp"
+           " GROUP DIR; chmod 2770 DIR; PAGEDB_CACHE_SHARED=1 (doc/remote.md, \"A shared cache\")", path, why);
+  return 0;
+}
+
+/* Whether this process is in group GID (root: in every group). */
+static int in_group(gid_t gid) {
+  if (geteuid() == 0 || getegid() == gid) return 1;
+  int n = getgroups(0, NULL), in = 0;
+  gid_t *g = n > 0 ? pdb_malloc((size_t)n * sizeof *g) : NULL;
+  if (g && getgroups(n, g) == n)
+    for (int i = 0; i < n && !in; i++) in = g[i] == gid;
+  pdb_free(g);
+  return in;
+}
+
+/* Whether the directory open as CFG->dfd may hold a shared cache
+** (invariant 7): owned by root or the user, set-group-ID, writable by its
+** group and not by others, of a group the user is in.  Otherwise 0, with
+** the rule it breaks in MSG. */
+static int dir_shared(Cfg *cfg, char *msg, size_t cap) {
+  struct stat st;
+  if (fstat(cfg->dfd, &st) != 0) {
+    snprintf(msg, cap, "shared cache directory %s: %s", cfg->dir, strerror(errno));
+    return 0;
+  }
+  char why[160] = "";
+  unsigned m = (unsigned)(st.st_mode & 07777);
+  if (st.st_uid != 0 && st.st_uid != geteuid())
+    snprintf(why, sizeof why, "it is owned by uid %u, neither root nor this user (uid %u)", (unsigned)st.st_uid,
+             (unsigned)geteuid());
+  else if (st.st_mode & 002)
+    snprintf(why, sizeof why, "it is writable by every user (mode %04o)", m);
+  else if (!(st.st_mode & S_ISGID))
+    snprintf(why, sizeof why, "it is not set-group-ID (mode %04o)", m);
+  else if (!(st.st_mode & 020))
+    snprintf(why, sizeof why, "it is not writable by its group (mode %04o)", m);
+  else if (!in_group(st.st_gid))
+    snprintf(why, sizeof why, "this user is not in its group (gid %u)", (unsigned)st.st_gid);
+  if (!why[0]) {
+    cfg->gid = st.st_gid;
+    return 1;
+  }
+  snprintf(msg, cap, "shared cache directory %s refused: %s; a shared cache must be a directory owned by root"
+           " or by you, set-group-ID, writable by its group and not by others, of a group you are in (mkdir DIR;"
+           " chgrp GROUP DIR; chmod 2770 DIR: doc/remote.md, \"A shared cache\")", cfg->dir, why);
   return 0;
 }
 
@@ -174,30 +253,47 @@ static int cfg_init(Cfg *cfg, char *msg, size_t cap) {
   /* pagedb_config, else the environment, else the defaults (rconfig.c);
   ** the chunk is a power of two from 64 KiB to 64 MiB: whole pages, for
   ** mapping. */
-  int64_t bound, chunk;
+  int64_t bound, chunk, shared;
   cfg->dfd = -1;
   int rc = pdb_rconf_str(PAGEDB_CONFIG_CACHE_DIR, cfg->dir, sizeof cfg->dir, msg, cap);
   if (rc == PAGEDB_OK) rc = pdb_rconf_num(PAGEDB_CONFIG_CACHE_BYTES, &bound, msg, cap);
   if (rc == PAGEDB_OK) rc = pdb_rconf_num(PAGEDB_CONFIG_CACHE_CHUNK, &chunk, msg, cap);
+  if (rc == PAGEDB_OK) rc = pdb_rconf_num(PAGEDB_CONFIG_CACHE_SHARED, &shared, msg, cap);
   if (rc != PAGEDB_OK) return rc;
   assert(bound > 0 && chunk >= (64 << 10) && chunk <= (64 << 20) && !(chunk & (chunk - 1)));
   cfg->bound = (uint64_t)bound;
   cfg->chunk = (uint64_t)chunk;
+  cfg->shared = shared == 1;
+  cfg->fmode = cfg->shared ? 0660 : 0600;
+  if (cfg->shared) {
+    /* Made once by whoever shares it, never here: a directory made by
+    ** this open would be this user's alone. */
+    if ((cfg->dfd = open(cfg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+      snprintf(msg, cap, "shared cache directory %s: %s (a shared cache is made once for a group: mkdir DIR;"
+               " chgrp GROUP DIR; chmod 2770 DIR)", cfg->dir, strerror(errno));
+      return PAGEDB_CANTOPEN;
+    }
+    if (!dir_shared(cfg, msg, cap)) {
+      close(cfg->dfd);
+      cfg->dfd = -1;
+      return PAGEDB_CANTOPEN;
+    }
+  }
   /* The directory itself may be reached through a link the user made;
   ** what is checked is the directory reached, held open from then on. */
   int fd = -1;
-  if (mkdirs(cfg->dir) != 0 || (cfg->dfd = open(cfg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+  if (cfg->dfd < 0 && (mkdirs(cfg->dir) != 0 || (cfg->dfd = open(cfg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)) {
     snprintf(msg, cap, "cache directory %s: %s (set PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to a writable"
              " directory)", cfg->dir,
              strerror(errno));
     return PAGEDB_CANTOPEN;
   }
-  if (!dir_private(cfg->dfd, cfg->dir, msg, cap)) {
+  if (!cfg->shared && !dir_private(cfg->dfd, cfg->dir, msg, cap)) {
     close(cfg->dfd);
     cfg->dfd = -1;
     return PAGEDB_CANTOPEN;
   }
-  if ((fd = open_in(cfg->dfd, "usage", O_RDWR | O_CREAT)) < 0) {
+  if ((fd = open_in(cfg->dfd, "usage", O_RDWR | O_CREAT, cfg->fmode)) < 0) {
     snprintf(msg, cap, "cache directory %s: usage: %s (set PAGEDB_CACHE_DIR or PAGEDB_CONFIG_CACHE_DIR to a"
              " writable directory)", cfg->dir, strerror(errno));
     close(cfg->dfd);
@@ -241,7 +337,7 @@ static int is_hex16(const char *s, size_t n) {
 ** exclusively now (nobody holds it) and is still the file at PATH.
 ** Returns 1 if removed. */
 static int evict_one(int dfd, const char *path) {
-  int fd = open_in(dfd, path, O_RDONLY);
+  int fd = open_in(dfd, path, O_RDONLY, 0);
   if (fd < 0) return errno == ENOENT;
   int gone = 0;
   struct stat a, b;
@@ -347,7 +443,7 @@ static void usage_write(int fd, uint64_t v) {
 ** file, or -1. */
 static int usage_lock(const Cfg *cfg) {
   /* Opened per call: a descriptor kept open would outlive every handle. */
-  int fd = open_in(cfg->dfd, "usage", O_RDWR | O_CREAT);
+  int fd = open_in(cfg->dfd, "usage", O_RDWR | O_CREAT, cfg->fmode);
   if (fd >= 0 && ofd_lock(fd, F_WRLCK, 0, 0, 1) != 0) {
     close(fd);
     fd = -1;
@@ -400,6 +496,111 @@ static void usage_unlink(const Cfg *cfg, int dfd, const char *name, uint64_t byt
   usage_unlock(fd);
 }
 
+/* --- a shared cache's seals (invariant 7) ------------------------------------- */
+
+/* The bytes of an object read to derive its keys: its first 64 KiB (all of
+** a smaller one).  Only a reader of the object has them. */
+#define SEED_BYTES (64u << 10)
+
+/* Derive C's keys in a shared cache, and the name of its directory (16 hex
+** digits, into ONAME), from what only a reader of the object can know:
+** its first SEED_BYTES, fetched now over the object's own (authenticated)
+** connection, with its key (URL, ETag, size) and the chunk size.  A user
+** who cannot read the object can derive neither the keys nor the names. */
+static int derive_keys(RcObj *c, char *oname, char *msg, size_t cap) {
+  size_t n = c->size < SEED_BYTES ? (size_t)c->size : SEED_BYTES;
+  uint8_t *seed = pdb_malloc(n ? n : 1);
+  if (!seed) {
+    snprintf(msg, cap, "out of memory opening %s", rmt_url(c->obj));
+    return PAGEDB_NOMEM;
+  }
+  RmtRange r = { seed, n, 0, 0 };
+  int rc = n ? rmt_fetch(c->obj, &r, 1, msg, cap) : PAGEDB_OK;
+  uint8_t root[32], mac[32], cb[8];
+  unsigned rl = 0, ml = 0;
+  pdb_put64(cb, c->cfg.chunk);
+  EVP_MD_CTX *x = rc == PAGEDB_OK ? EVP_MD_CTX_new() : NULL;
+  int ok = x && EVP_DigestInit_ex(x, EVP_sha256(), NULL) == 1
+           && EVP_DigestUpdate(x, "pagedb shared cache 1", 22) == 1
+           && EVP_DigestUpdate(x, c->key, c->keylen + 1) == 1 && EVP_DigestUpdate(x, cb, 8) == 1
+           && EVP_DigestUpdate(x, seed, n) == 1 && EVP_DigestFinal_ex(x, root, &rl) == 1 && rl == 32
+           && HMAC(EVP_sha256(), root, 32, (const uint8_t *)"seal", 4, c->ekey, &ml) && ml == 32
+           && HMAC(EVP_sha256(), root, 32, (const uint8_t *)"name", 4, c->nkey, &ml) && ml == 32
+           && HMAC(EVP_sha256(), root, 32, (const uint8_t *)"dir", 3, mac, &ml) && ml == 32;
+  EVP_MD_CTX_free(x);
+  OPENSSL_cleanse(root, sizeof root);
+  OPENSSL_cleanse(seed, n);
+  pdb_free(seed);
+  if (rc != PAGEDB_OK) return rc;
+  if (!ok) {
+    snprintf(msg, cap, "%s: cannot derive the shared cache's keys (libcrypto failed)", rmt_url(c->obj));
+    return PAGEDB_CANTOPEN;
+  }
+  snprintf(oname, 17, "%016llx", (unsigned long long)pdb_get64(mac));
+  c->sealed = 1;
+  return PAGEDB_OK;
+}
+
+/*
+** A sealed chunk file: a HDR-byte header, then the chunk's LEN bytes
+** encrypted with AES-256-GCM (so the file is HDR + LEN long, as a private
+** chunk is: the usage account and the scan treat both alike).  Header
+** (little-endian; the rest zero, and ignored):
+**     0  8  magic "PDBSEAL\0"        16  8  LEN
+**     8  4  version (1)              24 12  nonce (random per file)
+**    12  4  0                        36 16  GCM tag
+** The additional data authenticated with it is K, LEN and the chunk size,
+** so a sealed chunk moved to another name or object does not verify.
+*/
+static const char kSealMagic[8] = "PDBSEAL";
+#define SEAL_HDR 52
+
+static void seal_aad(const RcObj *c, uint64_t k, size_t len, uint8_t *aad) {
+  pdb_put64(aad, k);
+  pdb_put64(aad + 8, len);
+  pdb_put64(aad + 16, c->cfg.chunk);
+}
+
+/* Encrypt LEN bytes at IN into OUT (which may be IN) with C's key,
+** header H (nonce and tag filled here).  Returns 1 on success. */
+static int seal(const RcObj *c, uint64_t k, const uint8_t *in, size_t len, uint8_t *out, uint8_t *h) {
+  uint8_t aad[24];
+  int n = 0;
+  memset(h, 0, SEAL_HDR);
+  memcpy(h, kSealMagic, 8);
+  pdb_put32(h + 8, 1);
+  pdb_put64(h + 16, len);
+  seal_aad(c, k, len, aad);
+  EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+  int ok = x && RAND_bytes(h + 24, 12) == 1 && EVP_EncryptInit_ex(x, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1
+           && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1
+           && EVP_EncryptInit_ex(x, NULL, NULL, c->ekey, h + 24) == 1
+           && EVP_EncryptUpdate(x, NULL, &n, aad, sizeof aad) == 1
+           && (len == 0 || EVP_EncryptUpdate(x, out, &n, in, (int)len) == 1)
+           && EVP_EncryptFinal_ex(x, aad, &n) == 1 && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_GET_TAG, 16, h + 36) == 1;
+  EVP_CIPHER_CTX_free(x);
+  return ok;
+}
+
+/* Decrypt chunk K's LEN bytes at B in place, with header H: 1 if its seal
+** verifies (then B holds the bytes stored), 0 if not (B's contents then
+** unspecified). */
+static int unseal(const RcObj *c, uint64_t k, const uint8_t *h, uint8_t *b, size_t len) {
+  uint8_t aad[24], tag[16];
+  int n = 0;
+  seal_aad(c, k, len, aad);
+  memcpy(tag, h + 36, 16);
+  EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+  int ok = x && EVP_DecryptInit_ex(x, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1
+           && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1
+           && EVP_DecryptInit_ex(x, NULL, NULL, c->ekey, h + 24) == 1
+           && EVP_DecryptUpdate(x, NULL, &n, aad, sizeof aad) == 1
+           && (len == 0 || EVP_DecryptUpdate(x, b, &n, b, (int)len) == 1)
+           && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_TAG, 16, tag) == 1 && EVP_DecryptFinal_ex(x, aad, &n) == 1;
+  EVP_CIPHER_CTX_free(x);
+  return ok;
+}
+
 /* --- objects ------------------------------------------------------------------ */
 
 static int open_obj(RmtObject *o, int small, RcObj **out, char *msg, size_t cap) {
@@ -437,31 +638,48 @@ static int open_obj(RmtObject *o, int small, RcObj **out, char *msg, size_t cap)
   }
   char oname[20];
   snprintf(oname, sizeof oname, "%016llx", (unsigned long long)(pdb_sum(c->key, c->keylen) ^ salt));
+  if (c->cfg.shared && (rc = derive_keys(c, oname, msg, cap)) != PAGEDB_OK) {
+    rc_close(c);
+    return rc;
+  }
   snprintf(c->dir, sizeof c->dir, "%s/%s", c->cfg.dir, oname);
   /* The object's directory is the user's (invariant 6): made 0700, never
   ** reached through a link, and one left by an older pagedb with more
   ** open modes is closed. */
   int fd = -1;
   struct stat st;
-  if ((mkdirat(c->cfg.dfd, oname, 0700) != 0 && errno != EEXIST)
+  mode_t dmode = c->sealed ? 02770 : 0700;
+  if ((mkdirat(c->cfg.dfd, oname, dmode) != 0 && errno != EEXIST)
       || (c->ofd = openat(c->cfg.dfd, oname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0
       || fstat(c->ofd, &st) != 0) {
     snprintf(msg, cap, "cache directory %s: %s", c->dir, strerror(errno));
     rc_close(c);
     return PAGEDB_CANTOPEN;
   }
-  if (st.st_uid == geteuid() && (st.st_mode & 07777) != 0700 && fchmod(c->ofd, 0700) != 0) { /* checked next */ }
-  if (!dir_private(c->ofd, c->dir, msg, cap)) {
+  if (st.st_uid == geteuid() && (st.st_mode & 07777) != dmode && fchmod(c->ofd, dmode) != 0) { /* checked next */ }
+  if (c->sealed) {
+    /* Any member of the group may have made it: what is in it is checked
+    ** chunk by chunk; only its group and modes must keep it the group's. */
+    if (fstat(c->ofd, &st) != 0 || st.st_gid != c->cfg.gid || (st.st_mode & 002)) {
+      snprintf(msg, cap, "shared cache directory %s refused: not of the cache's group (gid %u) or writable by"
+               " every user (gid %u, mode %04o)", c->dir, (unsigned)c->cfg.gid, (unsigned)st.st_gid,
+               (unsigned)(st.st_mode & 07777));
+      rc_close(c);
+      return PAGEDB_CANTOPEN;
+    }
+  } else if (!dir_private(c->ofd, c->dir, msg, cap)) {
     rc_close(c);
     return PAGEDB_CANTOPEN;
   }
-  if ((fd = open_in(c->ofd, "lock", O_RDWR | O_CREAT)) < 0) {
+  if ((fd = open_in(c->ofd, "lock", O_RDWR | O_CREAT, c->cfg.fmode)) < 0) {
     snprintf(msg, cap, "cache directory %s: lock: %s", c->dir, strerror(errno));
     rc_close(c);
     return PAGEDB_CANTOPEN;
   }
   close(fd);
-  c->vfd = open_in(c->ofd, "verified", O_RDWR | O_CREAT);   /* without it, each process sums */
+  /* Without it, each process sums; a shared cache has none (each hold
+  ** checks the seal). */
+  if (!c->sealed) c->vfd = open_in(c->ofd, "verified", O_RDWR | O_CREAT, 0600);
   *out = c;
   return PAGEDB_OK;
 }
@@ -474,6 +692,8 @@ void rc_close(RcObj *c) {
   if (c->vfd >= 0) close(c->vfd);
   if (c->ofd >= 0) close(c->ofd);
   if (c->cfg.dfd >= 0) close(c->cfg.dfd);
+  OPENSSL_cleanse(c->ekey, sizeof c->ekey);
+  OPENSSL_cleanse(c->nkey, sizeof c->nkey);
   pdb_free(c->vino);
   pdb_free(c);
 }
@@ -491,8 +711,16 @@ static size_t chunk_len(const RcObj *c, uint64_t k) {
   return (size_t)(c->size - off < c->cfg.chunk ? c->size - off : c->cfg.chunk);
 }
 
-/* Chunk K's file name in its object's directory. */
-static void chunk_path(uint64_t k, char *out, size_t cap) {
+/* Chunk K's file name in its object's directory: K, or in a shared
+** cache a keyed hash of K (invariant 7). */
+static void chunk_path(const RcObj *c, uint64_t k, char *out, size_t cap) {
+  if (c->sealed) {
+    uint8_t b[8], mac[32];
+    unsigned ml = 0;
+    pdb_put64(b, k);
+    if (!HMAC(EVP_sha256(), c->nkey, sizeof c->nkey, b, sizeof b, mac, &ml)) memset(mac, 0, sizeof mac);
+    k = pdb_get64(mac);
+  }
   snprintf(out, cap, "%016llx.c", (unsigned long long)k);
 }
 
@@ -645,14 +873,87 @@ static int map_chunk(int fd, uint64_t k, size_t len, void *at, RcHeld *out) {
   return 1;
 }
 
+/* Read N bytes at offset AT of FD into B: 1 if all were read. */
+static int read_full(int fd, uint8_t *b, size_t n, off_t at) {
+  while (n > 0) {
+    ssize_t r = pread(fd, b, n, at);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return 0;
+    b += r;
+    n -= (size_t)r;
+    at += r;
+  }
+  return 1;
+}
+
+/* A sealed chunk found bad (invariant 7): counted as such, then as any
+** bad chunk (drop_bad: removed if it is still there). */
+static void drop_forged(const RcObj *c, const char *path, int fd) {
+  atomic_fetch_add(&rmt_stats.chunk_forged, 1);
+  drop_bad(c, path, fd);
+}
+
+/* Hold chunk K of a shared cache from its file (invariant 7): its seal
+** checked at every hold, its bytes decrypted into private memory (at AT,
+** or anywhere).  Everything in the file is untrusted until the seal
+** verifies: its type, size and header are checked before a byte is
+** read into memory, and the length comes from the object, never the file.
+** Returns 1 on success, 0 if there is no good file. */
+static int hold_sealed(RcObj *c, uint64_t k, void *at, RcHeld *out) {
+  char path[32];
+  chunk_path(c, k, path, sizeof path);
+  int fd = open_in(c->ofd, path, O_RDONLY | O_NONBLOCK, 0);   /* a planted FIFO must not block */
+  if (fd < 0) return 0;
+  size_t len = chunk_len(c, k);
+  struct stat st;
+  uint8_t h[SEAL_HDR];
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0 || fstat(fd, &st) != 0 || st.st_nlink == 0) {
+    close(fd);
+    return 0;
+  }
+  if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != HDR + (uint64_t)len || !read_full(fd, h, sizeof h, 0)
+      || memcmp(h, kSealMagic, 8) != 0 || pdb_get32(h + 8) != 1 || pdb_get64(h + 16) != len) {
+    drop_forged(c, path, fd);
+    close(fd);
+    return 0;
+  }
+  /* Read, not mapped: a file another member truncates under a mapping
+  ** would fault (SIGBUS); a read just comes back short.  Populated at
+  ** once: a page fault per page in the read cost more than the
+  ** decryption (perf, tool/sharedcache-bench.tcl). */
+  size_t maplen = page_round(len ? len : 1);
+  uint8_t *base = mmap(at, maplen, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | (at ? MAP_FIXED : 0), -1, 0);
+  if (base == MAP_FAILED) {
+    close(fd);
+    return 0;
+  }
+  if (!read_full(fd, base, len, HDR) || !unseal(c, k, h, base, len)) {
+    drop_forged(c, path, fd);
+    if (at) unfix(at, len);
+    else munmap(base, maplen);
+    close(fd);
+    return 0;
+  }
+  mprotect(base, maplen, PROT_READ);
+  /* The eviction order (invariant 4), to the minute; a file of another
+  ** member of the group cannot be touched (EPERM), and keeps its time. */
+  if (time(NULL) - st.st_mtime >= 60 && futimens(fd, NULL) != 0) { /* not ours: fine */ }
+  close(fd);
+  atomic_fetch_add(&rmt_stats.chunk_hits, 1);
+  *out = (RcHeld){ k, base, len, base, at ? len : maplen };
+  return 1;
+}
+
 /* Hold chunk K from its cache file (invariants 2, 3).  Returns 1 on
 ** success, 0 if there is no good file.  A process of a world holds every
 ** chunk of the file for a share of its samples, so a hold is kept to a
 ** few system calls: open, flock, statx, the header's read, mmap, close. */
 static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
+  if (c->sealed) return hold_sealed(c, k, at, out);
   char path[32];
-  chunk_path(k, path, sizeof path);
-  int fd = open_in(c->ofd, path, O_RDONLY);
+  chunk_path(c, k, path, sizeof path);
+  int fd = open_in(c->ofd, path, O_RDONLY, 0);
   if (fd < 0) return 0;
   size_t len = chunk_len(c, k);
   uint8_t h[HDR] __attribute__((aligned(8)));
@@ -716,14 +1017,17 @@ static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   return 1;
 }
 
-/* Hold LEN bytes at DATA in private memory (no room in the cache). */
-static int hold_mem(uint64_t k, const uint8_t *data, size_t len, void *at, RcHeld *out) {
+/* Hold LEN bytes at DATA in private memory (no room in the cache, counted
+** if UNCACHED; or the bytes of a shared cache's chunk, always). */
+static int hold_mem(uint64_t k, const uint8_t *data, size_t len, void *at, int uncached, RcHeld *out) {
   size_t maplen = page_round(len ? len : 1);
-  void *base = mmap(at, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED : 0), -1, 0);
+  /* Populated in one go: cheaper than a fault per page in the copy. */
+  void *base = mmap(at, maplen, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | (at ? MAP_FIXED : 0), -1, 0);
   if (base == MAP_FAILED) return 0;
   memcpy(base, data, len);
   mprotect(base, maplen, PROT_READ);
-  atomic_fetch_add(&rmt_stats.uncached, 1);
+  if (uncached) atomic_fetch_add(&rmt_stats.uncached, 1);
   *out = (RcHeld){ k, base, len, base, at ? len : maplen };
   return 1;
 }
@@ -748,6 +1052,7 @@ typedef struct Wr {
   int fd;                   /* the temporary file, or -1 */
   uint64_t need;            /* bytes reserved in usage for it, 0 none */
   uint8_t *mem;             /* the bytes, when not in a file */
+  int pooled;               /* MEM is the pool's (pdb_buf_alloc), not malloc's */
   uint8_t *stage;           /* pieces not yet written (STAGE bytes) */
   size_t staged;            /* how many */
   uint64_t stage_at;        /* their offset in the chunk */
@@ -782,8 +1087,10 @@ static void wr_drop(Fetch *f, int i) {
     w->fd = -1;
   }
   w->need = 0;
-  free(w->mem);
+  if (w->pooled) pdb_buf_free(w->mem);
+  else free(w->mem);
   w->mem = NULL;
+  w->pooled = 0;
   w->staged = 0;
 }
 
@@ -852,6 +1159,15 @@ static int sink_begin(void *ctx, int i) {
   }
   wr_drop(f, i);
   XXH3_64bits_reset(w->hs);
+  /* A shared cache's chunk is gathered in memory, sealed and stored
+  ** whole (sink_end): its plaintext never reaches the directory. */
+  if (c->sealed) {
+    /* From the pool: a buffer used before, its pages in place (a fresh
+    ** one faulted a page at a time: most of a cold epoch's extra CPU). */
+    if ((w->mem = pdb_buf_alloc(chunk_len(c, f->k[i]) ? chunk_len(c, f->k[i]) : 1, NULL))) w->pooled = 1;
+    else f->nomem = 1;
+    return 1;
+  }
   uint64_t need = HDR + chunk_len(c, f->k[i]);
   /* The temporary exists, its name saying how many bytes it will hold,
   ** before the space is reserved: a scan from then on counts it (scan),
@@ -860,7 +1176,7 @@ static int sink_begin(void *ctx, int i) {
   ** (invariant 3) cannot take it after the rename. */
   snprintf(w->tmp, sizeof w->tmp, "%016llx.t.%ld.%llu.%llu", (unsigned long long)f->k[i], (long)getpid(),
            (unsigned long long)atomic_fetch_add(&tmpseq, 1), (unsigned long long)need);
-  w->fd = open_in(c->ofd, w->tmp, O_RDWR | O_CREAT | O_EXCL);
+  w->fd = open_in(c->ofd, w->tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
   if (w->fd >= 0 && (flock(w->fd, LOCK_SH | LOCK_NB) != 0 || !usage_add(&c->cfg, (int64_t)need))) {
     close(w->fd);
     unlinkat(c->ofd, w->tmp, 0);
@@ -883,7 +1199,7 @@ static int sink_put(void *ctx, int i, const uint8_t *b, size_t n, uint64_t at) {
   Fetch *f = ctx;
   Wr *w = &f->w[i];
   assert(at + n <= chunk_len(f->c, f->k[i]));
-  XXH3_64bits_update(w->hs, b, n);
+  if (!f->c->sealed) XXH3_64bits_update(w->hs, b, n);   /* a sealed chunk needs no sum */
   if (w->fd >= 0 && w->staged + n > STAGE && !wr_flush(f, i, at)) return 0;
   if (w->fd >= 0) {
     assert(w->staged == 0 || at == w->stage_at + w->staged);
@@ -899,6 +1215,46 @@ static int sink_put(void *ctx, int i, const uint8_t *b, size_t n, uint64_t at) {
   if (!w->mem) return 0;
   memcpy(w->mem + at, b, n);
   return 1;
+}
+
+/* Store chunk K's LEN bytes at B in a shared cache, sealed (invariant 7):
+** encrypted in place (B's bytes are the ciphertext afterwards), written
+** under a temporary name and renamed into place, as a private chunk is
+** (invariant 1).  Best effort: the caller holds the bytes from memory
+** whatever happens here (no room, a name another member of the group
+** keeps in a sticky directory, a failed write). */
+static void store_sealed(RcObj *c, uint64_t k, uint8_t *b, size_t len) {
+  char name[32], tmp[96];
+  chunk_path(c, k, name, sizeof name);
+  uint64_t need = HDR + (uint64_t)len;
+  snprintf(tmp, sizeof tmp, "%.16s.t.%ld.%llu.%llu", name, (long)getpid(),
+           (unsigned long long)atomic_fetch_add(&tmpseq, 1), (unsigned long long)need);
+  uint8_t h[HDR];
+  memset(h, 0, HDR);
+  if (!seal(c, k, b, len, b, h)) return;
+  /* Group-readable: the other members hold it; only its seal makes it
+  ** the object's. */
+  int fd = open_in(c->ofd, tmp, O_RDWR | O_CREAT | O_EXCL, 0640);
+  if (fd < 0) return;
+  if (!usage_add(&c->cfg, (int64_t)need)) {
+    close(fd);
+    unlinkat(c->ofd, tmp, 0);
+    return;
+  }
+  int good = 1;
+  for (uint64_t at = 0; good && at < need;) {
+    const uint8_t *p = at < HDR ? h + at : b + (at - HDR);
+    size_t n = at < HDR ? HDR - (size_t)at : (size_t)(need - at);
+    ssize_t r = pwrite(fd, p, n, (off_t)at);
+    if (r < 0 && errno == EINTR) continue;
+    good = r > 0;
+    if (good) at += (uint64_t)r;
+  }
+  int ufd = good ? usage_lock(&c->cfg) : -1;   /* a scan sees one name */
+  if (good) good = renameat(c->ofd, tmp, c->ofd, name) == 0;
+  usage_unlock(ufd);
+  if (!good) usage_unlink(&c->cfg, c->ofd, tmp, need);
+  close(fd);
 }
 
 /* Chunk I has arrived whole (OK) or failed for good: finish its file,
@@ -917,7 +1273,7 @@ static void sink_end(void *ctx, int i, int ok) {
     uint64_t sum = XXH3_64bits_digest(w->hs);
     uint8_t *h = malloc(HDR);
     char path[32];
-    chunk_path(k, path, sizeof path);
+    chunk_path(c, k, path, sizeof path);
     int good = h != NULL;
     if (good) encode(c, k, sum, len, h);
     good = good && pwrite(w->fd, h, HDR, 0) == HDR;
@@ -945,7 +1301,8 @@ static void sink_end(void *ctx, int i, int ok) {
       ok = 0;
     }
   }
-  if (ok && !f->held[i] && w->mem && hold_mem(k, w->mem, len, at, &f->out[i])) f->held[i] = 1;
+  if (ok && !f->held[i] && w->mem && hold_mem(k, w->mem, len, at, !c->sealed, &f->out[i])) f->held[i] = 1;
+  if (ok && c->sealed && w->mem) store_sealed(c, k, w->mem, len);   /* held already: sealed in place */
   /* Arrived but not held: the fetch must fail, never report it held. */
   if (arrived && !f->held[i]) f->nomem = 1;
   if (f->held[i]) atomic_fetch_add(&rmt_stats.chunk_fetches, 1);
@@ -1020,7 +1377,7 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
     mat[nm] = at ? at[i] : NULL;
     midx[nm++] = i;
   }
-  if (rc == PAGEDB_OK && nm > 0 && (lockfd = open_in(c->ofd, "lock", O_RDWR | O_CREAT)) < 0) {
+  if (rc == PAGEDB_OK && nm > 0 && (lockfd = open_in(c->ofd, "lock", O_RDWR | O_CREAT, c->cfg.fmode)) < 0) {
     rc = PAGEDB_IOERR_LOCK;
     snprintf(msg, cap, "cache %s/lock: %s", c->dir, strerror(errno));
   }

@@ -650,6 +650,7 @@ int pagedb_remote_stats(pagedb_remote_counters *out) {
   out->chunk_fetches = atomic_load(&rmt_stats.chunk_fetches);
   out->chunk_hits = atomic_load(&rmt_stats.chunk_hits);
   out->chunk_bad = atomic_load(&rmt_stats.chunk_bad);
+  out->chunk_forged = atomic_load(&rmt_stats.chunk_forged);
   out->evictions = atomic_load(&rmt_stats.evictions);
   out->uncached = atomic_load(&rmt_stats.uncached);
   out->cred_refreshes = atomic_load(&rmt_stats.cred_refreshes);

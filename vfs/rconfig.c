@@ -54,6 +54,7 @@ static const Setting kSettings[] = {
   { PAGEDB_CONFIG_CA_BUNDLE, K_STR, { "CURL_CA_BUNDLE", "SSL_CERT_FILE" }, 0, 0, 0, 0, 1 },
   { PAGEDB_CONFIG_PUSH_PART_BYTES, K_SIZE, { "PAGEDB_PUSH_PART_BYTES" }, 5ll << 20, 5ll << 30, 32ll << 20, 0, 0 },
   { PAGEDB_CONFIG_PUSH_PARALLEL, K_INT, { "PAGEDB_PUSH_PARALLEL" }, 1, 16, 4, 0, 0 },
+  { PAGEDB_CONFIG_CACHE_SHARED, K_INT, { "PAGEDB_CACHE_SHARED" }, 0, 1, 0, 0, 0 },
   /* Credentials: set by pagedb_config only here (the environment's
   ** AWS_ACCESS_KEY_ID and the rest are read as a pair by creds.c, after
   ** these); the secret and the token are never given back (invariant 5). */

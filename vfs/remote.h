@@ -43,6 +43,7 @@ typedef struct RmtStats {
   _Atomic int64_t chunk_fetches;/* chunks fetched from the server into the cache */
   _Atomic int64_t chunk_hits;   /* chunks found in the cache and verified */
   _Atomic int64_t chunk_bad;    /* cached chunks rejected (damaged, truncated, foreign) */
+  _Atomic int64_t chunk_forged; /* of those, chunks of a shared cache whose seal failed */
   _Atomic int64_t evictions;    /* chunk files evicted to keep the bound */
   _Atomic int64_t uncached;     /* chunks held in memory: no room in the cache */
   _Atomic int64_t cred_refreshes;        /* expiring credentials fetched again */
