@@ -76,6 +76,7 @@ set shares {
   attach.test       {30 45}
   parts.test        {45 100}
   partscrash.test   {25 40}
+  partsmulti.test   {20 40}
   threads.test      {30 45}
   corpus.test       {30 45}
   valgrind.test     {30 30}
