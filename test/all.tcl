@@ -77,6 +77,7 @@ set shares {
   parts.test        {45 100}
   partscrash.test   {25 40}
   partsmulti.test   {20 40}
+  partsmore.test    {5 10}
   threads.test      {30 45}
   corpus.test       {30 45}
   valgrind.test     {30 30}
