@@ -56,7 +56,10 @@ typedef struct Part {
   Pager *p;                 /* the part's data file, read-only, mapped when zero-copy reads want it */
   uint64_t end;             /* bytes of its data region in use (data_end) */
   pthread_mutex_t map_mu;   /* making the map */
-  _Atomic int mapped;
+  _Atomic int mapped;       /* release: base, lim and fills are set */
+  const uint8_t *base;      /* its data region in the map (made once, kept until the close) */
+  uint64_t lim;             /* bytes of the map from BASE */
+  int fills;                /* the map must be filled before a read (pager_map_fills) */
 } Part;
 
 struct PartTab {
@@ -251,16 +254,24 @@ int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, u
   int rc = part_at(db, m, off, len, &pt, &rel);
   if (rc != PAGEDB_OK) return rc;
   if (mmap) {
+    /* The map is made once, its base and length kept in the handle: a
+    ** read then costs no lock and no call into the pager. */
     if (!atomic_load_explicit(&pt->mapped, memory_order_acquire)) {
       pthread_mutex_lock(&pt->map_mu);
-      rc = atomic_load(&pt->mapped) ? PAGEDB_OK : pager_map_ensure(pt->p, m, pt->end);
-      if (rc == PAGEDB_OK) atomic_store_explicit(&pt->mapped, 1, memory_order_release);
+      if (!atomic_load(&pt->mapped)) {
+        rc = pager_map_ensure(pt->p, m, pt->end);
+        if (rc == PAGEDB_OK) {
+          pt->base = pager_map_span(pt->p, &pt->lim);
+          pt->fills = pager_map_fills(pt->p);
+          atomic_store_explicit(&pt->mapped, 1, memory_order_release);
+        }
+      }
       pthread_mutex_unlock(&pt->map_mu);
       if (rc != PAGEDB_OK) return rc;
     }
-    uint64_t lim;
-    const uint8_t *base = pager_map_span(pt->p, &lim);
-    if (len > 0 && pager_map_fills(pt->p)) rc = pager_map_fill(pt->p, m, 1, &rel, &len);
+    const uint8_t *base = pt->base;
+    uint64_t lim = pt->lim;
+    if (pt->fills && len > 0) rc = pager_map_fill(pt->p, m, 1, &rel, &len);
     if (rc == PAGEDB_OK && NEVER(!base || rel + len > lim))
       rc = pdb_err(db, m, PAGEDB_IOERR, "%s: the map of part %llu does not cover its data", db->path,
                    (unsigned long long)dx_part_of(off));
