@@ -710,6 +710,11 @@ PAGEDB_API int pagedb_delete(pagedb *db, int64_t id);
 ** PAGEDB_BUSY before the swap (after up to the catalog's busy timeout, 10 s,
 ** if it is reading).  The write lock is held throughout.  Afterwards DB
 ** works on the new files: counts, pages and reads are the new dataset's.
+** A dataset made of parts becomes one file; once the new one stands, the
+** files of its parts under NAME.parts/ (pagedb_parts_commit's convention)
+** are deleted, and that directory when it is left empty; parts elsewhere
+** are left where they are (a crash in between leaves those under
+** NAME.parts/ as orphans).
 **
 ** Results: PAGEDB_OK; PAGEDB_MISUSE; PAGEDB_READONLY (in place, on a
 ** read-only handle); PAGEDB_RANGE (a page size that is not a power of two in
