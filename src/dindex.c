@@ -100,7 +100,7 @@ typedef struct Retired {
   size_t n;
 } Retired;
 
-#define DX_PMEMO 64
+#define DX_PMEMO 1024
 
 struct Dx {
   pagedb *db;
