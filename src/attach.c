@@ -26,7 +26,8 @@
 **      page.  If a writer of DB claimed pages after ours meanwhile, the
 **      claim cannot be given back; it is handed to the pager as one dead
 **      run (invariant 3 of pager.c), as a writer's failed page is.
-**   4. Copy each run: read its used bytes through OTHER's pager, check its
+**   4. Copy each run: read its used bytes through OTHER's pager (a run of
+**      one of OTHER's parts through that part's: parts_file), check its
 **      header and checksum against OTHER's catalog (a damaged run must not
 **      come out of pager_write_start with a fresh, valid checksum), and
 **      write it with pager_write_start.  On a file whose writes are
@@ -221,8 +222,11 @@ static int plan_runs(Attach *a) {
   a->copy = pdb_malloc((a->nrun ? a->nrun : 1) * sizeof *a->copy);
   if (!a->copy) return pdb_err(a->db, &a->em, PAGEDB_NOMEM, "out of memory planning %llu runs", (unsigned long long)a->nrun);
   uint64_t i = 0;
-  for (uint64_t k = 0; k < a->nrun && a->runs[k].pgno < committed; k++) {
+  for (uint64_t k = 0; k < a->nrun; k++) {
     const CatRun *r = &a->runs[k];
+    /* Its own committed pages, then its parts' runs (in their windows, at
+    ** and above 2^56: past every page of its own). */
+    if (r->pgno >= committed && r->pgno < PDB_MAX_DATA / ps) continue;
     uint64_t lo = r->pgno * ps, first = i;
     if (i < a->ids.n && a->ids.s[i].slot[1] < lo) break;    /* a sample on no run's first page */
     while (i < a->ids.n && a->ids.s[i].slot[1] < lo + ps) {
@@ -260,7 +264,22 @@ static int read_run(Attach *a, const Copy *c, uint8_t **buf, size_t *cap) {
   const CatRun *r = c->run;
   uint32_t ps = pager_page_size(o->pager);
   const uint8_t *b;
-  int rc = pager_fetch(o->pager, &a->em, r->pgno * ps, r->used, buf, cap, &b);
+  /* A run of a part of OTHER lies in the part's data file, at the page of
+  ** its window it has there, with the part's uuid in its header. */
+  Pager *from = o->pager;
+  uint64_t off = r->pgno * ps, pgno = r->pgno;
+  if (off >= PDB_MAX_DATA) {
+    uint64_t k = dx_part_of(off), end = 0;
+    int rc = parts_file(o, &a->em, k, &from, &end);
+    if (rc != PAGEDB_OK) return rc;
+    off -= dx_window(k);
+    pgno = off / ps;
+    if (off > end || r->used > end - off)
+      return pdb_err(a->db, &a->em, PAGEDB_CORRUPT, "%s: page %llu of part %llu lies past the %llu bytes it was"
+                     " committed with", o->path, (unsigned long long)pgno, (unsigned long long)k,
+                     (unsigned long long)end);
+  }
+  int rc = pager_fetch(from, &a->em, off, r->used, buf, cap, &b);
   if (rc != PAGEDB_OK) return rc;
   /* A run starts on an aligned offset, so the read starts at *BUF. */
   if (NEVER(b != *buf)) memmove(*buf, b, r->used);
@@ -270,8 +289,8 @@ static int read_run(Attach *a, const Copy *c, uint8_t **buf, size_t *cap) {
   pager_run_header(b, &h);
   if (!h.magic_ok) bad = "no run header";
   else if (!h.sum_ok) bad = "a damaged run header";
-  else if (memcmp(h.uuid, pager_uuid(o->pager), 16) != 0) bad = "the run header of another dataset";
-  else if (h.pgno != r->pgno || h.npages != r->npages || h.used != r->used)
+  else if (memcmp(h.uuid, pager_uuid(from), 16) != 0) bad = "the run header of another dataset";
+  else if (h.pgno != pgno || h.npages != r->npages || h.used != r->used)
     bad = "a run header that disagrees with the page table";
   else if (h.datasum != pdb_sum(b + PDB_PAGE_HDR, r->used - PDB_PAGE_HDR))
     bad = "bytes that do not match their run's checksum";
@@ -452,9 +471,6 @@ int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int
     return pdb_err(db, m, rc, "cannot attach %s to %s: %s; nothing was attached", other, db->path, why);
   }
   rc = attach_check_schema(db, a.o, &a.em);
-  if (rc == PAGEDB_OK && (a.o->features & CAT_FEATURE_PARTS))
-    rc = pdb_err(db, &a.em, PAGEDB_MISMATCH, "it is made of parts, which attach does not copy yet: vacuum it into one"
-                 " file first");
   if (rc == PAGEDB_OK) rc = attach(&a, policy, offset, nattached);
   if (rc != PAGEDB_OK)
     pdb_err(db, m, rc, "cannot attach %s to %s: %s%s", other, db->path,

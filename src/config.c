@@ -2,7 +2,8 @@
 ** config.c -- pagedb_config: each op goes to the layer that owns it.
 **
 **   1..6   the allocator, the pool, the memory limit   src/mem.c
-**   7..22  the remote settings                          vfs/rconfig.c
+**   7..23  the remote settings                          vfs/rconfig.c
+**   24     the busy timeout                             src/pager.c
 **
 ** The allocator and pool ops may be used only while the library is not
 ** initialized (mem.c checks); MEMLIMIT and the remote settings at any
@@ -10,6 +11,7 @@
 */
 #include "pagedbInt.h"
 #include "os.h"
+#include "pager.h"
 
 #include <stdarg.h>
 
@@ -21,6 +23,7 @@ int pagedb_config(int op, ...) {
   else if ((op >= PAGEDB_CONFIG_CACHE_DIR && op <= PAGEDB_CONFIG_PUSH_PARALLEL)
            || (op >= PAGEDB_CONFIG_S3_ACCESS_KEY_ID && op <= PAGEDB_CONFIG_CACHE_SHARED))
     rc = pdb_rconf_set(op, ap);
+  else if (op == PAGEDB_CONFIG_BUSY_TIMEOUT) rc = pager_busy_config(va_arg(ap, int64_t));
   else rc = pdb_mem_config(op, ap);
   va_end(ap);
   return rc;

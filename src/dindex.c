@@ -100,6 +100,8 @@ typedef struct Retired {
   size_t n;
 } Retired;
 
+#define DX_PMEMO 1024
+
 struct Dx {
   pagedb *db;
   pagedb_vfs *vfs;
@@ -126,6 +128,11 @@ struct Dx {
   _Atomic uint8_t *filled;
   uint64_t nfill;
   _Atomic int unfetched;    /* a fill failed (dx_unfetched) */
+  /* Part records checked (part_in): slot k % DX_PMEMO holds 1 + the file
+  ** offset of part k's record once its hash was found good.  A record is
+  ** written once where it lies, so the check need not be repeated for
+  ** every lookup of the part's samples. */
+  _Atomic uint64_t pmemo[DX_PMEMO];
   Retired *retired;         /* older maps, unmapped at close */
   /* The writer's working state: the snapshot plus what dx_stage staged. */
   uint64_t *ch;             /* per chunk: offset, hi */
@@ -1014,9 +1021,15 @@ static const uint64_t *part_in(const Dx *x, const uint64_t *d, uint64_t k) {
   if (k >= d[11]) return NULL;
   const uint64_t *e = d + x->dirw + 2 * (d[2] + d[3]) + 2 * (k / DX_PCHUNK);
   uint64_t at = e[0] + (k % DX_PCHUNK) * DX_PRECB;
+  _Atomic uint64_t *memo = (_Atomic uint64_t *)&x->pmemo[k % DX_PMEMO];
+  if (LIKELY(atomic_load_explicit(memo, memory_order_acquire) == at + 1)) {
+    const uint64_t *r = (const uint64_t *)((const uint8_t *)d - d[1] + at);
+    return r[0] == k ? r : NULL;
+  }
   if (!readable(x, at, DX_PRECB)) return NULL;
   const uint64_t *r = (const uint64_t *)((const uint8_t *)d - d[1] + at);
   if (r[0] != k || r[15] != slot_sum(r, 15) || r[4] > ((uint64_t)1 << DX_WIN_BITS)) return NULL;
+  atomic_store_explicit(memo, at + 1, memory_order_release);
   return r;
 }
 

@@ -161,7 +161,15 @@ typedef struct pagedb_reader pagedb_reader;   /* one per reading thread */
 **
 ** A read-write open takes the dataset's write lock: a second read-write open
 ** of the same dataset, from this or another process, fails with
-** PAGEDB_BUSY_LOCKED until the first is closed.  Read-only opens take no lock
+** PAGEDB_BUSY_LOCKED until the first is closed -- at once, or, with a busy
+** timeout set (PAGEDB_CONFIG_BUSY_TIMEOUT, else the environment variable
+** PAGEDB_BUSY_TIMEOUT, in milliseconds; default 0), after waiting up to
+** that long for the first to close, as SQLite's sqlite3_busy_timeout: the
+** open takes the lock as soon as it is free (it polls, napping 1 ms
+** doubling to 50 ms), and PAGEDB_BUSY_LOCKED says the time ran out.  This
+** is how processes that commit parts into one dataset take turns (open,
+** pagedb_parts_commit, close).  A bad PAGEDB_BUSY_TIMEOUT fails a
+** read-write open with PAGEDB_CANTOPEN.  Read-only opens take no lock
 ** and see the samples committed when they opened.  A read-write open
 ** recovers from a crash: pages written after the last commit are discarded
 ** and their space is reused.
@@ -702,6 +710,11 @@ PAGEDB_API int pagedb_delete(pagedb *db, int64_t id);
 ** PAGEDB_BUSY before the swap (after up to the catalog's busy timeout, 10 s,
 ** if it is reading).  The write lock is held throughout.  Afterwards DB
 ** works on the new files: counts, pages and reads are the new dataset's.
+** A dataset made of parts becomes one file; once the new one stands, the
+** files of its parts under NAME.parts/ (pagedb_parts_commit's convention)
+** are deleted, and that directory when it is left empty; parts elsewhere
+** are left where they are (a crash in between leaves those under
+** NAME.parts/ as orphans).
 **
 ** Results: PAGEDB_OK; PAGEDB_MISUSE; PAGEDB_READONLY (in place, on a
 ** read-only handle); PAGEDB_RANGE (a page size that is not a power of two in
@@ -1180,8 +1193,13 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** version 2), so it needs the handle to have no open reader or writer
 ** (PAGEDB_MISUSE); later ones run beside them.  Two commits into DB
 ** cannot run at once: another process's pagedb_open read-write gets
-** PAGEDB_BUSY_LOCKED while DB is open, and commits of one handle take
-** turns.
+** PAGEDB_BUSY_LOCKED while DB is open (after waiting up to the busy
+** timeout, see pagedb_open), and commits of one handle take turns.
+** Committers in several processes therefore each open DB read-write with
+** a busy timeout, commit and close: each commit waits for the one before,
+** or fails with PAGEDB_BUSY_LOCKED (a PAGEDB_BUSY) with DB as the other
+** left it.  A reader that opens during a commit sees DB before it or
+** after it, never a part of it.
 **
 ** *NCOMMITTED (if not NULL) receives the number of samples committed.
 **
@@ -1995,13 +2013,22 @@ struct pagedb_pool_methods {
 ** (see REMOTE DATASETS, "shared cache").
 */
 #define PAGEDB_CONFIG_CACHE_SHARED         23
+/*
+** int64_t ms, 0..86400000: how long a read-write pagedb_open waits for the
+** write lock another handle holds (see pagedb_open); -1 forgets it (the
+** environment's PAGEDB_BUSY_TIMEOUT, else 0, applies again).  Process-wide;
+** may be set at any time, from any thread; each open reads it.  Another
+** value is PAGEDB_MISUSE and leaves the setting as it was.
+*/
+#define PAGEDB_CONFIG_BUSY_TIMEOUT         24
 
 /*
 ** Configure the library.  Results: PAGEDB_OK; PAGEDB_MISUSE (an unknown
 ** op, a bad argument, or an allocator or pool op (1..6 but MEMLIMIT) while
-** the library is initialized: MEMLIMIT and the remote settings (7..23) may
-** be used at any time); PAGEDB_NOMEM (PAGEDB_CONFIG_HEAP: an arena too
-** small to hold its own bookkeeping and one block); PAGEDB_CANTOPEN
+** the library is initialized: MEMLIMIT, the remote settings (7..23) and
+** the busy timeout (24) may be used at any time); PAGEDB_NOMEM
+** (PAGEDB_CONFIG_HEAP: an arena too small to hold its own bookkeeping and
+** one block); PAGEDB_CANTOPEN
 ** (GETREMOTE: see there).
 */
 PAGEDB_API int pagedb_config(int op, ...);

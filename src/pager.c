@@ -72,6 +72,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -336,10 +337,64 @@ int pager_set_page_size(Pager *p, pdb_msg *m, uint32_t page_size) {
   return write_header(p, m);
 }
 
+/*
+** The busy timeout (PAGEDB_CONFIG_BUSY_TIMEOUT, else PAGEDB_BUSY_TIMEOUT in
+** the environment, else 0): how long pager_lock waits for another writer
+** to let go, as SQLite's busy_timeout.  -1 while no pagedb_config set it.
+*/
+#define BUSY_MAX_MS 86400000
+static _Atomic int64_t busy_ms = -1;
+
+int pager_busy_config(int64_t ms) {
+  if (ms < -1 || ms > BUSY_MAX_MS) return PAGEDB_MISUSE;
+  atomic_store(&busy_ms, ms);
+  return PAGEDB_OK;
+}
+
+/* The timeout in force into *MS; PAGEDB_CANTOPEN for a bad environment. */
+static int busy_timeout(Pager *p, pdb_msg *m, int64_t *ms) {
+  *ms = atomic_load(&busy_ms);
+  if (*ms >= 0) return PAGEDB_OK;
+  *ms = 0;
+  const char *e = getenv("PAGEDB_BUSY_TIMEOUT");
+  if (!e || !*e) return PAGEDB_OK;
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(e, &end, 10);
+  if (errno || *end || v < 0 || v > BUSY_MAX_MS || !(*e >= '0' && *e <= '9'))
+    return pdb_err(p->db, m, PAGEDB_CANTOPEN, "PAGEDB_BUSY_TIMEOUT must be a whole number of milliseconds,"
+                   " 0..%d, not \"%.64s\"", BUSY_MAX_MS, e);
+  *ms = v;
+  return PAGEDB_OK;
+}
+
+static int64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The lock, waiting up to the busy timeout for it: naps from 1 ms,
+** doubling to 50 ms, so that a short hold costs little and a long one
+** few wake-ups. */
 int pager_lock(Pager *p, pdb_msg *m) {
-  int rc = pdb_os_lock(p->fd, PAGEDB_LOCK_EXCLUSIVE);
+  int64_t ms = 0;
+  int rc = busy_timeout(p, m, &ms);
+  if (rc != PAGEDB_OK) return rc;
+  rc = pdb_os_lock(p->fd, PAGEDB_LOCK_EXCLUSIVE);
+  if (rc == PAGEDB_BUSY_LOCKED && ms > 0) {
+    int64_t t0 = now_ms(), nap = 1, left;
+    while (rc == PAGEDB_BUSY_LOCKED && (left = ms - (now_ms() - t0)) > 0) {
+      int64_t d = nap < left ? nap : left;
+      struct timespec ts = { (time_t)(d / 1000), (long)(d % 1000) * 1000000 };
+      while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+      if (nap < 50) nap = nap * 2 < 50 ? nap * 2 : 50;
+      rc = pdb_os_lock(p->fd, PAGEDB_LOCK_EXCLUSIVE);
+    }
+  }
   if (rc == PAGEDB_BUSY_LOCKED)
-    return pdb_err(p->db, m, rc, "%s is being written by another handle or process", p->path);
+    return pdb_err(p->db, m, rc, "%s is being written by another handle or process%s", p->path,
+                   ms > 0 ? " (the busy timeout ran out)" : "");
   if (rc != PAGEDB_OK) return os_fail(p, m, rc, "cannot lock");
   return PAGEDB_OK;
 }

@@ -51,8 +51,11 @@ pagedb_file *pager_file(Pager *p);
 /* Rewrite the header with a new page size (only while no page exists). */
 int pager_set_page_size(Pager *p, pdb_msg *m, uint32_t page_size);
 
-/* Take the single-writer lock: PAGEDB_BUSY_LOCKED if another holds it. */
+/* Take the single-writer lock, waiting up to the busy timeout for it:
+** PAGEDB_BUSY_LOCKED if another holds it still. */
 int pager_lock(Pager *p, pdb_msg *m);
+/* PAGEDB_CONFIG_BUSY_TIMEOUT: MS 0..86400000, or -1 (the environment's). */
+int pager_busy_config(int64_t ms);
 
 /*
 ** Start from the committed state: COMMITTED pages are durable and the data

@@ -56,7 +56,10 @@ typedef struct Part {
   Pager *p;                 /* the part's data file, read-only, mapped when zero-copy reads want it */
   uint64_t end;             /* bytes of its data region in use (data_end) */
   pthread_mutex_t map_mu;   /* making the map */
-  _Atomic int mapped;
+  _Atomic int mapped;       /* release: base, lim and fills are set */
+  const uint8_t *base;      /* its data region in the map (made once, kept until the close) */
+  uint64_t lim;             /* bytes of the map from BASE */
+  int fills;                /* the map must be filled before a read (pager_map_fills) */
 } Part;
 
 struct PartTab {
@@ -75,18 +78,69 @@ static void part_path(const pagedb *db, const char *uri, char *out, size_t cap) 
   else snprintf(out, cap, "%.*s/%s", (int)(slash - db->path), db->path, uri);
 }
 
+/* Part K's row of table part, for a handle with no index file in force. */
+typedef struct RowFind {
+  uint64_t k;
+  int found;
+  uint64_t rec[6];          /* as an index record: [1..2] uuid, [3] D, [4] bytes, [5] pages */
+  char *uri;
+  size_t cap;
+} RowFind;
+
+static int row_find(void *ctx, const CatPart *p) {
+  RowFind *f = ctx;
+  if (p->k != f->k) return PAGEDB_OK;
+  uint8_t u[16];
+  if (!pdb_uuid_parse(p->uuid, u) || !p->uri || strlen(p->uri) >= f->cap) return PAGEDB_CORRUPT;
+  memcpy(&f->rec[1], u, 16);
+  f->rec[3] = p->data_off;
+  f->rec[4] = p->data_end;
+  f->rec[5] = p->pages;
+  strcpy(f->uri, p->uri);
+  f->found = 1;
+  return PAGEDB_OK;
+}
+
+/*
+** Where part K is and what it must be (its index record: uuid, D, bytes
+** in use, pages) into REC and URI (CAP bytes).  From the index file in
+** force; a handle without one (a read-only open that found the index file
+** missing or stale and scanned the catalog) reads the part's row of table
+** part instead, the same values the commit wrote into both -- one query
+** over the table, paid once per part a process opens.
+*/
+static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char *uri, size_t cap) {
+  Dx *dx = idx_disk(db->idx);
+  if (dx) {
+    const uint64_t *r = dx_part(dx, k);
+    if (!r) return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s-index: the record of part %llu is missing or damaged",
+                           db->path, (unsigned long long)k);
+    memcpy(rec, r, 6 * sizeof *rec);
+    int rc = dx_part_string(dx, r, 0, uri, cap);
+    if (rc != PAGEDB_OK) return pdb_err(db, m, rc, "%s-index: the location of part %llu is damaged", db->path,
+                                        (unsigned long long)k);
+    return PAGEDB_OK;
+  }
+  RowFind f = { .k = k, .uri = uri, .cap = cap };
+  pthread_mutex_lock(&db->cat_mu);
+  int rc = cat_parts(db->cat, m, row_find, &f);
+  pthread_mutex_unlock(&db->cat_mu);
+  if (rc == PAGEDB_CORRUPT) rc = pdb_err(db, m, PAGEDB_CORRUPT, "%s-catalog: the row of part %llu is damaged",
+                                         db->path, (unsigned long long)k);
+  if (rc != PAGEDB_OK) return rc;
+  if (!f.found) return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s: no part %llu in table part", db->path,
+                               (unsigned long long)k);
+  memcpy(rec, f.rec, sizeof f.rec);
+  return PAGEDB_OK;
+}
+
 /* Open part K's data file and check it against its record (doc/format.md,
 ** "Reading a part's bytes", steps 1-3). */
 static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
-  Dx *dx = idx_disk(db->idx);
-  const uint64_t *rec = dx ? dx_part(dx, k) : NULL;
-  if (!rec)
-    return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s-index: the record of part %llu is missing or damaged%s", db->path,
-                   (unsigned long long)k, dx ? "" : " (no index file is in force: reopen the dataset read-write)");
+  uint64_t rec[6];
   char uri[4096], path[4096 + PDB_MSG_MAX];
-  int rc = dx_part_string(dx, rec, 0, uri, sizeof uri);
-  if (rc != PAGEDB_OK) return pdb_err(db, m, rc, "%s-index: the location of part %llu is damaged", db->path,
-                                      (unsigned long long)k);
+  int rc = part_record(db, m, k, rec, uri, sizeof uri);
+  if (rc != PAGEDB_OK) return rc;
   part_path(db, uri, path, sizeof path);
   Part *pt = pdb_calloc(1, sizeof *pt);
   if (!pt) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening part %llu of %s", (unsigned long long)k, db->path);
@@ -200,16 +254,24 @@ int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, u
   int rc = part_at(db, m, off, len, &pt, &rel);
   if (rc != PAGEDB_OK) return rc;
   if (mmap) {
+    /* The map is made once, its base and length kept in the handle: a
+    ** read then costs no lock and no call into the pager. */
     if (!atomic_load_explicit(&pt->mapped, memory_order_acquire)) {
       pthread_mutex_lock(&pt->map_mu);
-      rc = atomic_load(&pt->mapped) ? PAGEDB_OK : pager_map_ensure(pt->p, m, pt->end);
-      if (rc == PAGEDB_OK) atomic_store_explicit(&pt->mapped, 1, memory_order_release);
+      if (!atomic_load(&pt->mapped)) {
+        rc = pager_map_ensure(pt->p, m, pt->end);
+        if (rc == PAGEDB_OK) {
+          pt->base = pager_map_span(pt->p, &pt->lim);
+          pt->fills = pager_map_fills(pt->p);
+          atomic_store_explicit(&pt->mapped, 1, memory_order_release);
+        }
+      }
       pthread_mutex_unlock(&pt->map_mu);
       if (rc != PAGEDB_OK) return rc;
     }
-    uint64_t lim;
-    const uint8_t *base = pager_map_span(pt->p, &lim);
-    if (len > 0 && pager_map_fills(pt->p)) rc = pager_map_fill(pt->p, m, 1, &rel, &len);
+    const uint8_t *base = pt->base;
+    uint64_t lim = pt->lim;
+    if (pt->fills && len > 0) rc = pager_map_fill(pt->p, m, 1, &rel, &len);
     if (rc == PAGEDB_OK && NEVER(!base || rel + len > lim))
       rc = pdb_err(db, m, PAGEDB_IOERR, "%s: the map of part %llu does not cover its data", db->path,
                    (unsigned long long)dx_part_of(off));

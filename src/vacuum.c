@@ -80,6 +80,8 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #define COPY_SPAN     ((uint64_t)8 << 20)     /* bytes read at once */
 #define COPY_COMMIT   ((uint64_t)256 << 20)   /* bytes copied between commits */
@@ -109,6 +111,56 @@ static void remove_dataset(pagedb *db, const char *path) {
     pdb_free(p);
   }
   if (db->vfs->xSyncDir) db->vfs->xSyncDir(db->vfs, path);
+}
+
+/* The data files of DB's parts that lie under NAME.parts/ (the convention
+** of pagedb_parts_commit: their uri starts "NAME.parts/"), as paths. */
+typedef struct PartFiles {
+  char **path;
+  size_t n, cap;
+  char *dir;                /* NAME.parts */
+  const char *prefix;       /* "NAME.parts/" as a uri starts */
+  size_t nprefix;
+  const char *base;         /* DB's directory, with its '/', or "" */
+  size_t nbase;
+} PartFiles;
+
+static int part_file_row(void *ctx, const CatPart *p) {
+  PartFiles *f = ctx;
+  if (!p->uri || strncmp(p->uri, f->prefix, f->nprefix) != 0 || strstr(p->uri + f->nprefix, "..")) return PAGEDB_OK;
+  if (f->n == f->cap) {
+    size_t cap = f->cap ? 2 * f->cap : 16;
+    char **np = pdb_realloc(f->path, cap * sizeof *np);
+    if (!np) return PAGEDB_NOMEM;
+    f->path = np;
+    f->cap = cap;
+  }
+  size_t len = f->nbase + strlen(p->uri) + 1;
+  char *q = pdb_malloc(len);
+  if (!q) return PAGEDB_NOMEM;
+  snprintf(q, len, "%.*s%s", (int)f->nbase, f->base, p->uri);
+  f->path[f->n++] = q;
+  return PAGEDB_OK;
+}
+
+static int parts_below(pagedb *db, pdb_msg *m, PartFiles *f) {
+  const char *slash = strrchr(db->path, '/');
+  const char *name = slash ? slash + 1 : db->path;
+  char *prefix = path_with(name, ".parts/");
+  f->dir = path_with(db->path, ".parts");
+  if (!prefix || !f->dir) {
+    pdb_free(prefix);
+    return pdb_err(db, m, PAGEDB_NOMEM, "cannot vacuum %s: out of memory", db->path);
+  }
+  f->prefix = prefix;
+  f->nprefix = strlen(prefix);
+  f->base = db->path;
+  f->nbase = slash ? (size_t)(slash - db->path) + 1 : 0;
+  int rc = cat_parts(db->cat, m, part_file_row, f);
+  pdb_free(prefix);
+  f->prefix = NULL;
+  if (rc == PAGEDB_NOMEM) rc = pdb_err(db, m, rc, "cannot vacuum %s: out of memory listing its parts", db->path);
+  return rc;
 }
 
 /* Whether any file of the dataset at PATH exists. */
@@ -628,7 +680,19 @@ int pagedb_vacuum_recode(pagedb *db, const char *dest, size_t page_size, int n, 
   else if (rc == PAGEDB_OK && db->ndel)
     rc = pdb_err(db, m, PAGEDB_MISUSE, "cannot vacuum %s in place: %zu deletions are not committed (commit first)",
                  db->path, db->ndel);
+  PartFiles pf = { 0 };
+  if (rc == PAGEDB_OK && (db->features & CAT_FEATURE_PARTS)) rc = parts_below(db, m, &pf);
   if (rc == PAGEDB_OK) rc = vacuum_in_place(db, (uint32_t)page_size, vdata, vcat, codec, named);
+  /* The new dataset stands, durable, naming no part: the parts' files the
+  ** old one kept under NAME.parts/ go (a crash before leaves them as
+  ** orphans), and the directory with them when nothing else is left in it. */
+  for (size_t i = 0; i < pf.n; i++) {
+    if (rc == PAGEDB_OK) remove_dataset(db, pf.path[i]);
+    pdb_free(pf.path[i]);
+  }
+  if (rc == PAGEDB_OK && pf.dir) rmdir(pf.dir);
+  pdb_free(pf.path);
+  pdb_free(pf.dir);
   pthread_mutex_unlock(&db->cat_mu);
   pthread_mutex_unlock(&db->commit_mu);
   pdb_free(vdata);

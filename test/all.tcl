@@ -80,6 +80,8 @@ set shares {
   partscrash.test   {25 40}
   partsorphans.test {2 4}
   importjobs.test   {8 15}
+  partsmulti.test   {20 40}
+  partsmore.test    {5 10}
   threads.test      {30 45}
   corpus.test       {30 45}
   valgrind.test     {30 30}

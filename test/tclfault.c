@@ -193,7 +193,7 @@ static struct {
   int device;                  /* FDEV_* */
   atomic_llong hits;
   char *zSnapDir;              /* -snapshot: where the copies go, or NULL */
-  char *zSnapSrc;              /* the data file last opened: what they copy */
+  char *zSnapSrc;              /* the data file last opened read-write: what they copy */
   long long snapFirst, snapStep;  /* -snapshotfirst, -snapshotstep: which syncs */
   pthread_rwlock_t snapLock;   /* held to write, truncate, sync or delete
                                ** (shared) and to take a snapshot (alone) */
@@ -439,7 +439,7 @@ static void faultSnapshot(long long k){
   int n, nCopy = 0, i;
   pthread_rwlock_wrlock(&fv.snapLock);
   pthread_mutex_lock(&fv.mu);
-  /* The data file last opened, even once closed: a close's last catalog
+  /* The data file last opened read-write, even once closed: a close's last catalog
   ** syncs come after the data file's. */
   zSrc = fv.zSnapSrc;
   errno = 0;
@@ -924,7 +924,8 @@ static int fvOpen(pagedb_vfs *vfs, const char *path, pagedb_file *pf, int flags)
   f->img.plainFd = open(path, ((flags & PAGEDB_VFS_READWRITE) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   f->img.syncedSize = faultImageSize(&f->img);
   pthread_mutex_lock(&fv.mu);
-  if( f->kind == FFILE_DATA ){
+  if( f->kind == FFILE_DATA && (flags & PAGEDB_VFS_READWRITE) ){
+    /* Not a part a commit opens read-only: the dataset it writes. */
     if( fv.zSnapSrc ) Tcl_Free(fv.zSnapSrc);
     fv.zSnapSrc = Tcl_Alloc((unsigned)strlen(path) + 1);
     strcpy(fv.zSnapSrc, path);

@@ -1845,6 +1845,20 @@ static int kill9Cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const 
   return TCL_OK;
 }
 
+/* pagedb_busy_timeout MS: pagedb_config(PAGEDB_CONFIG_BUSY_TIMEOUT, MS);
+** returns the result's name. */
+static int busyTimeoutCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  Tcl_WideInt ms;
+  (void)cd;
+  if( objc != 2 ){
+    Tcl_WrongNumArgs(interp, 1, objv, "MS");
+    return TCL_ERROR;
+  }
+  if( Tcl_GetWideIntFromObj(interp, objv[1], &ms) ) return TCL_ERROR;
+  Tcl_SetObjResult(interp, Tcl_NewStringObj(pagedb_errname(pagedb_config(PAGEDB_CONFIG_BUSY_TIMEOUT, (int64_t)ms)), -1));
+  return TCL_OK;
+}
+
 #ifdef __GNUC__
 __attribute__((visibility("default")))
 #endif
@@ -1865,6 +1879,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_messages", messagesCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_check_null", checkNullCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_kill9", kill9Cmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_busy_timeout", busyTimeoutCmd, 0, 0);
   Tclfault_Init(interp);
   Tclmem_Init(interp);
   if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;

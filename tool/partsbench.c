@@ -1,0 +1,496 @@
+/*
+** partsbench.c -- a dataset made of parts (issue 26) measured against the
+** same samples in one file, at P parts of PER samples each:
+**
+**   pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-reads R] [-rounds K] [-keep]
+**
+** For each P (default 1,1000): P part datasets of PER tiny samples (16-64
+** bytes and an INT label; part k holds ids k*PER..k*PER+PER-1) are written
+** one after another by this process, and the same P*PER samples into one
+** file by one writer (the reference); then one pagedb_parts_commit of the P
+** parts (KEEP) into a new dataset.  Printed per P:
+**   make    seconds per part written, and per sample of the reference
+**   commit  seconds, per part and per million samples; the dataset's
+**           metadata (catalog and index files, bytes, and per part)
+**   open    a read-only open of each, in a fresh process (fork), median of
+**           5: milliseconds, and the RSS it added; then the RSS after one
+**           read of every sample (every part touched, its file opened and
+**           mapped)
+**   reads   R random reads by id through one PAGEDB_READ_MMAP reader (the
+**           same ids in both), K rounds alternating parts and reference,
+**           the best round of each: reads/s and the ratio parts/reference
+**   once    every sample of the parts dataset read exactly once along
+**           pagedb_order(SEQUENTIAL), its bytes as written ("ok", or the
+**           first wrong id; the exit status is then 1)
+** Targets (issue 26): open <= 5 ms whatever P; random reads >= 95% of the
+** reference at P = 1,000.
+**
+**   pagedb-partsbench -ingest SPEC[,SPEC...] [-rounds K] [-dir DIR]
+**
+** Ingest of a workload of tool/workload.h (SPEC "W-small:100000",
+** "W-img:2000": tool/workload.c's sizes, bytes and labels) by K = 1, 2, 4
+** processes (fork), each writing its contiguous share of the ids into a
+** part of its own with one writer, then one pagedb_parts_commit of the K
+** parts, all timed; against the reference, one process with 2 writer
+** threads into one file (ids interleaved), commit included.  K rounds
+** (default 3), the reference and each K taking turns, the best of each:
+** samples/s, the ratio to the reference (target >= 90%), and the commit's
+** seconds and its cost per million samples.  DIR defaults to $TMPDIR or /tmp; the datasets
+** are removed at the end unless -keep.
+*/
+#include "pagedb.h"
+#include "workload.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double clock_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t splitmix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* This process's resident set, kB. */
+static long rss_kb(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = 0, rss = 0;
+  if (f) {
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    fclose(f);
+  }
+  return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void die(const char *what, pagedb *db, int rc) {
+  fprintf(stderr, "pagedb-partsbench: %s: %s (%s)\n", what, db ? pagedb_errmsg(db) : "", pagedb_errname(rc));
+  exit(1);
+}
+
+/* Sample ID's bytes into BUF (16..64), its label into *LABEL. */
+static size_t sample(int64_t id, uint8_t *buf, int64_t *label) {
+  uint64_t h = splitmix((uint64_t)id);
+  size_t len = 16 + h % 49;
+  for (size_t j = 0; j < len; j++) buf[j] = (uint8_t)(h >> (j % 8 * 8)) ^ (uint8_t)j;
+  *label = (int64_t)(h % 1000);
+  return len;
+}
+
+static pagedb *create(const char *path) {
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, NULL);
+  if (rc) die(path, db, rc);
+  if ((rc = pagedb_field_add(db, "b", PAGEDB_BYTES, PAGEDB_CODEC_NONE))) die("field", db, rc);
+  if ((rc = pagedb_field_add(db, "label", PAGEDB_INT, PAGEDB_CODEC_NONE))) die("field", db, rc);
+  return db;
+}
+
+/* Samples ID0..ID0+N-1 into the dataset DB, committed. */
+static void put(pagedb *db, int64_t id0, int64_t n) {
+  pagedb_writer *w;
+  uint8_t buf[64];
+  int rc = pagedb_writer_open(db, &w);
+  if (rc) die("writer", db, rc);
+  for (int64_t id = id0; id < id0 + n; id++) {
+    int64_t label;
+    size_t len = sample(id, buf, &label);
+    if ((rc = pagedb_sample_begin(w, id)) || (rc = pagedb_put(w, 0, buf, len)) || (rc = pagedb_put_int(w, 1, label))
+        || (rc = pagedb_sample_end(w, NULL)))
+      die("write", db, rc);
+  }
+  if ((rc = pagedb_writer_close(w))) die("writer close", db, rc);
+  if ((rc = pagedb_commit(db))) die("commit", db, rc);
+}
+
+static double file_bytes(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (double)st.st_size : 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A read-only open of PATH in a fresh process: ms, RSS added (kB); with
+** ALL, the RSS added after one read of every sample too (else -1). */
+static void open_child(const char *path, int64_t nsamples, int all, double *ms, long *rss, long *rss_all) {
+  int fd[2];
+  if (pipe(fd) != 0) die("pipe", NULL, PAGEDB_IOERR);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    long r0 = rss_kb();
+    double t0 = clock_s();
+    pagedb *db;
+    int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
+    if (rc) die("open", db, rc);
+    double t = clock_s() - t0;
+    long r1 = rss_kb(), r2 = -1;
+    if (all) {
+      pagedb_reader *r;
+      if ((rc = pagedb_reader_open(db, PAGEDB_READ_MMAP, &r))) die("reader", db, rc);
+      volatile uint8_t sink = 0;
+      for (int64_t id = 0; id < nsamples; id++) {
+        const void *p;
+        size_t sz;
+        if ((rc = pagedb_read(r, id, 0, &p, &sz))) die("read", db, rc);
+        sink ^= ((const uint8_t *)p)[0];
+      }
+      r2 = rss_kb();
+    }
+    char line[128];
+    int n = snprintf(line, sizeof line, "%.9f %ld %ld\n", t, r1 - r0, r2 < 0 ? -1 : r2 - r0);
+    if (write(fd[1], line, (size_t)n) != n) _exit(1);
+    _exit(0);
+  }
+  close(fd[1]);
+  char line[128] = { 0 };
+  ssize_t got = read(fd[0], line, sizeof line - 1);
+  close(fd[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (got <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || sscanf(line, "%lf %ld %ld", ms, rss, rss_all) != 3) {
+    fprintf(stderr, "pagedb-partsbench: the open of %s failed in its child\n", path);
+    exit(1);
+  }
+  *ms *= 1e3;
+}
+
+/* R random reads of IDS through one zero-copy reader of PATH: reads/s. */
+static double random_reads(const char *path, const int64_t *ids, int r) {
+  pagedb *db;
+  pagedb_reader *rd;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
+  if (rc) die("open", db, rc);
+  if ((rc = pagedb_reader_open(db, PAGEDB_READ_MMAP, &rd))) die("reader", db, rc);
+  uint64_t sum = 0;
+  double t0 = clock_s();
+  for (int i = 0; i < r; i++) {
+    const void *p;
+    size_t sz;
+    if ((rc = pagedb_read(rd, ids[i], 0, &p, &sz))) die("read", db, rc);
+    sum += ((const uint8_t *)p)[sz - 1];
+  }
+  double t = clock_s() - t0;
+  pagedb_close(db);
+  if (sum == 1) fputc(' ', stderr);   /* keeps the reads */
+  return r / t;
+}
+
+/* Every sample of PATH exactly once along the sequential order, its bytes
+** as written: -1, or the first wrong id. */
+static int64_t exactly_once(const char *path, int64_t nsamples) {
+  pagedb *db;
+  pagedb_reader *r;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
+  if (rc) die("open", db, rc);
+  int64_t n = 0, bad = -1;
+  if ((rc = pagedb_order(db, PAGEDB_ORDER_SEQUENTIAL, 0, 0, 0, 1, NULL, &n))) die("order", db, rc);
+  int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+  uint8_t *seen = calloc((size_t)nsamples + 1, 1);
+  if (!ids || !seen) die("out of memory", NULL, PAGEDB_NOMEM);
+  if ((rc = pagedb_order(db, PAGEDB_ORDER_SEQUENTIAL, 0, 0, 0, 1, ids, &n))) die("order", db, rc);
+  if ((rc = pagedb_reader_open(db, PAGEDB_READ_COPY | PAGEDB_READ_VERIFY, &r))) die("reader", db, rc);
+  if (n != nsamples) bad = n;
+  for (int64_t i = 0; i < n && bad < 0; i++) {
+    int64_t id = ids[i], label, got;
+    uint8_t want[64];
+    size_t len = sample(id, want, &label), sz;
+    const void *p;
+    if (id < 0 || id >= nsamples || seen[id]++ || pagedb_read(r, id, 0, &p, &sz) != PAGEDB_OK || sz != len
+        || memcmp(p, want, len) != 0 || pagedb_read_int(r, id, 1, &got) != PAGEDB_OK || got != label)
+      bad = id;
+  }
+  free(ids);
+  free(seen);
+  pagedb_close(db);
+  return bad;
+}
+
+static void remove_dataset(const char *path) {
+  static const char *const sfx[] = { "", "-catalog", "-catalog-wal", "-catalog-shm", "-index" };
+  size_t cap = strlen(path) + 16;
+  char *p = malloc(cap);
+  for (size_t i = 0; p && i < sizeof sfx / sizeof *sfx; i++) {
+    snprintf(p, cap, "%s%s", path, sfx[i]);
+    unlink(p);
+  }
+  free(p);
+}
+
+/* --- ingest ------------------------------------------------------------ */
+
+typedef struct Feed {
+  pagedb *db;
+  const wl_t *w;
+  int64_t lo, hi, step;     /* ids lo, lo+step, ... below hi */
+} Feed;
+
+static void *feed(void *arg) {
+  Feed *f = arg;
+  pagedb_writer *wr;
+  uint8_t *buf = malloc(wl_max_size(f->w));
+  int rc = pagedb_writer_open(f->db, &wr);
+  if (rc || !buf) die("writer", f->db, rc ? rc : PAGEDB_NOMEM);
+  for (int64_t id = f->lo; id < f->hi; id += f->step) {
+    size_t len = (size_t)wl_size(f->w, id);
+    wl_fill(f->w, id, buf, len);
+    if ((rc = pagedb_sample_begin(wr, id)) || (rc = pagedb_put(wr, 0, buf, len))
+        || (rc = pagedb_put_int(wr, 1, wl_label(f->w, id))) || (rc = pagedb_sample_end(wr, NULL)))
+      die("write", f->db, rc);
+  }
+  if ((rc = pagedb_writer_close(wr))) die("writer close", f->db, rc);
+  free(buf);
+  return NULL;
+}
+
+static pagedb *create_wl(const char *path, const wl_t *w) {
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, NULL);
+  if (rc) die(path, db, rc);
+  if ((rc = pagedb_field_add(db, w->field, w->fieldText ? PAGEDB_TEXT : PAGEDB_BYTES, PAGEDB_CODEC_NONE)))
+    die("field", db, rc);
+  if ((rc = pagedb_field_add(db, "label", PAGEDB_INT, PAGEDB_CODEC_NONE))) die("field", db, rc);
+  return db;
+}
+
+/* The reference: 2 writer threads into one file, committed: seconds. */
+static double ingest_one(const char *base, const wl_t *w) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/one.pagedb", base);
+  double t0 = clock_s();
+  pagedb *db = create_wl(path, w);
+  pthread_t th[2];
+  Feed f[2];
+  for (int i = 0; i < 2; i++) {
+    f[i] = (Feed){ db, w, i, w->count, 2 };
+    pthread_create(&th[i], NULL, feed, &f[i]);
+  }
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  int rc = pagedb_close(db);
+  if (rc) die("close", NULL, rc);
+  double t = clock_s() - t0;
+  remove_dataset(path);
+  return t;
+}
+
+/* K processes, a part each, then the commit: seconds, and the commit's. */
+static double ingest_parts(const char *base, const wl_t *w, int k, double *tcommit) {
+  char ds[4200];
+  pagedb_part parts[16];
+  char names[16][4300];
+  snprintf(ds, sizeof ds, "%s/d.pagedb", base);
+  double t0 = clock_s();
+  pid_t pid[16];
+  for (int i = 0; i < k; i++) {
+    snprintf(names[i], sizeof names[i], "%s/d.pagedb.parts/w%d", base, i);
+    parts[i] = (pagedb_part){ .path = names[i] };
+    if ((pid[i] = fork()) == 0) {
+      pagedb *db = create_wl(names[i], w);
+      Feed f = { db, w, w->count * i / k, w->count * (i + 1) / k, 1 };
+      feed(&f);
+      _exit(pagedb_close(db) == PAGEDB_OK ? 0 : 1);
+    }
+  }
+  for (int i = 0; i < k; i++) {
+    int st = 0;
+    waitpid(pid[i], &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) die("a part's writer process failed", NULL, PAGEDB_ERROR);
+  }
+  double t1 = clock_s();
+  pagedb *db = create_wl(ds, w);
+  int64_t n = 0;
+  int rc = pagedb_parts_commit(db, parts, k, PAGEDB_ATTACH_KEEP, &n);
+  if (rc) die("parts_commit", db, rc);
+  if ((rc = pagedb_close(db))) die("close", NULL, rc);
+  double t = clock_s() - t0;
+  *tcommit = clock_s() - t1;
+  if (n != w->count) die("the commit's count", NULL, PAGEDB_ERROR);
+  remove_dataset(ds);
+  for (int i = 0; i < k; i++) remove_dataset(names[i]);
+  return t;
+}
+
+static int ingest_main(const char *dir, const char *specs, int rounds) {
+  char *sl = strdup(specs);
+  for (char *tok = strtok(sl, ","); tok; tok = strtok(NULL, ",")) {
+    wl_t w;
+    if (wl_parse(tok, &w) != 0) {
+      fprintf(stderr, "pagedb-partsbench: bad workload \"%s\"\n", tok);
+      return 2;
+    }
+    char base[4096], pdir[4200];
+    snprintf(base, sizeof base, "%s/pagedb-partsbench-ingest-%lld", dir, (long long)getpid());
+    snprintf(pdir, sizeof pdir, "%s/d.pagedb.parts", base);
+    if (mkdir(base, 0755) != 0 || mkdir(pdir, 0755) != 0) die(base, NULL, PAGEDB_CANTOPEN);
+    static const int ks[3] = { 1, 2, 4 };
+    double best_ref = 1e30, best[3] = { 1e30, 1e30, 1e30 }, commit[3] = { 0, 0, 0 };
+    for (int r = 0; r < rounds; r++) {
+      double t = ingest_one(base, &w);
+      if (t < best_ref) best_ref = t;
+      for (int i = 0; i < 3; i++) {
+        double tc = 0;
+        t = ingest_parts(base, &w, ks[i], &tc);
+        if (t < best[i]) {
+          best[i] = t;
+          commit[i] = tc;
+        }
+      }
+    }
+    printf("%s (%lld samples): one process, 2 writer threads, one file: %.0f samples/s (%.2f s)\n", w.name,
+           (long long)w.count, w.count / best_ref, best_ref);
+    for (int i = 0; i < 3; i++)
+      printf("  K = %d processes into parts, commit included: %.0f samples/s (%.2f s): %.1f%%;"
+             " commit %.3f s (%.2f s per million samples)\n", ks[i], w.count / best[i], best[i],
+             100 * best_ref / best[i], commit[i], commit[i] * 1e6 / (double)w.count);
+    fflush(stdout);
+    rmdir(pdir);
+    rmdir(base);
+    wl_free(&w);
+  }
+  free(sl);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", *plist = "1,1000";
+  int64_t per = 10;
+  int reads = 200000, rounds = 3, keep = 0, status = 0;
+  const char *ingest = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-dir") && i + 1 < argc) dir = argv[++i];
+    else if (!strcmp(argv[i], "-parts") && i + 1 < argc) plist = argv[++i];
+    else if (!strcmp(argv[i], "-per") && i + 1 < argc) per = atoll(argv[++i]);
+    else if (!strcmp(argv[i], "-reads") && i + 1 < argc) reads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "-rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "-keep")) keep = 1;
+    else if (!strcmp(argv[i], "-ingest") && i + 1 < argc) ingest = argv[++i];
+    else {
+      fprintf(stderr, "usage: pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-reads R] [-rounds K] [-keep]\n"
+                      "       pagedb-partsbench -ingest W-small:N,W-img:N [-rounds K] [-dir DIR]\n");
+      return 2;
+    }
+  }
+  if (per < 1 || reads < 1 || rounds < 1) {
+    fprintf(stderr, "pagedb-partsbench: -per, -reads and -rounds must be 1 or more\n");
+    return 2;
+  }
+  if (ingest) return ingest_main(dir, ingest, rounds);
+  char *pl = strdup(plist);
+  for (char *tok = strtok(pl, ","); tok; tok = strtok(NULL, ",")) {
+    int64_t P = atoll(tok), N = P * per;
+    if (P < 1 || P > 2000000) {
+      fprintf(stderr, "pagedb-partsbench: %s parts: 1..2000000\n", tok);
+      return 2;
+    }
+    char base[4096], ds[4200], one[4200], pdir[4200], path[4300];
+    snprintf(base, sizeof base, "%s/pagedb-partsbench-%lld-%lld", dir, (long long)P, (long long)getpid());
+    snprintf(ds, sizeof ds, "%s/d.pagedb", base);
+    snprintf(one, sizeof one, "%s/one.pagedb", base);
+    snprintf(pdir, sizeof pdir, "%s/d.pagedb.parts", base);
+    if (mkdir(base, 0755) != 0 || mkdir(pdir, 0755) != 0) die(base, NULL, PAGEDB_CANTOPEN);
+    printf("P = %lld parts of %lld samples (%lld samples), in %s\n", (long long)P, (long long)per, (long long)N, base);
+    fflush(stdout);
+    /* The parts, then the reference. */
+    double t0 = clock_s();
+    for (int64_t k = 0; k < P; k++) {
+      snprintf(path, sizeof path, "%s/%07lld", pdir, (long long)k);
+      pagedb *db = create(path);
+      put(db, k * per, per);
+      int rc = pagedb_close(db);
+      if (rc) die("close", NULL, rc);
+    }
+    double tparts = clock_s() - t0;
+    t0 = clock_s();
+    pagedb *db = create(one);
+    put(db, 0, N);
+    if (pagedb_close(db)) die("close", NULL, PAGEDB_IOERR);
+    double tone = clock_s() - t0;
+    printf("  make    parts %.3f ms/part (%.2f us/sample); one file %.2f us/sample\n", tparts * 1e3 / P,
+           tparts * 1e6 / N, tone * 1e6 / N);
+    /* The commit. */
+    pagedb_part *parts = calloc((size_t)P, sizeof *parts);
+    char (*names)[32] = calloc((size_t)P, sizeof *names);
+    if (!parts || !names) die("out of memory", NULL, PAGEDB_NOMEM);
+    for (int64_t k = 0; k < P; k++) {
+      snprintf(names[k], sizeof names[k], "%s/%07lld", "", (long long)k);
+      char *p = malloc(strlen(pdir) + 32);
+      if (!p) die("out of memory", NULL, PAGEDB_NOMEM);
+      sprintf(p, "%s%s", pdir, names[k]);
+      parts[k].path = p;
+    }
+    db = create(ds);
+    int64_t nc = 0;
+    t0 = clock_s();
+    int rc = pagedb_parts_commit(db, parts, (int)P, PAGEDB_ATTACH_KEEP, &nc);
+    double tcommit = clock_s() - t0;
+    if (rc) die("parts_commit", db, rc);
+    if ((rc = pagedb_close(db))) die("close", NULL, rc);
+    snprintf(path, sizeof path, "%s-catalog", ds);
+    double cat = file_bytes(path);
+    snprintf(path, sizeof path, "%s-index", ds);
+    double idx = file_bytes(path);
+    printf("  commit  %.3f s: %.3f ms/part, %.2f s per million samples; metadata %.1f MB (catalog %.1f, index %.1f):"
+           " %.0f bytes/part\n", tcommit, tcommit * 1e3 / P, tcommit * 1e6 / N, (cat + idx) / 1e6, cat / 1e6,
+           idx / 1e6, (cat + idx) / P);
+    /* Open time and RSS, fresh processes, alternating. */
+    double ms_d[5], ms_o[5];
+    long rss_d = 0, rss_o = 0, all_d = 0, all_o = 0;
+    for (int i = 0; i < 5; i++) {
+      open_child(ds, N, i == 0, &ms_d[i], &rss_d, i == 0 ? &all_d : &(long){ 0 });
+      open_child(one, N, i == 0, &ms_o[i], &rss_o, i == 0 ? &all_o : &(long){ 0 });
+    }
+    qsort(ms_d, 5, sizeof *ms_d, cmp_double);
+    qsort(ms_o, 5, sizeof *ms_o, cmp_double);
+    printf("  open    parts %.3f ms (RSS +%ld kB; +%ld kB after reading every sample); one file %.3f ms (+%ld kB;"
+           " +%ld kB)\n", ms_d[2], rss_d, all_d, ms_o[2], rss_o, all_o);
+    /* Random reads, alternating, the best round of each. */
+    int64_t *ids = malloc((size_t)reads * sizeof *ids);
+    if (!ids) die("out of memory", NULL, PAGEDB_NOMEM);
+    for (int i = 0; i < reads; i++) ids[i] = (int64_t)(splitmix((uint64_t)i ^ 0x5eed) % (uint64_t)N);
+    double best_d = 0, best_o = 0;
+    for (int i = 0; i < rounds; i++) {
+      double a = random_reads(ds, ids, reads), b = random_reads(one, ids, reads);
+      if (a > best_d) best_d = a;
+      if (b > best_o) best_o = b;
+    }
+    free(ids);
+    printf("  reads   parts %.0f/s, one file %.0f/s: %.1f%% (%d random reads by id, best of %d rounds)\n", best_d,
+           best_o, 100 * best_d / best_o, reads, rounds);
+    int64_t bad = exactly_once(ds, N);
+    printf("  once    %s\n", bad < 0 ? "ok: every sample exactly once, bytes and labels as written" : "WRONG");
+    if (bad >= 0) {
+      printf("          first wrong id (or the count when it differs): %lld\n", (long long)bad);
+      status = 1;
+    }
+    fflush(stdout);
+    for (int64_t k = 0; k < P; k++) {
+      if (!keep) remove_dataset(parts[k].path);
+      free((char *)parts[k].path);
+    }
+    free(parts);
+    free(names);
+    if (!keep) {
+      remove_dataset(ds);
+      remove_dataset(one);
+      rmdir(pdir);
+      rmdir(base);
+    }
+  }
+  free(pl);
+  return status;
+}
