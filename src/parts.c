@@ -552,7 +552,9 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
   uint64_t size = 0;
   if (rc == PAGEDB_OK && pdb_os_size(pager_file(o->pager), &size) != PAGEDB_OK)
     rc = pdb_err(db, em, PAGEDB_IOERR_FSTAT, "cannot stat its data file");
-  if (rc == PAGEDB_OK && size < pager_data_off(o->pager) + data_end)
+  /* A part with no sample has no data region at all (its file may end at
+  ** its header, before the aligned offset where data would begin). */
+  if (rc == PAGEDB_OK && data_end > 0 && size < pager_data_off(o->pager) + data_end)
     rc = pdb_err(db, em, PAGEDB_CORRUPT_TRUNCATED, "its data file is %llu bytes, shorter than the %llu its runs use",
                  (unsigned long long)size, (unsigned long long)(pager_data_off(o->pager) + data_end));
   if (rc == PAGEDB_OK) {
