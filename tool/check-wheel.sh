@@ -55,8 +55,12 @@ mkdir "$work/runB" && cd "$work/runB"
 # runs it too.
 set -- -k "not fashion_mnist"
 [ "${CHECK_WHEEL_FULL:-0}" = 1 ] && set --
+# test_dask.py in a process of its own, after the rest, as make check-python
+# runs it (Makefile.am: a Dask client's threads, then a fork).
 PAGEDB_TEST_INSTALLED=1 PYTHONDONTWRITEBYTECODE=1 "$work/B/bin/python" -m pytest -p no:cacheprovider -q -rs \
-  --durations=5 "$@" "$src/python/tests"
+  --durations=5 "$@" --ignore="$src/python/tests/test_dask.py" "$src/python/tests"
+PAGEDB_TEST_INSTALLED=1 PYTHONDONTWRITEBYTECODE=1 "$work/B/bin/python" -m pytest -p no:cacheprovider -q -rs \
+  --durations=5 "$src/python/tests/test_dask.py"
 step "the wheel in a fresh venv: the pytest suite against it"
 
 # From the top: pyproject.toml's [tool.mypy] applies; pagedb is found in
