@@ -65,6 +65,12 @@ struct pagedb {
   ** alignment of its values, 1..PAGEDB_MAX_ALIGN (api_extent): G, the
   ** largest any of them asks for, the same for all (main.c, set_isbytes). */
   uint8_t isbytes[PAGEDB_MAX_FIELDS];
+  /* Token maps (tokens.c): set once a stream reads a map stored in the
+  ** index file, whose entries it reads in place; from then on an index
+  ** file replaced under the handle (a rewrite, vacuum's reopen) stays
+  ** mapped, chained from PINNED, until pagedb_close (main.c, drop_index). */
+  _Atomic int tokpin;
+  Dx *pinned;
   pagedb_vfs *vfs;
   Pager *pager;
   Catalog *cat;
@@ -387,6 +393,16 @@ static inline const uint64_t *api_find(const pagedb_reader *r, int64_t id) {
   return r->dx ? dx_find(r->dx, id) : idx_find(r->idx, id);
 }
 
+/* Bytes a token of field F if it is a token field (a tensor field of rank
+** 1, its dimension variable, an integer dtype: doc/format.md, "Token
+** maps"), else 0. */
+static inline int api_token_bytes(const CatField *f) {
+  return f->type == PAGEDB_TENSOR && f->tensor.ndim == 1 && f->tensor.nvar == 1 && f->tensor.dtype >= PAGEDB_DT_INT8
+                 && f->tensor.dtype <= PAGEDB_DT_UINT64
+             ? f->tensor.esize
+             : 0;
+}
+
 /* Whether field F is stored in pages. */
 static inline int api_is_bytes(const pagedb *db, int f) {
   return cat_type_stored(db->fields[f].type);
@@ -432,9 +448,5 @@ static inline int api_must_finish(const pagedb_reader *r, int field) {
 ** failure, the entries from the failing one on are left as they were.
 */
 int api_finish(pagedb_reader *r, const int64_t *ids, int n, int field, const void **data, size_t *sizes);
-
-/* A[0..N) shuffled by the random stream of (SEED, EPOCH) kept for the
-** blocks of a token stream (order.c; tokens.c uses it). */
-void ord_shuffle_blocks(uint64_t seed, uint64_t epoch, uint64_t *a, uint64_t n);
 
 #endif /* PAGEDB_API_H */

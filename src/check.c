@@ -271,6 +271,14 @@ static void check_index(Check *k) {
   else if (n != k->nrows || dx_count(k->dx) != k->nrows)
     report(k, -1, -1, -1, "the index file holds %" PRIu64 " entries (its directory says %" PRIu64 "), the catalog %"
            PRIu64 " samples", n, dx_count(k->dx), k->nrows);
+  /* The token maps against the slots, which the rows checked above
+  ** (dindex.c, invariant 5): a map is derived, so any disagreement is
+  ** damage. */
+  for (int f = 0; f < k->db->nfield; f++) {
+    char why[PDB_MSG_MAX - 128];
+    if (api_token_bytes(&k->db->fields[f]) && dx_tok_verify(k->dx, f, why, sizeof why))
+      report(k, -1, -1, f, "the token map of field '%s' in the index file: %s", field_name(k, f), why);
+  }
 }
 
 /* --- parts: table part against the index's part records ------------------ */

@@ -70,6 +70,23 @@
 ** nothing compacts automatically yet: a rewrite (a field add, or a rebuild
 ** after the file is deleted) writes the file anew without it.
 **
+** TOKEN MAPS (version 2; doc/format.md, "Token maps").  For every token
+** field (a rank-1 variable integer tensor field) a record of CAPACITY
+** entries of 16 bytes, (end, id), COUNT of them in force: the documents of
+** at least one token in id order, END the sum of the tokens of that
+** document and every one before it.  The directory names each (field,
+** offset, CAPACITY, COUNT, check word: a serial hash of the COUNT entries,
+** extended as entries are appended).  A commit whose new documents all
+** have ids above the last entry's, and that deletes or resizes none,
+** writes their entries in place past COUNT when they fit (invariant 1's
+** exception, as for chunks past HI); any other change writes a new copy
+** with CAPACITY max(1024, 2 COUNT) after the bytes in force (invariant 4),
+** so appending costs amortised O(1) a document.  INVARIANT 5: every
+** directory in force names exactly one map per token field, or none at
+** all (a file written before maps existed: readers then build the stream
+** in memory); a map's entries are the slots' documents of its snapshot,
+** ids strictly increasing, ends their prefix sums (dx_tok_verify checks).
+**
 ** The writer maps a window larger than the file and replaces it by a
 ** larger one when the file outgrows it; older windows stay mapped until
 ** dx_close, so a lock-free lookup that loaded an older snapshot reads
@@ -134,6 +151,7 @@ struct Dx {
   ** every lookup of the part's samples. */
   _Atomic uint64_t pmemo[DX_PMEMO];
   Retired *retired;         /* older maps, unmapped at close */
+  Dx *older;                /* dx_keep's: closed with this one */
   /* The writer's working state: the snapshot plus what dx_stage staged. */
   uint64_t *ch;             /* per chunk: offset, hi */
   uint64_t nch, capch;
@@ -144,6 +162,17 @@ struct Dx {
   uint64_t nparts;
   uint64_t count, live, next, end;
   uint64_t staged_dir;      /* the directory dx_stage wrote, 0 if none */
+  /* Token maps (version 2; TOKEN MAPS below).  TOKES[f]: bytes a token
+  ** of field f if it is a token field, else 0; TF[0..NTF): those fields in
+  ** order.  The working state's maps, per token field k: TM[k] = offset,
+  ** CAPACITY, COUNT, check word; TMAPS 0 while it has none (an index file
+  ** that predates them, or a new file being filled): the final dx_stage
+  ** then builds them from the slots. */
+  uint8_t tokes[PAGEDB_MAX_FIELDS];
+  uint16_t tf[PAGEDB_MAX_FIELDS];
+  int ntf;
+  uint64_t (*tm)[4];
+  int tmaps;
 };
 
 /* --- lazily filled maps ---------------------------------------------------- */
@@ -402,10 +431,20 @@ static int ensure_map(Dx *x, pdb_msg *m, uint64_t end) {
   return PAGEDB_OK;
 }
 
-static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_t *isbytes, int version) {
+static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_t *isbytes, const uint8_t *tokes,
+                  int version) {
   assert(version == 1 || version == 2);
   Dx *x = pdb_calloc(1, sizeof *x);
   if (!x) return NULL;
+  for (int f = 0; f < nfield && tokes && version >= 2; f++)
+    if (tokes[f]) {
+      x->tokes[f] = tokes[f];
+      x->tf[x->ntf++] = (uint16_t)f;
+    }
+  if (x->ntf && !(x->tm = pdb_calloc((size_t)x->ntf, sizeof *x->tm))) {
+    pdb_free(x);
+    return NULL;
+  }
   x->version = version;
   x->dirw = version >= 2 ? DX_DIRW2 : DX_DIRW;
   x->db = db;
@@ -424,8 +463,17 @@ static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_
   return x;
 }
 
+void dx_keep(Dx *x, Dx *older) {
+  if (!older) return;
+  assert(!older->older || older->older != x);
+  Dx **p = &x->older;
+  while (*p) p = &(*p)->older;
+  *p = older;
+}
+
 void dx_close(Dx *x) {
   if (!x) return;
+  dx_close(x->older);
   pdb_free((void *)x->filled);
   if (x->map && !x->heap) pdb_os_unmap(x->f, x->map, x->maplen);
   if (x->heap) pdb_free((void *)x->map);
@@ -439,6 +487,7 @@ void dx_close(Dx *x) {
   pdb_free(x->ch);
   pdb_free(x->sg);
   pdb_free(x->pc);
+  pdb_free(x->tm);
   pdb_free(x->tmp);
   pdb_free(x->path);
   pdb_free(x);
@@ -474,6 +523,14 @@ static int load_work(Dx *x, pdb_msg *m) {
   x->npc = npc;
   if (npc) memcpy(x->pc, d + x->dirw + 2 * (nch + nsg), 2 * npc * sizeof *d);
   x->nparts = d && x->version >= 2 ? d[11] : 0;
+  /* Token maps: the directory's (check_dir saw one per token field, or
+  ** none). */
+  x->tmaps = 0;
+  if (d && x->ntf && d[12] == (uint64_t)x->ntf) {
+    const uint64_t *e = d + x->dirw + 2 * (nch + nsg + npc);
+    for (int k = 0; k < x->ntf; k++) memcpy(x->tm[k], e + 5 * k + 1, 4 * sizeof *d);
+    x->tmaps = 1;
+  }
   x->count = d ? d[4] : 0;
   x->live = d ? d[5] : 0;
   x->next = d ? d[6] : 0;
@@ -483,9 +540,9 @@ static int load_work(Dx *x, pdb_msg *m) {
 }
 
 int dx_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
-              int nfield, const uint8_t *isbytes, int version, Dx **out) {
+              int nfield, const uint8_t *isbytes, const uint8_t *tokes, int version, Dx **out) {
   *out = NULL;
-  Dx *x = dx_new(db, path, nw, nfield, isbytes, version);
+  Dx *x = dx_new(db, path, nw, nfield, isbytes, tokes, version);
   if (x) x->tmp = pdb_malloc(strlen(path) + 5);
   if (!x || !x->tmp) {
     dx_close(x);
@@ -573,10 +630,11 @@ static int check_dir(Dx *x, pdb_msg *m, const uint64_t *d, uint64_t off, const D
     return stale(x, m, "no directory record where the catalog says", NULL);
   uint64_t room = (len - off) / 8;
   if ((uint64_t)x->dirw + 1 > room) return stale(x, m, "the directory record runs past the end", NULL);
-  uint64_t npc = x->version >= 2 ? d[10] : 0;
-  if (d[2] > room || d[3] > room || npc > room || x->dirw + 2 * (d[2] + d[3] + npc) + 1 > room)
+  uint64_t npc = x->version >= 2 ? d[10] : 0, nt = x->version >= 2 ? d[12] : 0;
+  if (d[2] > room || d[3] > room || npc > room || nt > room
+      || x->dirw + 2 * (d[2] + d[3] + npc) + 5 * nt + 1 > room)
     return stale(x, m, "the directory record runs past the end", NULL);
-  uint64_t words = x->dirw + 2 * (d[2] + d[3] + npc);
+  uint64_t words = x->dirw + 2 * (d[2] + d[3] + npc) + 5 * nt;
   if (d[words] != pdb_checksum(d, words * 8)) return stale(x, m, "directory checksum mismatch", NULL);
   if (d[7] != len || off + (words + 1) * 8 != len) return stale(x, m, "the directory's length disagrees", NULL);
   if (d[4] != meta->samples || d[9] != meta->pages)
@@ -585,7 +643,16 @@ static int check_dir(Dx *x, pdb_msg *m, const uint64_t *d, uint64_t off, const D
     uint64_t np = d[11];
     if (np != meta->parts || np > DX_PART_MAX || npc != (np + DX_PCHUNK - 1) / DX_PCHUNK)
       return stale(x, m, "its parts disagree with the catalog", NULL);
-    if (d[12] || d[13]) return stale(x, m, "it has token maps, which this pagedb does not know", NULL);
+    if (d[13]) return stale(x, m, "directory word 13 is not zero", NULL);
+    /* Invariant 5: one map per token field, in field order, or none. */
+    if (nt && nt != (uint64_t)x->ntf) return stale(x, m, "its token maps disagree with the schema's token fields", NULL);
+    for (uint64_t k = 0; k < nt; k++) {
+      const uint64_t *e = d + x->dirw + 2 * (d[2] + d[3] + npc) + 5 * k;
+      uint64_t o = e[1], cap = e[2], cnt = e[3];
+      int bad = e[0] != x->tf[k] || cnt > cap
+             || (cap ? o % 8 || o < DX_HDR || o > off || cap > (off - o) / 16 : o != 0);
+      if (bad) return stale(x, m, "a token map lies outside the file or is not its field's", NULL);
+    }
     for (uint64_t q = 0; q < npc; q++) {
       const uint64_t *e = d + x->dirw + 2 * (d[2] + d[3]) + 2 * q;
       uint64_t hi = q + 1 < npc ? DX_PCHUNK : np - (uint64_t)DX_PCHUNK * q;
@@ -619,9 +686,10 @@ static int open_file(Dx *x, pdb_msg *m, pagedb_vfs *vfs, const char *path, const
 }
 
 int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
-            int nfield, const uint8_t *isbytes, const DxMeta *meta, int writable, int version, Dx **out) {
+            int nfield, const uint8_t *isbytes, const uint8_t *tokes, const DxMeta *meta, int writable, int version,
+            Dx **out) {
   *out = NULL;
-  Dx *x = dx_new(db, path, nw, nfield, isbytes, version);
+  Dx *x = dx_new(db, path, nw, nfield, isbytes, tokes, version);
   if (!x) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening index %s", path);
   x->writable = writable;
   x->vfs = vfs;
@@ -638,7 +706,7 @@ int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uin
       if (tmp) {
         sprintf(tmp, "%s.new", path);
         pdb_msg scratch;
-        Dx *y = dx_new(db, path, nw, nfield, isbytes, version);
+        Dx *y = dx_new(db, path, nw, nfield, isbytes, tokes, version);
         uint64_t yid = 0;
         if (y) y->writable = writable;
         if (y && open_file(y, &scratch, vfs, tmp, uuid, &yid) == PAGEDB_OK && yid == meta->id
@@ -887,6 +955,184 @@ static uint64_t work_next(const Dx *x) {
   return next;
 }
 
+/* --- token maps (version 2) ------------------------------------------- */
+
+/* The check word of a map: a serial hash of its entries, extended entry by
+** entry, so an append continues it from the directory's word. */
+static uint64_t tok_sum0(int field) { return 0x6a09e667f3bcc909ull ^ (uint64_t)field; }
+
+static inline uint64_t tok_sum(uint64_t h, const uint64_t e[2]) {
+  h = (h ^ e[0]) * 0xff51afd7ed558ccdull;
+  h ^= h >> 32;
+  h = (h ^ e[1]) * 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 29);
+}
+
+/* The tokens of field F in slot S (0: no value, or an empty one). */
+static uint64_t tok_len(const Dx *x, const uint64_t *s, int f) {
+  if (!s || !slot_has(s, f)) return 0;
+  return slot_get(s, x->nfield, f) / x->tokes[f];
+}
+
+/* A change of one document of token field K in a commit: NOLD tokens
+** before, NNEW after (0: none). */
+typedef struct TokCh {
+  int k;
+  int64_t id;
+  uint64_t nold, nnew;
+} TokCh;
+
+/* Write map K anew after the bytes in force: N entries E (in id order),
+** CAPACITY max(1024, 2N), or no record for N == 0. */
+static int tok_copy(Dx *x, pdb_msg *m, int k, const uint64_t *e, uint64_t n) {
+  uint64_t *t = x->tm[k], cap = n ? (n < 512 ? 1024 : 2 * n) : 0;
+  int rc = n ? put(x, m, e, n * 16, x->end) : PAGEDB_OK;
+  if (rc != PAGEDB_OK) return rc;
+  x->live -= t[1] * 16;
+  x->live += cap * 16;
+  t[0] = n ? x->end : 0;
+  t[1] = cap;
+  t[2] = n;
+  t[3] = tok_sum0(x->tf[k]);
+  for (uint64_t i = 0; i < n; i++) t[3] = tok_sum(t[3], e + 2 * i);
+  x->end += cap * 16;       /* room to append in place; a hole until written */
+  return PAGEDB_OK;
+}
+
+static int tok_big(Dx *x, pdb_msg *m, int k) {
+  return pdb_err(x->db, m, PAGEDB_TOOBIG, "index %s: the token map of field %d passes 2^63-1 tokens", x->path,
+                 x->tf[k]);
+}
+
+/* Map K takes the changes C[0..N) (in id order): appended in place when
+** they are all new documents past its last id and fit, else a new copy. */
+static int tok_apply(Dx *x, pdb_msg *m, int k, const TokCh *c, size_t n) {
+  uint64_t *t = x->tm[k], cnt = t[2];
+  const uint64_t *old = (const uint64_t *)(x->map + t[0]);
+  uint64_t lastend = cnt ? old[2 * (cnt - 1)] : 0;
+  int64_t lastid = cnt ? (int64_t)old[2 * (cnt - 1) + 1] : -1;
+  int append = c[0].id > lastid;
+  for (size_t i = 0; i < n && append; i++) append = c[i].nold == 0;
+  uint64_t *buf = pdb_malloc(((append ? 0 : cnt) + n) * 16 + 16);
+  if (!buf) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+  uint64_t o = 0, end = 0;
+  int rc = PAGEDB_OK;
+  if (append) {
+    for (size_t i = 0; i < n && rc == PAGEDB_OK; i++) {
+      if (c[i].nnew > (uint64_t)INT64_MAX - lastend) rc = tok_big(x, m, k);
+      lastend += c[i].nnew;
+      buf[2 * o] = lastend;
+      buf[2 * o++ + 1] = (uint64_t)c[i].id;
+    }
+    if (rc == PAGEDB_OK && cnt + o <= t[1]) {
+      rc = put(x, m, buf, o * 16, t[0] + cnt * 16);
+      for (uint64_t i = 0; i < o && rc == PAGEDB_OK; i++) t[3] = tok_sum(t[3], buf + 2 * i);
+      if (rc == PAGEDB_OK) t[2] = cnt + o;
+    } else if (rc == PAGEDB_OK) {
+      uint64_t *all = pdb_malloc((cnt + o) * 16);
+      if (!all) rc = pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+      else {
+        if (cnt) memcpy(all, old, cnt * 16);
+        memcpy(all + 2 * cnt, buf, o * 16);
+        rc = tok_copy(x, m, k, all, cnt + o);
+        pdb_free(all);
+      }
+    }
+    pdb_free(buf);
+    return rc;
+  }
+  /* Merge the map with the changes, in id order, summing anew. */
+  size_t j = 0;
+  for (uint64_t i = 0, prev = 0; (i < cnt || j < n) && rc == PAGEDB_OK;) {
+    int64_t id;
+    uint64_t len;
+    if (j < n && (i >= cnt || c[j].id <= (int64_t)old[2 * i + 1])) {
+      if (i < cnt && c[j].id == (int64_t)old[2 * i + 1]) prev = old[2 * i++];
+      else if (c[j].nold) {
+        rc = pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: the token map of field %d lacks sample %lld", x->path,
+                     x->tf[k], (long long)c[j].id);
+        break;
+      }
+      id = c[j].id;
+      len = c[j++].nnew;
+    } else {
+      id = (int64_t)old[2 * i + 1];
+      len = old[2 * i] - prev;
+      prev = old[2 * i++];
+    }
+    if (!len) continue;
+    if (len > (uint64_t)INT64_MAX - end) rc = tok_big(x, m, k);
+    end += len;
+    buf[2 * o] = end;
+    buf[2 * o++ + 1] = (uint64_t)id;
+  }
+  if (rc == PAGEDB_OK) rc = tok_copy(x, m, k, buf, o);
+  pdb_free(buf);
+  return rc;
+}
+
+static int by_entry_id(const void *a, const void *b) {
+  uint64_t x = ((const uint64_t *)a)[1], y = ((const uint64_t *)b)[1];
+  return x < y ? -1 : x > y;
+}
+
+/* Every map built from the working state's slots (a new file, or one
+** written before maps existed): O(documents log documents), once. */
+static int tok_build(Dx *x, pdb_msg *m) {
+  uint64_t *buf = pdb_malloc((x->count ? x->count : 1) * 16);
+  if (!buf) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory building the token maps of index %s", x->path);
+  int rc = PAGEDB_OK;
+  memset(x->tm, 0, (size_t)x->ntf * sizeof *x->tm);
+  for (int k = 0; k < x->ntf && rc == PAGEDB_OK; k++) {
+    int f = x->tf[k];
+    uint64_t o = 0;
+    for (uint64_t c = 0; c < x->nch; c++)
+      for (uint64_t i = 0; i < x->ch[2 * c + 1]; i++) {
+        const uint64_t *s = (const uint64_t *)(x->map + x->ch[2 * c] + i * x->wsb);
+        uint64_t n = s[x->nw] ? tok_len(x, s, f) : 0;
+        if (n && o < x->count) buf[2 * o] = n, buf[2 * o++ + 1] = c * DX_C + i;
+      }
+    for (uint64_t g = 0; g < x->nsg; g++)
+      for (uint64_t i = 0; i < x->sg[2 * g + 1]; i++) {
+        const uint64_t *s = seg_slot(x, x->map, x->sg[2 * g], i);
+        uint64_t n = tok_len(x, s, f);
+        if (n && o < x->count) buf[2 * o] = n, buf[2 * o++ + 1] = s[0];
+      }
+    int sorted = 1;
+    for (uint64_t i = 1; i < o && sorted; i++) sorted = buf[2 * i + 1] > buf[2 * i - 1];
+    if (!sorted) qsort(buf, o, 16, by_entry_id);
+    uint64_t end = 0;
+    for (uint64_t i = 0; i < o && rc == PAGEDB_OK; i++) {
+      if (buf[2 * i] > (uint64_t)INT64_MAX - end) rc = tok_big(x, m, k);
+      end += buf[2 * i];
+      buf[2 * i] = end;
+    }
+    if (rc == PAGEDB_OK) rc = tok_copy(x, m, k, buf, o);
+  }
+  pdb_free(buf);
+  if (rc == PAGEDB_OK) x->tmaps = 1;
+  return rc;
+}
+
+static int by_tokch(const void *a, const void *b) {
+  const TokCh *x = a, *y = b;
+  if (x->k != y->k) return x->k < y->k ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The maps' part of a dx_stage: the changes TC[0..N). */
+static int tok_stage(Dx *x, pdb_msg *m, TokCh *tc, size_t n, int final) {
+  if (!x->ntf) return PAGEDB_OK;
+  if (!x->tmaps) return final ? tok_build(x, m) : PAGEDB_OK;
+  if (n > 1) qsort(tc, n, sizeof *tc, by_tokch);
+  int rc = PAGEDB_OK;
+  for (size_t a = 0, b; a < n && rc == PAGEDB_OK; a = b) {
+    for (b = a + 1; b < n && tc[b].k == tc[a].k; b++) {}
+    rc = tok_apply(x, m, tc[a].k, tc + a, b - a);
+  }
+  return rc;
+}
+
 int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t pages, uint64_t data_end,
              DxMeta *out) {
   assert(x->writable);
@@ -897,9 +1143,13 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
   ** with their segment numbers in SK) and new non-chunk ids (NC). */
   DxChange *cc = pdb_malloc((n ? n : 1) * 3 * sizeof *cc), *sc = cc + n, *nc = cc + 2 * n;
   uint64_t *sk = pdb_malloc((n ? n : 1) * sizeof *sk);
-  if (!cc || !sk) {
+  /* The documents of token fields the changes touch (TOKEN MAPS). */
+  size_t ntc = 0;
+  TokCh *tc = x->tmaps && n ? pdb_malloc(n * (size_t)x->ntf * sizeof *tc) : NULL;
+  if (!cc || !sk || (x->tmaps && n && !tc)) {
     pdb_free(cc);
     pdb_free(sk);
+    pdb_free(tc);
     return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
   }
   size_t ncc = 0, nsc = 0, nnc = 0;
@@ -914,6 +1164,10 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
     }
     const uint64_t *s = find_work(x, id, &k);
     uint64_t c = (uint64_t)id >> DX_CBITS;
+    for (int t = 0; tc && t < x->ntf; t++) {
+      uint64_t a = tok_len(x, s, x->tf[t]), b = tok_len(x, ch[i].slot, x->tf[t]);
+      if (a != b) tc[ntc++] = (TokCh){ t, id, a, b };
+    }
     if (!s && !ch[i].slot) {
       rc = pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: sample %lld, to be deleted, is not in it", x->path,
                    (long long)id);
@@ -950,10 +1204,14 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
   pdb_free(cc);
   pdb_free(sk);
   if (rc == PAGEDB_OK) rc = ensure_map(x, m, x->end);
+  if (rc == PAGEDB_OK) rc = tok_stage(x, m, tc, ntc, final);
+  pdb_free(tc);
+  if (rc == PAGEDB_OK) rc = ensure_map(x, m, x->end);
   if (rc == PAGEDB_OK && delmax) x->next = work_next(x);
   if (rc != PAGEDB_OK || !final) return rc;
   /* The directory record, then the sync that makes all of it durable. */
-  uint64_t words = x->dirw + 2 * (x->nch + x->nsg + x->npc);
+  uint64_t nt = x->tmaps ? (uint64_t)x->ntf : 0;
+  uint64_t words = x->dirw + 2 * (x->nch + x->nsg + x->npc) + 5 * nt;
   uint64_t *d = pdb_malloc((words + 1) * 8);
   if (!d) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
   uint64_t off = x->end;
@@ -970,12 +1228,17 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
   if (x->version >= 2) {
     d[10] = x->npc;
     d[11] = x->nparts;
-    d[12] = 0;              /* token maps: issue 27's */
+    d[12] = nt;
     d[13] = 0;
   }
   if (x->nch) memcpy(d + x->dirw, x->ch, 2 * x->nch * 8);
   if (x->nsg) memcpy(d + x->dirw + 2 * x->nch, x->sg, 2 * x->nsg * 8);
   if (x->npc) memcpy(d + x->dirw + 2 * (x->nch + x->nsg), x->pc, 2 * x->npc * 8);
+  for (uint64_t k = 0; k < nt; k++) {
+    uint64_t *e = d + x->dirw + 2 * (x->nch + x->nsg + x->npc) + 5 * k;
+    e[0] = x->tf[k];
+    memcpy(e + 1, x->tm[k], 4 * 8);
+  }
   d[words] = pdb_checksum(d, words * 8);
   rc = put(x, m, d, (words + 1) * 8, off);
   pdb_free(d);
@@ -1140,4 +1403,84 @@ int dx_stage_parts(Dx *x, pdb_msg *m, const DxPart *p, size_t n) {
   pdb_free(rec);
   if (rc == PAGEDB_OK) rc = ensure_map(x, m, x->end);
   return rc;
+}
+
+/* --- token maps: readers ---------------------------------------------- */
+
+int dx_tokmap(const Dx *x, int field, DxTok *t) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  if (!d || x->version < 2 || !d[12] || field < 0 || field >= x->nfield || !x->tokes[field]) return 0;
+  const uint64_t *e = d + x->dirw + 2 * (d[2] + d[3] + d[10]);
+  for (uint64_t k = 0; k < d[12]; k++, e += 5)
+    if (e[0] == (uint64_t)field) {
+      *t = (DxTok){ (const uint8_t *)d - d[1], e[1], e[3], e[4] };
+      return 1;
+    }
+  return 0;
+}
+
+int dx_tok_entry(const Dx *x, const DxTok *t, uint64_t k, uint64_t *end, int64_t *id) {
+  assert(k < t->count);
+  if (!readable(x, t->off + k * 16, 16)) return 0;
+  const uint64_t *e = (const uint64_t *)(t->base + t->off + k * 16);
+  *end = e[0];
+  *id = (int64_t)e[1];
+  return 1;
+}
+
+typedef struct TokCount {
+  const Dx *x;
+  int f;
+  uint64_t n;
+} TokCount;
+
+static int count_doc(void *ctx, int64_t id, const uint64_t *s) {
+  TokCount *c = ctx;
+  (void)id;
+  c->n += tok_len(c->x, s, c->f) > 0;
+  return PAGEDB_OK;
+}
+
+int dx_tok_verify(const Dx *x, int field, char *why, size_t n) {
+  DxTok t;
+  if (!dx_tokmap(x, field, &t)) return 0;
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  uint64_t h = tok_sum0(field), prev = 0;
+  int64_t previd = -1;
+  for (uint64_t k = 0; k < t.count; k++) {
+    uint64_t e[2];
+    int64_t id;
+    if (!dx_tok_entry(x, &t, k, &e[0], &id)) {
+      snprintf(why, n, "entry %llu cannot be fetched", (unsigned long long)k);
+      return 1;
+    }
+    e[1] = (uint64_t)id;
+    h = tok_sum(h, e);
+    const uint64_t *s = id > previd ? find_in(x, d, id) : NULL;
+    uint64_t want = s && s != DX_BAD ? tok_len(x, s, field) : 0;
+    if (id <= previd || e[0] <= prev || e[0] > (uint64_t)INT64_MAX || e[0] - prev != want) {
+      snprintf(why, n, "entry %llu (sample %lld, end %llu) disagrees with the index: %s", (unsigned long long)k,
+               (long long)id, (unsigned long long)e[0],
+               id <= previd ? "ids not increasing" : !s ? "no such sample" : s == DX_BAD ? "its entry is damaged"
+               : "its token count differs");
+      return 1;
+    }
+    prev = e[0];
+    previd = id;
+  }
+  if (h != t.check) {
+    snprintf(why, n, "its check word does not match its %llu entries", (unsigned long long)t.count);
+    return 1;
+  }
+  /* Every document of the snapshot is in it: as many as there are. */
+  TokCount c = { x, field, 0 };
+  if (dx_scan(x, count_doc, &c) != PAGEDB_OK) {
+    snprintf(why, n, "the index's entries cannot be scanned");
+    return 1;
+  }
+  if (c.n != t.count) {
+    snprintf(why, n, "it has %llu documents, the index %llu", (unsigned long long)t.count, (unsigned long long)c.n);
+    return 1;
+  }
+  return 0;
 }

@@ -65,6 +65,9 @@ typedef struct DxChange {
 ** and maps the file.  ISBYTES[f] is 0 when field f has no stored bytes,
 ** else the alignment of its values (api.h, api_extent): a lookup checks
 ** that the record, its padding included, lies in the data region.
+** TOKES[f] is the bytes a token of field f if it is a token field (a
+** rank-1 variable integer tensor field), else 0: version 2 keeps a token
+** map per such field (dindex.c, TOKEN MAPS).
 ** VERSION is the version the catalog's features call for (1 without
 ** features, 2 with: doc/format.md); a file of the other is stale.
 ** PAGEDB_CORRUPT_INDEX with a message saying what is wrong when the index
@@ -72,7 +75,8 @@ typedef struct DxChange {
 ** codes for I/O and memory.
 */
 int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
-            int nfield, const uint8_t *isbytes, const DxMeta *meta, int writable, int version, Dx **out);
+            int nfield, const uint8_t *isbytes, const uint8_t *tokes, const DxMeta *meta, int writable, int version,
+            Dx **out);
 
 /*
 ** Start a new index file PATH.new for a rewrite (rebuild, field add,
@@ -80,7 +84,7 @@ int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uin
 ** dx_install it once the catalog records it, or dx_close it to drop it.
 */
 int dx_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
-              int nfield, const uint8_t *isbytes, int version, Dx **out);
+              int nfield, const uint8_t *isbytes, const uint8_t *tokes, int version, Dx **out);
 
 /* The index's version (1 or 2). */
 int dx_version(const Dx *x);
@@ -181,6 +185,31 @@ int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot)
 ** changes nothing but speed.
 */
 void dx_advise(Dx *x, int madv);
+
+/*
+** Token maps (dindex.c, TOKEN MAPS).  dx_tokmap: 1 and *T for the map of
+** FIELD in the snapshot in force, 0 if the index stores none (a file
+** written before maps, version 1, not a token field).  *T stays readable,
+** entries 0..count-1 unchanged, until dx_close (invariant 1).
+** dx_tok_entry: entry K (< count) of T, its END and ID; 0 if it cannot be
+** fetched (a remote index).  Entries are not checked here: a reader checks
+** each document's length against its slot (tokens.c).  dx_tok_verify:
+** the map of FIELD against the slots of the snapshot (ids increasing, ends
+** the prefix sums of their token counts, the check word, one entry per
+** document of at least one token): 0 if it agrees or there is none, else
+** 1 and WHY (N bytes).  O(documents).
+*/
+typedef struct DxTok {
+  const uint8_t *base;      /* the map of the snapshot, from offset 0 */
+  uint64_t off, count, check;
+} DxTok;
+int dx_tokmap(const Dx *x, int field, DxTok *t);
+int dx_tok_entry(const Dx *x, const DxTok *t, uint64_t k, uint64_t *end, int64_t *id);
+int dx_tok_verify(const Dx *x, int field, char *why, size_t n);
+
+/* Keep OLDER open (its map readable) until X is closed: a rewrite that
+** replaces an index whose token maps a stream may still read. */
+void dx_keep(Dx *x, Dx *older);
 
 /* The file's id (DxMeta.id). */
 uint64_t dx_id(const Dx *x);

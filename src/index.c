@@ -147,6 +147,12 @@ void idx_set_disk(Index *x, Dx *dx) {
 
 Dx *idx_disk(Index *x) { return x ? x->dx : NULL; }
 
+Dx *idx_take_disk(Index *x) {
+  Dx *d = x->dx;
+  x->dx = NULL;
+  return d;
+}
+
 int idx_damaged(Index *x, int64_t id) { return x->dx && dx_find(x->dx, id) == DX_BAD; }
 int idx_unfetched(Index *x, int64_t id, char *why, size_t n) { return x->dx && dx_unfetched(x->dx, id, why, n); }
 

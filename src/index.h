@@ -95,6 +95,8 @@ uint64_t idx_count(Index *x);
 void idx_set_disk(Index *x, Dx *dx);
 /* The persistent index behind X, or NULL. */
 Dx *idx_disk(Index *x);
+/* The index file under X, taken out of it (idx_free no longer closes it). */
+Dx *idx_take_disk(Index *x);
 /* Whether X's persistent index holds an entry for ID that fails its
 ** checks (so idx_find said NULL for a damaged entry, not for no sample). */
 int idx_damaged(Index *x, int64_t id);

@@ -286,7 +286,7 @@ static int stage_deletes(pagedb *db, pdb_msg *m, uint64_t *ndel) {
   return rc;
 }
 
-static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, int version, uint64_t end, Dx **out,
+static int write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int version, uint64_t end, Dx **out,
                        DxMeta *xm);
 static int install_index(pagedb *db, pdb_msg *m, Dx *x);
 
@@ -320,7 +320,7 @@ static int commit_locked(pagedb *db) {
   DxMeta xm = { 0 };
   if (rc == PAGEDB_OK && pc && (!dx || dx_version(dx) < 2)) {
     DxMeta wx;
-    rc = write_index(db, m, db->idx, 0, 2, end, &nx, &wx);
+    rc = write_index(db, m, db->idx, NULL, 2, end, &nx, &wx);
     if (rc == PAGEDB_OK) rc = sync_data_and_index(db, m, NULL, ndel, end, &xm);
     xm = wx;
   } else if (rc == PAGEDB_OK) {
@@ -778,6 +778,26 @@ static void set_isbytes(pagedb *db) {
   for (int f = 0; f < db->nfield; f++) db->isbytes[f] = api_is_bytes(db, f) ? (uint8_t)g : 0;
 }
 
+/* TOKES[f]: the bytes a token of field f, 0 if it is no token field
+** (dx_open, dx_create); field nfield is NF if given (a field being added). */
+static void token_bytes(const pagedb *db, const CatField *nf, uint8_t *tokes) {
+  memset(tokes, 0, PAGEDB_MAX_FIELDS);
+  for (int f = 0; f < db->nfield; f++) tokes[f] = (uint8_t)api_token_bytes(&db->fields[f]);
+  if (nf) tokes[db->nfield] = (uint8_t)api_token_bytes(nf);
+}
+
+/* Free IX, an index replaced under the handle.  Its file stays mapped
+** until pagedb_close once a token stream has read a stored map
+** (db->tokpin): the stream reads its entries in place. */
+static void drop_index(pagedb *db, Index *ix) {
+  Dx *dx = atomic_load(&db->tokpin) && ix ? idx_take_disk(ix) : NULL;
+  if (dx) {
+    dx_keep(dx, db->pinned);
+    db->pinned = dx;
+  }
+  idx_free(ix);
+}
+
 /* The path of the index file of the dataset at PATH: NAME-index. */
 static char *index_path(const char *path) {
   char *p = pdb_malloc(strlen(path) + 7);
@@ -829,8 +849,7 @@ static int build_one(void *ctx, int64_t id, const uint64_t *s) {
 
 /*
 ** Write a new index file (NAME-index.new) holding every sample of index
-** SRC, widened by one field if WIDEN (1 + the new field's isbytes: 1 for
-** a scalar, 1 + its alignment for BYTES/TEXT), for the committed pages; *OUT the new
+** SRC, widened by field NF if given (the field being added), for the committed pages; *OUT the new
 ** file, *XM what the catalog must record.  Nothing is in force until the
 ** caller commits XM and installs OUT.  commit_mu held (or the open).
 */
@@ -850,13 +869,14 @@ static int part_row(void *ctx, const CatPart *p) {
   return dx_stage_parts(pr->x, pr->m, &d, 1);
 }
 
-static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, int version, uint64_t end, Dx **out,
+static int write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int version, uint64_t end, Dx **out,
                        DxMeta *xm) {
   *out = NULL;
   char *path = index_path(db->path);
   if (!path) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing the index of %s", db->path);
-  int nf = db->nfield + (widen ? 1 : 0);
-  uint8_t isbytes[PAGEDB_MAX_FIELDS];
+  int widen = nf ? (cat_type_stored(nf->type) ? 1 + nf->align : 1) : 0;
+  uint8_t isbytes[PAGEDB_MAX_FIELDS], tokes[PAGEDB_MAX_FIELDS];
+  token_bytes(db, nf, tokes);
   memcpy(isbytes, db->isbytes, sizeof isbytes);
   if (widen) {
     /* The new field may raise the records' alignment (only while no page
@@ -867,9 +887,10 @@ static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, int versio
     isbytes[db->nfield] = widen > 1 ? (uint8_t)g : 0;
   }
   Build b = { db, m, NULL, pdb_malloc(BUILD_BATCH * sizeof *b.ch), NULL, 0, BUILD_BATCH, widen };
-  if (widen) b.store = pdb_malloc(BUILD_BATCH * (size_t)slot_words(nf) * sizeof(uint64_t));
+  if (widen) b.store = pdb_malloc(BUILD_BATCH * (size_t)slot_words(db->nfield + 1) * sizeof(uint64_t));
   int rc = !b.ch || (widen && !b.store) ? pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing index %s", path)
-         : dx_create(db, m, db->vfs, path, pager_uuid(db->pager), slot_words(nf), nf, isbytes, version, &b.x);
+         : dx_create(db, m, db->vfs, path, pager_uuid(db->pager), slot_words(db->nfield + (widen ? 1 : 0)),
+                     db->nfield + (widen ? 1 : 0), isbytes, tokes, version, &b.x);
   /* Version 2: every part the catalog's write connection sees (those of
   ** a commit under way included), then every sample, and those of the
   ** commit under way (written runs and parts' runs). */
@@ -912,7 +933,7 @@ static int install_index(pagedb *db, pdb_msg *m, Dx *x) {
   int prc = dx_publish(x, m);
   if (rc == PAGEDB_OK) rc = prc;
   idx_set_disk(ix, x);
-  idx_free(db->idx);
+  drop_index(db, db->idx);
   db->idx = ix;
   return rc;
 }
@@ -922,7 +943,7 @@ static int install_index(pagedb *db, pdb_msg *m, Dx *x) {
 static int rebuild_index(pagedb *db, pdb_msg *m) {
   Dx *x;
   DxMeta xm;
-  int rc = write_index(db, m, db->idx, 0, db->features ? 2 : 1, atomic_load(&db->committed), &x, &xm);
+  int rc = write_index(db, m, db->idx, NULL, db->features ? 2 : 1, atomic_load(&db->committed), &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, atomic_load(&db->committed), db->nsample);
@@ -993,7 +1014,9 @@ static int open_index(pagedb *db, const CatMeta *meta) {
                  (unsigned long long)meta->ix_pages, (unsigned long long)meta->nsample,
                  (unsigned long long)meta->committed);
   } else {
-    rc = dx_open(db, &note, db->vfs, path, pager_uuid(db->pager), db->nw, db->nfield, db->isbytes, &db->ixmeta,
+    uint8_t tokes[PAGEDB_MAX_FIELDS];
+    token_bytes(db, NULL, tokes);
+    rc = dx_open(db, &note, db->vfs, path, pager_uuid(db->pager), db->nw, db->nfield, db->isbytes, tokes, &db->ixmeta,
                  !db->readonly, db->features ? 2 : 1, &x);
   }
   pdb_free(path);
@@ -1157,7 +1180,7 @@ int api_reopen(pagedb *db) {
   parts_close(db);
   pager_close(db->pager);
   cat_close(db->cat);
-  idx_free(db->idx);
+  drop_index(db, db->idx);
   dict_free_all(db);        /* no reader is open: nothing uses them */
   db->pager = NULL;
   db->cat = NULL;
@@ -1260,6 +1283,7 @@ int pagedb_close(pagedb *db) {
   pager_close(db->pager);
   if (!forked) cat_close(db->cat);
   idx_free(db->idx);
+  dx_close(db->pinned);
   dict_free_all(db);
   if (!forked) {
     pthread_mutex_destroy(&db->dict_mu);
@@ -1350,7 +1374,7 @@ static int field_add_disk(pagedb *db, const CatField *f) {
   /* The first tensor field sets its feature bit in the same transaction
   ** (cat_field_add): the new file is the version the features will need. */
   uint64_t features = db->features | (f->type == PAGEDB_TENSOR ? CAT_FEATURE_TENSOR : 0);
-  int rc = write_index(db, m, db->idx, cat_type_stored(f->type) ? 1 + f->align : 1, features ? 2 : 1,
+  int rc = write_index(db, m, db->idx, f, features ? 2 : 1,
                        atomic_load(&db->committed), &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = cat_field_add(db->cat, m, db->nfield, f);

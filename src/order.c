@@ -189,14 +189,6 @@ static void shuffle_u64(OrdRng *r, uint64_t *a, uint64_t n) {
   }
 }
 
-/* A[0..N) shuffled by the stream of (SEED, EPOCH) that orders the blocks
-** of a token stream (tokens.c): the same on every machine, as the orders. */
-void ord_shuffle_blocks(uint64_t seed, uint64_t epoch, uint64_t *a, uint64_t n) {
-  OrdRng r;
-  rng_init(&r, seed, epoch, ORD_STREAM_BLOCKS);
-  shuffle_u64(&r, a, n);
-}
-
 /*
 ** QUASI_RANDOM: S[0..N) sorted by offset, so that each page's samples are
 ** adjacent; the global order goes to OUT[0..N).  PS is the page size.

@@ -1004,6 +1004,25 @@ PAGEDB_API int pagedb_tokens_block(const pagedb_tokens *t, pagedb_reader *r, int
 */
 PAGEDB_API int pagedb_tokens_order(const pagedb_tokens *t, int rank, int world, int64_t *blocks, int64_t *n);
 
+/*
+** Whether T reads the token map stored in the index file (1: its open was
+** O(1) in documents) or one built in memory at its open (0: an index file
+** written before pagedb stored maps, or none: PAGEDB_OPEN_CHECK, a
+** read-only open that scanned the catalog).  0 for NULL.
+*/
+PAGEDB_API int pagedb_tokens_stored(const pagedb_tokens *t);
+
+/*
+** Document K (0 <= K < pagedb_tokens_documents) of T's stream: *ID its
+** sample id, *END the tokens of it and of every document before it (its
+** last token is END - 1 of the stream): which document a block came from
+** is the one whose END is the first past the block's first token.
+** Documents are in increasing id order.  Results: PAGEDB_OK; PAGEDB_RANGE
+** (no document K); PAGEDB_CORRUPT_INDEX (a damaged entry of the stored
+** map).  The message is pagedb_errmsg of T's handle.
+*/
+PAGEDB_API int pagedb_tokens_document(const pagedb_tokens *t, int64_t k, int64_t *id, int64_t *end);
+
 /* Free T.  Pointers its blocks gave keep pagedb_read's lifetime.  NULL: a
 ** no-op. */
 PAGEDB_API void pagedb_tokens_close(pagedb_tokens *t);

@@ -493,13 +493,15 @@ static int writerCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const
 ** (pagedb_tokens_open) made, used and closed in one command.  KIND is
 ** sequential, random or quasi.  ACTION:
 **   info                 {blocks tokens documents}
+**   map                  {STORED {ID END ID END ...}}: pagedb_tokens_stored
+**                        and every pagedb_tokens_document
 **   order RANK WORLD     the block numbers of the rank
 **   blocks LIST          per block of LIST {BYTES VIEW}: its B + 1 tokens'
 **                        bytes, and 1 if they were a view (not the buffer)
 */
 static int tokensCmd(Tcl_Interp *interp, ChildObj *c, pagedb_reader *r, int objc, Tcl_Obj *const objv[]){
   static const char *azKind[] = { "sequential", "random", "quasi", 0 };
-  static const char *azAct[] = { "info", "order", "blocks", 0 };
+  static const char *azAct[] = { "info", "order", "blocks", "map", 0 };
   int iKind, iAct, rc, dtype = 0, ndim = 0;
   Tcl_WideInt seed, epoch, bs;
   int64_t dims[PAGEDB_TENSOR_MAX_DIMS];
@@ -521,6 +523,21 @@ static int tokensCmd(Tcl_Interp *interp, ChildObj *c, pagedb_reader *r, int objc
     Tcl_ListObjAppendElement(0, res, Tcl_NewWideIntObj(pagedb_tokens_blocks(t)));
     Tcl_ListObjAppendElement(0, res, Tcl_NewWideIntObj(pagedb_tokens_total(t)));
     Tcl_ListObjAppendElement(0, res, Tcl_NewWideIntObj(pagedb_tokens_documents(t)));
+  }else if( iAct == 3 ){
+    Tcl_Obj *l = Tcl_NewListObj(0, 0);
+    for(int64_t k = 0; k < pagedb_tokens_documents(t) && rc == PAGEDB_OK; k++){
+      int64_t id, end;
+      rc = pagedb_tokens_document(t, k, &id, &end);
+      Tcl_ListObjAppendElement(0, l, Tcl_NewWideIntObj(id));
+      Tcl_ListObjAppendElement(0, l, Tcl_NewWideIntObj(end));
+    }
+    res = Tcl_NewListObj(0, 0);
+    Tcl_ListObjAppendElement(0, res, Tcl_NewIntObj(pagedb_tokens_stored(t)));
+    Tcl_ListObjAppendElement(0, res, l);
+    if( rc != PAGEDB_OK ){
+      Tcl_DecrRefCount(res);
+      res = 0;
+    }
   }else if( iAct == 1 ){
     int rank, world;
     int64_t n = 0, *a = 0;
@@ -579,7 +596,7 @@ static int tokensCmd(Tcl_Interp *interp, ChildObj *c, pagedb_reader *r, int objc
   if( rc != PAGEDB_OK ){
     /* order's message is the handle's, a block's the reader's. */
     pagedb_tokens_close(t);
-    return pdbError(interp, rc, iAct == 1 ? pagedb_errmsg(c->pDb->db) : pagedb_reader_errmsg(r));
+    return pdbError(interp, rc, iAct == 1 || iAct == 3 ? pagedb_errmsg(c->pDb->db) : pagedb_reader_errmsg(r));
   }
   pagedb_tokens_close(t);
   Tcl_SetObjResult(interp, res);
