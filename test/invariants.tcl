@@ -51,6 +51,12 @@
 #      NAME-catalog-wal is left holding anything, so NAME and NAME-catalog
 #      alone are the dataset (doc/remote.md uploads those two; a power loss
 #      during the merge itself is powerloss-close.test's);
+#   8. every token map in force (issue 27: a rank-1 variable integer tensor
+#      field's map in the index file, read through pagedb_tokens_document)
+#      is stored, and is the catalog's: the samples of at least one token,
+#      in id order, each end the sum of its token count and those before
+#      (inv_token_maps); checked on the index as left (0) and after
+#      recovery (5);
 #   0. (before 1, so that recovery cannot repair it first) the index file
 #      NAME-index as the crash left it: a read-only open either maps it
 #      (index_state "mapped": then it must be exactly the last commit's:
@@ -93,6 +99,32 @@ proc inv_prefixes {db start threads} {
   return $bad
 }
 
+# Rule 8: the token maps of open handle DB against its catalog; the
+# violations found.
+proc inv_token_maps {db} {
+  set bad {}
+  foreach fd [$db fields] {
+    lassign $fd name type
+    if {![regexp {^tensor:u?int(8|16|32|64):\*$} $type -> bits]} continue
+    set es [expr {$bits / 8}]
+    $db reader ::invtr
+    set m [::invtr tokens $name sequential 0 0 1 map]
+    ::invtr close
+    set want {}
+    set end 0
+    foreach {id raw} [$db sql "SELECT id, \"$name\" FROM sample WHERE \"$name\" >= $es ORDER BY id"] {
+      lappend want $id [incr end [expr {$raw / $es}]]
+    }
+    if {[lindex $m 0] != 1} {
+      lappend bad "token map of '$name': not stored in the index file"
+    } elseif {[lindex $m 1] ne $want} {
+      lappend bad "token map of '$name': [expr {[llength [lindex $m 1]] / 2}] documents\
+          ([lrange [lindex $m 1] 0 7]...), the catalog [expr {[llength $want] / 2}] ([lrange $want 0 7]...)"
+    }
+  }
+  return $bad
+}
+
 proc check_invariants {path args} {
   array set o {-acked 0 -start 0 -threads 1 -seed 0 -min 0 -max 1000 -base 0 -append {} -vfs {} -text 0}
   array set o $args
@@ -117,6 +149,7 @@ proc check_invariants {path args} {
         }
         lassign [::invdb check] nprob probs
         if {$nprob != 0} { lappend bad "index as left: pagedb_check: $nprob problem(s): [lrange $probs 0 5]" }
+        foreach b [inv_token_maps ::invdb] { lappend bad "index as left: $b" }
       } elseif {[lindex $st 0] ne "memory"} {
         lappend bad "index as left: read-only open says [lindex $st 0]"
       }
@@ -147,6 +180,7 @@ proc check_invariants {path args} {
     # 5
     lassign [::invdb check] nprob probs
     if {$nprob != 0} { lappend bad "pagedb_check: $nprob problem(s): [lrange $probs 0 5]" }
+    lappend bad {*}[inv_token_maps ::invdb]
     set qc [::invdb sql {PRAGMA quick_check}]
     if {$qc ne "ok"} { lappend bad "catalog quick_check: $qc" }
     # 5, dictionaries: every row's id in its bytes (a row the open loads;

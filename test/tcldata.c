@@ -177,6 +177,16 @@ int genSetup(Tcl_Interp *interp, pagedb *db, Gen *g){
   g->keyField = -1;
   for(i = 0; i < g->nField && i < PAGEDB_MAX_FIELDS; i++){
     g->aType[i] = pagedb_field_type(db, i);
+    g->aTok8[i] = 0;
+    if( g->aType[i] == PAGEDB_TENSOR ){
+      int dt, nd;
+      int64_t dims[PAGEDB_TENSOR_MAX_DIMS];
+      if( pagedb_field_tensor(db, i, &dt, &nd, dims) == PAGEDB_OK && dt == PAGEDB_DT_UINT8 && nd == 1
+       && dims[0] == PAGEDB_DIM_VAR ){
+        g->aType[i] = PAGEDB_BYTES;
+        g->aTok8[i] = 1;
+      }
+    }
     if( g->keyField < 0 && g->aType[i] == PAGEDB_INT ) g->keyField = i;
   }
   if( g->autoKey && g->keyField < 0 ){
@@ -277,7 +287,12 @@ int ingestOne(Job *job, int t, pagedb_writer *w, int64_t key,
           *pnBuf = (size_t)sz;
         }
         testdataFill(*pBuf, (size_t)sz, fieldSeed(g->seed, f), key, g->text);
-        rc = pagedb_put(w, f, *pBuf, (size_t)sz);
+        if( g->aTok8[f] ){
+          int64_t shape[1] = { sz };
+          rc = pagedb_put_tensor(w, f, PAGEDB_DT_UINT8, 1, shape, *pBuf, (size_t)sz);
+        }else{
+          rc = pagedb_put(w, f, *pBuf, (size_t)sz);
+        }
         break;
       }
       case PAGEDB_INT:

@@ -23,6 +23,10 @@ struct Gen {
   int keyField;                /* that field, or -1 */
   int nField;
   int aType[PAGEDB_MAX_FIELDS];
+  /* 1: field f is a token field of uint8 tokens (tensor:uint8:*), given
+  ** and checked as BYTES are (aType PAGEDB_BYTES), written with
+  ** pagedb_put_tensor: what the power-loss test of token maps ingests. */
+  unsigned char aTok8[PAGEDB_MAX_FIELDS];
   int nGiven;                  /* -fields N: only fields below N are given (0: all) */
   int text;                    /* -text: compressible bytes (textNext) */
 };
