@@ -346,6 +346,48 @@ int dotFields(ShellState *p, int nArg, char **azArg){
   return 0;
 }
 
+/* USAGE: .tokens FIELD [BLOCK_SIZE]
+** The token stream of token field FIELD (pagedb_tokens_open): documents,
+** tokens, the blocks of BLOCK_SIZE (default 2048) + 1 tokens it holds,
+** and whether its token map is stored in the index file ("stored": the
+** open is O(1)) or was built in memory at the open ("built"). */
+int dotTokens(ShellState *p, int nArg, char **azArg){
+  if( nArg < 2 ){ shellError(p, ".tokens: missing FIELD (usage: .tokens FIELD [BLOCK_SIZE])"); return 1; }
+  if( tooMany(p, nArg, azArg, 3) || shellNeedDb(p, ".tokens") ) return 1;
+  int f = pagedb_field_index(p->db, azArg[1]);
+  if( f < 0 ){
+    shellError(p, ".tokens %s: no field \"%s\" (see .fields)", azArg[1], azArg[1]);
+    return 1;
+  }
+  long long bs = 2048;
+  char *zEnd = 0;
+  if( nArg == 3 ){
+    bs = strtoll(azArg[2], &zEnd, 10);
+    if( !*azArg[2] || *zEnd || bs < 1 ){
+      shellError(p, ".tokens %s %s: BLOCK_SIZE must be a positive integer", azArg[1], azArg[2]);
+      return 1;
+    }
+  }
+  pagedb_tokens *t;
+  int rc = pagedb_tokens_open(p->db, f, PAGEDB_ORDER_SEQUENTIAL, 0, 0, (int64_t)bs, &t);
+  if( rc ){
+    shellError(p, ".tokens %s: %s (%s)", azArg[1], pagedb_errname(rc), pagedb_errmsg(p->db));
+    return 1;
+  }
+  char *azName[] = { "field", "documents", "tokens", "block_size", "blocks", "map" };
+  ShellResult r;
+  resultInit(&r, 6, azName);
+  for(int i = 1; i < 5; i++) resultSetNum(&r, i, 1);
+  resultSetNum(&r, 5, 0);
+  resultAddf(&r, "%s\t%lld\t%lld\t%lld\t%lld\t%s", azArg[1], (long long)pagedb_tokens_documents(t),
+             (long long)pagedb_tokens_total(t), bs, (long long)pagedb_tokens_blocks(t),
+             pagedb_tokens_stored(t) ? "stored" : "built");
+  pagedb_tokens_close(t);
+  resultPrint(p, &r, p->headers);
+  resultFree(&r);
+  return 0;
+}
+
 typedef struct SchemaCtx { ShellState *p; const char *zPattern; int indent; int n; } SchemaCtx;
 
 /* Print a CREATE statement with each column (each item between the outer

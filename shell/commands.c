@@ -332,6 +332,16 @@ static const DotCmd aDotCmd[] = {
     "pagedb> .count\n"
     "2\n"
     "Run Time: real 0.000 user 0.000000 sys 0.000003\n" },
+  { "tokens", dotTokens, ".tokens FIELD [BLOCK_SIZE]",
+    "Show token field FIELD's stream: documents, tokens, blocks, map stored or built",
+    "Opens the token stream of FIELD (a tensor field of one variable dimension\n"
+    "and an integer dtype, e.g. tensor:uint16:*): its documents (samples of at\n"
+    "least one token), tokens, the blocks of BLOCK_SIZE + 1 tokens (default\n"
+    "2048) it holds, and whether its token map is stored in the index file\n"
+    "(stored: every commit keeps it, so the open costs O(1)) or was built in\n"
+    "memory at the open (built: an index written by an older pagedb, or none).\n",
+    "pagedb> .tokens tok 1024\n"
+    "tok|1000|1048576|1024|1023|stored\n" },
   { "vacuum", dotVacuum, ".vacuum [INTO FILE] [--page-size N] [--codec FIELD CODEC]...",
     "Rewrite without deleted samples and unused page ends",
     "Rewrites the live samples without the space deleted samples and unused\n"

@@ -207,6 +207,7 @@ typedef int (*DotFunc)(ShellState *, int nArg, char **azArg);
 int dotCreate(ShellState *p, int nArg, char **azArg);
 int dotInfo(ShellState *p, int nArg, char **azArg);
 int dotFields(ShellState *p, int nArg, char **azArg);
+int dotTokens(ShellState *p, int nArg, char **azArg);
 int dotSchema(ShellState *p, int nArg, char **azArg);
 int dotStats(ShellState *p, int nArg, char **azArg);
 int dotPages(ShellState *p, int nArg, char **azArg);
