@@ -4,8 +4,9 @@
 ** documents of a token field laid end to end), what
 ** pagedb.torch.TokenDataset reads.
 **
-** The pagedb_tokens is the handle's and holds no reader and no map
-** (pagedb.h), so a Tokens keeps only a strong reference to its Dataset and
+** The pagedb_tokens is the handle's and holds no reader; the token map it
+** reads in place is the index file's, mapped until pagedb_close (pagedb.h),
+** so a Tokens keeps only a strong reference to its Dataset and
 ** reads each call through a pool reader, entered as every call is
 ** (pypagedb.h, invariant 1).  After the Dataset is closed its calls raise;
 ** freeing it frees memory only.
@@ -265,11 +266,12 @@ static PyObject *tokens_get_docs(PyTokens *o, void *c) { return PyLong_FromLongL
 static PyObject *tokens_get_bs(PyTokens *o, void *c) { return PyLong_FromLongLong(o->bs); }
 static PyObject *tokens_get_dtype(PyTokens *o, void *c) { return PyUnicode_FromString(pagedb_dtype_name(o->dtype)); }
 static PyObject *tokens_get_epoch(PyTokens *o, void *c) { return PyLong_FromUnsignedLongLong(o->epoch); }
+static PyObject *tokens_get_stored(PyTokens *o, void *c) { return PyBool_FromLong(pagedb_tokens_stored(o->t)); }
 
 static PyMethodDef tokens_methods[] = {
   {"order", (PyCFunction)(void (*)(void))tokens_order, METH_VARARGS | METH_KEYWORDS,
    "order(rank=0, world=1) -> int64 ndarray: the block numbers RANK reads this epoch (blocks // world of them; "
-   "shuffled for kind 'random')."},
+   "a keyed permutation of the blocks for kind 'random', of groups of 64 neighbouring blocks for 'quasi_random')."},
   {"read", (PyCFunction)tokens_read, METH_VARARGS,
    "read(blocks, out) -> out: the blocks' block_size + 1 tokens into the rows of OUT, a C-contiguous integer "
    "ndarray of shape (len(blocks), block_size + 1), converted to its dtype."},
@@ -285,14 +287,17 @@ static PyGetSetDef tokens_getset[] = {
   {"documents", (getter)tokens_get_docs, NULL, "documents (of at least one token) in the stream", NULL},
   {"block_size", (getter)tokens_get_bs, NULL, "tokens of a block's input (a block has one more)", NULL},
   {"dtype", (getter)tokens_get_dtype, NULL, "the field's dtype name", NULL},
-  {"epoch", (getter)tokens_get_epoch, NULL, "the epoch the stream's order is for", NULL},
+  {"epoch", (getter)tokens_get_epoch, NULL, "the epoch the block order is for", NULL},
+  {"stored", (getter)tokens_get_stored, NULL, "True if the token map is the index file's (an O(1) open), False if "
+   "built in memory at the open (an index written by an older pagedb, or none)", NULL},
   {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyTypeObject PyTokens_Type = {
   PYPDB_TYPE_HEAD("_pagedb.Tokens", PyTokens, tokens_dealloc),
   .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "The token stream of one epoch (Dataset.tokens()): blocks of block_size + 1 tokens.",
+  .tp_doc = "A token stream (Dataset.tokens()): blocks of block_size + 1 tokens of the documents in id order, "
+             "read in one epoch's order.",
   .tp_methods = tokens_methods,
   .tp_getset = tokens_getset,
 };

@@ -36,10 +36,10 @@ def dspath(request, tmp_path_factory):
 
 
 def stream_of(path, kind, seed, epoch):
-    """The epoch's stream as the documentation defines it: the documents in
-    pagedb_order's global order (rank 0 of 1), concatenated."""
-    with pagedb.open(path) as ds:
-        return np.concatenate([doc(int(i)) for i in ds.order(kind, seed, epoch)])
+    """The stream as the documentation defines it: the documents in id
+    order, concatenated, whatever the kind, seed and epoch (which order the
+    blocks)."""
+    return np.concatenate([doc(i) for i in range(NDOC)])
 
 
 def test_blocks_are_slices_of_the_stream(dspath):
@@ -55,6 +55,19 @@ def test_blocks_are_slices_of_the_stream(dspath):
             assert (t.block(b) == s[b * B:b * B + B + 1]).all()
         same = np.zeros((t.blocks, B + 1), np.uint32)
         assert (t.read(np.arange(t.blocks), same) == out).all()
+        assert t.stored                      # the index file's map: an O(1) open
+
+
+def test_block_orders(dspath):
+    """RANDOM: a permutation of the blocks per (seed, epoch); SEQUENTIAL:
+    in order; QUASI_RANDOM: every block once."""
+    with pagedb.open(dspath) as ds:
+        r = [ds.tokens("tok", 2, "random", seed, ep).order() for seed, ep in ((1, 0), (1, 0), (1, 1), (2, 0))]
+        n = ds.tokens("tok", 2).blocks
+        assert all(sorted(o.tolist()) == list(range(n)) for o in r)
+        assert (r[0] == r[1]).all() and (r[0] != r[2]).any() and (r[0] != r[3]).any()
+        assert ds.tokens("tok", 2, "sequential", 9, 9).order().tolist() == list(range(n))
+        assert sorted(ds.tokens("tok", 2, "quasi_random", 1, 0).order().tolist()) == list(range(n))
 
 
 def test_views_and_errors(dspath, tmp_path):
