@@ -933,29 +933,41 @@ PAGEDB_API int pagedb_tensor_shape(pagedb *db, int field, const void *value, siz
 ** documents stored as values of a token field (a tensor field of one
 ** variable dimension and an integer dtype: tensor:uint16:*,
 ** tensor:uint32:*, any of int8 .. uint64), pagedb_tokens_open makes the
-** stream of one epoch: every committed sample with at least one token, in
-** the order pagedb_order gives for (KIND, SEED, EPOCH) to rank 0 of 1 (so
-** a RANDOM kind permutes the documents anew each epoch, the same on every
-** machine), concatenated; and its token map, the prefix sums of their
-** lengths (16 bytes a document, built in one pass over the index's slots:
-** O(documents) at the open, nothing stored).  Block b is tokens bB .. bB + B
-** of the stream (bB + B is also block b + 1's first): there are
-** (tokens - 1) / B blocks, and the last (tokens - 1) mod B tokens -- the
-** epoch's TAIL, different each epoch of a RANDOM kind -- are in no block's
-** input.  Samples committed after the open are not in the stream; one
-** deleted or changed after it fails its read (PAGEDB_NOTFOUND,
-** PAGEDB_CORRUPT) and never gives other tokens.
+** stream: every committed sample with at least one token, in increasing
+** id order, concatenated (the same stream every epoch: what nanoGPT and
+** LitData's TokensLoader read from one flat token file); and its token
+** map, the prefix sums of their lengths.  Every commit keeps the map of
+** each token field in the index file (16 bytes a document, appended in
+** place, rewritten by a commit that deletes or resizes a document), and
+** the open reads it in place: O(1) in the documents, with
+** pagedb_tokens_stored(T) 1.  An index file without maps (written by an
+** earlier pagedb), or no index file (a read-only
+** open that scanned the catalog, PAGEDB_OPEN_CHECK), gives the same stream
+** from a map built in memory at the open: O(documents).  Block b is tokens
+** bB .. bB + B of the stream (bB + B is also block b + 1's first): there
+** are (tokens - 1) / B blocks, and the last (tokens - 1) mod B tokens --
+** the TAIL, the same every epoch -- are in no block's input.  KIND, SEED
+** and EPOCH choose the order the blocks are read in (pagedb_tokens_order);
+** in earlier versions they permuted the documents instead, so the blocks
+** of a RANDOM stream differ from those versions'.  Samples
+** committed after the open are not in the stream; one deleted or changed
+** after it fails its read (PAGEDB_NOTFOUND, PAGEDB_CORRUPT) and never
+** gives other tokens.
 **
 ** T does not change once made: threads may share it, each reading blocks
 ** through a reader of its own (which gives a block its mode, verification
-** and decompression).  It holds no reader and no map: closing it frees
-** memory only, and is the one call allowed on it after pagedb_close(DB).
+** and decompression).  It holds no reader; a stored map is read in place
+** from the index file's map, which the handle keeps until pagedb_close
+** (also across a rewrite of the index, pagedb_field_add or an in-place
+** vacuum): closing T frees memory only, and is the one call allowed on it
+** after pagedb_close(DB).
 **
 ** Results of pagedb_tokens_open: PAGEDB_OK; PAGEDB_RANGE (no field FIELD,
 ** BLOCK_SIZE out of 1 .. 2^30); PAGEDB_MISMATCH (not a token field: the
 ** message gives its declaration); PAGEDB_MISUSE (an unknown KIND: one of
 ** PAGEDB_ORDER_SEQUENTIAL, _RANDOM, _QUASI_RANDOM); PAGEDB_CORRUPT_INDEX
-** (a document's index entry is damaged); PAGEDB_CORRUPT (a document's
+** (the stored map's last entry is damaged; with a built map, a document's
+** index entry is damaged); PAGEDB_CORRUPT (a built map: a document's
 ** length is not a whole number of tokens); PAGEDB_NOMEM.  *OUT is NULL on
 ** error; the message is pagedb_errmsg(DB).
 */
@@ -974,7 +986,9 @@ PAGEDB_API int64_t pagedb_tokens_documents(const pagedb_tokens *t);
 ** pagedb_reader_errmsg(R)): *DATA receives a pointer
 ** to its block_size + 1 tokens (the field's dtype, little-endian), found
 ** by a binary search of the map, O(log documents), and a read of each
-** document it touches.  A block inside one document is a view: the pointer
+** document it touches.  Each entry of a stored map it uses is checked
+** (ends increasing, each document's length its slot's): a damaged map
+** fails the block with PAGEDB_CORRUPT_INDEX, never gives other tokens.  A block inside one document is a view: the pointer
 ** pagedb_read gives for the document, moved to the block's first token,
 ** with pagedb_read's lifetime (in PAGEDB_READ_MMAP mode, of a field stored
 ** as given: until pagedb_close(DB); otherwise until the next call on
@@ -992,15 +1006,22 @@ PAGEDB_API int pagedb_tokens_block(const pagedb_tokens *t, pagedb_reader *r, int
 
 /*
 ** The block numbers rank RANK of WORLD reads in T's epoch, into BLOCKS (*N
-** entries; call with BLOCKS NULL to learn *N).  The epoch's blocks, in
-** stream order for PAGEDB_ORDER_SEQUENTIAL and _QUASI_RANDOM and shuffled
-** by a stream of (SEED, EPOCH) for _RANDOM, are cut into WORLD contiguous
-** parts of blocks / WORLD each; the last blocks % WORLD are not read (the
-** ranks stay in step; with RANDOM which ones changes each epoch).  A pure
-** function of the stream and the arguments: every rank computes its own.
+** entries; call with BLOCKS NULL to learn *N).  Position i of the epoch
+** reads block perm(i): for PAGEDB_ORDER_SEQUENTIAL the identity; for
+** _RANDOM a keyed permutation of [0, blocks) drawn from (SEED, EPOCH) (a
+** Feistel network with cycle walking: another order each epoch, the same
+** on every machine); for _QUASI_RANDOM the same permutation of groups of
+** 64 neighbouring blocks (each group a stretch of the stream, its blocks
+** in order; the last blocks % 64 stay last, in order).  Rank RANK reads
+** positions RANK x L .. RANK x L + L - 1, L = blocks / WORLD; the last
+** blocks % WORLD positions are not read (the ranks stay in step; with
+** RANDOM which blocks changes each epoch).  O(L): a pure function of the
+** stream and the arguments, every rank computes its own.  (Earlier
+** versions permuted the documents per epoch and shuffled the blocks with
+** another generator: their orders differ.)
 ** Results: PAGEDB_OK; PAGEDB_MISUSE (RANK or WORLD out of range, BLOCKS
-** too short: *N receives the length needed); PAGEDB_NOMEM.  The message
-** is pagedb_errmsg of T's handle.
+** too short: *N receives the length needed).  The message is
+** pagedb_errmsg of T's handle.
 */
 PAGEDB_API int pagedb_tokens_order(const pagedb_tokens *t, int rank, int world, int64_t *blocks, int64_t *n);
 

@@ -10,21 +10,21 @@
 
 The documents are the values of a token field (a tensor field of one
 variable dimension and an integer dtype: ``pagedb.Tensor("uint16",
-(None,))``).  Each epoch lays them end to end in a deterministic order
-(``Dataset.tokens``: pagedb_tokens_open, the documents permuted for kind
-"random") and cuts the stream into blocks of ``block_size + 1`` tokens:
+(None,))``).  They are laid end to end in id order (``Dataset.tokens``:
+pagedb_tokens_open, over the token map every commit keeps in the index
+file) and the stream is cut into blocks of ``block_size + 1`` tokens:
 block b is tokens ``b*B .. b*B + B``, so its first B tokens are an input and
 its last B the target (each token is in exactly one block's input; the
-stream's last ``(tokens - 1) % B`` tokens, the tail, are in none that
-epoch).  A block is one tensor of ``block_size + 1`` tokens -- LitData's
+stream's last ``(tokens - 1) % B`` tokens, the tail, are in none).  A block is one tensor of ``block_size + 1`` tokens -- LitData's
 ``TokensLoader`` convention (litgpt asks it for ``max_seq_length + 1`` and
 splits) -- or, with ``split=True``, the pair ``(input, target)`` of
 ``block_size`` tokens each, nanoGPT's ``get_batch`` convention.  Either is
 int64 by default (what ``nn.Embedding`` takes; ``dtype=torch.int32`` halves
 the copy).
 
-The epoch's blocks (shuffled for kind "random", in stream order otherwise)
-are split among the ranks (``blocks // world`` each: the last ``blocks %
+The epoch's blocks (a permutation keyed by seed and epoch for kind
+"random", of groups of 64 neighbouring blocks for "quasi_random", stream
+order for "sequential") are split among the ranks (``blocks // world`` each: the last ``blocks %
 world`` are not read that epoch) and, within a rank, among the
 DataLoader's workers exactly as ``IterableDataset`` splits its ids: worker
 w reads the chunks of ``batch_size`` blocks k with k % num_workers == w, so
@@ -51,9 +51,10 @@ _NP_DTYPES = {torch.int64: np.int64, torch.int32: np.int32}
 class TokenDataset(IterableDataset):
     """Blocks of ``block_size + 1`` tokens of FIELD, an epoch's token stream.
 
-    kind: "random" (documents and blocks shuffled each epoch from SEED),
-    "quasi_random" or "sequential" (documents in the order of
-    ``Dataset.order``, blocks in stream order); rank, world: default from
+    kind: "random" (the blocks in a permutation of SEED and the epoch),
+    "quasi_random" (groups of 64 neighbouring blocks permuted) or
+    "sequential" (stream order); the stream is the documents in id order
+    whatever the kind; rank, world: default from
     torch.distributed, else 0 of 1; split: yield ``(input, target)``
     instead of one tensor; dtype: torch.int64 (default) or torch.int32;
     batch_size: blocks a worker reads at a time (``pagedb.torch.DataLoader``
@@ -81,7 +82,8 @@ class TokenDataset(IterableDataset):
 
     def stream(self, epoch: Optional[int] = None) -> Any:
         """The ``pagedb.Tokens`` of EPOCH (default: the current one); the
-        last one is kept (its map is O(documents) to build)."""
+        last one is kept (O(1) to open over a stored map, O(documents)
+        over an index without one)."""
         import os
         key = (self.epoch if epoch is None else epoch, os.getpid())
         if self._stream is None or self._stream[0] != key:
