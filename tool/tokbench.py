@@ -26,11 +26,16 @@ machine shared with other work):
            reference.
 
 It prints blocks/s of each (medians of the rounds), the ratio pagedb /
-nanogpt (the target: >= 0.90), the stream's build time, and the bytes each
-needs on disk (apparent and allocated).
+nanogpt (the target: >= 0.90), the stream's open time, and the bytes each
+needs on disk (apparent and allocated).  Before the rounds it times the
+open of a stream in a fresh process (OPENS processes, each: pagedb.open,
+then Dataset.tokens, whose token map is read from the index file when
+stored; beside it nanoGPT's np.memmap of the .bin in the same process),
+medians printed; --open-only stops there.
 
 Usage: tokbench.py DIR [--gen PATH-TO-pagedb-tokgen] [--docs N] [--reps R]
-       [--batches K] [--batch B] [--block T] [--codec none|lz4]
+       [--batches K] [--batch B] [--block T] [--codec none|lz4] [--opens N]
+       [--open-only]
 (the files are made in DIR unless they exist for N documents already.)
 """
 import argparse
@@ -76,6 +81,37 @@ def pagedb_batches(loader, k):
         yield b[:, :-1], b[:, 1:]
 
 
+FRESH = '''
+import sys, time
+import numpy as np
+import pagedb
+path, binpath, block = sys.argv[1], sys.argv[2], int(sys.argv[3])
+t0 = time.perf_counter()
+ds = pagedb.open(path)
+t1 = time.perf_counter()
+t = ds.tokens("tokens", block, "random", 42, 0)
+t2 = time.perf_counter()
+b = t.block(t.order()[0])
+t3 = time.perf_counter()
+m = np.memmap(binpath, dtype=np.uint16, mode="r")
+w = np.array(m[len(m) // 2:len(m) // 2 + block + 1])
+t4 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2, t4 - t3, int(t.stored), t.documents)
+'''
+
+
+def fresh_opens(path, binpath, block, n):
+    """Medians over N fresh processes: (dataset open, stream open, first
+    block, nanoGPT's memmap and first window), stored, documents."""
+    runs = []
+    for _ in range(n):
+        out = subprocess.run([sys.executable, "-c", FRESH, path, binpath, str(block)], check=True,
+                             capture_output=True, text=True).stdout.split()
+        runs.append(out)
+    med = [statistics.median(float(r[i]) for r in runs) for i in range(4)]
+    return med, runs[0][4] == "1", int(runs[0][5])
+
+
 def timed(gen):
     t0 = time.perf_counter()
     n = 0
@@ -107,6 +143,8 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--block", type=int, default=2048)
     ap.add_argument("--codec", default="none")
+    ap.add_argument("--opens", type=int, default=7)
+    ap.add_argument("--open-only", action="store_true")
     a = ap.parse_args()
     path, binpath = os.path.join(a.dir, "wtok.pagedb"), os.path.join(a.dir, "wtok.bin")
     stamp = os.path.join(a.dir, "wtok.docs")
@@ -118,7 +156,13 @@ def main():
         with open(stamp, "w") as f:
             f.write(want)
     files = [path, path + "-catalog", path + "-index"]
-    warm(files + [binpath])
+    warm([path + "-catalog", path + "-index"] if a.open_only else files + [binpath])
+    (dopen, topen, first, mm), stored, ndoc = fresh_opens(path, binpath, a.block, a.opens)
+    print("fresh process, medians of %d: pagedb.open %.2f ms, Dataset.tokens %.3f ms (token map %s, %d documents), "
+          "first block %.3f ms; nanoGPT np.memmap + first window %.3f ms"
+          % (a.opens, dopen * 1e3, topen * 1e3, "stored" if stored else "built", ndoc, first * 1e3, mm * 1e3))
+    if a.open_only:
+        return
 
     ds = TokenDataset(path, "tokens", a.block, kind="random", seed=42)
     t0 = time.perf_counter()
