@@ -18,6 +18,8 @@
 **                  slot of id i at (i mod 2^13) * slot bytes.  Space for
 **                  all 2^13 is reserved (a hole on disk until written).
 **     segment      COUNT slots of ids that fall in no chunk, sorted by id.
+**     token map    (version 2) per token field, CAPACITY entries (end,
+**                  id) of its documents in id order: TOKEN MAPS below.
 **     directory    what is in force: per chunk c its copy's offset and HI
 **                  (slots 0..HI-1 are in the snapshot), per segment its
 **                  offset and count, the sample count, 1 + the largest id,
