@@ -1021,6 +1021,7 @@ static int tok_apply(Dx *x, pdb_msg *m, int k, const TokCh *c, size_t n) {
   int rc = PAGEDB_OK;
   if (append) {
     for (size_t i = 0; i < n && rc == PAGEDB_OK; i++) {
+      assert(c[i].nnew > 0 && (i == 0 || c[i - 1].id < c[i].id));
       if (c[i].nnew > (uint64_t)INT64_MAX - lastend) rc = tok_big(x, m, k);
       lastend += c[i].nnew;
       buf[2 * o] = lastend;
@@ -1063,6 +1064,7 @@ static int tok_apply(Dx *x, pdb_msg *m, int k, const TokCh *c, size_t n) {
       prev = old[2 * i++];
     }
     if (!len) continue;
+    assert(o == 0 || (int64_t)buf[2 * o - 1] < id);   /* invariant 5: ids increasing */
     if (len > (uint64_t)INT64_MAX - end) rc = tok_big(x, m, k);
     end += len;
     buf[2 * o] = end;
