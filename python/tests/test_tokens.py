@@ -199,3 +199,24 @@ def test_document_deleted_after_the_stream_was_made(tmp_path):
             t.read([3], np.zeros((1, 6), np.int64))      # tokens 15..20: into document 2
         t2 = ds.tokens("tok", 5, "sequential")
         assert t2.tokens == 50 and (t2.block(5) == [3, 3, 3, 3, 3, 4]).all()
+
+
+def test_stream_outlives_an_index_rewrite(tmp_path):
+    """A stream reads the index file's map in place: a field added (the
+    index rewritten and replaced) leaves the stream's map readable until the
+    dataset closes, and a new stream reads the new file's."""
+    p = str(tmp_path / "r.pagedb")
+    with pagedb.open(p, "c") as ds:
+        ds.add_field("tok", pagedb.Tensor("uint16", (None,)))
+        with ds.writer() as w:
+            for i in range(50):
+                w.append({"tok": np.full(10 + i % 3, i, np.uint16)}, id=i)
+        ds.commit()
+        t = ds.tokens("tok", 7, "random", 1, 0)
+        want = [t.block(b).copy() for b in range(t.blocks)]
+        assert t.stored
+        ds.add_field("extra", "int")
+        got = [t.block(b) for b in range(t.blocks)]
+        assert all((a == b).all() for a, b in zip(want, got))
+        t2 = ds.tokens("tok", 7, "random", 1, 0)
+        assert t2.stored and all((t2.block(b) == want[b]).all() for b in range(t2.blocks))
