@@ -1623,9 +1623,13 @@ typedef struct pagedb_aio {
 #define PAGEDB_IOCAP_IMMUTABLE     0x10  /* read-only, never changes while open, and no
                                          ** local file: no locks, no shared memory (the
                                          ** catalog is opened as SQLite's "immutable") */
+#define PAGEDB_IOCAP_UNTRUSTED     0x20  /* the bytes come through a place others can
+                                         ** write (a shared chunk cache): every value read
+                                         ** is checked against its checksum, and xRefetch
+                                         ** is asked for the source's bytes on a mismatch */
 
 struct pagedb_io_methods {
-  int iVersion;                                  /* 1 to 4 */
+  int iVersion;                                  /* 1 to 5 */
   int (*xClose)(pagedb_file *);
   int (*xRead)(pagedb_file *, void *buf, size_t n, uint64_t off);
   int (*xWrite)(pagedb_file *, const void *buf, size_t n, uint64_t off);
@@ -1681,6 +1685,23 @@ struct pagedb_io_methods {
   */
   int (*xHold)(pagedb_file *, const uint64_t *off, const uint64_t *len, int n, const void **out, void **hold);
   void (*xRelease)(pagedb_file *, void *hold);
+  /*
+  ** Version 5: for a file that reports PAGEDB_IOCAP_UNTRUSTED (the remote
+  ** VFSes over a shared chunk cache), whose bytes someone else may have
+  ** written.  pagedb checks every value it reads from such a file against
+  ** the checksum the dataset's index holds for it; on a mismatch it calls
+  ** xRefetch for the value's range: the backend drops what it holds of
+  ** [OFF, OFF+LEN) from the untrusted place and fetches it again from its
+  ** source (the server, over the authenticated connection), then writes
+  ** the new bytes over every copy of them the file has handed out --
+  ** pointers from xMap/xMapFill and xHold -- in place: those pointers
+  ** stay valid and keep their addresses, and bytes that were right do not
+  ** change under them.  pagedb then reads and checks the value again;
+  ** only if the source's bytes fail too is the read PAGEDB_CORRUPT.
+  ** Returns PAGEDB_OK, or the fetch's failure (xErrmsg says which).
+  ** NULL (or iVersion below 5): the bytes cannot be fetched again.
+  */
+  int (*xRefetch)(pagedb_file *, uint64_t off, uint64_t len);
 };
 
 /* xOpen flags. */
