@@ -844,6 +844,12 @@ PAGEDB_API int pagedb_pull(const char *src, const char *dest, char *errmsg, size
 ** PAGEDB_READ_COPY, with PAGEDB_READ_VERIFY if the bytes matter, for files
 ** that may change or shrink under you; test/harden.test shows both.
 **
+** A dataset read through a shared chunk cache (PAGEDB_CACHE_SHARED: its
+** data files report PAGEDB_IOCAP_UNTRUSTED) is read as if
+** PAGEDB_READ_VERIFY were given, whatever MODE says, and a value that
+** fails is fetched again from the server before it is PAGEDB_CORRUPT
+** (REMOTE DATASETS below, "shared cache").
+**
 ** Compressed values (a field with a codec) are decompressed into the
 ** reader's buffer in either mode: zero-copy covers values stored as given.
 ** With PAGEDB_READ_VERIFY every value read is hashed (XXH3-64 of the bytes
@@ -871,6 +877,10 @@ PAGEDB_API int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **r);
 ** pagedb_vacuum, which needs every reader closed and replaces the file:
 ** pointers taken before it are invalid after it.  Zero-copy bindings rely
 ** on this (python/: a view keeps the handle open, not a reader).  A value
+** read through a shared chunk cache that fails its checksum is fetched
+** again into the same map at the same address (xRefetch): no map is
+** dropped or moved for it, so no pointer handed out earlier is left
+** dangling, and the bytes of a value that verified do not change.  A value
 ** stored compressed is decompressed into R's buffer: that pointer has only
 ** the lifetime above.
 **
@@ -1862,6 +1872,18 @@ PAGEDB_API int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, siz
 **           plant one; what the cache does show (sizes, counts, times) is
 **           listed in doc/remote.md.  The plaintext of a shared chunk is
 **           held in private memory (no zero-copy mapping of the file).
+**           A user who can read the dataset can seal chunks too, so the
+**           dataset's own checksums decide: its index and catalog are
+**           never read through the shared directory (fetched over the
+**           connection at each open and held in the process's memory),
+**           its data files report PAGEDB_IOCAP_UNTRUSTED, and every value
+**           read is verified against its XXH3-64 in the index, in every
+**           read mode, as with PAGEDB_READ_VERIFY; a value that fails has
+**           its chunks fetched again from the server (xRefetch: counted
+**           in chunk_bad and chunk_forged when the cached bytes differed)
+**           and is read again; if the server's bytes fail too the read is
+**           PAGEDB_CORRUPT.  XXH3 is not cryptographic: a reader of the
+**           dataset able to craft XXH3-64 collisions could still pass.
 **   network PAGEDB_CONFIG_REMOTE_TIMEOUT / PAGEDB_REMOTE_TIMEOUT_MS (one
 **           request attempt, milliseconds, 100..3600000, default 30000),
 **           PAGEDB_CONFIG_REMOTE_RETRIES / PAGEDB_REMOTE_RETRIES (0..100,
@@ -1904,7 +1926,10 @@ typedef struct pagedb_remote_counters {
                           ** are kept and the fetch is tried again 10 s later) */
   int64_t chunk_forged;   /* of chunk_bad, chunks of a shared cache whose seal did
                           ** not verify (planted, altered or damaged by anyone),
-                          ** each removed where it could be and fetched again
+                          ** or whose seal did but whose bytes failed the
+                          ** dataset's checksums and differed from the server's
+                          ** (sealed by a reader of the dataset); each removed
+                          ** or replaced where it could be and fetched again
                           ** (issue 30; last, so the fields before keep their places) */
 } pagedb_remote_counters;
 
