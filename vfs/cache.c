@@ -163,6 +163,8 @@ struct RcObj {
   uint8_t ekey[32];         /* shared: the AES-256-GCM key of its chunks */
   uint8_t nkey[32];         /* shared: the key of its chunks' names */
   int kept;                 /* shared, small chunks: held in memory only (invariant 8) */
+  uint8_t *seed;            /* sealed: the object's first NSEED bytes, from the server */
+  size_t nseed;
   uint8_t *_Atomic *mem;    /* kept: per chunk, its bytes (malloc), or NULL */
 };
 
@@ -542,8 +544,15 @@ static int derive_keys(RcObj *c, char *oname, char *msg, size_t cap) {
            && HMAC(EVP_sha256(), root, 32, (const uint8_t *)"dir", 3, mac, &ml) && ml == 32;
   EVP_MD_CTX_free(x);
   OPENSSL_cleanse(root, sizeof root);
-  OPENSSL_cleanse(seed, n);
-  pdb_free(seed);
+  /* Kept: the server's own first bytes, which rc_seed gives (the data
+  ** file's header among them). */
+  if (rc == PAGEDB_OK && ok) {
+    c->seed = seed;
+    c->nseed = n;
+  } else {
+    OPENSSL_cleanse(seed, n);
+    pdb_free(seed);
+  }
   if (rc != PAGEDB_OK) return rc;
   if (!ok) {
     snprintf(msg, cap, "%s: cannot derive the shared cache's keys (libcrypto failed)", rmt_url(c->obj));
@@ -719,6 +728,8 @@ void rc_close(RcObj *c) {
   OPENSSL_cleanse(c->ekey, sizeof c->ekey);
   OPENSSL_cleanse(c->nkey, sizeof c->nkey);
   for (uint64_t k = 0; c->mem && k < c->nchunk; k++) free(c->mem[k]);
+  if (c->seed) OPENSSL_cleanse(c->seed, c->nseed);
+  pdb_free(c->seed);
   pdb_free(c->mem);
   pdb_free(c->vino);
   pdb_free(c);
@@ -734,6 +745,11 @@ uint64_t rc_bound(const RcObj *c) {
 
 int rc_untrusted(const RcObj *c) {
   return c->sealed;
+}
+
+const uint8_t *rc_seed(const RcObj *c, size_t *n) {
+  *n = c->nseed;
+  return c->seed;
 }
 
 static size_t chunk_len(const RcObj *c, uint64_t k) {
@@ -1546,4 +1562,12 @@ int rc_refetch(RcObj *c, uint64_t k, uint8_t **out, size_t *len, int *differs, c
   *out = b;
   *len = n;
   return PAGEDB_OK;
+}
+
+int rc_file_agrees(RcObj *c, uint64_t k, uint64_t at, const uint8_t *b, size_t n) {
+  RcHeld h;
+  if (!c->sealed || !hold_sealed(c, k, NULL, &h)) return -1;
+  int same = at <= h.len && n <= h.len - at && memcmp(h.data + at, b, n) == 0;
+  rc_release(&h, 0);
+  return same;
 }

@@ -39,6 +39,10 @@
 ** do not change (the server's are the same).  A copy whose bytes differed
 ** is a forgery sealed by someone able to read the dataset: counted
 ** (chunk_bad, chunk_forged), and replaced in the cache too (rc_refetch).
+** The object's first bytes, fetched from the server at open to derive the
+** keys (rc_seed: the data file's header among them), are read from there
+** by xRead, and vouch for themselves in xRefetch (no request when every
+** copy agrees with them).
 **
 ** The object's ETag is pinned at open (http.c): a changed object makes the
 ** reads fail with PAGEDB_IOERR_CHANGED.  The cache is keyed by URL, ETag
@@ -299,6 +303,15 @@ static int rm_read_batch(pagedb_file *f, pagedb_iovec *reqs, int n) {
 }
 
 static int rm_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
+  RemoteState *s = st(f);
+  size_t nseed = 0;
+  const uint8_t *seed = s->untrusted ? rc_seed(s->cache, &nseed) : NULL;
+  if (seed && off <= nseed && n <= nseed - off) {
+    /* The object's first bytes, fetched from the server at open (the
+    ** data file's header): never the shared cache's. */
+    memcpy(buf, seed + off, n);
+    return PAGEDB_OK;
+  }
   pagedb_iovec r = { buf, n, off, PAGEDB_OK };
   return rm_read_batch(f, &r, 1);
 }
@@ -485,11 +498,33 @@ static int patch(const RcHeld *h, const uint8_t *b, size_t n) {
   return 1;
 }
 
+/* Whether every copy of bytes [A, Z) of chunk C -- the shared file's, this
+** file's held ones -- equals the server's SEED[A..Z). */
+static int agree(RemoteState *s, uint64_t c, uint64_t a, uint64_t z, const uint8_t *seed) {
+  uint64_t in = a - c * s->chunk;
+  size_t n = (size_t)(z - a);
+  if (rc_file_agrees(s->cache, c, in, seed + a, n) == 0) return 0;
+  pthread_mutex_lock(&s->mu);
+  int j = find_slot(s, c), ok = j < 0 || memcmp(s->slots[j].h.data + in, seed + a, n) == 0;
+  for (Region *g = s->regions; g && ok; g = g->next)
+    if (c < (g->len + s->chunk - 1) / s->chunk && g->placed[c]) ok = memcmp(g->held[c].data + in, seed + a, n) == 0;
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
 static int rm_refetch(pagedb_file *f, uint64_t off, uint64_t len) {
   RemoteState *s = st(f);
   if (!s->untrusted || len == 0 || off >= s->size) return PAGEDB_OK;   /* nothing held that others wrote */
   uint64_t end = len > s->size - off ? s->size : off + len;
+  size_t nseed = 0;
+  const uint8_t *seed = rc_seed(s->cache, &nseed);
   for (uint64_t c = off / s->chunk; c <= (end - 1) / s->chunk; c++) {
+    /* Bytes among the object's first ones, which the open fetched from
+    ** the server (the data file's header): no request if every copy of
+    ** them agrees (then the server's bytes are what was read). */
+    uint64_t a = off > c * s->chunk ? off : c * s->chunk;
+    uint64_t z = end < (c + 1) * s->chunk ? end : (c + 1) * s->chunk;
+    if (seed && z <= nseed && agree(s, c, a, z, seed)) continue;
     uint8_t *b = NULL;
     size_t n = 0;
     int differs = 0;

@@ -241,6 +241,12 @@ int rc_refetch(RcObj *c, uint64_t k, uint8_t **out, size_t *len, int *differs, c
 ** cache's sealed chunks), so that the reader must check them against the
 ** dataset's own checksums (PAGEDB_IOCAP_UNTRUSTED). */
 int rc_untrusted(const RcObj *c);
+/* A shared cache's object's first *N bytes as the server gave them at open
+** (to derive its keys: at most 64 KiB), or NULL.  rc_file_agrees: whether
+** chunk K's file in the shared cache holds the N bytes B at AT of the
+** chunk: 1, 0 (it holds others), or -1 (no good file). */
+const uint8_t *rc_seed(const RcObj *c, size_t *n);
+int rc_file_agrees(RcObj *c, uint64_t k, uint64_t at, const uint8_t *b, size_t n);
 /* Seal chunk K's LEN bytes B with C's key and put them in the shared
 ** cache in place of its file, as a fetch would: what any reader of the
 ** object can do (test/forgechunk.c plants forgeries with it).
