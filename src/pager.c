@@ -292,9 +292,7 @@ int pager_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, int re
     ** which says where everything is, is taken from the source itself;
     ** every value is checked against the index from then on (the opener
     ** sets db->untrusted: reader.c). */
-    if (rc == PAGEDB_OK && pager_untrusted(p)) {
-      rc = pdb_os_refetch(p->fd, 0, PDB_HEADER_SIZE);
-    }
+    if (rc == PAGEDB_OK && pager_untrusted(p)) rc = pdb_os_refetch(p->fd, 0, PDB_HEADER_SIZE);
     if (rc == PAGEDB_OK) {
       rc = io_read(p, h, sizeof h, 0);
       if (rc == PAGEDB_IOERR_SHORT_READ) rc = PAGEDB_OK;   /* zero-filled; judged below */

@@ -1546,8 +1546,9 @@ int rc_refetch(RcObj *c, uint64_t k, uint8_t **out, size_t *len, int *differs, c
   }
   if (c->sealed) {
     /* What the directory holds now: the same bytes (the server's own are
-    ** what failed: nothing to replace), or others, replaced by the
-    ** server's, sealed (a rename over the file: invariant 1). */
+    ** what failed: nothing to replace), or others (or nothing good),
+    ** replaced by the server's, sealed anew (invariant 1: the old file is
+    ** unlinked, never changed, so a mapping of it elsewhere stays as it was). */
     RcHeld h;
     if (hold_sealed(c, k, NULL, &h)) {
       *differs = memcmp(h.data, b, n) != 0;
