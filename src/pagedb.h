@@ -1534,7 +1534,11 @@ typedef void (*pagedb_check_fn)(void *ctx, int64_t page, int64_t id, int field, 
 ** and the samples of one run, plus in full mode the largest run and the
 ** largest compressed value; in quick mode only each run's 64-byte header is
 ** read.  To check a dataset that pagedb_open refuses, open it with
-** PAGEDB_OPEN_READONLY | PAGEDB_OPEN_CHECK.
+** PAGEDB_OPEN_READONLY | PAGEDB_OPEN_CHECK.  A run read through a shared chunk
+** cache (PAGEDB_IOCAP_UNTRUSTED) that fails any of these checksums is
+** fetched again from the server (xRefetch) before it is judged: a chunk
+** forged by another member of the cache's group is not reported, the
+** dataset's own damage is.
 **
 ** Thread-safe: it may run beside readers, writers and commits on DB, and
 ** beside other checks.  CB may be NULL (count only).  After the first
