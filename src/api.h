@@ -130,6 +130,8 @@ struct pagedb {
   ** first touch); a commit of parts under way (commit_mu). */
   uint64_t features;
   struct PartTab *_Atomic ptab;
+  _Atomic int untrusted;    /* a data file (its own or a part's) is PAGEDB_IOCAP_UNTRUSTED:
+                            ** every value read is verified (api_verifies) */
   struct PartCommit *pcommit;
 
   pdb_msg err;
@@ -301,6 +303,10 @@ int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, u
 ** does) and the bytes of its data region the commit recorded. */
 int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end);
 
+/* The data file of address OFF (the own one, or a part's) and OFF as an
+** offset in its data region; [OFF, OFF+LEN) must lie in what it holds. */
+int parts_pager_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Pager **p, uint64_t *rel);
+
 /* pager_fetch of the data at address OFF, in the own file or a part's. */
 int api_fetch(pagedb *db, pdb_msg *m, uint64_t off, size_t len, uint8_t **buf, size_t *cap, const uint8_t **at);
 
@@ -435,10 +441,16 @@ static inline uint64_t api_record_len(const pagedb *db, const uint64_t *s) {
   return o - s[1];
 }
 
+/* Whether R checks every value it reads against its checksum: asked to
+** (PAGEDB_READ_VERIFY), or made to by a data file whose bytes others may
+** have written (db->untrusted).  The flag only goes from 0 to 1. */
+static inline int api_verifies(const pagedb_reader *r) {
+  return r->verify || atomic_load_explicit(&r->db->untrusted, memory_order_relaxed);
+}
 /* Whether reads of FIELD by R return other bytes than those stored, or
 ** must check them: api_finish has work. */
 static inline int api_must_finish(const pagedb_reader *r, int field) {
-  return r->verify || PAGEDB_CODEC_KIND(r->db->fields[field].codec) != PAGEDB_CODEC_NONE;
+  return api_verifies(r) || PAGEDB_CODEC_KIND(r->db->fields[field].codec) != PAGEDB_CODEC_NONE;
 }
 
 /*

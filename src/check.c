@@ -499,6 +499,20 @@ static int check_extent(Check *k, const Run *r, const Ext *e, const uint8_t *p) 
   return PAGEDB_OK;
 }
 
+/* Whether the N bytes of run R at P (N: its header only, or all it uses)
+** pass their checksums: the header's, the data's and each of the NEXT
+** extents'. */
+static int run_intact(const Check *k, const Run *r, const uint8_t *p, uint64_t n, size_t next) {
+  RunHeader h;
+  pager_run_header(p, &h);
+  if (!h.sum_ok) return 0;
+  if (n < r->used) return 1;
+  if (h.datasum != pdb_sum(p + PDB_PAGE_HDR, (size_t)(r->used - PDB_PAGE_HDR))) return 0;
+  for (size_t i = 0; i < next; i++)
+    if (pdb_sum(p + k->ext[i].off, k->ext[i].len) != k->ext[i].sum) return 0;
+  return 1;
+}
+
 /* The stream of samples has passed run R: check it with its extents. */
 static int finish_run(Check *k, Run *r) {
   size_t next_ext = k->next_ext;
@@ -510,7 +524,14 @@ static int finish_run(Check *k, Run *r) {
   if (!r->in_file) return PAGEDB_OK;
   const uint8_t *p;
   uint64_t n = k->quick ? PDB_PAGE_HDR : r->used;
-  int rc = pager_fetch(r->pg, &k->m, ((uint64_t)r->pgno - r->page0) * k->ps, (size_t)n, &k->buf, &k->cap, &p);
+  uint64_t at = ((uint64_t)r->pgno - r->page0) * k->ps;
+  int rc = pager_fetch(r->pg, &k->m, at, (size_t)n, &k->buf, &k->cap, &p);
+  /* Bytes from a shared chunk cache that fail a checksum are fetched
+  ** again from the server first (reader.c, refetch): what is reported is
+  ** then the dataset's own damage, not a forged chunk's. */
+  if (rc == PAGEDB_OK && pager_untrusted(r->pg) && !run_intact(k, r, p, n, next_ext)
+      && (rc = pager_refetch(r->pg, &k->m, at, n)) == PAGEDB_OK)
+    rc = pager_fetch(r->pg, &k->m, at, (size_t)n, &k->buf, &k->cap, &p);
   if (rc != PAGEDB_OK) return rc;
   char want[33], got[33];
   RunHeader h;

@@ -759,6 +759,7 @@ static int load(pagedb *db, const CatMeta *meta) {
   db->moved_committed = meta->moved;
   atomic_store(&db->moved, meta->moved);
   atomic_store(&db->committed, meta->committed);
+  if (pager_untrusted(db->pager)) atomic_store(&db->untrusted, 1);   /* reader.c: every value verified */
   atomic_store(&db->next_auto, l.max_id < INT64_MAX ? l.max_id + 1 : INT64_MAX);
   if (db->check) pdb_err_forget(db);   /* what was left out is pagedb_check's to report */
   return PAGEDB_OK;
@@ -984,6 +985,7 @@ static int open_mapped(pagedb *db, const CatMeta *meta, Dx *x) {
   db->moved_committed = meta->moved;
   atomic_store(&db->moved, meta->moved);
   atomic_store(&db->committed, meta->committed);
+  if (pager_untrusted(db->pager)) atomic_store(&db->untrusted, 1);   /* reader.c: every value verified */
   atomic_store(&db->next_auto, dx_next_id(x));
   return PAGEDB_OK;
 }

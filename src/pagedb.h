@@ -844,6 +844,12 @@ PAGEDB_API int pagedb_pull(const char *src, const char *dest, char *errmsg, size
 ** PAGEDB_READ_COPY, with PAGEDB_READ_VERIFY if the bytes matter, for files
 ** that may change or shrink under you; test/harden.test shows both.
 **
+** A dataset read through a shared chunk cache (PAGEDB_CACHE_SHARED: its
+** data files report PAGEDB_IOCAP_UNTRUSTED) is read as if
+** PAGEDB_READ_VERIFY were given, whatever MODE says, and a value that
+** fails is fetched again from the server before it is PAGEDB_CORRUPT
+** (REMOTE DATASETS below, "shared cache").
+**
 ** Compressed values (a field with a codec) are decompressed into the
 ** reader's buffer in either mode: zero-copy covers values stored as given.
 ** With PAGEDB_READ_VERIFY every value read is hashed (XXH3-64 of the bytes
@@ -871,6 +877,10 @@ PAGEDB_API int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **r);
 ** pagedb_vacuum, which needs every reader closed and replaces the file:
 ** pointers taken before it are invalid after it.  Zero-copy bindings rely
 ** on this (python/: a view keeps the handle open, not a reader).  A value
+** read through a shared chunk cache that fails its checksum is fetched
+** again into the same map at the same address (xRefetch): no map is
+** dropped or moved for it, so no pointer handed out earlier is left
+** dangling, and the bytes of a value that verified do not change.  A value
 ** stored compressed is decompressed into R's buffer: that pointer has only
 ** the lifetime above.
 **
@@ -1564,7 +1574,11 @@ typedef void (*pagedb_check_fn)(void *ctx, int64_t page, int64_t id, int field, 
 ** and the samples of one run, plus in full mode the largest run and the
 ** largest compressed value; in quick mode only each run's 64-byte header is
 ** read.  To check a dataset that pagedb_open refuses, open it with
-** PAGEDB_OPEN_READONLY | PAGEDB_OPEN_CHECK.
+** PAGEDB_OPEN_READONLY | PAGEDB_OPEN_CHECK.  A run read through a shared chunk
+** cache (PAGEDB_IOCAP_UNTRUSTED) that fails any of these checksums is
+** fetched again from the server (xRefetch) before it is judged: a chunk
+** forged by another member of the cache's group is not reported, the
+** dataset's own damage is.
 **
 ** Thread-safe: it may run beside readers, writers and commits on DB, and
 ** beside other checks.  CB may be NULL (count only).  After the first
@@ -1663,9 +1677,13 @@ typedef struct pagedb_aio {
 #define PAGEDB_IOCAP_IMMUTABLE     0x10  /* read-only, never changes while open, and no
                                          ** local file: no locks, no shared memory (the
                                          ** catalog is opened as SQLite's "immutable") */
+#define PAGEDB_IOCAP_UNTRUSTED     0x20  /* the bytes come through a place others can
+                                         ** write (a shared chunk cache): every value read
+                                         ** is checked against its checksum, and xRefetch
+                                         ** is asked for the source's bytes on a mismatch */
 
 struct pagedb_io_methods {
-  int iVersion;                                  /* 1 to 4 */
+  int iVersion;                                  /* 1 to 5 */
   int (*xClose)(pagedb_file *);
   int (*xRead)(pagedb_file *, void *buf, size_t n, uint64_t off);
   int (*xWrite)(pagedb_file *, const void *buf, size_t n, uint64_t off);
@@ -1721,6 +1739,23 @@ struct pagedb_io_methods {
   */
   int (*xHold)(pagedb_file *, const uint64_t *off, const uint64_t *len, int n, const void **out, void **hold);
   void (*xRelease)(pagedb_file *, void *hold);
+  /*
+  ** Version 5: for a file that reports PAGEDB_IOCAP_UNTRUSTED (the remote
+  ** VFSes over a shared chunk cache), whose bytes someone else may have
+  ** written.  pagedb checks every value it reads from such a file against
+  ** the checksum the dataset's index holds for it; on a mismatch it calls
+  ** xRefetch for the value's range: the backend drops what it holds of
+  ** [OFF, OFF+LEN) from the untrusted place and fetches it again from its
+  ** source (the server, over the authenticated connection), then writes
+  ** the new bytes over every copy of them the file has handed out --
+  ** pointers from xMap/xMapFill and xHold -- in place: those pointers
+  ** stay valid and keep their addresses, and bytes that were right do not
+  ** change under them.  pagedb then reads and checks the value again;
+  ** only if the source's bytes fail too is the read PAGEDB_CORRUPT.
+  ** Returns PAGEDB_OK, or the fetch's failure (xErrmsg says which).
+  ** NULL (or iVersion below 5): the bytes cannot be fetched again.
+  */
+  int (*xRefetch)(pagedb_file *, uint64_t off, uint64_t len);
 };
 
 /* xOpen flags. */
@@ -1881,6 +1916,18 @@ PAGEDB_API int pagedb_vfs_check(pagedb_vfs *vfs, const char *dir, char *why, siz
 **           plant one; what the cache does show (sizes, counts, times) is
 **           listed in doc/remote.md.  The plaintext of a shared chunk is
 **           held in private memory (no zero-copy mapping of the file).
+**           A user who can read the dataset can seal chunks too, so the
+**           dataset's own checksums decide: its index and catalog are
+**           never read through the shared directory (fetched over the
+**           connection at each open and held in the process's memory),
+**           its data files report PAGEDB_IOCAP_UNTRUSTED, and every value
+**           read is verified against its XXH3-64 in the index, in every
+**           read mode, as with PAGEDB_READ_VERIFY; a value that fails has
+**           its chunks fetched again from the server (xRefetch: counted
+**           in chunk_bad and chunk_forged when the cached bytes differed)
+**           and is read again; if the server's bytes fail too the read is
+**           PAGEDB_CORRUPT.  XXH3 is not cryptographic: a reader of the
+**           dataset able to craft XXH3-64 collisions could still pass.
 **   network PAGEDB_CONFIG_REMOTE_TIMEOUT / PAGEDB_REMOTE_TIMEOUT_MS (one
 **           request attempt, milliseconds, 100..3600000, default 30000),
 **           PAGEDB_CONFIG_REMOTE_RETRIES / PAGEDB_REMOTE_RETRIES (0..100,
@@ -1923,7 +1970,10 @@ typedef struct pagedb_remote_counters {
                           ** are kept and the fetch is tried again 10 s later) */
   int64_t chunk_forged;   /* of chunk_bad, chunks of a shared cache whose seal did
                           ** not verify (planted, altered or damaged by anyone),
-                          ** each removed where it could be and fetched again
+                          ** or whose seal did but whose bytes failed the
+                          ** dataset's checksums and differed from the server's
+                          ** (sealed by a reader of the dataset); each removed
+                          ** or replaced where it could be and fetched again
                           ** (issue 30; last, so the fields before keep their places) */
 } pagedb_remote_counters;
 

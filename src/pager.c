@@ -288,6 +288,11 @@ int pager_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, int re
     uint64_t size = 0;
     adopt_file(p);
     rc = pdb_os_size(p->fd, &size);
+    /* Bytes others may have written (a shared chunk cache): the header,
+    ** which says where everything is, is taken from the source itself;
+    ** every value is checked against the index from then on (the opener
+    ** sets db->untrusted: reader.c). */
+    if (rc == PAGEDB_OK && pager_untrusted(p)) rc = pdb_os_refetch(p->fd, 0, PDB_HEADER_SIZE);
     if (rc == PAGEDB_OK) {
       rc = io_read(p, h, sizeof h, 0);
       if (rc == PAGEDB_IOERR_SHORT_READ) rc = PAGEDB_OK;   /* zero-filled; judged below */
@@ -750,6 +755,13 @@ void pager_release(Pager *p, void *hold) {
 }
 
 int pager_is_remote(Pager *p) { return (pdb_os_caps(p->fd) & PAGEDB_IOCAP_IMMUTABLE) != 0; }
+
+int pager_untrusted(Pager *p) { return (pdb_os_caps(p->fd) & PAGEDB_IOCAP_UNTRUSTED) != 0; }
+
+int pager_refetch(Pager *p, pdb_msg *m, uint64_t off, uint64_t len) {
+  int rc = pdb_os_refetch(p->fd, p->data_off + off, len);
+  return rc == PAGEDB_OK ? rc : os_fail(p, m, rc, "cannot fetch again from the server the bytes of");
+}
 
 int pager_map_fill(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint64_t *len) {
   const uint8_t *map = atomic_load_explicit(&p->map, memory_order_acquire);

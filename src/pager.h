@@ -217,4 +217,13 @@ void pager_release(Pager *p, void *hold);
 ** cache to hint, read-ahead goes through windows of batched reads. */
 int pager_is_remote(Pager *p);
 
+/* Whether the file's bytes come through a place others can write
+** (PAGEDB_IOCAP_UNTRUSTED: a shared chunk cache), so that every value read
+** must be checked; pager_open then sets db->untrusted.  pager_refetch
+** fetches the data-region bytes [OFF, OFF+LEN) again from the source
+** (xRefetch), correcting in place every copy the file handed out:
+** PAGEDB_OK (a no-op for a trusted file), or the failure with M. */
+int pager_untrusted(Pager *p);
+int pager_refetch(Pager *p, pdb_msg *m, uint64_t off, uint64_t len);
+
 #endif /* PAGEDB_PAGER_H */

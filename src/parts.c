@@ -175,6 +175,7 @@ static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
     return rc;
   }
   pt->end = rec[4];
+  if (pager_untrusted(pt->p)) atomic_store(&db->untrusted, 1);   /* a remote part over a shared cache */
   pthread_mutex_init(&pt->map_mu, NULL);
   *out = pt;
   return PAGEDB_OK;
@@ -290,6 +291,18 @@ int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end) {
     *p = pt->p;
     *end = pt->end;
   }
+  return rc;
+}
+
+int parts_pager_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Pager **p, uint64_t *rel) {
+  if (off < PDB_MAX_DATA) {
+    *p = db->pager;
+    *rel = off;
+    return PAGEDB_OK;
+  }
+  Part *pt = NULL;
+  int rc = part_at(db, m, off, len, &pt, rel);
+  if (rc == PAGEDB_OK) *p = pt->p;
   return rc;
 }
 

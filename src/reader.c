@@ -221,20 +221,60 @@ int pagedb_read(pagedb_reader *r, int64_t id, int field, const void **data, size
   return read_one(r, id, field, data, n);
 }
 
+/*
+** The stored bytes SRC (LEN at data address OFF) of a value failed their
+** checksum WANT.  If they come from a file whose bytes others may have
+** written (PAGEDB_IOCAP_UNTRUSTED: a shared chunk cache, where a member
+** able to read the dataset can seal chunks of wrong bytes), they are
+** fetched again from the server (pager_refetch: the shared copy replaced,
+** counted as chunk_forged if it differed) and *GOT is their sum now;
+** *AGAIN says they were.  Once per read: the server's bytes failing too
+** is a real corruption, never a loop.
+**
+** Pointers handed out earlier stay valid: the VFS writes the server's
+** bytes over its copies in place (a map's chunk, a held chunk), at the
+** same addresses, and a value that verified keeps its bytes.  So SRC, in
+** a map or a held chunk, shows the new bytes already; a copy made in a
+** buffer of R's (copy mode) is made again, into the same place.
+*/
+static int refetch(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t *src, uint64_t want, uint64_t *got,
+                   int *again) {
+  Pager *p = NULL;
+  uint64_t rel = 0;
+  int rc = parts_pager_at(r->db, &r->err, off, len, &p, &rel);
+  if (rc != PAGEDB_OK || !pager_untrusted(p)) return rc;
+  if ((rc = pager_refetch(p, &r->err, rel, len)) != PAGEDB_OK) return rc;
+  *again = 1;
+  if ((*got = pdb_sum(src, len)) == want || r->mode == PAGEDB_READ_MMAP) return PAGEDB_OK;
+  uint8_t *buf = NULL;
+  size_t cap = 0;
+  const uint8_t *fresh;
+  if ((rc = pager_fetch(p, &r->err, rel, (size_t)len, &buf, &cap, &fresh)) == PAGEDB_OK
+      && (*got = pdb_sum(fresh, len)) == want)
+    memcpy((uint8_t *)src, fresh, len);   /* R's own buffer: a held chunk was corrected in place */
+  pdb_buf_free(buf);
+  return rc;
+}
+
 /* Check the stored bytes SRC of field F of sample ID (slot S) against their
-** checksum: PAGEDB_OK or PAGEDB_CORRUPT. */
+** checksum: PAGEDB_OK or PAGEDB_CORRUPT (or a refetch's failure). */
 static int verify(pagedb_reader *r, int64_t id, int f, const uint64_t *s, const uint8_t *src) {
   const uint64_t *x = slot_cext(s, r->db->nfield, f);
   uint64_t len = x[0] & ~SLOT_Z, got = pdb_sum(src, len);
-  if (got == x[1]) return PAGEDB_OK;
+  if (LIKELY(got == x[1])) return PAGEDB_OK;
   uint64_t off, l;
   api_extent(r->db, s, f, &off, &l);
+  int again = 0, rc = PAGEDB_OK;
+  if (atomic_load_explicit(&r->db->untrusted, memory_order_relaxed)) {
+    rc = refetch(r, off, len, src, x[1], &got, &again);
+    if (rc != PAGEDB_OK || got == x[1]) return rc;
+  }
   return pdb_err(r->db, &r->err, PAGEDB_CORRUPT,
                  "%s: sample %lld, field '%s': checksum mismatch (%llu bytes at data offset %llu, page %llu: stored"
-                 " %016llx, read %016llx)", r->db->path, (long long)id, r->db->fields[f].name,
+                 " %016llx, read %016llx%s)", r->db->path, (long long)id, r->db->fields[f].name,
                  (unsigned long long)len, (unsigned long long)off,
                  (unsigned long long)(off / pager_page_size(r->db->pager)), (unsigned long long)x[1],
-                 (unsigned long long)got);
+                 (unsigned long long)got, again ? ", fetched again from the server" : "");
 }
 
 /* Decompress the stored bytes SRC of field F of sample ID (slot S) into DST,
@@ -291,7 +331,7 @@ static uint64_t zraw(const pagedb *db, const uint64_t *s, int f) {
 ** for it, and *DATA / *SIZE then describe OUT. */
 static int finish_value(pagedb_reader *r, int64_t id, int f, const uint64_t *s, uint8_t *out, const void **data,
                         size_t *size) {
-  int rc = r->verify ? verify(r, id, f, s, *data) : PAGEDB_OK;
+  int rc = api_verifies(r) ? verify(r, id, f, s, *data) : PAGEDB_OK;
   uint64_t raw = zraw(r->db, s, f);
   if (rc == PAGEDB_OK && raw && (rc = inflate(r, id, f, s, *data, out)) == PAGEDB_OK) {
     *data = out;
@@ -346,11 +386,11 @@ int pagedb_read_into(pagedb_reader *r, int64_t id, int field, void *buf, size_t 
     return pdb_err(r->db, &r->err, PAGEDB_TOOBIG, "%s: sample %lld, field '%s' has %llu bytes; the buffer holds %zu",
                        r->db->path, (long long)id, r->db->fields[field].name, (unsigned long long)raw, cap);
   Pager *p = r->db->pager;
-  if (!z && !r->verify && r->mode == PAGEDB_READ_COPY && pager_align(p) == 1 && off < PDB_MAX_DATA)
+  if (!z && !api_verifies(r) && r->mode == PAGEDB_READ_COPY && pager_align(p) == 1 && off < PDB_MAX_DATA)
     return len ? pager_read(p, &r->err, off, buf, len) : PAGEDB_OK;   /* straight into BUF */
   const uint8_t *src;
   rc = stored_bytes(r, off, len, &src);
-  if (rc == PAGEDB_OK && r->verify) rc = verify(r, id, field, s, src);
+  if (rc == PAGEDB_OK && api_verifies(r)) rc = verify(r, id, field, s, src);
   if (rc == PAGEDB_OK && z) rc = inflate(r, id, field, s, src, buf);
   else if (rc == PAGEDB_OK && len) memcpy(buf, src, len);
   return rc;

@@ -2,13 +2,15 @@
 # doc/benchmarks.md): a dataset of N samples served by nginx (test/nginx.sh,
 # started here on a free loopback port and stopped at the end), read as a
 # cold epoch (an empty cache) and then a warm one (every chunk cached), each
-# in a private cache and in a shared one (PAGEDB_CACHE_SHARED=1: a
-# set-group-ID directory of this user's group; every chunk sealed, named by
-# a keyed hash and checked at every hold), alternating which goes first
-# from round to round.  An epoch opens the dataset and reads every sample's
+# in a private cache, in a private cache read with PAGEDB_READ_VERIFY
+# ("verify": every value's XXH3 checked, what a shared cache forces) and in
+# a shared one (PAGEDB_CACHE_SHARED=1: a set-group-ID directory of this
+# user's group; every chunk sealed, named by a keyed hash and checked at
+# every hold; the index and catalog fetched into memory at each open;
+# every value verified), rotating which goes first from round to round.  An epoch opens the dataset and reads every sample's
 # bytes in copy mode, in batches of 64 along pagedb_order random (seed 1).
 # Prints each epoch (seconds, MB/s, requests, chunks fetched and found) and
-# the medians with the shared/private ratios.  Figures, never a test.
+# the medians with the ratios to the private cache's.  Figures, never a test.
 #
 #   PAGEDB_TCLLIB=build/test/.libs/libtclpagedb.so \
 #     tclsh tool/sharedcache-bench.tcl [N [MAXBYTES [ROUNDS [DIR]]]]
@@ -38,15 +40,16 @@ D close
 set port [exec sh $nginx start $dir/ngx [pid]]
 set url http://127.0.0.1:$port/ds.pagedb
 
-# One epoch with cache CACHE, shared or not: {seconds bytes requests fetched hits}.
-proc epoch {cache shared} {
+# One epoch with cache CACHE, shared or not, its reader verifying or not:
+# {seconds bytes requests fetched hits forged}.
+proc epoch {cache shared verify} {
   set ::env(PAGEDB_CACHE_DIR) $cache
   set ::env(PAGEDB_CACHE_SHARED) $shared
   set s0 [pagedb_remote_stats]
   set t0 [clock microseconds]
   pagedb R $::url -readonly
   set ids [R order random -seed 1]
-  R reader r -copy
+  if {$verify} { R reader r -copy -verify } else { R reader r -copy }
   set bytes 0
   for {set i 0} {$i < [llength $ids]} {incr i 64} {
     foreach v [r read_batch [lrange $ids $i [expr {$i + 63}]] img] { incr bytes [string length $v] }
@@ -79,12 +82,13 @@ puts [format "dataset: %d samples of 1..%d bytes, %.1f MB on disk, over nginx at
     [expr {[file size $ds] / 1e6}] $url $rounds]
 set T {}
 for {set r 0} {$r < $rounds} {incr r} {
-  set order [expr {$r % 2 ? {shared private} : {private shared}}]
+  set modes {private verify shared}
+  set order [concat [lrange $modes [expr {$r % 3}] end] [lrange $modes 0 [expr {$r % 3 - 1}]]]
   foreach mode $order {
     set c [fresh $mode]
     set sh [expr {$mode eq "shared"}]
     foreach phase {cold warm} {
-      lassign [epoch $c $sh] t bytes req fetched hits forged
+      lassign [epoch $c $sh [expr {$mode eq "verify"}]] t bytes req fetched hits forged
       dict lappend T $mode,$phase $t
       puts [format "round %d %-7s %-4s %6.3f s  %7.1f MB/s  requests %5d  fetched %4d  hits %5d  forged %d" $r $mode \
           $phase $t [expr {$bytes / $t / 1e6}] $req $fetched $hits $forged]
@@ -93,8 +97,10 @@ for {set r 0} {$r < $rounds} {incr r} {
 }
 foreach phase {cold warm} {
   set p [median [dict get $T private,$phase]]
+  set v [median [dict get $T verify,$phase]]
   set s [median [dict get $T shared,$phase]]
-  puts [format "median %s epoch: private %.3f s, shared %.3f s: shared/private %.2f" $phase $p $s [expr {$s / $p}]]
+  puts [format "median %s epoch: private %.3f s, verify %.3f s (%.2fx), shared %.3f s (%.2fx)" $phase $p $v \
+      [expr {$v / $p}] $s [expr {$s / $p}]]
 }
 catch {exec sh $nginx stop $dir/ngx}
 if {$own} { file delete -force $dir }

@@ -99,6 +99,17 @@
 **      ownership and modes replaced by these); 2 is this check instead of
 **      the verified table; 3 only guards the read (the bytes held are the
 **      process's own).
+**   8. Shared, the index and the catalog (the small-chunk objects,
+**      rc_open_small) are never read through the directory: their chunks
+**      are fetched over the object's own connection and kept in the
+**      process's memory for as long as the object is open (rc_hold,
+**      hold_kept), so the checksums they carry -- what every value of the
+**      data file is verified against (src/reader.c, PAGEDB_IOCAP_UNTRUSTED)
+**      -- are the server's.  A sealed chunk of the data file can be made by
+**      any member who can read the dataset (the keys come from its bytes),
+**      so the seal keeps out only members who cannot; the values' XXH3 in
+**      the index catch the rest, and rc_refetch replaces a chunk whose
+**      values fail it with the server's bytes.
 */
 #define _GNU_SOURCE
 #include "remote.h"
@@ -151,6 +162,10 @@ struct RcObj {
   int sealed;               /* shared: chunks sealed, named by NKEY (invariant 7) */
   uint8_t ekey[32];         /* shared: the AES-256-GCM key of its chunks */
   uint8_t nkey[32];         /* shared: the key of its chunks' names */
+  int kept;                 /* shared, small chunks: held in memory only (invariant 8) */
+  uint8_t *seed;            /* sealed: the object's first NSEED bytes, from the server */
+  size_t nseed;
+  uint8_t *_Atomic *mem;    /* kept: per chunk, its bytes (malloc), or NULL */
 };
 
 /* Make the missing directories of PATH, 0700 (a cache's parents are the
@@ -529,8 +544,15 @@ static int derive_keys(RcObj *c, char *oname, char *msg, size_t cap) {
            && HMAC(EVP_sha256(), root, 32, (const uint8_t *)"dir", 3, mac, &ml) && ml == 32;
   EVP_MD_CTX_free(x);
   OPENSSL_cleanse(root, sizeof root);
-  OPENSSL_cleanse(seed, n);
-  pdb_free(seed);
+  /* Kept: the server's own first bytes, which rc_seed gives (the data
+  ** file's header among them). */
+  if (rc == PAGEDB_OK && ok) {
+    c->seed = seed;
+    c->nseed = n;
+  } else {
+    OPENSSL_cleanse(seed, n);
+    pdb_free(seed);
+  }
   if (rc != PAGEDB_OK) return rc;
   if (!ok) {
     snprintf(msg, cap, "%s: cannot derive the shared cache's keys (libcrypto failed)", rmt_url(c->obj));
@@ -636,6 +658,17 @@ static int open_obj(RmtObject *o, int small, RcObj **out, char *msg, size_t cap)
     rc_close(c);
     return PAGEDB_CANTOPEN;
   }
+  if (small && c->cfg.shared) {
+    /* Invariant 8: nothing of it in the directory, not even its name. */
+    c->kept = 1;
+    if (!(c->mem = pdb_calloc(c->nchunk ? c->nchunk : 1, sizeof *c->mem))) {
+      rc_close(c);
+      return PAGEDB_NOMEM;
+    }
+    snprintf(c->dir, sizeof c->dir, "%s (in memory)", rmt_url(o));
+    *out = c;
+    return PAGEDB_OK;
+  }
   char oname[20];
   snprintf(oname, sizeof oname, "%016llx", (unsigned long long)(pdb_sum(c->key, c->keylen) ^ salt));
   if (c->cfg.shared && (rc = derive_keys(c, oname, msg, cap)) != PAGEDB_OK) {
@@ -694,6 +727,10 @@ void rc_close(RcObj *c) {
   if (c->cfg.dfd >= 0) close(c->cfg.dfd);
   OPENSSL_cleanse(c->ekey, sizeof c->ekey);
   OPENSSL_cleanse(c->nkey, sizeof c->nkey);
+  for (uint64_t k = 0; c->mem && k < c->nchunk; k++) free(c->mem[k]);
+  if (c->seed) OPENSSL_cleanse(c->seed, c->nseed);
+  pdb_free(c->seed);
+  pdb_free(c->mem);
   pdb_free(c->vino);
   pdb_free(c);
 }
@@ -704,6 +741,15 @@ uint64_t rc_chunk_size(const RcObj *c) {
 
 uint64_t rc_bound(const RcObj *c) {
   return c->cfg.bound;
+}
+
+int rc_untrusted(const RcObj *c) {
+  return c->sealed;
+}
+
+const uint8_t *rc_seed(const RcObj *c, size_t *n) {
+  *n = c->nseed;
+  return c->seed;
 }
 
 static size_t chunk_len(const RcObj *c, uint64_t k) {
@@ -945,12 +991,24 @@ static int hold_sealed(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   return 1;
 }
 
+static int hold_mem(uint64_t k, const uint8_t *data, size_t len, void *at, int uncached, RcHeld *out);
+
+/* Hold chunk K of an object kept in memory (invariant 8) from its bytes
+** fetched earlier: a copy (at AT, or anywhere), as a shared chunk is
+** held.  0 if it has not been fetched yet.  Such chunks count in neither
+** chunk_fetches nor chunk_hits (the requests and bytes count them). */
+static int hold_kept(RcObj *c, uint64_t k, void *at, RcHeld *out) {
+  uint8_t *b = atomic_load_explicit(&c->mem[k], memory_order_acquire);
+  return b && hold_mem(k, b, chunk_len(c, k), at, 0, out);   /* not counted: not the cache's */
+}
+
 /* Hold chunk K from its cache file (invariants 2, 3).  Returns 1 on
 ** success, 0 if there is no good file.  A process of a world holds every
 ** chunk of the file for a share of its samples, so a hold is kept to a
 ** few system calls: open, flock, statx, the header's read, mmap, close. */
 static int hold_file(RcObj *c, uint64_t k, void *at, RcHeld *out) {
   if (c->sealed) return hold_sealed(c, k, at, out);
+  if (c->kept) return hold_kept(c, k, at, out);
   char path[32];
   chunk_path(c, k, path, sizeof path);
   int fd = open_in(c->ofd, path, O_RDONLY, 0);
@@ -1159,6 +1217,10 @@ static int sink_begin(void *ctx, int i) {
   }
   wr_drop(f, i);
   XXH3_64bits_reset(w->hs);
+  if (c->kept) {   /* gathered in memory, and kept there (invariant 8) */
+    if (!wr_to_mem(f, i, 0)) f->nomem = 1;
+    return 1;
+  }
   /* A shared cache's chunk is gathered in memory, sealed and stored
   ** whole (sink_end): its plaintext never reaches the directory. */
   if (c->sealed) {
@@ -1301,17 +1363,23 @@ static void sink_end(void *ctx, int i, int ok) {
       ok = 0;
     }
   }
-  if (ok && !f->held[i] && w->mem && hold_mem(k, w->mem, len, at, !c->sealed, &f->out[i])) f->held[i] = 1;
+  if (ok && !f->held[i] && w->mem && hold_mem(k, w->mem, len, at, !c->sealed && !c->kept, &f->out[i])) f->held[i] = 1;
   if (ok && c->sealed && w->mem) store_sealed(c, k, w->mem, len);   /* held already: sealed in place */
+  if (ok && c->kept && w->mem && !w->pooled) {
+    /* Kept for the object's life; a thread that fetched it too keeps its own
+    ** copy out (the bytes are the same: one version, pinned). */
+    uint8_t *none = NULL;
+    if (atomic_compare_exchange_strong(&c->mem[k], &none, w->mem)) w->mem = NULL;
+  }
   /* Arrived but not held: the fetch must fail, never report it held. */
   if (arrived && !f->held[i]) f->nomem = 1;
-  if (f->held[i]) atomic_fetch_add(&rmt_stats.chunk_fetches, 1);
+  if (f->held[i] && !c->kept) atomic_fetch_add(&rmt_stats.chunk_fetches, 1);   /* kept: not the cache's */
   wr_drop(f, i);
   if (w->stage) pdb_buf_free(w->stage);
   w->stage = NULL;
   /* Stored: a process waiting for this chunk may take it now, before the
   ** rest of the batch has arrived. */
-  ofd_lock(f->lockfd, F_UNLCK, (off_t)k, 1, 0);
+  if (f->lockfd >= 0) ofd_lock(f->lockfd, F_UNLCK, (off_t)k, 1, 0);
 }
 
 static const RmtSink kSink = { sink_begin, sink_put, sink_end };
@@ -1377,6 +1445,15 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
     mat[nm] = at ? at[i] : NULL;
     midx[nm++] = i;
   }
+  if (rc == PAGEDB_OK && nm > 0 && c->kept) {
+    /* In memory (invariant 8): no file, no lock; fetched by this call. */
+    rc = fetch_store(c, mine, nm, mat, mout, -1, NULL, msg, cap);
+    for (int j = 0; j < nm && rc == PAGEDB_OK; j++) {
+      out[midx[j]] = mout[j];
+      st[midx[j]] = 1;
+    }
+    nm = 0;
+  }
   if (rc == PAGEDB_OK && nm > 0 && (lockfd = open_in(c->ofd, "lock", O_RDWR | O_CREAT, c->cfg.fmode)) < 0) {
     rc = PAGEDB_IOERR_LOCK;
     snprintf(msg, cap, "cache %s/lock: %s", c->dir, strerror(errno));
@@ -1424,4 +1501,74 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
   pdb_free(mout);
   pdb_free(midx);
   return rc;
+}
+
+/* Put chunk K's LEN bytes at B (encrypted in place) in a shared cache in
+** place of the file there: removed first, its bytes given back (a rename
+** over it would replace it without the usage account knowing: invariant
+** 4). */
+static void replace_sealed(RcObj *c, uint64_t k, uint8_t *b, size_t len) {
+  char name[32];
+  struct stat st;
+  chunk_path(c, k, name, sizeof name);
+  if (fstatat(c->ofd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+    usage_unlink(&c->cfg, c->ofd, name, (uint64_t)st.st_size);
+  store_sealed(c, k, b, len);
+}
+
+int rc_put_sealed(RcObj *c, uint64_t k, const uint8_t *b, size_t len) {
+  if (!c->sealed || k >= c->nchunk || len != chunk_len(c, k)) return PAGEDB_MISUSE;
+  uint8_t *copy = pdb_malloc(len ? len : 1);
+  if (!copy) return PAGEDB_NOMEM;
+  memcpy(copy, b, len);
+  replace_sealed(c, k, copy, len);
+  pdb_free(copy);
+  return PAGEDB_OK;
+}
+
+int rc_refetch(RcObj *c, uint64_t k, uint8_t **out, size_t *len, int *differs, char *msg, size_t cap) {
+  *out = NULL;
+  *differs = -1;
+  size_t n = chunk_len(c, k);
+  uint8_t *b = pdb_malloc(n ? n : 1), *sealme = c->sealed ? pdb_malloc(n ? n : 1) : NULL;
+  if (!b || (c->sealed && !sealme)) {
+    pdb_free(b);
+    pdb_free(sealme);
+    snprintf(msg, cap, "out of memory fetching a chunk of %s again", rmt_url(c->obj));
+    return PAGEDB_NOMEM;
+  }
+  RmtRange r = { b, n, k * c->cfg.chunk, 0 };
+  int rc = n ? rmt_fetch(c->obj, &r, 1, msg, cap) : PAGEDB_OK;
+  if (rc != PAGEDB_OK) {
+    pdb_free(b);
+    pdb_free(sealme);
+    return rc;
+  }
+  if (c->sealed) {
+    /* What the directory holds now: the same bytes (the server's own are
+    ** what failed: nothing to replace), or others (or nothing good),
+    ** replaced by the server's, sealed anew (invariant 1: the old file is
+    ** unlinked, never changed, so a mapping of it elsewhere stays as it was). */
+    RcHeld h;
+    if (hold_sealed(c, k, NULL, &h)) {
+      *differs = memcmp(h.data, b, n) != 0;
+      rc_release(&h, 0);
+    }
+    if (*differs != 0) {
+      memcpy(sealme, b, n);
+      replace_sealed(c, k, sealme, n);
+    }
+  }
+  pdb_free(sealme);
+  *out = b;
+  *len = n;
+  return PAGEDB_OK;
+}
+
+int rc_file_agrees(RcObj *c, uint64_t k, uint64_t at, const uint8_t *b, size_t n) {
+  RcHeld h;
+  if (!c->sealed || !hold_sealed(c, k, NULL, &h)) return -1;
+  int same = at <= h.len && n <= h.len - at && memcmp(h.data + at, b, n) == 0;
+  rc_release(&h, 0);
+  return same;
 }

@@ -174,5 +174,11 @@ static inline void pdb_os_errmsg(pagedb_file *f, char *buf, size_t n) {
   if (f->pMethods->iVersion >= 3 && f->pMethods->xErrmsg) f->pMethods->xErrmsg(f, buf, n);
 }
 int pdb_os_unmap(pagedb_file *f, const void *p, size_t n);
+/* Fetch the bytes of [OFF, OFF+LEN) again from where they come from
+** (pagedb_io_methods.xRefetch): a no-op for a backend without it. */
+static inline int pdb_os_refetch(pagedb_file *f, uint64_t off, uint64_t len) {
+  if (f->pMethods->iVersion < 5 || !f->pMethods->xRefetch) return PAGEDB_OK;
+  return f->pMethods->xRefetch(f, off, len);
+}
 
 #endif /* PAGEDB_OS_H */

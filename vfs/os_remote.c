@@ -29,6 +29,21 @@
 ** before the reader touches them.  A placed chunk stays mapped, and so
 ** shared-locked against eviction (cache.c, invariant 3), until xUnmap.
 **
+** Untrusted bytes (a shared cache: cache.c, invariants 7 and 8): the data
+** file reports PAGEDB_IOCAP_UNTRUSTED, the reader checks every value
+** against the index's checksum, and on a mismatch calls xRefetch, which
+** fetches the chunks under the range over the connection and writes the
+** server's bytes over every copy this file holds (the slots of copy reads,
+** the chunks placed in maps) in place, at the same addresses: a pointer
+** handed out earlier stays valid, and the bytes of a value that verified
+** do not change (the server's are the same).  A copy whose bytes differed
+** is a forgery sealed by someone able to read the dataset: counted
+** (chunk_bad, chunk_forged), and replaced in the cache too (rc_refetch).
+** The object's first bytes, fetched from the server at open to derive the
+** keys (rc_seed: the data file's header among them), are read from there
+** by xRead, and vouch for themselves in xRefetch (no request when every
+** copy agrees with them).
+**
 ** The object's ETag is pinned at open (http.c): a changed object makes the
 ** reads fail with PAGEDB_IOERR_CHANGED.  The cache is keyed by URL, ETag
 ** and size, so chunks of two versions never mix either.
@@ -70,6 +85,7 @@ typedef struct RemoteState {
   RmtObject *obj;
   RcObj *cache;
   uint64_t size, chunk, nchunk;
+  int untrusted;            /* PAGEDB_IOCAP_UNTRUSTED (rc_untrusted) */
   pthread_mutex_t mu;       /* guards everything below */
   Slot *slots;
   int nslot, capslot;
@@ -287,6 +303,15 @@ static int rm_read_batch(pagedb_file *f, pagedb_iovec *reqs, int n) {
 }
 
 static int rm_read(pagedb_file *f, void *buf, size_t n, uint64_t off) {
+  RemoteState *s = st(f);
+  size_t nseed = 0;
+  const uint8_t *seed = s->untrusted ? rc_seed(s->cache, &nseed) : NULL;
+  if (seed && off <= nseed && n <= nseed - off) {
+    /* The object's first bytes, fetched from the server at open (the
+    ** data file's header): never the shared cache's. */
+    memcpy(buf, seed + off, n);
+    return PAGEDB_OK;
+  }
   pagedb_iovec r = { buf, n, off, PAGEDB_OK };
   return rm_read_batch(f, &r, 1);
 }
@@ -456,6 +481,71 @@ static int rm_map_fill(pagedb_file *f, const void *map, const uint64_t *off, con
   return rc;
 }
 
+/* --- fetching again (untrusted bytes) ------------------------------------------ */
+
+/* Write the server's bytes B (N) over held chunk H in place, if it holds
+** others: 1 if it did.  Every held byte of an untrusted file is private
+** memory of this process (cache.c, hold_sealed, hold_mem), read-only
+** until now.  A thread reading H meanwhile sees the same bytes wherever
+** they were right, and mixed ones only where they were wrong (then its
+** own check fails and it fetches again). */
+static int patch(const RcHeld *h, const uint8_t *b, size_t n) {
+  if (!h->base || h->len != n || memcmp(h->data, b, n) == 0) return 0;
+  size_t span = (n + 4095) & ~(size_t)4095;
+  if (mprotect(h->base, span ? span : 4096, PROT_READ | PROT_WRITE) != 0) return 0;
+  memcpy((void *)h->data, b, n);
+  mprotect(h->base, span ? span : 4096, PROT_READ);
+  return 1;
+}
+
+/* Whether every copy of bytes [A, Z) of chunk C -- the shared file's, this
+** file's held ones -- equals the server's SEED[A..Z). */
+static int agree(RemoteState *s, uint64_t c, uint64_t a, uint64_t z, const uint8_t *seed) {
+  uint64_t in = a - c * s->chunk;
+  size_t n = (size_t)(z - a);
+  if (rc_file_agrees(s->cache, c, in, seed + a, n) == 0) return 0;
+  pthread_mutex_lock(&s->mu);
+  int j = find_slot(s, c), ok = j < 0 || memcmp(s->slots[j].h.data + in, seed + a, n) == 0;
+  for (Region *g = s->regions; g && ok; g = g->next)
+    if (c < (g->len + s->chunk - 1) / s->chunk && g->placed[c]) ok = memcmp(g->held[c].data + in, seed + a, n) == 0;
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
+static int rm_refetch(pagedb_file *f, uint64_t off, uint64_t len) {
+  RemoteState *s = st(f);
+  if (!s->untrusted || len == 0 || off >= s->size) return PAGEDB_OK;   /* nothing held that others wrote */
+  uint64_t end = len > s->size - off ? s->size : off + len;
+  size_t nseed = 0;
+  const uint8_t *seed = rc_seed(s->cache, &nseed);
+  for (uint64_t c = off / s->chunk; c <= (end - 1) / s->chunk; c++) {
+    /* Bytes among the object's first ones, which the open fetched from
+    ** the server (the data file's header): no request if every copy of
+    ** them agrees (then the server's bytes are what was read). */
+    uint64_t a = off > c * s->chunk ? off : c * s->chunk;
+    uint64_t z = end < (c + 1) * s->chunk ? end : (c + 1) * s->chunk;
+    if (seed && z <= nseed && agree(s, c, a, z, seed)) continue;
+    uint8_t *b = NULL;
+    size_t n = 0;
+    int differs = 0;
+    char msg[RMT_ERR_MAX];
+    int rc = rc_refetch(s->cache, c, &b, &n, &differs, msg, sizeof msg);
+    if (rc != PAGEDB_OK) return failed(s, rc, msg);
+    pthread_mutex_lock(&s->mu);
+    int j = find_slot(s, c);
+    if (j >= 0 && patch(&s->slots[j].h, b, n)) differs = 1;
+    for (Region *g = s->regions; g; g = g->next)
+      if (c < (g->len + s->chunk - 1) / s->chunk && g->placed[c] && patch(&g->held[c], b, n)) differs = 1;
+    pthread_mutex_unlock(&s->mu);
+    pdb_free(b);
+    if (differs == 1) {
+      atomic_fetch_add(&rmt_stats.chunk_bad, 1);
+      atomic_fetch_add(&rmt_stats.chunk_forged, 1);
+    }
+  }
+  return PAGEDB_OK;
+}
+
 /* --- the rest of the methods ------------------------------------------------- */
 
 static int rm_readonly(pagedb_file *f) {
@@ -485,8 +575,8 @@ static int rm_sector(pagedb_file *f) {
   return 4096;
 }
 static int rm_caps(pagedb_file *f) {
-  (void)f;
-  return PAGEDB_IOCAP_MMAP | PAGEDB_IOCAP_BATCH | PAGEDB_IOCAP_IMMUTABLE;
+  return PAGEDB_IOCAP_MMAP | PAGEDB_IOCAP_BATCH | PAGEDB_IOCAP_IMMUTABLE
+         | (st(f)->untrusted ? PAGEDB_IOCAP_UNTRUSTED : 0);
 }
 static int rm_advise(pagedb_file *f, uint64_t off, uint64_t n, int hint) {
   (void)f, (void)off, (void)n;
@@ -520,7 +610,7 @@ static int rm_close(pagedb_file *f) {
 }
 
 static const pagedb_io_methods rm_methods = {
-  .iVersion = 4,
+  .iVersion = 5,
   .xClose = rm_close,
   .xRead = rm_read,
   .xWrite = rm_write,
@@ -539,6 +629,7 @@ static const pagedb_io_methods rm_methods = {
   .xMapFill = rm_map_fill,
   .xHold = rm_hold,
   .xRelease = rm_release,
+  .xRefetch = rm_refetch,
 };
 
 /* --- the VFS ------------------------------------------------------------------ */
@@ -574,6 +665,7 @@ static int rm_open(pagedb_vfs *vfs, const char *path, pagedb_file *f, int flags)
   }
   s->size = rmt_size(s->obj);
   s->chunk = rc_chunk_size(s->cache);
+  s->untrusted = rc_untrusted(s->cache);
   s->nchunk = (s->size + s->chunk - 1) / s->chunk;
   if (!(s->slot_of = pdb_malloc((size_t)(s->nchunk ? s->nchunk : 1) * sizeof *s->slot_of))) {
     rc_close(s->cache);

@@ -227,5 +227,30 @@ int rc_hold(RcObj *c, const uint64_t *k, int n, void *const *at, RcHeld *out, ch
 /* Release H: unmapped (or, for a fixed address, put back to an inaccessible
 ** reservation), which drops its shared lock. */
 void rc_release(RcHeld *h, int fixed);
+/*
+** Chunk K fetched again over the object's own connection, whatever the
+** cache holds: a reader found bytes in it that fail the dataset's own
+** checksums (os_remote.c, xRefetch).  In a shared cache the file there is
+** compared with the server's bytes and, if it differs (or is missing),
+** replaced by them, sealed.  *OUT receives the bytes (pdb_malloc, *LEN of
+** them: the caller frees), *DIFFERS 1 if the file held others, 0 the same,
+** -1 no good file.  PAGEDB_NOMEM, or rmt_fetch's failure with MSG.
+*/
+int rc_refetch(RcObj *c, uint64_t k, uint8_t **out, size_t *len, int *differs, char *msg, size_t cap);
+/* Whether C's bytes come through a directory others can write (a shared
+** cache's sealed chunks), so that the reader must check them against the
+** dataset's own checksums (PAGEDB_IOCAP_UNTRUSTED). */
+int rc_untrusted(const RcObj *c);
+/* A shared cache's object's first *N bytes as the server gave them at open
+** (to derive its keys: at most 64 KiB), or NULL.  rc_file_agrees: whether
+** chunk K's file in the shared cache holds the N bytes B at AT of the
+** chunk: 1, 0 (it holds others), or -1 (no good file). */
+const uint8_t *rc_seed(const RcObj *c, size_t *n);
+int rc_file_agrees(RcObj *c, uint64_t k, uint64_t at, const uint8_t *b, size_t n);
+/* Seal chunk K's LEN bytes B with C's key and put them in the shared
+** cache in place of its file, as a fetch would: what any reader of the
+** object can do (test/forgechunk.c plants forgeries with it).
+** PAGEDB_MISUSE if C is not sealed or LEN is not the chunk's length. */
+int rc_put_sealed(RcObj *c, uint64_t k, const uint8_t *b, size_t len);
 
 #endif /* PAGEDB_REMOTE_H */
