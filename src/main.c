@@ -778,10 +778,14 @@ static void set_isbytes(pagedb *db) {
   for (int f = 0; f < db->nfield; f++) db->isbytes[f] = api_is_bytes(db, f) ? (uint8_t)g : 0;
 }
 
-/* The path of the index file of the dataset at PATH: NAME-index. */
-static char *index_path(const char *path) {
-  char *p = pdb_malloc(strlen(path) + 7);
-  if (p) sprintf(p, "%s-index", path);
+/* The path of DB's index file: NAME-index, or the file meta.index_file
+** names beside NAME (a remote commit's index object, doc/format.md). */
+static char *index_path(const pagedb *db) {
+  const char *path = db->path, *slash = strrchr(path, '/');
+  size_t n = strlen(path) + strlen(db->ixfile) + 8;
+  char *p = pdb_malloc(n);
+  if (p && !db->ixfile[0]) snprintf(p, n, "%s-index", path);
+  else if (p) snprintf(p, n, "%.*s%s", slash ? (int)(slash - path + 1) : 0, path, db->ixfile);
   return p;
 }
 
@@ -853,7 +857,7 @@ static int part_row(void *ctx, const CatPart *p) {
 static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, int version, uint64_t end, Dx **out,
                        DxMeta *xm) {
   *out = NULL;
-  char *path = index_path(db->path);
+  char *path = index_path(db);
   if (!path) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing the index of %s", db->path);
   int nf = db->nfield + (widen ? 1 : 0);
   uint8_t isbytes[PAGEDB_MAX_FIELDS];
@@ -982,7 +986,7 @@ static int open_index(pagedb *db, const CatMeta *meta) {
     return load(db, meta);
   }
   Dx *x = NULL;
-  char *path = index_path(db->path);
+  char *path = index_path(db);
   int rc;
   if (!path) {
     rc = pdb_err(db, &note, PAGEDB_NOMEM, "out of memory opening %s", db->path);
@@ -1078,7 +1082,7 @@ static int is_unborn(pagedb *db) {
 ** questions in turn were most of a warm remote open. */
 static void access_ahead(pagedb *db) {
   if (db->vfs->iVersion < 3 || !db->vfs->xAccessAhead) return;
-  char *vac = vacuum_path(db->path), *idx = index_path(db->path);
+  char *vac = vacuum_path(db->path), *idx = index_path(db);
   if (vac && idx) {
     const char *const paths[] = { db->path, db->catpath, vac, idx };
     db->vfs->xAccessAhead(db->vfs, paths, 4);
@@ -1130,6 +1134,7 @@ static int open_dataset(pagedb *db, int flags) {
   /* cat_load checked meta.format and meta.features. */
   assert(meta.format == CAT_FORMAT_PLAIN || meta.format == CAT_FORMAT_FEATURES);
   db->features = meta.features;
+  snprintf(db->ixfile, sizeof db->ixfile, "%s", meta.index_file);
   if (strcmp(a, b) != 0)
     return pdb_err(db, m, PAGEDB_NOTADB_MISMATCH,
                    "catalog %s belongs to another data file (dataset %s), not to %s (dataset %s)", db->catpath, a,

@@ -39,6 +39,9 @@
 #include "codec.h"
 #include "dict.h"
 #include "os.h"
+#if PAGEDB_HAVE_CURL
+#include "remote.h"     /* rmt_file_validator: a remote part's ETag */
+#endif
 
 #include <errno.h>
 #include <limits.h>
@@ -83,7 +86,7 @@ typedef struct RowFind {
   uint64_t k;
   int found;
   uint64_t rec[6];          /* as an index record: [1..2] uuid, [3] D, [4] bytes, [5] pages */
-  char *uri;
+  char *uri, *val;          /* CAP bytes each */
   size_t cap;
 } RowFind;
 
@@ -91,7 +94,9 @@ static int row_find(void *ctx, const CatPart *p) {
   RowFind *f = ctx;
   if (p->k != f->k) return PAGEDB_OK;
   uint8_t u[16];
-  if (!pdb_uuid_parse(p->uuid, u) || !p->uri || strlen(p->uri) >= f->cap) return PAGEDB_CORRUPT;
+  if (!pdb_uuid_parse(p->uuid, u) || !p->uri || strlen(p->uri) >= f->cap
+      || (p->validator && strlen(p->validator) >= f->cap)) return PAGEDB_CORRUPT;
+  snprintf(f->val, f->cap, "%s", p->validator ? p->validator : "");
   memcpy(&f->rec[1], u, 16);
   f->rec[3] = p->data_off;
   f->rec[4] = p->data_end;
@@ -103,13 +108,14 @@ static int row_find(void *ctx, const CatPart *p) {
 
 /*
 ** Where part K is and what it must be (its index record: uuid, D, bytes
-** in use, pages) into REC and URI (CAP bytes).  From the index file in
+** in use, pages) into REC, URI and VAL, its validator ("" none; CAP bytes
+** each).  From the index file in
 ** force; a handle without one (a read-only open that found the index file
 ** missing or stale and scanned the catalog) reads the part's row of table
 ** part instead, the same values the commit wrote into both -- one query
 ** over the table, paid once per part a process opens.
 */
-static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char *uri, size_t cap) {
+static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char *uri, char *val, size_t cap) {
   Dx *dx = idx_disk(db->idx);
   if (dx) {
     const uint64_t *r = dx_part(dx, k);
@@ -117,11 +123,12 @@ static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char
                            db->path, (unsigned long long)k);
     memcpy(rec, r, 6 * sizeof *rec);
     int rc = dx_part_string(dx, r, 0, uri, cap);
+    if (rc == PAGEDB_OK) rc = dx_part_string(dx, r, 1, val, cap);
     if (rc != PAGEDB_OK) return pdb_err(db, m, rc, "%s-index: the location of part %llu is damaged", db->path,
                                         (unsigned long long)k);
     return PAGEDB_OK;
   }
-  RowFind f = { .k = k, .uri = uri, .cap = cap };
+  RowFind f = { .k = k, .uri = uri, .val = val, .cap = cap };
   pthread_mutex_lock(&db->cat_mu);
   int rc = cat_parts(db->cat, m, row_find, &f);
   pthread_mutex_unlock(&db->cat_mu);
@@ -134,12 +141,23 @@ static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char
   return PAGEDB_OK;
 }
 
+/* Whether file F is remote, its validator into OUT (CAP bytes). */
+static int file_validator(pagedb_file *f, char *out, size_t cap) {
+#if PAGEDB_HAVE_CURL
+  return rmt_file_validator(f, out, cap);
+#else
+  (void)f;
+  if (cap) out[0] = 0;
+  return 0;
+#endif
+}
+
 /* Open part K's data file and check it against its record (doc/format.md,
-** "Reading a part's bytes", steps 1-3). */
+** "Reading a part's bytes", steps 1-4). */
 static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
   uint64_t rec[6];
-  char uri[4096], path[4096 + PDB_MSG_MAX];
-  int rc = part_record(db, m, k, rec, uri, sizeof uri);
+  char uri[4096], val[4096], now[4096], path[4096 + PDB_MSG_MAX];
+  int rc = part_record(db, m, k, rec, uri, val, sizeof uri);
   if (rc != PAGEDB_OK) return rc;
   part_path(db, uri, path, sizeof path);
   Part *pt = pdb_calloc(1, sizeof *pt);
@@ -154,7 +172,13 @@ static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
   rc = pager_open(db, &em, vfs, path, 1, &pt->p);
   const char *bad = NULL;
   if (rc == PAGEDB_OK) {
-    if (memcmp(pager_uuid(pt->p), &rec[1], 16) != 0) {
+    if (val[0] && file_validator(pager_file(pt->p), now, sizeof now) && strcmp(now, val) != 0) {
+      /* Step 4: the object the server has now is not the one committed;
+      ** the remote VFS pins what it found (If-Match), so no byte of another
+      ** version is ever read. */
+      rc = PAGEDB_IOERR_CHANGED;
+      bad = "its data object changed since it was committed (its ETag is not the one recorded)";
+    } else if (memcmp(pager_uuid(pt->p), &rec[1], 16) != 0) {
       rc = PAGEDB_NOTADB_MISMATCH;
       bad = "its data file belongs to another dataset (its uuid changed: was the part vacuumed or replaced?)";
     } else if (pager_page_size(pt->p) != pager_page_size(db->pager) || pager_data_off(pt->p) != rec[3]) {
@@ -389,6 +413,7 @@ typedef struct Prep {
   IdPlan *plans;            /* per part: its samples' ids (reserved) */
   uint64_t **slotbuf;       /* per part: copies of its slots */
   char **uris, **names;
+  char **vals;              /* per part: its data object's validator (remote), or NULL */
   int nplanned;             /* plans[0, nplanned) hold reservations */
 } Prep;
 
@@ -424,8 +449,19 @@ static int by_addr(const void *x, const void *y) {
 ** data file when it lies below it, else absolute (pdb_malloc'd in *OUT). */
 static int make_uri(pagedb *db, pdb_msg *m, const char *path, char **out) {
   *out = NULL;
+  const char *base = db->remote_url ? db->remote_url : db->path, *bs = strrchr(base, '/');
   if (pdb_path_scheme(path, NULL, 0)) {
-    *out = pdb_strdup(path);
+    /* Below the remote dataset's prefix: relative to it, with no "." or
+    ** ".." or empty component (else absolute). */
+    size_t bn = bs && pdb_path_scheme(base, NULL, 0) ? (size_t)(bs - base + 1) : 0;
+    const char *rel = bn && strncmp(path, base, bn) == 0 ? path + bn : NULL;
+    if (rel && (!rel[0] || strstr(rel, "//") || strstr(rel, "/./") || strstr(rel, "/../") || strncmp(rel, "./", 2) == 0
+                || strncmp(rel, "../", 3) == 0 || rel[strlen(rel) - 1] == '/'))
+      rel = NULL;
+    *out = pdb_strdup(rel ? rel : path);
+  } else if (db->remote_url) {
+    return pdb_err(db, m, PAGEDB_MISUSE, "%s: a local part cannot be committed into the remote dataset %s: push it"
+                   " (pagedb_push) and give its URL", path, db->remote_url);
   } else {
     char *real = realpath(path, NULL), *dir = NULL;
     const char *slash = strrchr(db->path, '/');
@@ -549,6 +585,10 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
   if (rc == PAGEDB_OK && (data_end > ((uint64_t)1 << DX_WIN_BITS) || committed > ((uint64_t)1 << DX_WIN_BITS) / ps))
     rc = pdb_err(db, em, PAGEDB_TOOBIG, "its data region (%llu bytes in %llu pages) is over the 4 TiB of a part's"
                  " window", (unsigned long long)data_end, (unsigned long long)committed);
+  char val[4096];
+  if (rc == PAGEDB_OK && file_validator(pager_file(o->pager), val, sizeof val) && val[0]
+      && !(p->vals[i] = pdb_strdup(val)))
+    rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory");
   uint64_t size = 0;
   if (rc == PAGEDB_OK && pdb_os_size(pager_file(o->pager), &size) != PAGEDB_OK)
     rc = pdb_err(db, em, PAGEDB_IOERR_FSTAT, "cannot stat its data file");
@@ -590,9 +630,11 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
     d->samples = a->n;
     d->seal = seal;
     d->uri = p->uris[i];
+    d->validator = p->vals[i];
     memset(cp, 0, sizeof *cp);
     pdb_uuid_hex(d->uuid, cp->uuid);   /* as prep_part set it */
     cp->uri = p->uris[i];
+    cp->validator = p->vals[i];
     cp->name = p->names[i];
     cp->pages = committed;
     cp->data_off = d->data_off;
@@ -625,12 +667,14 @@ static void prep_free(Prep *p, size_t n) {
     if (p->slotbuf) pdb_free(p->slotbuf[i]);
     if (p->uris) pdb_free(p->uris[i]);
     if (p->names) pdb_free(p->names[i]);
+    if (p->vals) pdb_free(p->vals[i]);
   }
   pdb_free(p->lists);
   pdb_free(p->plans);
   pdb_free(p->slotbuf);
   pdb_free(p->uris);
   pdb_free(p->names);
+  pdb_free(p->vals);
   pdb_free(p->pc.dx);
   pdb_free(p->pc.cat);
 }
@@ -654,6 +698,9 @@ int parts_stage_rows(pagedb *db, pdb_msg *m) {
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "parts", (int64_t)(p0 + pc->n));
   if (rc == PAGEDB_OK) rc = cat_features_update(db->cat, m, CAT_FEATURE_PARTS, 0);
   if (rc == PAGEDB_OK && pc->deleted) rc = cat_add_meta(db->cat, m, "deleted_bytes", (int64_t)pc->deleted);
+  /* A commit into a remote dataset (partsremote.c): the index object it
+  ** uploads, named in the same transaction. */
+  if (rc == PAGEDB_OK && db->ixfile_next) rc = cat_stage_meta_text(db->cat, m, "index_file", db->ixfile_next);
   return rc;
 }
 
@@ -672,6 +719,7 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   int rc = api_usable(db, m);
   if (rc != PAGEDB_OK) return rc;
   if ((rc = api_own(db, m)) != PAGEDB_OK) return rc;
+  if (db->readonly && pdb_path_scheme(db->path, NULL, 0)) return parts_commit_remote(db, parts, n, policy, ncommitted);
   if (db->readonly) return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: no part can be committed", db->path);
   if (n < 1 || !parts) return pdb_err(db, m, PAGEDB_MISUSE, "pagedb_parts_commit: no part given");
   if (policy < PAGEDB_ATTACH_KEEP || policy > PAGEDB_ATTACH_AFTER)
@@ -686,10 +734,11 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   p.slotbuf = pdb_calloc(un, sizeof *p.slotbuf);
   p.uris = pdb_calloc(un, sizeof *p.uris);
   p.names = pdb_calloc(un, sizeof *p.names);
+  p.vals = pdb_calloc(un, sizeof *p.vals);
   p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
   p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
   p.pc.n = un;
-  if (!p.lists || !p.plans || !p.slotbuf || !p.uris || !p.names || !p.pc.dx || !p.pc.cat) {
+  if (!p.lists || !p.plans || !p.slotbuf || !p.uris || !p.names || !p.vals || !p.pc.dx || !p.pc.cat) {
     prep_free(&p, 0);
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
   }
