@@ -14,6 +14,10 @@ busy machine); ``make check-dask`` (PAGEDB_DASK_FULL=1) all 70,000.
   listed and removed;
 - a job whose task fails: nothing committed, the dataset unchanged, its
   parts orphans, listed and removed (and never a committed part);
+- onto the Ceph S3 gateway (test/micro-ceph.sh, started by a fixture;
+  skipped without Ceph): the images in 16 parts pushed by the workers and
+  committed into s3://pdb/fm.pagedb, read back over s3://, a second job,
+  the index objects left by earlier commits cleaned up;
 - a Dask dataframe, on the cluster and on Dask's local scheduler;
 - without Dask: the same from a multiprocessing pool, with auto ids (an
   empty partition's part removed, not committed)."""
