@@ -150,6 +150,15 @@ def check_all(path, x, y, lo, n):
         assert ds.check() == []
 
 
+def check_parts(parts, job, per):
+    """Table part after JOB wrote fm.pagedb in 16 parts of PER: one part per
+    partition, named, with its id range, recorded relative to the dataset."""
+    assert [p["name"] for p in parts] == ["%s-%d" % (job.name, k) for k in range(16)]
+    assert [(p["id_min"], p["id_max"], p["samples"]) for p in parts] == [(k * per, k * per + per - 1, per)
+                                                                          for k in range(16)]
+    assert all(p["uri"].startswith("fm.pagedb.parts/%s-" % job.name) for p in parts)
+
+
 def test_fashion_mnist_in_16_parts(client, fmnist, tmp_path):
     d, x, y = fmnist
     n, per = len(x), len(x) // 16
@@ -158,11 +167,7 @@ def test_fashion_mnist_in_16_parts(client, fmnist, tmp_path):
     assert job.samples == n and len(job.parts) == 16 and job.orphans == []
     check_all(path, x, y, 0, n)
     with pagedb.open(path) as ds:
-        parts = ds.parts()
-        assert [p["name"] for p in parts] == ["%s-%d" % (job.name, k) for k in range(16)]
-        assert [(p["id_min"], p["id_max"], p["samples"]) for p in parts] == [(k * per, k * per + per - 1, per)
-                                                                              for k in range(16)]
-        assert all(p["uri"].startswith("fm.pagedb.parts/%s-" % job.name) for p in parts)
+        check_parts(ds.parts(), job, per)
     # Orders across the parts: 2 ranks x 2 DataLoader workers, each id once.
     seen = []
     for rank in range(2):
@@ -283,12 +288,8 @@ def test_fashion_mnist_onto_ceph(client, ceph, fmnist, tmp_path):
     assert all(p.startswith(url + ".parts/%s-" % job.name) for p in job.parts)
     check_all(url, x, y, 0, n)
     with pagedb.open(url) as ds:
-        parts = ds.parts()
-        assert [p["name"] for p in parts] == ["%s-%d" % (job.name, k) for k in range(16)]
-        assert [(p["id_min"], p["id_max"], p["samples"]) for p in parts] == [(k * per, k * per + per - 1, per)
-                                                                              for k in range(16)]
-        assert all(p["uri"].startswith("fm.pagedb.parts/%s-" % job.name) for p in parts)
-        assert all(len(p["validator"]) > 2 for p in parts)
+        check_parts(ds.parts(), job, per)
+        assert all(len(p["validator"]) > 2 for p in ds.parts())
         # A second job after the first: AFTER ids, 4 parts more, old and new read.
         assert pagedb.dask.write(bag_of(d, 0, 400, 4, with_id=False), url, client=client).samples == 400
         assert len(ds) == n                              # this handle keeps its snapshot
