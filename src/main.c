@@ -778,16 +778,13 @@ static void set_isbytes(pagedb *db) {
   for (int f = 0; f < db->nfield; f++) db->isbytes[f] = api_is_bytes(db, f) ? (uint8_t)g : 0;
 }
 
-/* The path of DB's index file: NAME-index, or the file meta.index_file
-** names beside NAME (a remote commit's index object, doc/format.md). */
-static char *index_path(const pagedb *db) {
-  const char *path = db->path, *slash = strrchr(path, '/');
-  size_t n = strlen(path) + strlen(db->ixfile) + 8;
-  char *p = pdb_malloc(n);
-  if (p && !db->ixfile[0]) snprintf(p, n, "%s-index", path);
-  else if (p) snprintf(p, n, "%.*s%s", slash ? (int)(slash - path + 1) : 0, path, db->ixfile);
+/* The path of the index file of the dataset at PATH: NAME-index. */
+static char *index_path(const char *path) {
+  char *p = pdb_malloc(strlen(path) + 7);
+  if (p) sprintf(p, "%s-index", path);
   return p;
 }
+static char *ix_path(const pagedb *db);
 
 /* Rebuilding an index file from an index (build_one per sample). */
 typedef struct Build {
@@ -857,7 +854,7 @@ static int part_row(void *ctx, const CatPart *p) {
 static int write_index(pagedb *db, pdb_msg *m, Index *src, int widen, int version, uint64_t end, Dx **out,
                        DxMeta *xm) {
   *out = NULL;
-  char *path = index_path(db);
+  char *path = ix_path(db);
   if (!path) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing the index of %s", db->path);
   int nf = db->nfield + (widen ? 1 : 0);
   uint8_t isbytes[PAGEDB_MAX_FIELDS];
@@ -971,6 +968,17 @@ static int open_mapped(pagedb *db, const CatMeta *meta, Dx *x) {
   return PAGEDB_OK;
 }
 
+/* The path of DB's index file: NAME-index, or the file meta.index_file
+** names beside NAME (a remote commit's index object, doc/format.md). */
+static char *ix_path(const pagedb *db) {
+  if (!db->ixfile[0]) return index_path(db->path);
+  const char *slash = strrchr(db->path, '/');
+  size_t n = strlen(db->path) + strlen(db->ixfile) + 2;
+  char *p = pdb_malloc(n);
+  if (p) snprintf(p, n, "%.*s%s", slash ? (int)(slash - db->path + 1) : 0, db->path, db->ixfile);
+  return p;
+}
+
 /*
 ** Find the sample index: the index file when the catalog vouches for it,
 ** else a scan of the catalog (load) and, for a read-write open, a new
@@ -986,7 +994,7 @@ static int open_index(pagedb *db, const CatMeta *meta) {
     return load(db, meta);
   }
   Dx *x = NULL;
-  char *path = index_path(db);
+  char *path = ix_path(db);
   int rc;
   if (!path) {
     rc = pdb_err(db, &note, PAGEDB_NOMEM, "out of memory opening %s", db->path);
@@ -1082,7 +1090,7 @@ static int is_unborn(pagedb *db) {
 ** questions in turn were most of a warm remote open. */
 static void access_ahead(pagedb *db) {
   if (db->vfs->iVersion < 3 || !db->vfs->xAccessAhead) return;
-  char *vac = vacuum_path(db->path), *idx = index_path(db);
+  char *vac = vacuum_path(db->path), *idx = ix_path(db);
   if (vac && idx) {
     const char *const paths[] = { db->path, db->catpath, vac, idx };
     db->vfs->xAccessAhead(db->vfs, paths, 4);
