@@ -86,7 +86,7 @@ typedef struct RowFind {
   uint64_t k;
   int found;
   uint64_t rec[6];          /* as an index record: [1..2] uuid, [3] D, [4] bytes, [5] pages */
-  char *uri, *val;          /* CAP bytes each */
+  char *uri;
   size_t cap;
 } RowFind;
 
@@ -94,9 +94,7 @@ static int row_find(void *ctx, const CatPart *p) {
   RowFind *f = ctx;
   if (p->k != f->k) return PAGEDB_OK;
   uint8_t u[16];
-  if (!pdb_uuid_parse(p->uuid, u) || !p->uri || strlen(p->uri) >= f->cap
-      || (p->validator && strlen(p->validator) >= f->cap)) return PAGEDB_CORRUPT;
-  snprintf(f->val, f->cap, "%s", p->validator ? p->validator : "");
+  if (!pdb_uuid_parse(p->uuid, u) || !p->uri || strlen(p->uri) >= f->cap) return PAGEDB_CORRUPT;
   memcpy(&f->rec[1], u, 16);
   f->rec[3] = p->data_off;
   f->rec[4] = p->data_end;
@@ -108,14 +106,13 @@ static int row_find(void *ctx, const CatPart *p) {
 
 /*
 ** Where part K is and what it must be (its index record: uuid, D, bytes
-** in use, pages) into REC, URI and VAL, its validator ("" none; CAP bytes
-** each).  From the index file in
+** in use, pages) into REC and URI (CAP bytes).  From the index file in
 ** force; a handle without one (a read-only open that found the index file
 ** missing or stale and scanned the catalog) reads the part's row of table
 ** part instead, the same values the commit wrote into both -- one query
 ** over the table, paid once per part a process opens.
 */
-static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char *uri, char *val, size_t cap) {
+static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char *uri, size_t cap) {
   Dx *dx = idx_disk(db->idx);
   if (dx) {
     const uint64_t *r = dx_part(dx, k);
@@ -123,12 +120,11 @@ static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char
                            db->path, (unsigned long long)k);
     memcpy(rec, r, 6 * sizeof *rec);
     int rc = dx_part_string(dx, r, 0, uri, cap);
-    if (rc == PAGEDB_OK) rc = dx_part_string(dx, r, 1, val, cap);
     if (rc != PAGEDB_OK) return pdb_err(db, m, rc, "%s-index: the location of part %llu is damaged", db->path,
                                         (unsigned long long)k);
     return PAGEDB_OK;
   }
-  RowFind f = { .k = k, .uri = uri, .val = val, .cap = cap };
+  RowFind f = { .k = k, .uri = uri, .cap = cap };
   pthread_mutex_lock(&db->cat_mu);
   int rc = cat_parts(db->cat, m, row_find, &f);
   pthread_mutex_unlock(&db->cat_mu);
@@ -152,12 +148,48 @@ static int file_validator(pagedb_file *f, char *out, size_t cap) {
 #endif
 }
 
+/* Part K's validator from its row of table part (part_changed). */
+typedef struct ValFind {
+  uint64_t k;
+  char *val;
+  size_t cap;
+} ValFind;
+
+static int val_find(void *ctx, const CatPart *p) {
+  ValFind *f = ctx;
+  if (p->k == f->k && p->validator) snprintf(f->val, f->cap, "%s", p->validator);
+  return PAGEDB_OK;
+}
+
+/*
+** Step 4 of "Reading a part's bytes": whether P, part K's data file, is
+** remote and not the version committed -- the validator the remote VFS
+** pinned at open (and sends as If-Match on every GET) differs from the one
+** recorded in part K's record (or its row, without an index file in force).
+*/
+static int part_changed(pagedb *db, uint64_t k, Pager *p) {
+  char now[4096], val[4096] = "";
+  if (!file_validator(pager_file(p), now, sizeof now)) return 0;   /* a local file */
+  Dx *dx = idx_disk(db->idx);
+  const uint64_t *r = dx ? dx_part(dx, k) : NULL;
+  if (r) {
+    (void)dx_part_string(dx, r, 1, val, sizeof val);   /* its strings were checked by part_record */
+  } else if (!dx) {
+    ValFind f = { k, val, sizeof val };
+    pdb_msg em = { 0 };
+    pthread_mutex_lock(&db->cat_mu);
+    (void)cat_parts(db->cat, &em, val_find, &f);
+    pthread_mutex_unlock(&db->cat_mu);
+  }
+  return val[0] && strcmp(now, val) != 0;
+}
+
 /* Open part K's data file and check it against its record (doc/format.md,
 ** "Reading a part's bytes", steps 1-4). */
 static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
   uint64_t rec[6];
-  char uri[4096], val[4096], now[4096], path[4096 + PDB_MSG_MAX];
-  int rc = part_record(db, m, k, rec, uri, val, sizeof uri);
+  char uri[4096], path[4096 + PDB_MSG_MAX];
+  int rc = part_record(db, m, k, rec, uri, sizeof uri);
   if (rc != PAGEDB_OK) return rc;
   part_path(db, uri, path, sizeof path);
   Part *pt = pdb_calloc(1, sizeof *pt);
@@ -172,13 +204,7 @@ static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
   rc = pager_open(db, &em, vfs, path, 1, &pt->p);
   const char *bad = NULL;
   if (rc == PAGEDB_OK) {
-    if (val[0] && file_validator(pager_file(pt->p), now, sizeof now) && strcmp(now, val) != 0) {
-      /* Step 4: the object the server has now is not the one committed;
-      ** the remote VFS pins what it found (If-Match), so no byte of another
-      ** version is ever read. */
-      rc = PAGEDB_IOERR_CHANGED;
-      bad = "its data object changed since it was committed (its ETag is not the one recorded)";
-    } else if (memcmp(pager_uuid(pt->p), &rec[1], 16) != 0) {
+    if (memcmp(pager_uuid(pt->p), &rec[1], 16) != 0) {
       rc = PAGEDB_NOTADB_MISMATCH;
       bad = "its data file belongs to another dataset (its uuid changed: was the part vacuumed or replaced?)";
     } else if (pager_page_size(pt->p) != pager_page_size(db->pager) || pager_data_off(pt->p) != rec[3]) {
@@ -190,6 +216,11 @@ static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
       rc = pager_recover(pt->p, &em, rec[5], rec[4], 0);
       if (rc == PAGEDB_OK && NEVER(rec[5] > ((uint64_t)1 << DX_WIN_BITS) / ps)) rc = PAGEDB_CORRUPT_INDEX;
     }
+  }
+  /* A changed object explains any other mismatch: said first. */
+  if (pt->p && part_changed(db, k, pt->p)) {
+    rc = PAGEDB_IOERR_CHANGED;
+    bad = "its data object changed since it was committed (its ETag is not the one recorded)";
   }
   if (rc != PAGEDB_OK) {
     rc = pdb_err(db, m, rc, "%s: part %llu (%s): %s", db->path, (unsigned long long)k, uri,
