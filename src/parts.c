@@ -81,6 +81,53 @@ static void part_path(const pagedb *db, const char *uri, char *out, size_t cap) 
   else snprintf(out, cap, "%.*s/%s", (int)(slash - db->path), db->path, uri);
 }
 
+/* Whether file F is remote, its validator into OUT (CAP bytes). */
+static int file_validator(pagedb_file *f, char *out, size_t cap) {
+#if PAGEDB_HAVE_CURL
+  return rmt_file_validator(f, out, cap);
+#else
+  (void)f;
+  if (cap) out[0] = 0;
+  return 0;
+#endif
+}
+
+/* Part K's validator from its row of table part (part_changed). */
+typedef struct ValFind {
+  uint64_t k;
+  char *val;
+  size_t cap;
+} ValFind;
+
+static int val_find(void *ctx, const CatPart *p) {
+  ValFind *f = ctx;
+  if (p->k == f->k && p->validator) snprintf(f->val, f->cap, "%s", p->validator);
+  return PAGEDB_OK;
+}
+
+/*
+** Step 4 of "Reading a part's bytes": whether P, part K's data file, is
+** remote and not the version committed -- the validator the remote VFS
+** pinned at open (and sends as If-Match on every GET) differs from the one
+** recorded in part K's record (or its row, without an index file in force).
+*/
+static int part_changed(pagedb *db, uint64_t k, Pager *p) {
+  char now[4096], val[4096] = "";
+  if (!file_validator(pager_file(p), now, sizeof now)) return 0;   /* a local file */
+  Dx *dx = idx_disk(db->idx);
+  const uint64_t *r = dx ? dx_part(dx, k) : NULL;
+  if (r) {
+    (void)dx_part_string(dx, r, 1, val, sizeof val);   /* its strings were checked by part_record */
+  } else if (!dx) {
+    ValFind f = { k, val, sizeof val };
+    pdb_msg em = { 0 };
+    pthread_mutex_lock(&db->cat_mu);
+    (void)cat_parts(db->cat, &em, val_find, &f);
+    pthread_mutex_unlock(&db->cat_mu);
+  }
+  return val[0] && strcmp(now, val) != 0;
+}
+
 /* Part K's row of table part, for a handle with no index file in force. */
 typedef struct RowFind {
   uint64_t k;
@@ -137,55 +184,8 @@ static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char
   return PAGEDB_OK;
 }
 
-/* Whether file F is remote, its validator into OUT (CAP bytes). */
-static int file_validator(pagedb_file *f, char *out, size_t cap) {
-#if PAGEDB_HAVE_CURL
-  return rmt_file_validator(f, out, cap);
-#else
-  (void)f;
-  if (cap) out[0] = 0;
-  return 0;
-#endif
-}
-
-/* Part K's validator from its row of table part (part_changed). */
-typedef struct ValFind {
-  uint64_t k;
-  char *val;
-  size_t cap;
-} ValFind;
-
-static int val_find(void *ctx, const CatPart *p) {
-  ValFind *f = ctx;
-  if (p->k == f->k && p->validator) snprintf(f->val, f->cap, "%s", p->validator);
-  return PAGEDB_OK;
-}
-
-/*
-** Step 4 of "Reading a part's bytes": whether P, part K's data file, is
-** remote and not the version committed -- the validator the remote VFS
-** pinned at open (and sends as If-Match on every GET) differs from the one
-** recorded in part K's record (or its row, without an index file in force).
-*/
-static int part_changed(pagedb *db, uint64_t k, Pager *p) {
-  char now[4096], val[4096] = "";
-  if (!file_validator(pager_file(p), now, sizeof now)) return 0;   /* a local file */
-  Dx *dx = idx_disk(db->idx);
-  const uint64_t *r = dx ? dx_part(dx, k) : NULL;
-  if (r) {
-    (void)dx_part_string(dx, r, 1, val, sizeof val);   /* its strings were checked by part_record */
-  } else if (!dx) {
-    ValFind f = { k, val, sizeof val };
-    pdb_msg em = { 0 };
-    pthread_mutex_lock(&db->cat_mu);
-    (void)cat_parts(db->cat, &em, val_find, &f);
-    pthread_mutex_unlock(&db->cat_mu);
-  }
-  return val[0] && strcmp(now, val) != 0;
-}
-
 /* Open part K's data file and check it against its record (doc/format.md,
-** "Reading a part's bytes", steps 1-4). */
+** "Reading a part's bytes", steps 1-3). */
 static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
   uint64_t rec[6];
   char uri[4096], path[4096 + PDB_MSG_MAX];
