@@ -509,6 +509,20 @@ static PyObject *admin_seal(PyDataset *ds, PyObject *noarg) {
   return PyLong_FromUnsignedLongLong(c.seal);
 }
 
+static int do_push(PyDataset *ds, void *arg, PdbErr *e) {
+  return pagedb_push(ds->db, (const char *)arg);
+}
+
+/* push(dest): copy the committed dataset to DEST, a directory or an
+** s3:// or http(s):// URL (pagedb_push). */
+static PyObject *admin_push(PyDataset *ds, PyObject *args) {
+  PyObject *b = NULL;
+  if (!PyArg_ParseTuple(args, "O&:push", PyUnicode_FSConverter, &b)) return NULL;
+  PyObject *r = ds_call(ds, 0, do_push, PyBytes_AS_STRING(b));
+  Py_DECREF(b);
+  return r;
+}
+
 /* The orphans listed, kept as C strings while the GIL is released. */
 typedef struct {
   int64_t min_age_ms;
@@ -611,6 +625,8 @@ PyMethodDef admin_methods[] = {
   {"orphan_parts", (PyCFunction)(void (*)(void))admin_orphan_parts, METH_VARARGS | METH_KEYWORDS,
    "orphan_parts(older_than=0.0, remove=False) -> list of {path, uuid, bytes, age}: the parts under NAME.parts/ "
    "that no commit took, at least OLDER_THAN seconds old (removed with remove=True, read-write only)."},
+  {"push", (PyCFunction)admin_push, METH_VARARGS,
+   "push(dest): copy the committed dataset to DEST (a directory, or an s3:// or http(s):// URL), its catalog last."},
   {"delete", (PyCFunction)admin_delete, METH_O, "delete(id): delete a committed sample at the next commit."},
   {NULL, NULL, 0, NULL},
 };

@@ -133,6 +133,13 @@ struct pagedb {
   _Atomic int untrusted;    /* a data file (its own or a part's) is PAGEDB_IOCAP_UNTRUSTED:
                             ** every value read is verified (api_verifies) */
   struct PartCommit *pcommit;
+  /* meta.index_file at the open ("": NAME-index); and for the local copy
+  ** a commit into a remote dataset works on (partsremote.c): the remote
+  ** dataset's URL (part uris are made relative to its prefix) and the
+  ** index object name the commit records in meta.index_file. */
+  char ixfile[256];
+  const char *remote_url;
+  const char *ixfile_next;
 
   pdb_msg err;
 };
@@ -284,6 +291,9 @@ int api_commit_parts(pagedb *db, PartCommit *pc, PageRecs **lists);
 ** db->pcommit (table part, page, sample) and meta's parts, features and
 ** format, deleted_bytes and moved_samples.  commit_mu and cat_mu held. */
 int parts_stage_rows(pagedb *db, pdb_msg *m);
+/* pagedb_parts_commit on a read-only handle of a remote dataset
+** (partsremote.c): the commit on object storage, doc/format.md. */
+int parts_commit_remote(pagedb *db, const pagedb_part *parts, int n, int policy, int64_t *ncommitted);
 
 /* The commit of db->pcommit landed (or failed, OK 0): the handle's
 ** features and counters follow. */

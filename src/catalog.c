@@ -366,6 +366,15 @@ static int load_meta(Catalog *c, pdb_msg *m, CatMeta *meta) {
       seen |= 1;
       continue;
     }
+    if (strcmp(key, "index_file") == 0) {
+      /* A file name beside the data file's: no '/', no "..", not empty
+      ** (else it is not taken: the open then uses NAME-index). */
+      const char *f = (const char *)sqlite3_column_text(st, 1);
+      if (f && f[0] && !strchr(f, '/') && strcmp(f, "..") != 0 && strcmp(f, ".") != 0
+          && strlen(f) < sizeof meta->index_file)
+        snprintf(meta->index_file, sizeof meta->index_file, "%s", f);
+      continue;
+    }
     if (sqlite3_column_type(st, 1) != SQLITE_INTEGER) continue;
     int64_t v = sqlite3_column_int64(st, 1);
     if (v < 0) continue;
@@ -1032,6 +1041,57 @@ int cat_commit(Catalog *c, pdb_msg *m, uint64_t committed, uint64_t nsample) {
 int cat_stage_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v) {
   int rc = begin_write(c, m);
   return rc == PAGEDB_OK ? set_meta(c, m, key, v) : rc;
+}
+
+int cat_file_meta_text(const char *path, const char *key, char *out, size_t cap, char *msg, size_t mcap) {
+  sqlite3 *d = NULL;
+  sqlite3_stmt *st = NULL;
+  out[0] = 0;
+  int src = sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL);
+  if (src == SQLITE_OK) src = sqlite3_prepare_v2(d, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL);
+  if (src == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    src = sqlite3_step(st);
+    if (src == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT)
+      snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    if (src == SQLITE_ROW) src = SQLITE_DONE;
+  }
+  int rc = src == SQLITE_DONE ? PAGEDB_OK : src == SQLITE_CANTOPEN ? PAGEDB_CANTOPEN : PAGEDB_CORRUPT_CATALOG;
+  if (rc != PAGEDB_OK) snprintf(msg, mcap, "catalog %s: reading meta.%s: %s", path, key, d ? sqlite3_errmsg(d) : "out of memory");
+  sqlite3_finalize(st);
+  sqlite3_close(d);
+  return rc;
+}
+
+int cat_file_parts(const char *path, int (*each)(void *ctx, const char *uuid), void *ctx, char *msg, size_t mcap) {
+  sqlite3 *d = NULL;
+  sqlite3_stmt *st = NULL;
+  int rc = PAGEDB_OK;
+  int src = sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL);
+  if (src == SQLITE_OK)
+    src = sqlite3_prepare_v2(d, "SELECT uuid FROM part WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'parts')", -1, &st,
+                             NULL);
+  /* No table part: no part was ever committed. */
+  if (src == SQLITE_ERROR && d && strstr(sqlite3_errmsg(d), "no such table")) src = SQLITE_DONE;
+  while (src == SQLITE_OK || src == SQLITE_ROW) {
+    src = st ? sqlite3_step(st) : SQLITE_DONE;
+    if (src != SQLITE_ROW) break;
+    const char *u = (const char *)sqlite3_column_text(st, 0);
+    if (u && (rc = each(ctx, u)) != PAGEDB_OK) break;
+  }
+  if (rc == PAGEDB_OK && src != SQLITE_DONE) {
+    rc = src == SQLITE_CANTOPEN ? PAGEDB_CANTOPEN : PAGEDB_CORRUPT_CATALOG;
+    snprintf(msg, mcap, "catalog %s: reading table part: %s", path, d ? sqlite3_errmsg(d) : "out of memory");
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(d);
+  return rc;
+}
+
+int cat_stage_meta_text(Catalog *c, pdb_msg *m, const char *key, const char *v) {
+  int rc = begin_write(c, m);
+  return rc == PAGEDB_OK ? run(c, m, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", "updating meta", 2,
+                               "t", key, "t", v) : rc;
 }
 
 int cat_delete(Catalog *c, pdb_msg *m, const CatDel *dels, size_t n) {

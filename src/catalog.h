@@ -41,6 +41,7 @@ typedef struct CatMeta {
   uint64_t ix_id, ix_dir, ix_len, ix_samples, ix_pages;
   int64_t parts;            /* meta.parts (doc/format.md, "Parts"): -1 when absent */
   uint64_t deleted_bytes;
+  char index_file[256];     /* meta.index_file (a remote commit's index object): "" when absent */
 } CatMeta;
 
 /*
@@ -183,6 +184,17 @@ int cat_commit(Catalog *c, pdb_msg *m, uint64_t committed, uint64_t nsample);
 /* Set meta KEY to V in the open write transaction, beginning one if
 ** needed: durable with it at cat_commit, gone if it rolls back. */
 int cat_stage_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v);
+/* The same for a text value. */
+int cat_stage_meta_text(Catalog *c, pdb_msg *m, const char *key, const char *v);
+/* Meta KEY's text in the catalog file PATH (a local copy: SQLite's own
+** VFS, read-only, no dataset open) into OUT (CAP bytes; "" when absent or
+** not text).  PAGEDB_OK, or PAGEDB_CORRUPT_CATALOG / PAGEDB_CANTOPEN with
+** MSG (MCAP bytes). */
+int cat_file_meta_text(const char *path, const char *key, char *out, size_t cap, char *msg, size_t mcap);
+/* EACH(CTX, UUID) for every row of table part of the catalog file PATH
+** (as cat_file_meta_text; none without meta.parts); EACH's nonzero result
+** stops and is returned. */
+int cat_file_parts(const char *path, int (*each)(void *ctx, const char *uuid), void *ctx, char *msg, size_t mcap);
 
 /* A committed sample to delete: its id, the first page of the run its
 ** record starts in, and the record's stored length. */

@@ -805,6 +805,7 @@ static char *index_path(const char *path) {
   if (p) sprintf(p, "%s-index", path);
   return p;
 }
+static char *ix_path(const pagedb *db);
 
 /* Rebuilding an index file from an index (build_one per sample). */
 typedef struct Build {
@@ -873,7 +874,7 @@ static int part_row(void *ctx, const CatPart *p) {
 static int write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int version, uint64_t end, Dx **out,
                        DxMeta *xm) {
   *out = NULL;
-  char *path = index_path(db->path);
+  char *path = ix_path(db);
   if (!path) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing the index of %s", db->path);
   int widen = nf ? (cat_type_stored(nf->type) ? 1 + nf->align : 1) : 0;
   uint8_t isbytes[PAGEDB_MAX_FIELDS], tokes[PAGEDB_MAX_FIELDS];
@@ -990,6 +991,17 @@ static int open_mapped(pagedb *db, const CatMeta *meta, Dx *x) {
   return PAGEDB_OK;
 }
 
+/* The path of DB's index file: NAME-index, or the file meta.index_file
+** names beside NAME (a remote commit's index object, doc/format.md). */
+static char *ix_path(const pagedb *db) {
+  if (!db->ixfile[0]) return index_path(db->path);
+  const char *slash = strrchr(db->path, '/');
+  size_t n = strlen(db->path) + strlen(db->ixfile) + 2;
+  char *p = pdb_malloc(n);
+  if (p) snprintf(p, n, "%.*s%s", slash ? (int)(slash - db->path + 1) : 0, db->path, db->ixfile);
+  return p;
+}
+
 /*
 ** Find the sample index: the index file when the catalog vouches for it,
 ** else a scan of the catalog (load) and, for a read-write open, a new
@@ -1005,7 +1017,7 @@ static int open_index(pagedb *db, const CatMeta *meta) {
     return load(db, meta);
   }
   Dx *x = NULL;
-  char *path = index_path(db->path);
+  char *path = ix_path(db);
   int rc;
   if (!path) {
     rc = pdb_err(db, &note, PAGEDB_NOMEM, "out of memory opening %s", db->path);
@@ -1103,7 +1115,7 @@ static int is_unborn(pagedb *db) {
 ** questions in turn were most of a warm remote open. */
 static void access_ahead(pagedb *db) {
   if (db->vfs->iVersion < 3 || !db->vfs->xAccessAhead) return;
-  char *vac = vacuum_path(db->path), *idx = index_path(db->path);
+  char *vac = vacuum_path(db->path), *idx = ix_path(db);
   if (vac && idx) {
     const char *const paths[] = { db->path, db->catpath, vac, idx };
     db->vfs->xAccessAhead(db->vfs, paths, 4);
@@ -1155,6 +1167,7 @@ static int open_dataset(pagedb *db, int flags) {
   /* cat_load checked meta.format and meta.features. */
   assert(meta.format == CAT_FORMAT_PLAIN || meta.format == CAT_FORMAT_FEATURES);
   db->features = meta.features;
+  snprintf(db->ixfile, sizeof db->ixfile, "%s", meta.index_file);
   if (strcmp(a, b) != 0)
     return pdb_err(db, m, PAGEDB_NOTADB_MISMATCH,
                    "catalog %s belongs to another data file (dataset %s), not to %s (dataset %s)", db->catpath, a,

@@ -124,6 +124,172 @@ static int part_uuid(pagedb *db, const char *path, char out[33]) {
   return 1;
 }
 
+/* --- on object storage -------------------------------------------------- */
+
+#if PAGEDB_HAVE_CURL
+#include "catalog.h"
+#include "remote.h"     /* rmt_list, rmt_get_file, rmt_delete */
+
+/* The objects under a prefix: key, size, mtime (ms). */
+typedef struct Obj {
+  char *key;
+  int64_t size, mtime;
+} Obj;
+typedef struct Objs {
+  Obj *o;
+  size_t n, cap;
+} Objs;
+
+static int add_obj(void *ctx, const char *key, uint64_t size, long long mtime) {
+  Objs *s = ctx;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 64;
+    Obj *o = pdb_realloc(s->o, cap * sizeof *o);
+    if (!o) return PAGEDB_NOMEM;
+    s->o = o;
+    s->cap = cap;
+  }
+  if (!(s->o[s->n].key = pdb_strdup(key))) return PAGEDB_NOMEM;
+  s->o[s->n].size = (int64_t)size;
+  s->o[s->n++].mtime = mtime * 1000;
+  return PAGEDB_OK;
+}
+
+static int add_uuid_text(void *ctx, const char *uuid) {
+  CatPart p = { 0 };
+  if (strlen(uuid) != 32) return PAGEDB_OK;
+  memcpy(p.uuid, uuid, 33);
+  return add_uuid(ctx, &p);
+}
+
+static int by_key(const void *a, const void *b) { return strcmp(((const Obj *)a)->key, ((const Obj *)b)->key); }
+
+/* Object KEY's entry in S (sorted), or NULL. */
+static Obj *find_obj(Objs *s, const char *key) {
+  Obj k = { (char *)key, 0, 0 };
+  return s->n ? bsearch(&k, s->o, s->n, sizeof *s->o, by_key) : NULL;
+}
+
+/* Report (and with REMOVE delete: companions first) orphan DATA, a key of
+** bucket BUCKET (s3://BUCKET/), and its companions COMP of S. */
+static int remote_orphan(pagedb *db, pdb_msg *m, const char *bucket, Objs *s, const Obj *data, const char *uuid,
+                         int64_t now, int64_t min_age, int flags, int (*xorphan)(void *, const pagedb_orphan *),
+                         void *ctx, int64_t *n, int comps) {
+  char url[PDB_MSG_MAX + 1200], f[PDB_MSG_MAX + 1200], msg[1024];
+  snprintf(url, sizeof url, "%s%s", bucket, data->key);
+  int64_t bytes = data->size, newest = data->mtime;
+  Obj *c[NCOMP] = { 0 };
+  for (size_t i = 0; comps && i < NCOMP; i++) {
+    snprintf(f, sizeof f, "%s%s", data->key, companions[i]);
+    if ((c[i] = find_obj(s, f))) {
+      bytes += c[i]->size;
+      if (c[i]->mtime > newest) newest = c[i]->mtime;
+    }
+  }
+  int64_t age = now > newest ? now - newest : 0;
+  if (age < min_age) return PAGEDB_OK;
+  int rc = PAGEDB_OK;
+  for (size_t i = NCOMP; (flags & PAGEDB_ORPHANS_REMOVE) && rc == PAGEDB_OK && i-- > 0;)
+    if (c[i]) {
+      snprintf(f, sizeof f, "%s%s", bucket, c[i]->key);
+      if ((rc = rmt_delete(f, msg, sizeof msg)) != PAGEDB_OK)
+        rc = pdb_err(db, m, rc, "cannot remove orphan part object %s: %s", f, msg);
+    }
+  if (rc == PAGEDB_OK && (flags & PAGEDB_ORPHANS_REMOVE) && (rc = rmt_delete(url, msg, sizeof msg)) != PAGEDB_OK)
+    rc = pdb_err(db, m, rc, "cannot remove orphan object %s: %s", url, msg);
+  if (rc != PAGEDB_OK) return rc;
+  (*n)++;
+  if (xorphan) {
+    pagedb_orphan o = { url, uuid, bytes, age };
+    if ((rc = xorphan(ctx, &o)) != PAGEDB_OK)
+      rc = pdb_err(db, m, rc, "pagedb_parts_orphans: the callback stopped at %s", url);
+  }
+  return rc;
+}
+
+/*
+** The orphans of a dataset on object storage (doc/format.md, "Orphans"):
+** the committed parts and the index in force are read from the catalog
+** object as it is NOW (downloaded: DB's own snapshot may predate commits
+** since, whose parts must not be taken for orphans), then NAME.parts/ and
+** the NAME-index* objects are listed (ListObjectsV2).  There is no write
+** lock on object storage: a commit that lands during the cleanup took
+** parts younger than MIN_AGE (the caller's promise), which are left alone.
+*/
+static int orphans_remote(pagedb *db, int64_t min_age_ms, int flags,
+                          int (*xorphan)(void *ctx, const pagedb_orphan *o), void *ctx, int64_t *norphans) {
+  pdb_msg *m = &db->err;
+  char msg[1024], dir[4096], cat[4200], ixf[300] = "", bucket[1100], url[PDB_MSG_MAX];
+  const char *tmp = getenv("TMPDIR"), *name = strrchr(db->path, '/') + 1, *b = strchr(db->path + 5, '/');
+  if (strncmp(db->path, "s3://", 5) != 0 || !b)
+    return pdb_err(db, m, PAGEDB_MISUSE, "%s: orphan parts are listed for a local dataset or one on s3:// only",
+                   db->path);
+  snprintf(bucket, sizeof bucket, "%.*s/", (int)(b - db->path), db->path);
+  snprintf(dir, sizeof dir, "%s/pagedb-orphans-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) return pdb_err(db, m, PAGEDB_CANTOPEN, "cannot make a directory in %s: %s", dir, strerror(errno));
+  snprintf(cat, sizeof cat, "%s/catalog", dir);
+  Uuids s = { 0 };
+  Objs parts = { 0 }, ix = { 0 };
+  int rc = rmt_get_file(db->catpath, cat, UINT64_MAX, NULL, 0, msg, sizeof msg);
+  if (rc == PAGEDB_OK) rc = cat_file_meta_text(cat, "index_file", ixf, sizeof ixf, msg, sizeof msg);
+  if (rc == PAGEDB_OK) rc = cat_file_parts(cat, add_uuid_text, &s, msg, sizeof msg);
+  unlink(cat);
+  rmdir(dir);
+  if (!ixf[0]) snprintf(ixf, sizeof ixf, "%s-index", name);
+  if (rc == PAGEDB_OK) {
+    snprintf(url, sizeof url, "%s.parts/", db->path);
+    rc = rmt_list(url, add_obj, &parts, msg, sizeof msg);
+  }
+  if (rc == PAGEDB_OK) {
+    snprintf(url, sizeof url, "%s-index", db->path);
+    rc = rmt_list(url, add_obj, &ix, msg, sizeof msg);
+  }
+  if (rc != PAGEDB_OK) rc = pdb_err(db, m, rc, "cannot list the orphans of %s: %s", db->path,
+                                    rc == PAGEDB_NOMEM ? "out of memory" : msg);
+  if (s.n > 1) qsort(s.u, s.n, sizeof *s.u, by_uuid);
+  if (parts.n > 1) qsort(parts.o, parts.n, sizeof *parts.o, by_key);
+  const int64_t now = now_ms();
+  int64_t n = 0;
+  for (size_t i = 0; rc == PAGEDB_OK && i < parts.n; i++) {
+    const Obj *o = &parts.o[i];
+    const char *leaf = strrchr(o->key, '/');
+    int comp = 0;
+    for (size_t j = 0; j < NCOMP && !comp; j++) comp = ends_with(o->key, companions[j]);
+    if (comp || !leaf || !leaf[1] || leaf[1] == '.') continue;
+    char uuid[33];
+    if ((size_t)snprintf(url, sizeof url, "%s%s", bucket, o->key) >= sizeof url) continue;   /* not ours */
+    if (!part_uuid(db, url, uuid)) continue;                             /* not a part */
+    if (s.n && bsearch(uuid, s.u, s.n, sizeof *s.u, by_uuid)) continue;  /* committed */
+    rc = remote_orphan(db, m, bucket, &parts, o, uuid, now, min_age_ms, flags, xorphan, ctx, &n, 1);
+  }
+  /* The index objects: NAME-index and NAME-index-X, but the one in force. */
+  for (size_t i = 0; rc == PAGEDB_OK && i < ix.n; i++) {
+    const Obj *o = &ix.o[i];
+    const char *leaf = strrchr(o->key, '/');
+    leaf = leaf ? leaf + 1 : o->key;
+    size_t nl = strlen(name);
+    int ours = strncmp(leaf, name, nl) == 0 && (strcmp(leaf + nl, "-index") == 0
+               || (strncmp(leaf + nl, "-index-", 7) == 0 && strlen(leaf + nl + 7) == 16
+                   && strspn(leaf + nl + 7, "0123456789abcdef") == 16));
+    if (!ours || strcmp(leaf, ixf) == 0) continue;
+    rc = remote_orphan(db, m, bucket, &ix, o, "", now, min_age_ms, flags, xorphan, ctx, &n, 0);
+  }
+  for (size_t i = 0; i < parts.n; i++) pdb_free(parts.o[i].key);
+  for (size_t i = 0; i < ix.n; i++) pdb_free(ix.o[i].key);
+  pdb_free(parts.o);
+  pdb_free(ix.o);
+  pdb_free(s.u);
+  if (norphans) *norphans = n;
+  return rc;
+}
+#else
+static int orphans_remote(pagedb *db, int64_t min_age_ms, int flags,
+                          int (*xorphan)(void *ctx, const pagedb_orphan *o), void *ctx, int64_t *norphans) {
+  (void)min_age_ms, (void)flags, (void)xorphan, (void)ctx, (void)norphans;
+  return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: built without libcurl: no remote orphans", db->path);
+}
+#endif
+
 int pagedb_parts_orphans(pagedb *db, int64_t min_age_ms, int flags,
                          int (*xorphan)(void *ctx, const pagedb_orphan *o), void *ctx, int64_t *norphans) {
   if (norphans) *norphans = 0;
@@ -134,9 +300,7 @@ int pagedb_parts_orphans(pagedb *db, int64_t min_age_ms, int flags,
   if (flags & ~PAGEDB_ORPHANS_REMOVE)
     return pdb_err(db, m, PAGEDB_MISUSE, "pagedb_parts_orphans: unknown flags 0x%x", (unsigned)flags);
   if (min_age_ms < 0) return pdb_err(db, m, PAGEDB_MISUSE, "pagedb_parts_orphans: a negative age");
-  if (pdb_path_scheme(db->path, NULL, 0))
-    return pdb_err(db, m, PAGEDB_MISUSE, "%s: orphan parts are listed for a local dataset only (listing an object"
-                   " store's prefix is not built)", db->path);
+  if (pdb_path_scheme(db->path, NULL, 0)) return orphans_remote(db, min_age_ms, flags, xorphan, ctx, norphans);
   if ((flags & PAGEDB_ORPHANS_REMOVE) && db->readonly)
     return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: removing orphan parts needs the write lock of a"
                    " read-write handle", db->path);

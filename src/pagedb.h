@@ -1251,6 +1251,39 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** left it.  A reader that opens during a commit sees DB before it or
 ** after it, never a part of it.
 **
+** A part may lie on a server: PARTS[i].path an s3:// or http(s):// URL
+** (a dataset pushed there with pagedb_push, e.g. to NAME.parts/U beside a
+** remote DB).  Its header, catalog and index are read over the connection
+** and its data object's ETag (else Last-Modified) is recorded as the
+** part's validator, which every later open of the part compares with what
+** the server has: a part whose object changed (another ETag) fails its
+** reads with PAGEDB_IOERR_CHANGED naming it, never with other bytes.  The
+** uri recorded is relative to DB's URL prefix when the part lies below it,
+** else the URL.
+**
+** ON OBJECT STORAGE.  A handle of an s3:// dataset (opened read-only, as
+** every remote dataset is) commits parts into it (doc/format.md,
+** "Committing parts into a dataset on object storage"): the catalog, the
+** data file's header and the index in force are fetched into a temporary
+** directory under TMPDIR, the commit above runs on those copies (parts
+** given by URL; a local path is refused, PAGEDB_MISUSE: push it first), the
+** new index goes up as NAME-index-X (X 16 random hex digits, with
+** If-None-Match: *) and is named by meta.index_file, and the catalog goes
+** up with If-Match: its ETag when fetched.  That one write is the commit
+** point: a reader opening DB sees the old dataset or the new one, never a
+** mix; a kill or failure before it leaves the old dataset (and perhaps an
+** orphan index object, pagedb_parts_orphans).  If another commit landed in
+** between (HTTP 412) the result is PAGEDB_BUSY and nothing is committed:
+** commit again.  (Ceph's radosgw matches If-Match only with the ETag
+** unquoted: after a 412 whose HEAD shows the ETag unchanged the PUT is sent
+** once more unquoted, and the process sends it unquoted from then on.)
+** DB itself is not changed: it reads on the snapshot it opened (its
+** samples, count and parts; a new SQL statement reads the catalog object
+** as it is now); open DB again to see the new parts.  An http(s):// dataset
+** offers no conditional write: PAGEDB_READONLY.  The cost is the
+** download and upload of the whole catalog and index, beside the local
+** commit's.
+**
 ** *NCOMMITTED (if not NULL) receives the number of samples committed.
 **
 ** Results: PAGEDB_OK; PAGEDB_CONSTRAINT (a part given twice, or already in
@@ -1265,7 +1298,9 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** part (PAGEDB_CANTOPEN_NOENT, PAGEDB_NOTADB*, ...).  The message names the
 ** part.  With all of these DB is unchanged.  Then the errors of the commit,
 ** as pagedb_commit returns them, after which nothing of the parts is
-** committed either.
+** committed either.  On object storage also PAGEDB_BUSY (another commit
+** landed first), PAGEDB_IOERR_REMOTE (a request failed), PAGEDB_READONLY
+** (not s3://, or a server that gives no ETag), PAGEDB_IOERR_CHANGED.
 */
 PAGEDB_API int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy, int64_t *ncommitted);
 
@@ -1274,8 +1309,8 @@ PAGEDB_API int64_t pagedb_part_count(pagedb *db);
 
 /* An orphan part (pagedb_parts_orphans); strings valid during the call only. */
 typedef struct pagedb_orphan {
-  const char *path;         /* its data file, NAME.parts/F */
-  const char *uuid;         /* its dataset uuid, 32 hex digits */
+  const char *path;         /* its data file, NAME.parts/F (an s3:// URL on object storage) */
+  const char *uuid;         /* its dataset uuid, 32 hex digits ("" for an index object on S3) */
   int64_t bytes;            /* the bytes of its files together */
   int64_t age_ms;           /* since the newest of its files last changed */
 } pagedb_orphan;
@@ -1301,14 +1336,21 @@ typedef struct pagedb_orphan {
 ** it holds DB's write lock, so that no other process's commit can take a
 ** part meanwhile.  Do not run it beside a pagedb_parts_commit of the same
 ** handle that is given parts under NAME.parts/ younger than MIN_AGE_MS.
+** On object storage (an s3:// DB, any handle): the committed parts and
+** the index in force are read from the catalog object as it is at the
+** call (not the handle's snapshot), NAME.parts/ is listed (ListObjectsV2),
+** and the orphans are those parts plus every index object NAME-index or
+** NAME-index-X that meta.index_file does not name (their uuid ""); ages
+** are from the objects' Last-Modified.  There is no write lock there:
+** MIN_AGE_MS must exceed the age of any commit that may be under way.
 ** XORPHAN (if not NULL) is called with each orphan, after its removal; a
 ** non-OK return stops the listing and is returned.  *NORPHANS (if not
 ** NULL) receives the number listed (and removed).
 **
 ** Results: PAGEDB_OK (also when NAME.parts/ does not exist);
 ** PAGEDB_READONLY (removal on a read-only handle); PAGEDB_MISUSE (unknown
-** FLAGS, MIN_AGE_MS < 0, or a dataset on a server: listing an object
-** store's prefix is not built); PAGEDB_IOERR (listing or removing failed,
+** FLAGS, MIN_AGE_MS < 0, or a dataset on an http(s):// server);
+** PAGEDB_IOERR_REMOTE (object storage: a request failed); PAGEDB_IOERR (listing or removing failed,
 ** naming the file: the orphans before it are removed); the errors of
 ** reading the catalog.
 */

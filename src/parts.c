@@ -39,6 +39,9 @@
 #include "codec.h"
 #include "dict.h"
 #include "os.h"
+#if PAGEDB_HAVE_CURL
+#include "remote.h"     /* rmt_file_validator: a remote part's ETag */
+#endif
 
 #include <errno.h>
 #include <limits.h>
@@ -76,6 +79,53 @@ static void part_path(const pagedb *db, const char *uri, char *out, size_t cap) 
   const char *slash = strrchr(db->path, '/');
   if (!slash) snprintf(out, cap, "%s", uri);
   else snprintf(out, cap, "%.*s/%s", (int)(slash - db->path), db->path, uri);
+}
+
+/* Whether file F is remote, its validator into OUT (CAP bytes). */
+static int file_validator(pagedb_file *f, char *out, size_t cap) {
+#if PAGEDB_HAVE_CURL
+  return rmt_file_validator(f, out, cap);
+#else
+  (void)f;
+  if (cap) out[0] = 0;
+  return 0;
+#endif
+}
+
+/* Part K's validator from its row of table part (part_changed). */
+typedef struct ValFind {
+  uint64_t k;
+  char *val;
+  size_t cap;
+} ValFind;
+
+static int val_find(void *ctx, const CatPart *p) {
+  ValFind *f = ctx;
+  if (p->k == f->k && p->validator) snprintf(f->val, f->cap, "%s", p->validator);
+  return PAGEDB_OK;
+}
+
+/*
+** Step 4 of "Reading a part's bytes": whether P, part K's data file, is
+** remote and not the version committed -- the validator the remote VFS
+** pinned at open (and sends as If-Match on every GET) differs from the one
+** recorded in part K's record (or its row, without an index file in force).
+*/
+static int part_changed(pagedb *db, uint64_t k, Pager *p) {
+  char now[4096], val[4096] = "";
+  if (!file_validator(pager_file(p), now, sizeof now)) return 0;   /* a local file */
+  Dx *dx = idx_disk(db->idx);
+  const uint64_t *r = dx ? dx_part(dx, k) : NULL;
+  if (r) {
+    (void)dx_part_string(dx, r, 1, val, sizeof val);   /* its strings were checked by part_record */
+  } else if (!dx) {
+    ValFind f = { k, val, sizeof val };
+    pdb_msg em = { 0 };
+    pthread_mutex_lock(&db->cat_mu);
+    (void)cat_parts(db->cat, &em, val_find, &f);
+    pthread_mutex_unlock(&db->cat_mu);
+  }
+  return val[0] && strcmp(now, val) != 0;
 }
 
 /* Part K's row of table part, for a handle with no index file in force. */
@@ -166,6 +216,11 @@ static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
       rc = pager_recover(pt->p, &em, rec[5], rec[4], 0);
       if (rc == PAGEDB_OK && NEVER(rec[5] > ((uint64_t)1 << DX_WIN_BITS) / ps)) rc = PAGEDB_CORRUPT_INDEX;
     }
+  }
+  /* A changed object explains any other mismatch: said first. */
+  if (pt->p && part_changed(db, k, pt->p)) {
+    rc = PAGEDB_IOERR_CHANGED;
+    bad = "its data object changed since it was committed (its ETag is not the one recorded)";
   }
   if (rc != PAGEDB_OK) {
     rc = pdb_err(db, m, rc, "%s: part %llu (%s): %s", db->path, (unsigned long long)k, uri,
@@ -402,6 +457,7 @@ typedef struct Prep {
   IdPlan *plans;            /* per part: its samples' ids (reserved) */
   uint64_t **slotbuf;       /* per part: copies of its slots */
   char **uris, **names;
+  char **vals;              /* per part: its data object's validator (remote), or NULL */
   int nplanned;             /* plans[0, nplanned) hold reservations */
 } Prep;
 
@@ -437,8 +493,19 @@ static int by_addr(const void *x, const void *y) {
 ** data file when it lies below it, else absolute (pdb_malloc'd in *OUT). */
 static int make_uri(pagedb *db, pdb_msg *m, const char *path, char **out) {
   *out = NULL;
+  const char *base = db->remote_url ? db->remote_url : db->path, *bs = strrchr(base, '/');
   if (pdb_path_scheme(path, NULL, 0)) {
-    *out = pdb_strdup(path);
+    /* Below the remote dataset's prefix: relative to it, with no "." or
+    ** ".." or empty component (else absolute). */
+    size_t bn = bs && pdb_path_scheme(base, NULL, 0) ? (size_t)(bs - base + 1) : 0;
+    const char *rel = bn && strncmp(path, base, bn) == 0 ? path + bn : NULL;
+    if (rel && (!rel[0] || strstr(rel, "//") || strstr(rel, "/./") || strstr(rel, "/../") || strncmp(rel, "./", 2) == 0
+                || strncmp(rel, "../", 3) == 0 || rel[strlen(rel) - 1] == '/'))
+      rel = NULL;
+    *out = pdb_strdup(rel ? rel : path);
+  } else if (db->remote_url) {
+    return pdb_err(db, m, PAGEDB_MISUSE, "%s: a local part cannot be committed into the remote dataset %s: push it"
+                   " (pagedb_push) and give its URL", path, db->remote_url);
   } else {
     char *real = realpath(path, NULL), *dir = NULL;
     const char *slash = strrchr(db->path, '/');
@@ -562,6 +629,10 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
   if (rc == PAGEDB_OK && (data_end > ((uint64_t)1 << DX_WIN_BITS) || committed > ((uint64_t)1 << DX_WIN_BITS) / ps))
     rc = pdb_err(db, em, PAGEDB_TOOBIG, "its data region (%llu bytes in %llu pages) is over the 4 TiB of a part's"
                  " window", (unsigned long long)data_end, (unsigned long long)committed);
+  char val[4096];
+  if (rc == PAGEDB_OK && file_validator(pager_file(o->pager), val, sizeof val) && val[0]
+      && !(p->vals[i] = pdb_strdup(val)))
+    rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory");
   uint64_t size = 0;
   if (rc == PAGEDB_OK && pdb_os_size(pager_file(o->pager), &size) != PAGEDB_OK)
     rc = pdb_err(db, em, PAGEDB_IOERR_FSTAT, "cannot stat its data file");
@@ -603,9 +674,11 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
     d->samples = a->n;
     d->seal = seal;
     d->uri = p->uris[i];
+    d->validator = p->vals[i];
     memset(cp, 0, sizeof *cp);
     pdb_uuid_hex(d->uuid, cp->uuid);   /* as prep_part set it */
     cp->uri = p->uris[i];
+    cp->validator = p->vals[i];
     cp->name = p->names[i];
     cp->pages = committed;
     cp->data_off = d->data_off;
@@ -638,12 +711,14 @@ static void prep_free(Prep *p, size_t n) {
     if (p->slotbuf) pdb_free(p->slotbuf[i]);
     if (p->uris) pdb_free(p->uris[i]);
     if (p->names) pdb_free(p->names[i]);
+    if (p->vals) pdb_free(p->vals[i]);
   }
   pdb_free(p->lists);
   pdb_free(p->plans);
   pdb_free(p->slotbuf);
   pdb_free(p->uris);
   pdb_free(p->names);
+  pdb_free(p->vals);
   pdb_free(p->pc.dx);
   pdb_free(p->pc.cat);
 }
@@ -667,6 +742,9 @@ int parts_stage_rows(pagedb *db, pdb_msg *m) {
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "parts", (int64_t)(p0 + pc->n));
   if (rc == PAGEDB_OK) rc = cat_features_update(db->cat, m, CAT_FEATURE_PARTS, 0);
   if (rc == PAGEDB_OK && pc->deleted) rc = cat_add_meta(db->cat, m, "deleted_bytes", (int64_t)pc->deleted);
+  /* A commit into a remote dataset (partsremote.c): the index object it
+  ** uploads, named in the same transaction. */
+  if (rc == PAGEDB_OK && db->ixfile_next) rc = cat_stage_meta_text(db->cat, m, "index_file", db->ixfile_next);
   return rc;
 }
 
@@ -685,6 +763,7 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   int rc = api_usable(db, m);
   if (rc != PAGEDB_OK) return rc;
   if ((rc = api_own(db, m)) != PAGEDB_OK) return rc;
+  if (db->readonly && pdb_path_scheme(db->path, NULL, 0)) return parts_commit_remote(db, parts, n, policy, ncommitted);
   if (db->readonly) return pdb_err(db, m, PAGEDB_READONLY, "%s is open read-only: no part can be committed", db->path);
   if (n < 1 || !parts) return pdb_err(db, m, PAGEDB_MISUSE, "pagedb_parts_commit: no part given");
   if (policy < PAGEDB_ATTACH_KEEP || policy > PAGEDB_ATTACH_AFTER)
@@ -699,10 +778,11 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   p.slotbuf = pdb_calloc(un, sizeof *p.slotbuf);
   p.uris = pdb_calloc(un, sizeof *p.uris);
   p.names = pdb_calloc(un, sizeof *p.names);
+  p.vals = pdb_calloc(un, sizeof *p.vals);
   p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
   p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
   p.pc.n = un;
-  if (!p.lists || !p.plans || !p.slotbuf || !p.uris || !p.names || !p.pc.dx || !p.pc.cat) {
+  if (!p.lists || !p.plans || !p.slotbuf || !p.uris || !p.names || !p.vals || !p.pc.dx || !p.pc.cat) {
     prep_free(&p, 0);
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
   }

@@ -129,7 +129,7 @@ static int copy_local(const char *src, uint64_t len, const char *tmp, const char
 static int put(const char *src, uint64_t len, const char *dest, char *msg) {
   if (is_url(dest)) {
 #if PAGEDB_HAVE_CURL
-    return rmt_put_file(dest, src, len, msg, MSG_CAP);
+    return rmt_put_file(dest, src, len, NULL, msg, MSG_CAP);
 #else
     snprintf(msg, MSG_CAP, "%s: built without libcurl: no uploads", dest);
     return PAGEDB_CANTOPEN;
@@ -285,7 +285,7 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
   for (int i = 0; rc == PAGEDB_OK && i < 3; i++) {
     snprintf(s, sl, "%s%s", src, suffix[i]);
     snprintf(t, tl, "%s%s", to, suffix[i]);
-    rc = rmt_get_file(s, t, msg, sizeof msg);
+    rc = rmt_get_file(s, t, UINT64_MAX, NULL, 0, msg, sizeof msg);
     if (rc == PAGEDB_CANTOPEN_NOENT && i == 1) rc = PAGEDB_OK;   /* no index */
     else if (rc == PAGEDB_OK) got |= 1 << i;
     /* Each rename durable before the next file: the catalog's never

@@ -82,6 +82,7 @@ set shares {
   importjobs.test   {8 15}
   partsmulti.test   {20 40}
   partsmore.test    {5 10}
+  partsremote.test  {60 120}
   threads.test      {30 45}
   corpus.test       {30 45}
   valgrind.test     {30 30}

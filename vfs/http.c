@@ -82,6 +82,7 @@ struct RmtObject {
   uint64_t size;
   char etag[256];           /* "" when the server gives none */
   char lastmod[128];
+  char cond[320];           /* a write's condition header (rmt_condition), or "" */
   long timeout_ms;
   int retries;
   int flight;
@@ -162,8 +163,9 @@ static struct curl_slist *build_hdrs(RmtObject *o, int *nomem) {
       l = t;
     }
   }
-  if (o->etag[0]) {
-    snprintf(hdr, sizeof hdr, "If-Match: %s", o->etag);
+  if (o->etag[0] || o->cond[0]) {
+    if (o->cond[0]) snprintf(hdr, sizeof hdr, "%s", o->cond);
+    else snprintf(hdr, sizeof hdr, "If-Match: %s", o->etag);
     if (!(t = curl_slist_append(l, hdr))) return curl_slist_free_all(l), *nomem = 1, NULL;
     l = t;
   }
@@ -428,6 +430,22 @@ static int target(const char *path, RmtObject **out, char *msg, size_t cap) {
 }
 
 int rmt_target(const char *path, RmtObject **out, char *msg, size_t cap) { return target(path, out, msg, cap); }
+const char *rmt_etag(const RmtObject *o) { return o->etag; }
+const char *rmt_validator(const RmtObject *o) { return o->etag[0] ? o->etag : o->lastmod; }
+
+int rmt_condition(RmtObject *o, const char *hdr) {
+  if (strlen(hdr) >= sizeof o->cond) return PAGEDB_TOOBIG;
+  pthread_mutex_lock(&o->cmu);
+  snprintf(o->cond, sizeof o->cond, "%s", hdr);
+  int nomem = 0;
+  struct curl_slist *l = build_hdrs(o, &nomem);
+  if (!nomem) {
+    curl_slist_free_all(o->hdrs);   /* no request has used it: O is not shared yet */
+    o->hdrs = l;
+  }
+  pthread_mutex_unlock(&o->cmu);
+  return nomem ? PAGEDB_NOMEM : PAGEDB_OK;
+}
 const char *rmt_fetch_url(const RmtObject *o) { return o->url; }
 int rmt_is_s3(const RmtObject *o) { return o->s3; }
 int rmt_retries(const RmtObject *o) { return o->retries; }

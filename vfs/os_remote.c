@@ -729,6 +729,13 @@ static pagedb_vfs http_vfs = RM_VFS("http");
 static pagedb_vfs https_vfs = RM_VFS("https");
 static pagedb_vfs s3_vfs = RM_VFS("s3");
 
+int rmt_file_validator(pagedb_file *f, char *out, size_t cap) {
+  if (cap) out[0] = 0;
+  if (!f || f->pMethods != &rm_methods) return 0;
+  snprintf(out, cap, "%s", rmt_validator(st(f)->obj));
+  return 1;
+}
+
 pagedb_vfs *pdb_http_vfs(void) { return &http_vfs; }
 pagedb_vfs *pdb_https_vfs(void) { return &https_vfs; }
 pagedb_vfs *pdb_s3_vfs(void) { return &s3_vfs; }

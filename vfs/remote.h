@@ -156,6 +156,14 @@ int rmt_target(const char *path, RmtObject **out, char *msg, size_t cap);
 ** adds method and body. */
 void rmt_setup(RmtObject *o, void *easy, RmtResp *h, char *err);
 const char *rmt_fetch_url(const RmtObject *o);
+/* The ETag pinned at open ("" none), and the validator: the ETag, else the
+** Last-Modified ("" neither). */
+const char *rmt_etag(const RmtObject *o);
+const char *rmt_validator(const RmtObject *o);
+/* A condition header for O's requests ("If-Match: E", "If-None-Match: *"),
+** sent on every request of O from now on: for a target (rmt_target) not
+** yet used by any request.  PAGEDB_TOOBIG, PAGEDB_NOMEM. */
+int rmt_condition(RmtObject *o, const char *hdr);
 int rmt_is_s3(const RmtObject *o);
 int rmt_retries(const RmtObject *o);
 
@@ -173,18 +181,37 @@ int rmt_tls_failure(int cc);
 ** PUT.  Transient failures are retried as reads are.  PAGEDB_IOERR_REMOTE
 ** with MSG naming the URL, the request and the HTTP status;
 ** PAGEDB_CANTOPEN (bad URL, no credentials, LOCAL unreadable);
-** PAGEDB_NOMEM. */
-int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, size_t cap);
+** PAGEDB_NOMEM.  COND, if not NULL, is a condition header sent with the
+** PUT ("If-Match: E", "If-None-Match: *"; rmt_condition); the upload is
+** then one PUT whatever its size, and a 412 answer (the condition does not
+** hold: nothing stored) is PAGEDB_BUSY, never retried. */
+int rmt_put_file(const char *url, const char *local, uint64_t len, const char *cond, char *msg, size_t cap);
 /* Whether an upload to URL can start: its address, credentials and the
 ** settings (rconfig.c) all usable, asking the server nothing.  PAGEDB_OK,
 ** or PAGEDB_CANTOPEN with MSG saying what is wrong; PAGEDB_NOMEM. */
 int rmt_push_check(const char *url, char *msg, size_t cap);
 /* Delete object URL (absent is fine): PAGEDB_IOERR_REMOTE, CANTOPEN. */
 int rmt_delete(const char *url, char *msg, size_t cap);
-/* Download object URL whole into the new local file LOCAL (created with
-** O_EXCL, synced).  PAGEDB_CANTOPEN_NOENT if it does not exist, else as
-** rmt_open and rmt_fetch; on failure LOCAL is removed. */
-int rmt_get_file(const char *url, const char *local, char *msg, size_t cap);
+/* Download object URL into the new local file LOCAL (created with O_EXCL,
+** synced): its first LIMIT bytes (UINT64_MAX: whole), the file then
+** extended to the object's size (a hole past LIMIT).  The ETag of the
+** version read into ETAG (ECAP bytes) if ETAG is not NULL.
+** PAGEDB_CANTOPEN_NOENT if it does not exist, else as rmt_open and
+** rmt_fetch; on failure LOCAL is removed. */
+int rmt_get_file(const char *url, const char *local, uint64_t limit, char *etag, size_t ecap, char *msg,
+                 size_t cap);
+/* Call EACH(CTX, KEY, SIZE, MTIME) for every object of S3 bucket URL's
+** bucket whose key begins with URL's key (ListObjectsV2, page by page);
+** MTIME Unix seconds.  EACH returns 0 to go on.  PAGEDB_IOERR_REMOTE,
+** PAGEDB_CANTOPEN (not s3://), PAGEDB_NOMEM, or EACH's nonzero result. */
+int rmt_list(const char *url, int (*each)(void *ctx, const char *key, uint64_t size, long long mtime), void *ctx,
+             char *msg, size_t cap);
+
+/* --- os_remote.c --- */
+
+/* The validator (rmt_validator) of F if F is a file of a remote VFS,
+** copied into OUT (CAP bytes): 1; else 0 (OUT ""). */
+int rmt_file_validator(pagedb_file *f, char *out, size_t cap);
 
 /* --- cache.c --- */
 

@@ -149,15 +149,24 @@ static long long now_ms(void) {
 ** transient failure.  Returns PAGEDB_OK with the response's headers in H
 ** and its body in G when the status is 2xx and the body holds no <Error>.
 */
+static int request_at(RmtObject *o, const char *method, const char *url, int fd, const char *mem, uint64_t off,
+                      uint64_t len, RmtResp *h, Got *g, char *msg, size_t cap);
+
 static int request(RmtObject *o, const char *method, const char *query, int fd, const char *mem, uint64_t off,
                    uint64_t len, RmtResp *h, Got *g, char *msg, size_t cap) {
+  char url[8800];
+  snprintf(url, sizeof url, "%s%s", rmt_fetch_url(o), query ? query : "");
+  return request_at(o, method, url, fd, mem, off, len, h, g, msg, cap);
+}
+
+/* request() to URL as given (a bucket's listing: rmt_list). */
+static int request_at(RmtObject *o, const char *method, const char *url, int fd, const char *mem, uint64_t off,
+                      uint64_t len, RmtResp *h, Got *g, char *msg, size_t cap) {
   CURL *e = curl_easy_init();
   if (!e) {
     snprintf(msg, cap, "out of memory: %s %s", method, rmt_url(o));
     return PAGEDB_NOMEM;
   }
-  char url[8800];
-  snprintf(url, sizeof url, "%s%s", rmt_fetch_url(o), query ? query : "");
   int rc = PAGEDB_IOERR_REMOTE;
   for (int attempt = 0;; attempt++) {
     char err[CURL_ERROR_SIZE];
@@ -177,6 +186,8 @@ static int request(RmtObject *o, const char *method, const char *query, int fd, 
       continue;
     }
     describe(o, method, url, cc, err, status, g, attempt + 1, msg, cap);
+    /* A condition that does not hold (rmt_condition): nothing was done. */
+    if (status == 412) rc = PAGEDB_BUSY;
     break;
   }
   curl_easy_cleanup(e);
@@ -372,9 +383,13 @@ int rmt_push_check(const char *url, char *msg, size_t cap) {
   return push_settings(&part, &nin, msg, cap);
 }
 
-int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, size_t cap) {
+int rmt_put_file(const char *url, const char *local, uint64_t len, const char *cond, char *msg, size_t cap) {
   RmtObject *o;
   int rc = rmt_target(url, &o, msg, cap);
+  if (rc == PAGEDB_OK && cond && (rc = rmt_condition(o, cond)) != PAGEDB_OK) {
+    snprintf(msg, cap, "PUT %s: %s", url, rc == PAGEDB_NOMEM ? "out of memory" : "the condition is too long");
+    rmt_close(o);
+  }
   if (rc != PAGEDB_OK) return rc;
   int fd = open(local, O_RDONLY | O_CLOEXEC);
   struct stat st;
@@ -394,7 +409,7 @@ int rmt_put_file(const char *url, const char *local, uint64_t len, char *msg, si
   uint64_t part = (uint64_t)bytes;
   assert(part >= MIN_PART);
   while ((len + part - 1) / part > MAX_PARTS) part *= 2;
-  if (rmt_is_s3(o) && len > part) {
+  if (rmt_is_s3(o) && len > part && !cond) {
     rc = multipart(o, fd, len, part, nin, msg, cap);
   } else {
     RmtResp h;
@@ -446,14 +461,16 @@ static void on_range(void *ctx, int i) {
   }
 }
 
-int rmt_get_file(const char *url, const char *local, char *msg, size_t cap) {
+int rmt_get_file(const char *url, const char *local, uint64_t limit, char *etag, size_t ecap, char *msg,
+                 size_t cap) {
   RmtObject *o;
   int rc = rmt_open(url, &o, msg, cap);
   if (rc != PAGEDB_OK) return rc;
-  uint64_t size = rmt_size(o), piece = 8ull << 20;
+  if (etag) snprintf(etag, ecap, "%s", rmt_etag(o));
+  uint64_t size = rmt_size(o), piece = 8ull << 20, want = limit < size ? limit : size;
   size_t tl = strlen(local) + 32;
   char *tmp = pdb_malloc(tl);
-  int n = (int)((size + piece - 1) / piece);
+  int n = (int)((want + piece - 1) / piece);
   RmtRange *r = pdb_calloc(n ? (size_t)n : 1, sizeof *r);
   if (!tmp || !r) {
     pdb_free(tmp);
@@ -470,7 +487,7 @@ int rmt_get_file(const char *url, const char *local, char *msg, size_t cap) {
   }
   for (int i = 0; i < n; i++) {
     r[i].off = (uint64_t)i * piece;
-    r[i].n = (size_t)(size - r[i].off < piece ? size - r[i].off : piece);
+    r[i].n = (size_t)(want - r[i].off < piece ? want - r[i].off : piece);
   }
   Sink s = { fd, r, 0 };
   if (rc == PAGEDB_OK) rc = rmt_fetch_each(o, r, n, on_range, &s, msg, cap);
@@ -486,6 +503,103 @@ int rmt_get_file(const char *url, const char *local, char *msg, size_t cap) {
   if (rc != PAGEDB_OK && fd >= 0) unlink(tmp);
   pdb_free(tmp);
   pdb_free(r);
+  rmt_close(o);
+  return rc;
+}
+
+/* The text of element TAG in [P, END) into OUT (CAP bytes), XML's five
+** entities decoded: a pointer past it, or NULL if there is none. */
+static const char *xml_text(const char *p, const char *end, const char *tag, char *out, size_t cap) {
+  char open[64], close[64];
+  snprintf(open, sizeof open, "<%s>", tag);
+  snprintf(close, sizeof close, "</%s>", tag);
+  const char *a = strstr(p, open), *b = a ? strstr(a, close) : NULL;
+  if (!a || !b || b > end) return NULL;
+  a += strlen(open);
+  size_t n = 0;
+  static const char *const ent[][2] = { { "&amp;", "&" }, { "&lt;", "<" }, { "&gt;", ">" }, { "&quot;", "\"" },
+                                         { "&apos;", "'" } };
+  while (a < b && n + 1 < cap) {
+    size_t k = 0;
+    for (; k < 5; k++)
+      if (strncmp(a, ent[k][0], strlen(ent[k][0])) == 0) break;
+    if (k < 5) {
+      out[n++] = ent[k][1][0];
+      a += strlen(ent[k][0]);
+    } else {
+      out[n++] = *a++;
+    }
+  }
+  out[n] = 0;
+  return b + strlen(close);
+}
+
+/* Listing pages are small enough for a Got's buffer: 20 keys of up to
+** 300 bytes with their LastModified, ETag, Size and StorageClass. */
+#define LIST_PAGE 20
+
+int rmt_list(const char *url, int (*each)(void *ctx, const char *key, uint64_t size, long long mtime), void *ctx,
+             char *msg, size_t cap) {
+  if (strncmp(url, "s3://", 5) != 0 || !strchr(url + 5, '/')) {
+    snprintf(msg, cap, "%s: only an s3://BUCKET/PREFIX can be listed", url);
+    return PAGEDB_CANTOPEN;
+  }
+  const char *prefix = strchr(url + 5, '/') + 1;
+  char dummy[1200];
+  snprintf(dummy, sizeof dummy, "%.*sx", (int)(prefix - url), url);
+  RmtObject *o;
+  int rc = rmt_target(dummy, &o, msg, cap);
+  if (rc != PAGEDB_OK) return rc;
+  CURL *esc = curl_easy_init();
+  Got *g = pdb_malloc(sizeof *g);
+  char *ep = esc ? curl_easy_escape(esc, prefix, 0) : NULL;
+  char token[2048] = "", base[8800];
+  snprintf(base, sizeof base, "%s", rmt_fetch_url(o));
+  base[strlen(base) - 1] = 0;               /* the bucket's URL: without the dummy key */
+  if (!g || !ep) {
+    snprintf(msg, cap, "out of memory listing %s", url);
+    rc = PAGEDB_NOMEM;
+  }
+  while (rc == PAGEDB_OK) {
+    char q[12000], *et = token[0] ? curl_easy_escape(esc, token, 0) : NULL;
+    /* The parameters in SigV4's canonical order (sorted by name). */
+    snprintf(q, sizeof q, "%s?%s%s%slist-type=2&max-keys=%d&prefix=%s", base, et ? "continuation-token=" : "",
+             et ? et : "", et ? "&" : "", LIST_PAGE, ep);
+    curl_free(et);
+    RmtResp h;
+    rc = request_at(o, "GET", q, -1, NULL, 0, 0, &h, g, msg, cap);
+    if (rc != PAGEDB_OK) break;
+    if (g->n >= sizeof g->buf - 1 || !strstr(g->buf, "</ListBucketResult>")) {
+      snprintf(msg, cap, "GET %s: the listing's answer is %s", q, g->n >= sizeof g->buf - 1 ? "too long" : "not one");
+      rc = PAGEDB_IOERR_REMOTE;
+      break;
+    }
+    const char *p = g->buf, *end = g->buf + g->n;
+    for (const char *c; rc == PAGEDB_OK && (c = strstr(p, "<Contents>"));) {
+      const char *ce = strstr(c, "</Contents>");
+      char key[1100], size[32], mod[64];
+      if (!ce || !xml_text(c, ce, "Key", key, sizeof key) || !xml_text(c, ce, "Size", size, sizeof size)
+          || !xml_text(c, ce, "LastModified", mod, sizeof mod)) {
+        snprintf(msg, cap, "GET %s: a <Contents> without Key, Size or LastModified", q);
+        rc = PAGEDB_IOERR_REMOTE;
+        break;
+      }
+      struct tm tm = { 0 };
+      long long mtime = strptime(mod, "%Y-%m-%dT%H:%M:%S", &tm) ? (long long)timegm(&tm) : 0;
+      rc = each(ctx, key, strtoull(size, NULL, 10), mtime);
+      p = ce;
+    }
+    char trunc[16] = "";
+    xml_text(g->buf, end, "IsTruncated", trunc, sizeof trunc);
+    if (rc != PAGEDB_OK || strcmp(trunc, "true") != 0) break;
+    if (!xml_text(g->buf, end, "NextContinuationToken", token, sizeof token)) {
+      snprintf(msg, cap, "GET %s: truncated, with no NextContinuationToken", q);
+      rc = PAGEDB_IOERR_REMOTE;
+    }
+  }
+  curl_free(ep);
+  if (esc) curl_easy_cleanup(esc);
+  pdb_free(g);
   rmt_close(o);
   return rc;
 }

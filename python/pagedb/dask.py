@@ -34,6 +34,20 @@ How it goes (doc/python.md, "Writing with many processes"; doc/format.md,
    ``pagedb_parts_orphans``) lists and removes them once older than the
    age given, which must exceed the age of any job still running.
 
+Onto object storage (PATH ``s3://BUCKET/NAME``): the dataset is created
+there if missing (written locally with FIELDS, then pushed); each task
+writes its part into a temporary directory of its worker and pushes it to
+``s3://BUCKET/NAME.parts/JOB-k-ATTEMPT`` (``Dataset.push``); the client
+commits the parts by URL into the remote dataset (``commit_parts`` on a
+read-only handle of it: doc/format.md, "Committing parts into a dataset on
+object storage"), whose single conditional write of the catalog is the
+commit point: a job that lost the race to another committer raises
+``BusyError`` with nothing committed (call ``write`` again, or commit its
+parts: they stay, as orphans until then).  There is no write lock on
+object storage: ``cleanup_parts`` must be given an age above any running
+job's.  The workers need the credentials and endpoint of the client
+(``AWS_*`` in their environment).
+
 A job that fails (a task raises, or exhausts its retries) commits nothing:
 ``write`` raises ``JobFailed`` and the dataset is as it was.
 
@@ -46,6 +60,8 @@ of samples (or a callable returning one, run in the worker), and writes them
 with a multiprocessing pool of ``processes`` (0: in this process).
 """
 import os
+import shutil
+import tempfile
 import uuid as _uuid
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -101,12 +117,38 @@ def _samples_of(partition: Any) -> Iterable[Any]:
     return partition
 
 
+def _is_url(path: str) -> bool:
+    return path.startswith(("s3://", "http://", "https://"))
+
+
 def write_part(partition: Any, parts_dir: str, job: str, k: int, fields: Sequence[Tuple[Any, ...]],
                page_size: int, id_field: Optional[str]) -> PartWritten:
     """Write the samples of PARTITION into a new part of job JOB for
     partition K under PARTS_DIR, commit and seal it.  This is the task each
-    worker runs; it touches nothing but its own new files."""
-    path = os.path.join(parts_dir, "%s-%d-%s" % (job, k, _uuid.uuid4().hex[:12]))
+    worker runs; it touches nothing but its own new files.  A PARTS_DIR that
+    is a URL gets the part pushed there from a temporary directory (an
+    empty part is not pushed)."""
+    name = "%s-%d-%s" % (job, k, _uuid.uuid4().hex[:12])
+    if not _is_url(parts_dir):
+        return _write_into(partition, os.path.join(parts_dir, name), k, fields, page_size, id_field)
+    tmp = tempfile.mkdtemp(prefix="pagedb-part-")
+    try:
+        r = _write_into(partition, os.path.join(tmp, name), k, fields, page_size, id_field)
+        url = parts_dir + "/" + name
+        if r.samples > 0:
+            part = _pagedb.open(r.path, "r")
+            try:
+                part.push(url)
+            finally:
+                part.close()
+        return PartWritten(k, url, r.seal, r.samples)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_into(partition: Any, path: str, k: int, fields: Sequence[Tuple[Any, ...]], page_size: int,
+                id_field: Optional[str]) -> PartWritten:
+    """Write PARTITION's samples into the new dataset PATH, commit and seal it."""
     part = _pagedb.open(path, "c", page_size=page_size)
     try:
         for f in fields:
@@ -161,6 +203,28 @@ def _open_target(path: str, fields: Optional[Sequence[Tuple[Any, ...]]], page_si
             ds.add_field(*f)
         ds.commit()
     return ds
+
+
+def _open_remote_target(url: str, fields: Optional[Sequence[Tuple[Any, ...]]], page_size: int) -> Any:
+    """The dataset at URL, read-only (a remote commit's handle); if it does
+    not exist, made with FIELDS in a temporary directory and pushed first."""
+    try:
+        return _pagedb.open(url, "r")
+    except _pagedb.Error as e:
+        if getattr(e, "codename", "") != "PAGEDB_CANTOPEN_NOENT":
+            raise
+    if not fields:
+        raise ValueError("pagedb.dask.write: %s does not exist, and no fields were given to create it" % url)
+    tmp = tempfile.mkdtemp(prefix="pagedb-new-")
+    try:
+        ds = _open_target(os.path.join(tmp, url.rsplit("/", 1)[1]), fields, page_size)
+        try:
+            ds.push(url)
+        finally:
+            ds.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _pagedb.open(url, "r")
 
 
 def _is_dask(coll: Any) -> bool:
@@ -242,10 +306,12 @@ def write(collection: Any, path: str, fields: Optional[Sequence[Tuple[Any, ...]]
     job = job or "j" + _uuid.uuid4().hex[:12]
     if "/" in job or not job:
         raise ValueError("pagedb.dask.write: job name %r must be a file name" % job)
-    ds = _open_target(path, fields, page_size)
-    parts_dir = os.path.abspath(path) + ".parts"
+    remote = _is_url(path)
+    ds = _open_remote_target(path, fields, page_size) if remote else _open_target(path, fields, page_size)
+    parts_dir = path + ".parts" if remote else os.path.abspath(path) + ".parts"
     try:
-        os.makedirs(parts_dir, exist_ok=True)
+        if not remote:
+            os.makedirs(parts_dir, exist_ok=True)
         args = (parts_dir, job, _fields_of(ds), ds.page_size, id_field)
         try:
             if _is_dask(collection):
@@ -260,11 +326,11 @@ def write(collection: Any, path: str, fields: Optional[Sequence[Tuple[Any, ...]]
             taken.setdefault(r.partition, r)
         chosen = [taken[k] for k in sorted(taken) if taken[k].samples > 0]
         for k in sorted(taken):                      # an empty partition's part is not committed
-            if taken[k].samples == 0:
+            if taken[k].samples == 0 and not remote:
                 _remove_part(taken[k].path)
         n = ds.commit_parts([(r.path, "%s-%d" % (job, r.partition), 0, r.seal) for r in chosen], policy) \
             if chosen else 0
-        prefix = os.path.join(parts_dir, job + "-")
+        prefix = parts_dir + "/" + job + "-"
         orphans = [o for o in ds.orphan_parts() if o["path"].startswith(prefix)]
         return Job(job, n, [r.path for r in chosen], orphans)
     finally:
@@ -278,7 +344,7 @@ def cleanup_parts(path: str, older_than: float, remove: bool = True) -> List[Dic
     OLDER_THAN must exceed the age of any job that may still commit into
     PATH (0 only when none runs).  Removal opens PATH read-write, so it
     fails with BusyError while another process writes it."""
-    ds = _pagedb.open(path, "w" if remove else "r")
+    ds = _pagedb.open(path, "w" if remove and not _is_url(path) else "r")
     try:
         return ds.orphan_parts(older_than=older_than, remove=remove)
     finally:

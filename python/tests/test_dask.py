@@ -14,6 +14,10 @@ busy machine); ``make check-dask`` (PAGEDB_DASK_FULL=1) all 70,000.
   listed and removed;
 - a job whose task fails: nothing committed, the dataset unchanged, its
   parts orphans, listed and removed (and never a committed part);
+- onto the Ceph S3 gateway (test/micro-ceph.sh, started by a fixture;
+  skipped without Ceph): the images in 16 parts pushed by the workers and
+  committed into s3://pdb/fm.pagedb, read back over s3://, a second job,
+  the index objects left by earlier commits cleaned up;
 - a Dask dataframe, on the cluster and on Dask's local scheduler;
 - without Dask: the same from a multiprocessing pool, with auto ids (an
   empty partition's part removed, not committed)."""
@@ -146,6 +150,15 @@ def check_all(path, x, y, lo, n):
         assert ds.check() == []
 
 
+def check_parts(parts, job, per):
+    """Table part after JOB wrote fm.pagedb in 16 parts of PER: one part per
+    partition, named, with its id range, recorded relative to the dataset."""
+    assert [p["name"] for p in parts] == ["%s-%d" % (job.name, k) for k in range(16)]
+    assert [(p["id_min"], p["id_max"], p["samples"]) for p in parts] == [(k * per, k * per + per - 1, per)
+                                                                          for k in range(16)]
+    assert all(p["uri"].startswith("fm.pagedb.parts/%s-" % job.name) for p in parts)
+
+
 def test_fashion_mnist_in_16_parts(client, fmnist, tmp_path):
     d, x, y = fmnist
     n, per = len(x), len(x) // 16
@@ -154,11 +167,7 @@ def test_fashion_mnist_in_16_parts(client, fmnist, tmp_path):
     assert job.samples == n and len(job.parts) == 16 and job.orphans == []
     check_all(path, x, y, 0, n)
     with pagedb.open(path) as ds:
-        parts = ds.parts()
-        assert [p["name"] for p in parts] == ["%s-%d" % (job.name, k) for k in range(16)]
-        assert [(p["id_min"], p["id_max"], p["samples"]) for p in parts] == [(k * per, k * per + per - 1, per)
-                                                                              for k in range(16)]
-        assert all(p["uri"].startswith("fm.pagedb.parts/%s-" % job.name) for p in parts)
+        check_parts(ds.parts(), job, per)
     # Orders across the parts: 2 ranks x 2 DataLoader workers, each id once.
     seen = []
     for rank in range(2):
@@ -219,6 +228,82 @@ def test_failed_job_changes_nothing(client, fmnist, tmp_path):
     with pytest.raises(pagedb.BusyError):
         pagedb.dask.cleanup_parts(path, older_than=0)
     w.close()
+
+
+CEPH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "micro-ceph.sh")
+
+
+@pytest.fixture(scope="module")
+def ceph(tmp_path_factory):
+    """The one-node Ceph cluster and S3 gateway of the Tcl suite
+    (test/micro-ceph.sh), with a bucket "pdb": the environment points
+    pagedb at it (this process's, and the workers' through client.run).
+    Skipped when Ceph is not installed (CI installs it)."""
+    import shutil
+    import subprocess
+    if not (os.path.exists(CEPH) and shutil.which("radosgw") and shutil.which("ceph-mon") and shutil.which("curl")):
+        pytest.skip("no Ceph (ceph-mon, ceph-osd, radosgw) or no test/micro-ceph.sh: the S3 test needs them")
+    d = str(tmp_path_factory.mktemp("ceph"))
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    out = subprocess.run(["bash", CEPH, "start", d, str(os.getpid())], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.fail("the Ceph cluster did not start: %s %s" % (out.stdout, out.stderr))
+    port, key, secret = out.stdout.split()
+    s3env = {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret, "AWS_ENDPOINT_URL": "http://127.0.0.1:" + port,
+             "AWS_REGION": "us-east-1", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/pagedb-test/aws-credentials",
+             "AWS_CONFIG_FILE": "/nonexistent/pagedb-test/aws-config", "AWS_EC2_METADATA_DISABLED": "true",
+             "PAGEDB_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+    subprocess.run(["curl", "-sf", "-X", "PUT", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", key + ":" + secret,
+                    "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "http://127.0.0.1:%s/pdb" % port],
+                   env=env, check=True)
+    saved = {k: os.environ.get(k) for k in s3env}
+    os.environ.update(s3env)
+    yield s3env
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    subprocess.run(["bash", CEPH, "stop", d], env=env, capture_output=True)
+
+
+def _setenv(env):
+    os.environ.update(env)
+
+
+def test_fashion_mnist_onto_ceph(client, ceph, fmnist, tmp_path):
+    """The images in 16 parts onto the Ceph S3 gateway: each worker writes
+    its part locally and pushes it to s3://pdb/fm.pagedb.parts/, the client
+    commits them into the remote dataset (created there first) with one
+    conditional write; read back over s3:// every sample exactly once, bytes
+    and labels right, SQL counts per class right; the parts' uris relative
+    to the dataset, each with its ETag; nothing left over."""
+    d, x, y = fmnist
+    n, per = len(x), len(x) // 16
+    client.run(_setenv, ceph)
+    url = "s3://pdb/fm.pagedb"
+    job = pagedb.dask.write(bag_of(d, 0, n, 16), url, FIELDS, id_field="id", client=client)
+    assert job.samples == n and len(job.parts) == 16 and job.orphans == []
+    assert all(p.startswith(url + ".parts/%s-" % job.name) for p in job.parts)
+    check_all(url, x, y, 0, n)
+    with pagedb.open(url) as ds:
+        check_parts(ds.parts(), job, per)
+        assert all(len(p["validator"]) > 2 for p in ds.parts())
+        # A second job after the first: AFTER ids, 4 parts more, old and new read.
+        assert pagedb.dask.write(bag_of(d, 0, 400, 4, with_id=False), url, client=client).samples == 400
+        assert len(ds) == n                              # this handle keeps its snapshot
+    with pagedb.open(url) as ds:
+        assert len(ds) == n + 400 and len(ds.parts()) == 20
+        assert ds.sql("SELECT min(id), max(id) FROM sample WHERE id >= %d" % n) == [(n, n + 399)]
+        assert bytes(ds[n + 399]["image"]) == x[399].tobytes()
+    # No orphan part (every part taken); the index objects of the creation
+    # and the first job are not in force: listed and removed.
+    removed = pagedb.dask.cleanup_parts(url, older_than=0)
+    assert len(removed) == 2 and all(o["uuid"] == "" and "/fm.pagedb-index" in o["path"] for o in removed)
+    assert pagedb.dask.cleanup_parts(url, older_than=0, remove=False) == []
+    with pagedb.open(url) as ds:
+        assert len(ds) == n + 400 and bytes(ds[5]["image"]) == x[5].tobytes() and ds[5]["label"] == y[5]
 
 
 def test_without_dask_a_process_pool(fmnist, tmp_path):
