@@ -154,8 +154,8 @@ void ids_release(IdPlan *a) {
 */
 int ids_plan(IdPlan *a, int policy, int64_t offset) {
   pagedb *db = a->db;
-  /* An empty set leaves a->s NULL, which qsort must not be given. */
-  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_id);
+  /* (An empty set leaves a->s NULL, which pdb_sort never hands qsort.) */
+  pdb_sort(a->s, a->n, sizeof *a->s, by_id);
   int64_t base = 0;
   if (policy == PAGEDB_ATTACH_AFTER) {
     base = atomic_load(&db->next_auto);
@@ -404,7 +404,7 @@ static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
     ids_release(&a->ids);
     return rc;
   }
-  if (a->ids.n > 1) qsort(a->ids.s, a->ids.n, sizeof *a->ids.s, by_offset);
+  pdb_sort(a->ids.s, a->ids.n, sizeof *a->ids.s, by_offset);
   rc = plan_runs(a);
   /* Given back at every failure from here on, never left behind. */
   PageRecs *dead = pdb_malloc(sizeof *dead);

@@ -890,7 +890,7 @@ static uint64_t work_next(const Dx *x) {
 int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t pages, uint64_t data_end,
              DxMeta *out) {
   assert(x->writable);
-  if (n > 1) qsort(ch, n, sizeof *ch, by_change_id);
+  pdb_sort(ch, n, sizeof *ch, by_change_id);
   int rc = ensure_map(x, m, x->end);
   if (rc != PAGEDB_OK) return rc;
   /* Sort the changes into chunk changes (CC), changes of segment ids (SC,

@@ -460,7 +460,7 @@ static int build_runs(Prep *p, size_t i, pagedb *o, const CatRun *runs, uint64_t
   uint64_t ps = pager_page_size(o->pager), j = 0;
   int nw = db->nw;
   PageRecs **tail = &p->lists[i];
-  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_addr);
+  pdb_sort(a->s, a->n, sizeof *a->s, by_addr);
   for (uint64_t r = 0; r < nrun; r++) {
     const CatRun *run = &runs[r];
     uint64_t lo = run->pgno * ps, first = j;
@@ -565,10 +565,19 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
   }
   /* Its samples, copied, given their ids in DB and reserved. */
   Copier c = { &p->plans[i], NULL, 0, 0, db->nw };
+  IdPlan *a = &p->plans[i];
+  if (rc == PAGEDB_OK && o->nsample > 0) {
+    /* Sized once for the samples its catalog counts, up to 2^24 (a count
+    ** from disk; the lists grow past it as they must). */
+    uint64_t want = o->nsample < ((uint64_t)1 << 24) ? o->nsample : (uint64_t)1 << 24;
+    c.buf = pdb_malloc((size_t)want * (size_t)db->nw * sizeof *c.buf);
+    a->s = pdb_malloc((size_t)want * sizeof *a->s);
+    if (!c.buf || !a->s) rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing its samples");
+    else c.cap = a->cap = want;
+  }
   if (rc == PAGEDB_OK && (rc = idx_scan(o->idx, copy_slot, &c)) != PAGEDB_OK)
     rc = pdb_err(db, em, rc, "cannot list its samples: %s", rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(o));
   p->slotbuf[i] = c.buf;
-  IdPlan *a = &p->plans[i];
   for (uint64_t t = 0; rc == PAGEDB_OK && t < c.n; t++) {
     const uint64_t *s = c.buf + t * (size_t)db->nw;
     rc = ids_collect(a, (int64_t)s[0], s);
