@@ -90,7 +90,7 @@
 **             ?-seed S? ?-min B? ?-max B? ?-sizes LIST? ?-commitevery N?
 **             ?-flushevery N? ?-progress CHANNEL? ?-progressfd FD?
 **             ?-readers N? ?-readmode mmap|copy? ?-seenvar VAR? ?-text?
-**   DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto? ?-auto? ?-seed S?
+**   DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto|mixed? ?-auto? ?-seed S?
 **             ?-min B? ?-max B? ?-sizes LIST? ?-sql QUERY? ?-dontneed N?
 **             ?-text? ?-checksums?
 **
@@ -1859,6 +1859,20 @@ static int busyTimeoutCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *
   return TCL_OK;
 }
 
+/* pagedb_parts_open N: pagedb_config(PAGEDB_CONFIG_PARTS_OPEN, N); returns
+** the result's name. */
+static int partsOpenCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  Tcl_WideInt n;
+  (void)cd;
+  if( objc != 2 ){
+    Tcl_WrongNumArgs(interp, 1, objv, "N");
+    return TCL_ERROR;
+  }
+  if( Tcl_GetWideIntFromObj(interp, objv[1], &n) ) return TCL_ERROR;
+  Tcl_SetObjResult(interp, Tcl_NewStringObj(pagedb_errname(pagedb_config(PAGEDB_CONFIG_PARTS_OPEN, (int64_t)n)), -1));
+  return TCL_OK;
+}
+
 #ifdef __GNUC__
 __attribute__((visibility("default")))
 #endif
@@ -1880,6 +1894,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_check_null", checkNullCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_kill9", kill9Cmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_busy_timeout", busyTimeoutCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_parts_open", partsOpenCmd, 0, 0);
   Tclfault_Init(interp);
   Tclmem_Init(interp);
   if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;
