@@ -839,7 +839,7 @@ static char *sample_sql(const CatField *fields, int nfield, int insert) {
     /* A run's rows in one statement (catbulk.c). */
     sqlite3_str_appendall(sql, ") SELECT id, page, off");
     for (int i = 0; i < ncol; i++) sqlite3_str_appendf(sql, ", v%d", i);
-    sqlite3_str_appendall(sql, " FROM pdb_rows");
+    sqlite3_str_appendall(sql, " FROM temp.pdb_rows");
   }
   pdb_free(cols);
   return sqlite3_str_finish(sql);
@@ -968,6 +968,10 @@ int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *sl
   if (!c->ins_page)
     rc = prepare(c, m, c->w, "INSERT INTO page(pgno, npages, used, nsamples) VALUES(?1, ?2, ?3, ?4)", &c->ins_page);
   if (rc == PAGEDB_OK && !c->ins_sample) {
+    int ncol = 0;
+    for (int f = 0; f < nfield; f++) ncol += is_bytes(fields[f].type) ? 3 : 1;
+    int src = catb_declare(c->w, ncol);
+    if (src != SQLITE_OK) return sq_fail(c, m, c->w, src, "making temp.pdb_rows");
     char *sql = sample_sql(fields, nfield, 1);
     rc = sql ? prepare(c, m, c->w, sql, &c->ins_sample)
              : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory preparing catalog inserts");

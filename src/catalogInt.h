@@ -45,8 +45,8 @@ void catx_read_end(Catalog *c);
 int cat_info_view_make(Catalog *c, pdb_msg *m, const CatField *fields, int nfield);
 int cat_info_view_check(Catalog *c, pdb_msg *m, const CatField *fields, int nfield);
 
-/* catbulk.c: the eponymous virtual table pdb_rows, registered on the write
-** connection, yields the sample rows of the SLOTS given by catb_set (and
+/* catbulk.c: the virtual table temp.pdb_rows of the write connection
+** (module registered at open, table made by catb_declare) yields the sample rows of the SLOTS given by catb_set (and
 ** none when SLOTS is NULL): id, page, off, then per field its column and,
 ** BYTES/TEXT, its stored length and checksum, as v0, v1...  AT is the row
 ** a failing INSERT ... SELECT stopped at. */
@@ -61,6 +61,8 @@ typedef struct CatRows {
   uint8_t col_kind[CAT_ROWS_COLS];   /* 0 the value, 1 stored length, 2 checksum */
 } CatRows;
 int catb_register(sqlite3 *conn, CatRows *src);
+/* (Re)make temp.pdb_rows with NCOL v columns: an SQLite result. */
+int catb_declare(sqlite3 *conn, int ncol);
 void catb_set(CatRows *r, const uint64_t *slots, uint64_t n, const CatField *fields, int nfield,
               uint32_t page_size);
 

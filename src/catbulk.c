@@ -8,8 +8,10 @@
 ** rows are all copied (issue 26).  One INSERT ... SELECT per run pays them
 ** once per run: the cost left per sample is SQLite's B-tree insert.
 **
-** pdb_rows is eponymous-only (no CREATE VIRTUAL TABLE), registered on the
-** write connection alone, and reads its rows from the CatRows that
+** pdb_rows is a table of the write connection's temp schema (never in
+** the catalog's file), made by catb_declare with as many v columns as the
+** fields have (declaring every possible one, 768, cost a millisecond a
+** connection), and reads its rows from the CatRows that
 ** catalog.c points it at for the duration of one statement; at any other
 ** time it is empty, so SQL that names it (pagedb_sql_update on the write
 ** connection) sees no row.  Its columns are id, page, off, then v0, v1...:
@@ -22,6 +24,7 @@
 #include "index.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 typedef struct RowsTab {
   sqlite3_vtab base;
@@ -35,10 +38,13 @@ typedef struct RowsCur {
 
 static int rows_connect(sqlite3 *conn, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
                         char **err) {
-  (void)argc, (void)argv, (void)err;
+  (void)err;
+  /* Its v columns: as many as its one argument says (catb_declare). */
+  int ncol = argc > 3 ? atoi(argv[3]) : 0;
+  if (ncol < 0 || ncol > CAT_ROWS_COLS) return SQLITE_ERROR;
   sqlite3_str *s = sqlite3_str_new(conn);
   sqlite3_str_appendall(s, "CREATE TABLE x(id, page, off");
-  for (int i = 0; i < CAT_ROWS_COLS; i++) sqlite3_str_appendf(s, ", v%d", i);
+  for (int i = 0; i < ncol; i++) sqlite3_str_appendf(s, ", v%d", i);
   sqlite3_str_appendall(s, ")");
   char *sql = sqlite3_str_finish(s);
   int src = sql ? sqlite3_declare_vtab(conn, sql) : SQLITE_NOMEM;
@@ -50,6 +56,12 @@ static int rows_connect(sqlite3 *conn, void *aux, int argc, const char *const *a
   t->src = aux;
   *out = &t->base;
   return SQLITE_OK;
+}
+
+/* A distinct xCreate: a module whose xCreate is its xConnect is also an
+** eponymous table, which "DROP TABLE IF EXISTS temp.pdb_rows" would name. */
+static int rows_create(sqlite3 *conn, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
+  return rows_connect(conn, aux, argc, argv, out, err);
 }
 
 static int rows_disconnect(sqlite3_vtab *v) {
@@ -128,7 +140,9 @@ static int rows_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) 
 
 static const sqlite3_module kRows = {
   .iVersion = 0,
+  .xCreate = rows_create,
   .xConnect = rows_connect,
+  .xDestroy = rows_disconnect,
   .xBestIndex = rows_best,
   .xDisconnect = rows_disconnect,
   .xOpen = rows_open,
@@ -142,6 +156,13 @@ static const sqlite3_module kRows = {
 
 int catb_register(sqlite3 *conn, CatRows *src) {
   return sqlite3_create_module_v2(conn, "pdb_rows", &kRows, src, NULL);
+}
+
+int catb_declare(sqlite3 *conn, int ncol) {
+  char sql[160];
+  snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS temp.pdb_rows; CREATE VIRTUAL TABLE temp.pdb_rows USING pdb_rows(%d)",
+           ncol);
+  return sqlite3_exec(conn, sql, NULL, NULL, NULL);
 }
 
 void catb_set(CatRows *r, const uint64_t *slots, uint64_t n, const CatField *fields, int nfield,

@@ -431,7 +431,8 @@ static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_
 void dx_close(Dx *x) {
   if (!x) return;
   pdb_free((void *)x->filled);
-  for (size_t i = 0; i < sizeof x->pmemo / sizeof x->pmemo[0]; i++) pdb_free((void *)x->pmemo[i]);
+  for (size_t i = 0; i < sizeof x->pmemo / sizeof x->pmemo[0]; i++)
+    if (x->pmemo[i]) pdb_free((void *)x->pmemo[i]);
   if (x->map && !x->heap) pdb_os_unmap(x->f, x->map, x->maplen);
   if (x->heap) pdb_free((void *)x->map);
   for (Retired *r = x->retired, *n; r; r = n) {

@@ -16,7 +16,8 @@
 **           5: milliseconds, and the RSS it added; then the RSS after one
 **           read of every sample (every part touched, its file opened and
 **           mapped)
-**   reads   R random reads by id through one PAGEDB_READ_MMAP reader (the
+**   reads   R random reads by id through one PAGEDB_READ_MMAP reader
+**           (PAGEDB_READ_COPY past 10,000 parts, here and above) (the
 **           same ids in both), twice: the second pass is the steady state
 **           (every part touched open), the first adds the first touches
 **           (a part's open, check and map), given per part touched; K
@@ -53,6 +54,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Zero-copy reads, or copy-mode ones past 10,000 parts: a zero-copy reader
+** keeps every part it touched open and mapped until its close, which a
+** process cannot do for 100,000 (ulimit -n, vm.max_map_count); copy-mode
+** reads keep at most PAGEDB_PARTS_OPEN open (doc/format.md, open question 1). */
+static int read_mode = PAGEDB_READ_MMAP;
 
 static double clock_s(void) {
   struct timespec ts;
@@ -145,7 +152,7 @@ static void open_child(const char *path, int64_t nsamples, int all, double *ms, 
     long r1 = rss_kb(), r2 = -1;
     if (all) {
       pagedb_reader *r;
-      if ((rc = pagedb_reader_open(db, PAGEDB_READ_MMAP, &r))) die("reader", db, rc);
+      if ((rc = pagedb_reader_open(db, read_mode, &r))) die("reader", db, rc);
       volatile uint8_t sink = 0;
       for (int64_t id = 0; id < nsamples; id++) {
         const void *p;
@@ -182,7 +189,7 @@ static double random_reads(const char *path, const int64_t *ids, int r, double *
   pagedb_reader *rd;
   int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
   if (rc) die("open", db, rc);
-  if ((rc = pagedb_reader_open(db, PAGEDB_READ_MMAP, &rd))) die("reader", db, rc);
+  if ((rc = pagedb_reader_open(db, read_mode, &rd))) die("reader", db, rc);
   uint64_t sum = 0;
   double t[2];
   for (int pass = 0; pass < 2; pass++) {
@@ -413,7 +420,9 @@ int main(int argc, char **argv) {
     snprintf(one, sizeof one, "%s/one.pagedb", base);
     snprintf(pdir, sizeof pdir, "%s/d.pagedb.parts", base);
     if (mkdir(base, 0755) != 0 || mkdir(pdir, 0755) != 0) die(base, NULL, PAGEDB_CANTOPEN);
-    printf("P = %lld parts of %lld samples (%lld samples), in %s\n", (long long)P, (long long)per, (long long)N, base);
+    read_mode = P > 10000 ? PAGEDB_READ_COPY : PAGEDB_READ_MMAP;
+    printf("P = %lld parts of %lld samples (%lld samples), in %s; reads %s\n", (long long)P, (long long)per,
+           (long long)N, base, read_mode == PAGEDB_READ_COPY ? "in copy mode (past 10,000 parts)" : "zero-copy");
     fflush(stdout);
     /* The parts, then the reference. */
     double t0 = clock_s();
