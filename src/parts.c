@@ -93,10 +93,34 @@ typedef struct PartEnt {
 */
 struct PartTab {
   _Atomic(PartEnt *) leaf[PT_TOP];
-  pthread_mutex_t open_mu;
+  _Atomic unsigned open_mu; /* tab_lock: 0 free, else 1 + the fork generation of its holder */
   Part **set;
   size_t n, cap, hand;
 };
+
+/*
+** OPEN_MU, a lock a forked child can take although a thread of its parent
+** held it at the fork (a data loader's workers read through the handle
+** they inherit: pagedb.h, "Processes"): the child takes it over, and
+** forgets the set, which that thread may have left half changed (the files
+** in it stay open in the child, unbounded).  Held for a file's open or
+** close, never for a read.
+*/
+static void tab_lock(struct PartTab *t) {
+  unsigned me = api_fork_gen() + 1;
+  for (;;) {
+    unsigned w = 0;
+    if (atomic_compare_exchange_weak(&t->open_mu, &w, me)) return;
+    if (w != 0 && w != me && atomic_compare_exchange_strong(&t->open_mu, &w, me)) {
+      t->n = 0;
+      t->hand = 0;
+      return;
+    }
+    sched_yield();
+  }
+}
+
+static void tab_unlock(struct PartTab *t) { atomic_store(&t->open_mu, 0); }
 
 /* The bound on open parts in force: PAGEDB_CONFIG_PARTS_OPEN, else the
 ** environment's PAGEDB_PARTS_OPEN, else 256. */
@@ -322,7 +346,7 @@ static int part_pin(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
     }
     atomic_fetch_sub(&pt->users, 1);
     struct PartTab *t = atomic_load(&db->ptab);
-    pthread_mutex_lock(&t->open_mu);
+    tab_lock(t);
     int rc = PAGEDB_OK;
     if (!atomic_load(&pt->p)) {
       rc = part_file(db, m, pt, &p);
@@ -331,7 +355,7 @@ static int part_pin(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
         set_add(t, pt);
       }
     }
-    pthread_mutex_unlock(&t->open_mu);
+    tab_unlock(t);
     if (rc != PAGEDB_OK) return rc;
   }
 }
@@ -350,9 +374,7 @@ static PartEnt *part_ent(pagedb *db, uint64_t k) {
       pdb_free(nt);
       return NULL;
     }
-    pthread_mutex_init(&nt->open_mu, NULL);
     if (!atomic_compare_exchange_strong(&db->ptab, &t, nt)) {
-      pthread_mutex_destroy(&nt->open_mu);
       pdb_free(nt->set);
       pdb_free(nt);
     } else {
@@ -384,7 +406,7 @@ static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out, PartEnt **en
   /* Made under the table's OPEN_MU: the new file counts against the bound
   ** (and no two threads open the same part at once). */
   struct PartTab *t = atomic_load(&db->ptab);
-  pthread_mutex_lock(&t->open_mu);
+  tab_lock(t);
   int rc = PAGEDB_OK;
   pt = atomic_load_explicit(&e->pt, memory_order_acquire);
   if (!pt && (rc = part_open(db, m, k, &pt)) == PAGEDB_OK) {
@@ -392,7 +414,7 @@ static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out, PartEnt **en
     set_add(t, pt);
     atomic_store_explicit(&e->pt, pt, memory_order_release);
   }
-  pthread_mutex_unlock(&t->open_mu);
+  tab_unlock(t);
   if (rc != PAGEDB_OK) return rc;
   *out = pt;
   return PAGEDB_OK;
@@ -408,7 +430,6 @@ void parts_close(pagedb *db) {
       if (leaf[j].pt) part_free(leaf[j].pt);
     pdb_free(leaf);
   }
-  pthread_mutex_destroy(&t->open_mu);
   pdb_free(t->set);
   pdb_free(t);
 }
