@@ -112,6 +112,9 @@ static void tab_lock(struct PartTab *t) {
     unsigned w = 0;
     if (atomic_compare_exchange_weak(&t->open_mu, &w, me)) return;
     if (w != 0 && w != me && atomic_compare_exchange_strong(&t->open_mu, &w, me)) {
+      /* A new array too: the holder may have been reallocating the old. */
+      Part **ns = pdb_malloc(t->cap * sizeof *ns);
+      if (ns) t->set = ns;
       t->n = 0;
       t->hand = 0;
       return;
@@ -334,30 +337,35 @@ static void set_add(struct PartTab *t, Part *pt) {
 }
 
 /* PT's file, pinned (part_unpin after use), reopened and checked again if
-** the bound closed it. */
+** the bound closed it.  A reopened file is pinned before OPEN_MU is let go,
+** so that no other thread's open can close it again first. */
 static int part_pin(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
-  for (;;) {
-    atomic_fetch_add(&pt->users, 1);
-    Pager *p = atomic_load(&pt->p);
-    if (LIKELY(p != NULL)) {
-      atomic_store_explicit(&pt->ref, 1, memory_order_relaxed);
-      *out = p;
-      return PAGEDB_OK;
-    }
-    atomic_fetch_sub(&pt->users, 1);
-    struct PartTab *t = atomic_load(&db->ptab);
-    tab_lock(t);
-    int rc = PAGEDB_OK;
-    if (!atomic_load(&pt->p)) {
-      rc = part_file(db, m, pt, &p);
-      if (rc == PAGEDB_OK) {
-        atomic_store(&pt->p, p);
-        set_add(t, pt);
-      }
-    }
-    tab_unlock(t);
-    if (rc != PAGEDB_OK) return rc;
+  atomic_fetch_add(&pt->users, 1);
+  Pager *p = atomic_load(&pt->p);
+  if (LIKELY(p != NULL)) {
+    atomic_store_explicit(&pt->ref, 1, memory_order_relaxed);
+    *out = p;
+    return PAGEDB_OK;
   }
+  atomic_fetch_sub(&pt->users, 1);
+  struct PartTab *t = atomic_load(&db->ptab);
+  tab_lock(t);
+  int rc = PAGEDB_OK;
+  if (!atomic_load(&pt->p)) {
+    rc = part_file(db, m, pt, &p);
+    if (rc == PAGEDB_OK) {
+      atomic_store(&pt->p, p);
+      set_add(t, pt);
+    }
+  }
+  if (rc == PAGEDB_OK) {
+    /* Only a thread holding OPEN_MU closes a file: P stays until the pin. */
+    atomic_fetch_add(&pt->users, 1);
+    atomic_store_explicit(&pt->ref, 1, memory_order_relaxed);
+    *out = atomic_load(&pt->p);
+  }
+  tab_unlock(t);
+  return rc;
 }
 
 static void part_unpin(Part *pt) { atomic_fetch_sub(&pt->users, 1); }
