@@ -1171,7 +1171,9 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** reference: their catalog rows and index entries are added to DB's, and
 ** none of their data bytes is copied or written (reads of their samples
 ** open each part's data file where it lies, the first time this process
-** reads it).  Afterwards DB reads as one: every read API, SQL over table
+** reads it; copy-mode reads keep at most PAGEDB_CONFIG_PARTS_OPEN of them
+** open, zero-copy ones every part they touched until pagedb_close).
+** Afterwards DB reads as one: every read API, SQL over table
 ** sample, pagedb_order, pagedb_delete and pagedb_vacuum (which copies every
 ** sample, parts' included, into one file, format 2 again).  Table part of
 ** the catalog lists the parts (number, uuid, location, name, pages, bytes,
