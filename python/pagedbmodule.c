@@ -125,10 +125,24 @@ static PyObject *m_errstr(PyObject *self, PyObject *arg) {
   return PyUnicode_FromString(pagedb_errstr((int)rc));
 }
 
+/* set_busy_timeout(ms): pagedb_config(PAGEDB_CONFIG_BUSY_TIMEOUT, ms). */
+static PyObject *m_busy_timeout(PyObject *self, PyObject *arg) {
+  long long ms = PyLong_AsLongLong(arg);
+  if (ms == -1 && PyErr_Occurred()) return NULL;
+  if (pagedb_config(PAGEDB_CONFIG_BUSY_TIMEOUT, (int64_t)ms) != PAGEDB_OK) {
+    PyErr_Format(PyExc_ValueError, "busy_timeout must be 0..86400000 ms (or -1: the environment's), not %lld", ms);
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
   {"libversion", m_version, METH_NOARGS, "The version of the pagedb library linked."},
   {"errname", m_errname, METH_O, "errname(code) -> 'PAGEDB_...': the name of a result code."},
   {"errstr", m_errstr, METH_O, "errstr(code) -> str: a short description of a result code."},
+  {"set_busy_timeout", m_busy_timeout, METH_O,
+   "set_busy_timeout(ms): how long a read-write open waits for another handle's write lock, process-wide"
+   " (PAGEDB_CONFIG_BUSY_TIMEOUT; -1: the environment's PAGEDB_BUSY_TIMEOUT, else 0)."},
   {"status", admin_status, METH_NOARGS,
    "status() -> {name: (current, highwater)}: the library's memory counters (pagedb_status)."},
   {"shell_main", pypdb_shell_main, METH_O,

@@ -312,10 +312,20 @@ int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, u
 /* The data file of part K (opened and checked on first use, as a read
 ** does) and the bytes of its data region the commit recorded. */
 int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end);
+/* ...which stays open (pinned against the bound on open parts) until this. */
+void parts_file_done(pagedb *db, uint64_t k);
+
+/* The bound on open parts (PAGEDB_CONFIG_PARTS_OPEN): PAGEDB_MISUSE unless
+** -1 or 1..PARTS_OPEN_MAX. */
+#define PARTS_OPEN_MAX 1000000
+int parts_open_config(int64_t n);
 
 /* The data file of address OFF (the own one, or a part's) and OFF as an
-** offset in its data region; [OFF, OFF+LEN) must lie in what it holds. */
+** offset in its data region; [OFF, OFF+LEN) must lie in what it holds.  A
+** part's file is pinned against the bound on open parts until
+** parts_pager_done(DB, OFF), which every success must be paired with. */
 int parts_pager_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Pager **p, uint64_t *rel);
+void parts_pager_done(pagedb *db, uint64_t off);
 
 /* pager_fetch of the data at address OFF, in the own file or a part's. */
 int api_fetch(pagedb *db, pdb_msg *m, uint64_t off, size_t len, uint8_t **buf, size_t *cap, const uint8_t **at);

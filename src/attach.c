@@ -154,8 +154,8 @@ void ids_release(IdPlan *a) {
 */
 int ids_plan(IdPlan *a, int policy, int64_t offset) {
   pagedb *db = a->db;
-  /* An empty set leaves a->s NULL, which qsort must not be given. */
-  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_id);
+  /* (An empty set leaves a->s NULL, which pdb_sort never hands qsort.) */
+  pdb_sort(a->s, a->n, sizeof *a->s, by_id);
   int64_t base = 0;
   if (policy == PAGEDB_ATTACH_AFTER) {
     base = atomic_load(&db->next_auto);
@@ -268,18 +268,25 @@ static int read_run(Attach *a, const Copy *c, uint8_t **buf, size_t *cap) {
   ** its window it has there, with the part's uuid in its header. */
   Pager *from = o->pager;
   uint64_t off = r->pgno * ps, pgno = r->pgno;
+  int64_t part = -1;
   if (off >= PDB_MAX_DATA) {
     uint64_t k = dx_part_of(off), end = 0;
     int rc = parts_file(o, &a->em, k, &from, &end);
     if (rc != PAGEDB_OK) return rc;
+    part = (int64_t)k;
     off -= dx_window(k);
     pgno = off / ps;
-    if (off > end || r->used > end - off)
+    if (off > end || r->used > end - off) {
+      parts_file_done(o, k);
       return pdb_err(a->db, &a->em, PAGEDB_CORRUPT, "%s: page %llu of part %llu lies past the %llu bytes it was"
                      " committed with", o->path, (unsigned long long)pgno, (unsigned long long)k,
                      (unsigned long long)end);
+    }
   }
   int rc = pager_fetch(from, &a->em, off, r->used, buf, cap, &b);
+  uint8_t uuid[16];
+  memcpy(uuid, pager_uuid(from), 16);
+  if (part >= 0) parts_file_done(o, (uint64_t)part);   /* FROM may be closed from here on */
   if (rc != PAGEDB_OK) return rc;
   /* A run starts on an aligned offset, so the read starts at *BUF. */
   if (NEVER(b != *buf)) memmove(*buf, b, r->used);
@@ -289,7 +296,7 @@ static int read_run(Attach *a, const Copy *c, uint8_t **buf, size_t *cap) {
   pager_run_header(b, &h);
   if (!h.magic_ok) bad = "no run header";
   else if (!h.sum_ok) bad = "a damaged run header";
-  else if (memcmp(h.uuid, pager_uuid(from), 16) != 0) bad = "the run header of another dataset";
+  else if (memcmp(h.uuid, uuid, 16) != 0) bad = "the run header of another dataset";
   else if (h.pgno != pgno || h.npages != r->npages || h.used != r->used)
     bad = "a run header that disagrees with the page table";
   else if (h.datasum != pdb_sum(b + PDB_PAGE_HDR, r->used - PDB_PAGE_HDR))
@@ -404,7 +411,7 @@ static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
     ids_release(&a->ids);
     return rc;
   }
-  if (a->ids.n > 1) qsort(a->ids.s, a->ids.n, sizeof *a->ids.s, by_offset);
+  pdb_sort(a->ids.s, a->ids.n, sizeof *a->ids.s, by_offset);
   rc = plan_runs(a);
   /* Given back at every failure from here on, never left behind. */
   PageRecs *dead = pdb_malloc(sizeof *dead);

@@ -35,8 +35,9 @@ struct Catalog {
   int in_txn;               /* the long write transaction is open */
   int has_align;            /* table field has column align (else every alignment is 1) */
   int has_parts;            /* meta.features has the parts bit: table part is pagedb's */
-  sqlite3_stmt *ins_sample;
+  sqlite3_stmt *ins_sample;  /* INSERT INTO sample ... SELECT ... FROM pdb_rows */
   sqlite3_stmt *ins_page;
+  CatRows rows;             /* what pdb_rows yields (catbulk.c) */
 };
 
 /* The extent view of a dataset without fields; view_sql makes the others. */
@@ -159,6 +160,8 @@ int cat_open(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, int mode
             : mode == CAT_CREATE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
             : SQLITE_OPEN_READWRITE;
   int rc = connect(c, m, flags, &c->w);
+  if (rc == PAGEDB_OK && mode != CAT_READONLY && catb_register(c->w, &c->rows) != SQLITE_OK)
+    rc = sq_fail(c, m, c->w, sqlite3_errcode(c->w), "registering pdb_rows");
   if (rc == PAGEDB_OK && mode == CAT_CREATE) {
     /* Larger catalog pages: fewer splits for the long runs of inserts. */
     rc = exec(c, m, "PRAGMA page_size=16384", "setting the page size");
@@ -842,9 +845,10 @@ static char *sample_sql(const CatField *fields, int nfield, int insert) {
   if (!insert) {
     sqlite3_str_appendall(sql, " FROM sample");
   } else {
-    sqlite3_str_appendall(sql, ") VALUES(?, ?, ?");
-    for (int i = 0; i < ncol; i++) sqlite3_str_appendall(sql, ", ?");
-    sqlite3_str_appendall(sql, ")");
+    /* A run's rows in one statement (catbulk.c). */
+    sqlite3_str_appendall(sql, ") SELECT id, page, off");
+    for (int i = 0; i < ncol; i++) sqlite3_str_appendf(sql, ", v%d", i);
+    sqlite3_str_appendall(sql, " FROM temp.pdb_rows");
   }
   pdb_free(cols);
   return sqlite3_str_finish(sql);
@@ -973,6 +977,10 @@ int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *sl
   if (!c->ins_page)
     rc = prepare(c, m, c->w, "INSERT INTO page(pgno, npages, used, nsamples) VALUES(?1, ?2, ?3, ?4)", &c->ins_page);
   if (rc == PAGEDB_OK && !c->ins_sample) {
+    int ncol = 0;
+    for (int f = 0; f < nfield; f++) ncol += is_bytes(fields[f].type) ? 3 : 1;
+    int src = catb_declare(c->w, ncol);
+    if (src != SQLITE_OK) return sq_fail(c, m, c->w, src, "making temp.pdb_rows");
     char *sql = sample_sql(fields, nfield, 1);
     rc = sql ? prepare(c, m, c->w, sql, &c->ins_sample)
              : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory preparing catalog inserts");
@@ -987,42 +995,20 @@ int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *sl
   int src = sqlite3_step(st);
   sqlite3_reset(st);
   if (src != SQLITE_DONE) return sq_fail(c, m, c->w, src, "recording a page");
-  int nw = slot_words(nfield);
+  if (d->nsamples == 0) return PAGEDB_OK;
   st = c->ins_sample;
-  for (uint32_t i = 0; i < d->nsamples; i++) {
-    const uint64_t *s = slots + (size_t)i * nw;
-    sqlite3_bind_int64(st, 1, (int64_t)s[0]);
-    sqlite3_bind_int64(st, 2, (int64_t)(s[1] / page_size));
-    sqlite3_bind_int64(st, 3, (int64_t)(s[1] % page_size));
-    for (int f = 0, col = 4; f < nfield; col += is_bytes(fields[f].type) ? 3 : 1, f++) {
-      uint64_t v = slot_get(s, nfield, f);
-      const uint64_t *x = slot_cext(s, nfield, f);
-      if (!slot_has(s, f)) {
-        sqlite3_bind_null(st, col);
-        if (is_bytes(fields[f].type)) {
-          sqlite3_bind_null(st, col + 1);
-          sqlite3_bind_null(st, col + 2);
-        }
-      } else if (fields[f].type == PAGEDB_REAL) {
-        double dv;
-        memcpy(&dv, &v, sizeof dv);
-        sqlite3_bind_double(st, col, dv);
-      } else {
-        sqlite3_bind_int64(st, col, (int64_t)v);
-        if (is_bytes(fields[f].type)) {
-          if (x[0] & SLOT_Z) sqlite3_bind_int64(st, col + 1, (int64_t)(x[0] & ~SLOT_Z));
-          else sqlite3_bind_null(st, col + 1);
-          sqlite3_bind_int64(st, col + 2, (int64_t)x[1]);
-        }
-      }
-    }
-    src = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (src != SQLITE_DONE) {
-      char what[80];
-      snprintf(what, sizeof what, "recording sample %lld", (long long)s[0]);
-      return sq_fail(c, m, c->w, src, what);
-    }
+  catb_set(&c->rows, slots, d->nsamples, fields, nfield, page_size);
+  src = sqlite3_step(st);
+  uint64_t at = c->rows.at;
+  sqlite3_reset(st);
+  catb_set(&c->rows, NULL, 0, fields, nfield, page_size);
+  if (src != SQLITE_DONE) {
+    /* The row it stopped at: the sample that failed (a duplicate id...). */
+    char what[80];
+    int nw = slot_words(nfield);
+    if (at < d->nsamples) snprintf(what, sizeof what, "recording sample %lld", (long long)slots[(size_t)at * nw]);
+    else snprintf(what, sizeof what, "recording the samples of page %llu", (unsigned long long)d->pgno);
+    return sq_fail(c, m, c->w, src, what);
   }
   return PAGEDB_OK;
 }

@@ -45,4 +45,25 @@ void catx_read_end(Catalog *c);
 int cat_info_view_make(Catalog *c, pdb_msg *m, const CatField *fields, int nfield);
 int cat_info_view_check(Catalog *c, pdb_msg *m, const CatField *fields, int nfield);
 
+/* catbulk.c: the virtual table temp.pdb_rows of the write connection
+** (module registered at open, table made by catb_declare) yields the sample rows of the SLOTS given by catb_set (and
+** none when SLOTS is NULL): id, page, off, then per field its column and,
+** BYTES/TEXT, its stored length and checksum, as v0, v1...  AT is the row
+** a failing INSERT ... SELECT stopped at. */
+#define CAT_ROWS_COLS (3 * PAGEDB_MAX_FIELDS)
+typedef struct CatRows {
+  const uint64_t *slots;
+  uint64_t n, at;
+  uint32_t page_size;
+  const CatField *fields;
+  int nfield, ncol;
+  uint16_t col_field[CAT_ROWS_COLS];
+  uint8_t col_kind[CAT_ROWS_COLS];   /* 0 the value, 1 stored length, 2 checksum */
+} CatRows;
+int catb_register(sqlite3 *conn, CatRows *src);
+/* (Re)make temp.pdb_rows with NCOL v columns: an SQLite result. */
+int catb_declare(sqlite3 *conn, int ncol);
+void catb_set(CatRows *r, const uint64_t *slots, uint64_t n, const CatField *fields, int nfield,
+              uint32_t page_size);
+
 #endif /* PAGEDB_CATALOGINT_H */

@@ -46,8 +46,11 @@ typedef struct Run {
   int in_file;              /* the file holds its used bytes */
   uint64_t nstart;          /* sample rows whose record starts in it */
   /* Where its bytes are: the own data file, or a part's (doc/format.md,
-  ** "Parts"): its pager, the dataset's number of its page 0, its D and size. */
+  ** "Parts"): the own pager or NULL and the part's number (its file taken
+  ** when the run is read: the bound on open parts may close it between),
+  ** the dataset's number of its page 0, its D and size. */
   Pager *pg;
+  int64_t part;
   uint64_t page0, doff, fsize;
 } Run;
 
@@ -78,7 +81,7 @@ typedef struct Check {
   uint64_t next;            /* the page after the own file's runs seen so far */
   uint64_t pnext;           /* ...and after the current part's */
   int64_t part;             /* the part of the last part's row seen, -1: none */
-  Pager *ppg;               /* ...its data file, NULL if it cannot be read */
+  int pok;                  /* ...its data file opened and checked */
   uint64_t pdoff, psize;
   uint64_t cur;             /* runs[cur]: the run the sample stream is in */
   Ext *ext;                 /* full mode: the extents of runs[cur] */
@@ -336,7 +339,7 @@ static int check_parts(Check *k, CatSnap *s) {
 static int page_row(void *ctx, const CatVal *v) {
   static const char *col[] = { "pgno", "npages", "used", "nsamples" };
   Check *k = ctx;
-  Run r = { .pgno = v[0].i, .ok = 1 };
+  Run r = { .pgno = v[0].i, .ok = 1, .part = -1 };
   int len_ok = 0;           /* npages is possible: where the run ends is known */
   for (int i = 0; i < 4; i++) {
     if (v[i].type != CAT_INTEGER) {
@@ -361,22 +364,25 @@ static int page_row(void *ctx, const CatVal *v) {
     if (part != k->part) {
       k->part = part;
       k->pnext = (uint64_t)(dx_window((uint64_t)part) / k->ps);
-      k->ppg = NULL;
+      k->pok = 0;
       pdb_msg em = { 0 };
       uint64_t end;
-      if (parts_file(k->db, &em, (uint64_t)part, &k->ppg, &end) != PAGEDB_OK) {
+      Pager *pg = NULL;
+      if (parts_file(k->db, &em, (uint64_t)part, &pg, &end) != PAGEDB_OK) {
         report(k, r.pgno, -1, -1, "part %" PRId64 ": %s", part, pdb_msg_text(&em));
-        k->ppg = NULL;
-      } else if (pdb_os_size(pager_file(k->ppg), &k->psize) != PAGEDB_OK) {
-        k->psize = 0;
+      } else {
+        if (pdb_os_size(pager_file(pg), &k->psize) != PAGEDB_OK) k->psize = 0;
+        k->pdoff = pager_data_off(pg);
+        k->pok = 1;
+        parts_file_done(k->db, (uint64_t)part);
       }
-      if (k->ppg) k->pdoff = pager_data_off(k->ppg);
     }
-    r.pg = k->ppg;
+    r.pg = NULL;
+    r.part = part;
     r.page0 = (uint64_t)(dx_window((uint64_t)part) / k->ps);
     r.doff = k->pdoff;
     r.fsize = k->psize;
-    if (!r.pg) r.ok = 0;
+    if (!k->pok) r.ok = 0;
     maxpg = r.page0 + wpages;
   }
   if (r.ok) {
@@ -523,24 +529,34 @@ static int finish_run(Check *k, Run *r) {
            " sample rows do", r->nsamples, r->pgno, r->nstart);
   if (!r->in_file) return PAGEDB_OK;
   const uint8_t *p;
-  uint64_t n = k->quick ? PDB_PAGE_HDR : r->used;
+  uint64_t n = k->quick ? PDB_PAGE_HDR : r->used, end;
   uint64_t at = ((uint64_t)r->pgno - r->page0) * k->ps;
-  int rc = pager_fetch(r->pg, &k->m, at, (size_t)n, &k->buf, &k->cap, &p);
+  Pager *pg = r->pg;
+  pdb_msg em = { 0 };
+  if (r->part >= 0 && parts_file(k->db, &em, (uint64_t)r->part, &pg, &end) != PAGEDB_OK) {
+    report(k, r->pgno, -1, -1, "part %" PRId64 ": %s", r->part, pdb_msg_text(&em));
+    return PAGEDB_OK;
+  }
+  uint8_t uuid[16];
+  memcpy(uuid, pager_uuid(pg), 16);
+  int rc = pager_fetch(pg, &k->m, at, (size_t)n, &k->buf, &k->cap, &p);
   /* Bytes from a shared chunk cache that fail a checksum are fetched
   ** again from the server first (reader.c, refetch): what is reported is
-  ** then the dataset's own damage, not a forged chunk's. */
-  if (rc == PAGEDB_OK && pager_untrusted(r->pg) && !run_intact(k, r, p, n, next_ext)
-      && (rc = pager_refetch(r->pg, &k->m, at, n)) == PAGEDB_OK)
-    rc = pager_fetch(r->pg, &k->m, at, (size_t)n, &k->buf, &k->cap, &p);
+  ** then the dataset's own damage, not a forged chunk's.  The part's file
+  ** stays pinned until then. */
+  if (rc == PAGEDB_OK && pager_untrusted(pg) && !run_intact(k, r, p, n, next_ext)
+      && (rc = pager_refetch(pg, &k->m, at, n)) == PAGEDB_OK)
+    rc = pager_fetch(pg, &k->m, at, (size_t)n, &k->buf, &k->cap, &p);
+  if (r->part >= 0) parts_file_done(k->db, (uint64_t)r->part);   /* P is in k->buf (or a map kept to the close) */
   if (rc != PAGEDB_OK) return rc;
   char want[33], got[33];
   RunHeader h;
   pager_run_header(p, &h);
   if (!h.magic_ok)
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header does not start with the magic PDBRUN", r->pgno);
-  if (memcmp(h.uuid, pager_uuid(r->pg), 16) != 0) {
+  if (memcmp(h.uuid, uuid, 16) != 0) {
     pdb_uuid_hex(h.uuid, got);
-    pdb_uuid_hex(pager_uuid(r->pg), want);
+    pdb_uuid_hex(uuid, want);
     report(k, r->pgno, -1, -1, "the run at page %" PRId64 ": its header has uuid %s, not the %s %s", r->pgno,
            got, r->page0 ? "part's" : "dataset's", want);
   }

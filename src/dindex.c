@@ -120,6 +120,8 @@ typedef struct Retired {
 } Retired;
 
 #define DX_PMEMO 1024
+/* A memo word: k + 1 (< 2^21) above data_end (<= 2^42: 43 bits). */
+#define DX_PMEMO_SHIFT 43
 
 struct Dx {
   pagedb *db;
@@ -147,11 +149,13 @@ struct Dx {
   _Atomic uint8_t *filled;
   uint64_t nfill;
   _Atomic int unfetched;    /* a fill failed (dx_unfetched) */
-  /* Part records checked (part_in): slot k % DX_PMEMO holds 1 + the file
-  ** offset of part k's record once its hash was found good.  A record is
-  ** written once where it lies, so the check need not be repeated for
-  ** every lookup of the part's samples. */
-  _Atomic uint64_t pmemo[DX_PMEMO];
+  /* Part records checked (part_end): leaf k / DX_PMEMO, allocated on first
+  ** use and published with a compare-and-swap, holds at k % DX_PMEMO the
+  ** word (k + 1) << DX_PMEMO_SHIFT | data_end once part k's record was
+  ** found good (0 before).  A record in force is never changed, so a lookup
+  ** of a part's sample then costs two loads, no hash and no touch of the
+  ** record (doc/format.md, "A lookup"). */
+  _Atomic(_Atomic uint64_t *) pmemo[(DX_PART_MAX + DX_PMEMO - 1) / DX_PMEMO];
   Retired *retired;         /* older maps, unmapped at close */
   Dx *older;                /* dx_keep's: closed with this one */
   /* The writer's working state: the snapshot plus what dx_stage staged. */
@@ -226,7 +230,7 @@ static inline __attribute__((always_inline)) uint64_t slot_sum(const uint64_t *s
 ** (d[8]): the record starts at s[1] and its fields follow one another, so
 ** the end of the last is bounded without overflow, field by field.
 */
-static const uint64_t *part_in(const Dx *x, const uint64_t *d, uint64_t k);
+static int part_end(const Dx *x, const uint64_t *d, uint64_t k, uint64_t *pend);
 
 static inline __attribute__((always_inline)) const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id) {
   if (s[0] != (uint64_t)id || s[x->nw] != slot_sum(s, x->nw)) return DX_BAD;
@@ -234,9 +238,9 @@ static inline __attribute__((always_inline)) const uint64_t *verify(const Dx *x,
   uint64_t lim = d[8], end = s[1];
   if (NEVER(end >= DX_WIN_BASE)) {
     /* A part's window: the record lies within what part k's runs use. */
-    const uint64_t *p = x->version >= 2 ? part_in(x, d, dx_part_of(end)) : NULL;
-    if (!p) return DX_BAD;
-    lim = dx_window(p[0]) + p[4];
+    uint64_t k = dx_part_of(end), pend;
+    if (x->version < 2 || !part_end(x, d, k, &pend)) return DX_BAD;
+    lim = dx_window(k) + pend;
   }
   if (end > lim) return DX_BAD;
   for (int k = 0; k < x->nbf; k++) {
@@ -477,6 +481,8 @@ void dx_close(Dx *x) {
   if (!x) return;
   dx_close(x->older);
   pdb_free((void *)x->filled);
+  for (size_t i = 0; i < sizeof x->pmemo / sizeof x->pmemo[0]; i++)
+    if (x->pmemo[i]) pdb_free((void *)x->pmemo[i]);
   if (x->map && !x->heap) pdb_os_unmap(x->f, x->map, x->maplen);
   if (x->heap) pdb_free((void *)x->map);
   for (Retired *r = x->retired, *n; r; r = n) {
@@ -1140,7 +1146,7 @@ static int tok_stage(Dx *x, pdb_msg *m, TokCh *tc, size_t n, int final) {
 int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t pages, uint64_t data_end,
              DxMeta *out) {
   assert(x->writable);
-  if (n > 1) qsort(ch, n, sizeof *ch, by_change_id);
+  pdb_sort(ch, n, sizeof *ch, by_change_id);
   int rc = ensure_map(x, m, x->end);
   if (rc != PAGEDB_OK) return rc;
   /* Sort the changes into chunk changes (CC), changes of segment ids (SC,
@@ -1284,20 +1290,41 @@ void dx_abort(Dx *x) {
 int dx_version(const Dx *x) { return x->version; }
 
 /* Part record K through directory D, checked, or NULL. */
+/* Part K's record in the snapshot of directory D, checked (NULL: none or damaged). */
 static const uint64_t *part_in(const Dx *x, const uint64_t *d, uint64_t k) {
   if (k >= d[11]) return NULL;
   const uint64_t *e = d + x->dirw + 2 * (d[2] + d[3]) + 2 * (k / DX_PCHUNK);
   uint64_t at = e[0] + (k % DX_PCHUNK) * DX_PRECB;
-  _Atomic uint64_t *memo = (_Atomic uint64_t *)&x->pmemo[k % DX_PMEMO];
-  if (LIKELY(atomic_load_explicit(memo, memory_order_acquire) == at + 1)) {
-    const uint64_t *r = (const uint64_t *)((const uint8_t *)d - d[1] + at);
-    return r[0] == k ? r : NULL;
-  }
   if (!readable(x, at, DX_PRECB)) return NULL;
   const uint64_t *r = (const uint64_t *)((const uint8_t *)d - d[1] + at);
   if (r[0] != k || r[15] != slot_sum(r, 15) || r[4] > ((uint64_t)1 << DX_WIN_BITS)) return NULL;
-  atomic_store_explicit(memo, at + 1, memory_order_release);
   return r;
+}
+
+/* The data end of part K (word 4 of its record) into *PEND: 1, or 0 when D
+** has no such part or its record is damaged.  Remembered once checked. */
+static int part_end(const Dx *x, const uint64_t *d, uint64_t k, uint64_t *pend) {
+  if (k >= d[11]) return 0;
+  _Atomic uint64_t *leaf = atomic_load_explicit(&x->pmemo[k / DX_PMEMO], memory_order_acquire);
+  if (LIKELY(leaf != NULL)) {
+    uint64_t w = atomic_load_explicit(&leaf[k % DX_PMEMO], memory_order_relaxed);
+    if (LIKELY(w >> DX_PMEMO_SHIFT == k + 1)) {
+      *pend = w & (((uint64_t)1 << DX_PMEMO_SHIFT) - 1);
+      return 1;
+    }
+  }
+  const uint64_t *r = part_in(x, d, k);
+  if (!r) return 0;
+  *pend = r[4];
+  if (!leaf) {
+    /* Without memory for the leaf the check is only not remembered. */
+    _Atomic uint64_t *nl = pdb_calloc(DX_PMEMO, sizeof *nl);
+    if (!nl) return 1;
+    if (!atomic_compare_exchange_strong(&((Dx *)x)->pmemo[k / DX_PMEMO], &leaf, nl)) pdb_free(nl);
+    else leaf = nl;
+  }
+  atomic_store_explicit(&leaf[k % DX_PMEMO], (k + 1) << DX_PMEMO_SHIFT | r[4], memory_order_relaxed);
+  return 1;
 }
 
 uint64_t dx_parts(const Dx *x) {

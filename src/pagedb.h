@@ -1221,7 +1221,9 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** reference: their catalog rows and index entries are added to DB's, and
 ** none of their data bytes is copied or written (reads of their samples
 ** open each part's data file where it lies, the first time this process
-** reads it).  Afterwards DB reads as one: every read API, SQL over table
+** reads it; copy-mode reads keep at most PAGEDB_CONFIG_PARTS_OPEN of them
+** open, zero-copy ones every part they touched until pagedb_close).
+** Afterwards DB reads as one: every read API, SQL over table
 ** sample, pagedb_order, pagedb_delete and pagedb_vacuum (which copies every
 ** sample, parts' included, into one file, format 2 again).  Table part of
 ** the catalog lists the parts (number, uuid, location, name, pages, bytes,
@@ -2153,12 +2155,28 @@ struct pagedb_pool_methods {
 ** value is PAGEDB_MISUSE and leaves the setting as it was.
 */
 #define PAGEDB_CONFIG_BUSY_TIMEOUT         24
+/*
+** int64_t n, 1..1000000 (issue 26; environment PAGEDB_PARTS_OPEN, default
+** 256): how many parts' data files a handle keeps open for copy-mode reads
+** (PAGEDB_READ_COPY), pagedb_check and pagedb_attach.  Past it, opening one
+** more closes the one least recently used (a clock), and a later read of
+** that part opens and checks its file again.  A part a zero-copy reader
+** (PAGEDB_READ_MMAP) touched is not counted and stays open and mapped until
+** pagedb_close, since the pointers into it live that long: such a reader of
+** more parts than the process may map (Linux: vm.max_map_count, 65,530 by
+** default) or open (ulimit -n) fails those reads with an error saying so
+** (PAGEDB_NOMEM, PAGEDB_CANTOPEN...), never a crash.  -1 forgets the
+** setting (the environment's, else 256, applies again).  Process-wide; may
+** be set at any time; a handle reads it when it first reads a part.  Another
+** value is PAGEDB_MISUSE and leaves the setting as it was.
+*/
+#define PAGEDB_CONFIG_PARTS_OPEN           25
 
 /*
 ** Configure the library.  Results: PAGEDB_OK; PAGEDB_MISUSE (an unknown
 ** op, a bad argument, or an allocator or pool op (1..6 but MEMLIMIT) while
 ** the library is initialized: MEMLIMIT, the remote settings (7..23) and
-** the busy timeout (24) may be used at any time); PAGEDB_NOMEM
+** the busy timeout (24) and the bound on open parts (25) may be used at any time); PAGEDB_NOMEM
 ** (PAGEDB_CONFIG_HEAP: an arena too small to hold its own bookkeeping and
 ** one block); PAGEDB_CANTOPEN
 ** (GETREMOTE: see there).

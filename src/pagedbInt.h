@@ -26,6 +26,17 @@
 
 #define PDB_MSG_MAX 512
 
+/* qsort, unless one pass finds BASE in order already -- the common case of
+** the commits' sorts: a writer's samples come in id order and, written by
+** one writer, in address order too, so a commit of such parts sorts
+** nothing (issue 26). */
+static inline void pdb_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  const char *b = base;
+  size_t i = 1;
+  while (i < n && cmp(b + (i - 1) * size, b + i * size) <= 0) i++;
+  if (i < n) qsort(base, n, size, cmp);
+}
+
 /* An error message buffer.  Every handle owns one. */
 typedef struct pdb_msg {
   int rc;

@@ -45,6 +45,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -56,18 +57,96 @@
 #define PT_TOP  ((DX_PART_MAX + PT_LEAF - 1) / PT_LEAF)
 
 typedef struct Part {
-  Pager *p;                 /* the part's data file, read-only, mapped when zero-copy reads want it */
+  /* The part's data file, read-only, mapped when zero-copy reads want it;
+  ** NULL while the bound on open parts has closed it (never once mapped). */
+  _Atomic(Pager *) p;
+  _Atomic int users;        /* threads using P now (part_pin) */
+  _Atomic int ref;          /* the clock's bit: used since the hand passed */
+  uint64_t k;
   uint64_t end;             /* bytes of its data region in use (data_end) */
+  uint64_t rec[6];          /* its record, as part_record gave it (for a reopen) */
+  char *uri, *path;         /* its uri as recorded, and resolved */
   pthread_mutex_t map_mu;   /* making the map */
-  _Atomic int mapped;       /* release: base, lim and fills are set */
+  _Atomic int mapped;       /* release: base, lim and fills are set; P stays open until the close */
   const uint8_t *base;      /* its data region in the map (made once, kept until the close) */
   uint64_t lim;             /* bytes of the map from BASE */
   int fills;                /* the map must be filled before a read (pager_map_fills) */
 } Part;
 
+/* A part's entry in the table: its handle, and what a zero-copy read of
+** it needs (its map's base and the bytes in use) side by side, so that a
+** read of a part already mapped costs the two loads of the table and this
+** one line -- not a load of the handle, allocated apart (issue 26). */
+typedef struct PartEnt {
+  _Atomic(Part *) pt;       /* release: END is set */
+  _Atomic(const uint8_t *) base;   /* release: its data region in the map, whole (NULL: not mapped, or filled on demand) */
+  uint64_t end;             /* the handle's END */
+  uint64_t pad;
+} PartEnt;
+
+/*
+** The bound on open parts (doc/format.md, open question 1): the parts whose
+** file is open and not mapped are SET (N of CAP, CAP the bound), and a part
+** opened past it closes one the clock's hand finds unused since it last
+** passed.  A thread uses a part's file pinned (part_pin: USERS counted,
+** then P loaded; the evictor swaps P out, then waits for USERS to drop:
+** sequentially consistent, so one of the two sees the other) and never
+** waits on OPEN_MU while it holds a pin.  Mapped parts leave the set: a
+** zero-copy pointer lives until pagedb_close, so their maps and files stay.
+*/
 struct PartTab {
-  _Atomic(Part *) *_Atomic leaf[PT_TOP];
+  _Atomic(PartEnt *) leaf[PT_TOP];
+  _Atomic unsigned open_mu; /* tab_lock: 0 free, else 1 + the fork generation of its holder */
+  Part **set;
+  size_t n, cap, hand;
 };
+
+/*
+** OPEN_MU, a lock a forked child can take although a thread of its parent
+** held it at the fork (a data loader's workers read through the handle
+** they inherit: pagedb.h, "Processes"): the child takes it over, and
+** forgets the set, which that thread may have left half changed (the files
+** in it stay open in the child, unbounded).  Held for a file's open or
+** close, never for a read.
+*/
+static void tab_lock(struct PartTab *t) {
+  unsigned me = api_fork_gen() + 1;
+  for (;;) {
+    unsigned w = 0;
+    if (atomic_compare_exchange_weak(&t->open_mu, &w, me)) return;
+    if (w != 0 && w != me && atomic_compare_exchange_strong(&t->open_mu, &w, me)) {
+      /* A new array too: the holder may have been reallocating the old. */
+      Part **ns = pdb_malloc(t->cap * sizeof *ns);
+      if (ns) t->set = ns;
+      t->n = 0;
+      t->hand = 0;
+      return;
+    }
+    sched_yield();
+  }
+}
+
+static void tab_unlock(struct PartTab *t) { atomic_store(&t->open_mu, 0); }
+
+/* The bound on open parts in force: PAGEDB_CONFIG_PARTS_OPEN, else the
+** environment's PAGEDB_PARTS_OPEN, else 256. */
+static _Atomic int64_t open_bound = -1;
+
+int parts_open_config(int64_t n) {
+  if (n < -1 || n == 0 || n > PARTS_OPEN_MAX) return PAGEDB_MISUSE;
+  atomic_store(&open_bound, n);
+  return PAGEDB_OK;
+}
+
+static size_t parts_bound(void) {
+  int64_t n = atomic_load(&open_bound);
+  if (n > 0) return (size_t)n;
+  const char *e = getenv("PAGEDB_PARTS_OPEN");
+  char *end = NULL;
+  long long v = e && *e >= '1' && *e <= '9' ? strtoll(e, &end, 10) : 0;
+  /* A bad value is the default: the bound is a resource limit, not data. */
+  return v >= 1 && v <= PARTS_OPEN_MAX && end && !*end ? (size_t)v : 256;
+}
 
 /* Where part K's data file is: URI as recorded, relative to the directory
 ** that holds DB's data file unless absolute (PDB_MSG_MAX-sized OUT). */
@@ -184,94 +263,223 @@ static int part_record(pagedb *db, pdb_msg *m, uint64_t k, uint64_t rec[6], char
   return PAGEDB_OK;
 }
 
-/* Open part K's data file and check it against its record (doc/format.md,
-** "Reading a part's bytes", steps 1-3). */
-static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
-  uint64_t rec[6];
-  char uri[4096], path[4096 + PDB_MSG_MAX];
-  int rc = part_record(db, m, k, rec, uri, sizeof uri);
-  if (rc != PAGEDB_OK) return rc;
-  part_path(db, uri, path, sizeof path);
-  Part *pt = pdb_calloc(1, sizeof *pt);
-  if (!pt) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening part %llu of %s", (unsigned long long)k, db->path);
+/* Open the data file of part PT and check it against its record
+** (doc/format.md, "Reading a part's bytes", steps 2-3) into *OUT. */
+static int part_file(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
+  const uint64_t *rec = pt->rec;
   pdb_msg em = { 0 };
   pagedb_vfs *vfs = db->vfs;
   char why[PDB_MSG_MAX];
-  if (pdb_path_scheme(path, NULL, 0) && pdb_vfs_choose(path, NULL, 0, &vfs, why, sizeof why) != PAGEDB_OK) {
-    pdb_free(pt);
-    return pdb_err(db, m, PAGEDB_CANTOPEN, "%s: part %llu (%s): %s", db->path, (unsigned long long)k, uri, why);
-  }
-  rc = pager_open(db, &em, vfs, path, 1, &pt->p);
+  if (pdb_path_scheme(pt->path, NULL, 0) && pdb_vfs_choose(pt->path, NULL, 0, &vfs, why, sizeof why) != PAGEDB_OK)
+    return pdb_err(db, m, PAGEDB_CANTOPEN, "%s: part %llu (%s): %s", db->path, (unsigned long long)pt->k, pt->uri, why);
+  Pager *p = NULL;
+  int rc = pager_open(db, &em, vfs, pt->path, 1, &p);
   const char *bad = NULL;
   if (rc == PAGEDB_OK) {
-    if (memcmp(pager_uuid(pt->p), &rec[1], 16) != 0) {
+    if (memcmp(pager_uuid(p), &rec[1], 16) != 0) {
       rc = PAGEDB_NOTADB_MISMATCH;
       bad = "its data file belongs to another dataset (its uuid changed: was the part vacuumed or replaced?)";
-    } else if (pager_page_size(pt->p) != pager_page_size(db->pager) || pager_data_off(pt->p) != rec[3]) {
+    } else if (pager_page_size(p) != pager_page_size(db->pager) || pager_data_off(p) != rec[3]) {
       rc = PAGEDB_NOTADB_MISMATCH;
       bad = "its data file's page size or data offset changed";
     } else {
       /* Its length must hold what the commit recorded (step 3). */
-      uint64_t ps = pager_page_size(pt->p);
-      rc = pager_recover(pt->p, &em, rec[5], rec[4], 0);
+      uint64_t ps = pager_page_size(p);
+      rc = pager_recover(p, &em, rec[5], rec[4], 0);
       if (rc == PAGEDB_OK && NEVER(rec[5] > ((uint64_t)1 << DX_WIN_BITS) / ps)) rc = PAGEDB_CORRUPT_INDEX;
     }
+  } else if (strstr(pdb_msg_text(&em), "Too many open files")) {
+    bad = "too many open files: each part a zero-copy reader touched stays open until pagedb_close, and"
+          " copy-mode reads keep up to PAGEDB_PARTS_OPEN more: read in copy mode, lower PAGEDB_PARTS_OPEN,"
+          " raise the limit (ulimit -n) or vacuum the dataset into one file";
   }
   /* A changed object explains any other mismatch: said first. */
-  if (pt->p && part_changed(db, k, pt->p)) {
+  if (p && part_changed(db, pt->k, p)) {
     rc = PAGEDB_IOERR_CHANGED;
     bad = "its data object changed since it was committed (its ETag is not the one recorded)";
   }
   if (rc != PAGEDB_OK) {
-    rc = pdb_err(db, m, rc, "%s: part %llu (%s): %s", db->path, (unsigned long long)k, uri,
+    rc = pdb_err(db, m, rc, "%s: part %llu (%s): %s", db->path, (unsigned long long)pt->k, pt->uri,
                  bad ? bad : pdb_msg_text(&em));
-    pager_close(pt->p);
-    pdb_free(pt);
+    pager_close(p);
     return rc;
   }
-  pt->end = rec[4];
-  if (pager_untrusted(pt->p)) atomic_store(&db->untrusted, 1);   /* a remote part over a shared cache */
-  pthread_mutex_init(&pt->map_mu, NULL);
-  *out = pt;
+  if (pager_untrusted(p)) atomic_store(&db->untrusted, 1);   /* a remote part over a shared cache */
+  *out = p;
   return PAGEDB_OK;
 }
 
 static void part_free(Part *pt) {
-  pager_close(pt->p);
+  pager_close(atomic_load(&pt->p));
   pthread_mutex_destroy(&pt->map_mu);
+  pdb_free(pt->uri);
+  pdb_free(pt->path);
   pdb_free(pt);
 }
 
-/* The handle of part K, opened on first use; lock-free once made. */
-static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
-  if (k >= DX_PART_MAX) return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s: address of part %llu, past the last possible",
-                                       db->path, (unsigned long long)k);
+/* Part K's handle: its record read and checked (step 1), its file opened
+** and checked (steps 2-3). */
+static int part_open(pagedb *db, pdb_msg *m, uint64_t k, Part **out) {
+  char uri[4096], path[4096 + PDB_MSG_MAX];
+  Part *pt = pdb_calloc(1, sizeof *pt);
+  if (!pt) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening part %llu of %s", (unsigned long long)k, db->path);
+  pthread_mutex_init(&pt->map_mu, NULL);
+  pt->k = k;
+  int rc = part_record(db, m, k, pt->rec, uri, sizeof uri);
+  if (rc == PAGEDB_OK) {
+    part_path(db, uri, path, sizeof path);
+    pt->uri = pdb_strdup(uri);
+    pt->path = pdb_strdup(path);
+    if (!pt->uri || !pt->path) rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory opening part %llu of %s",
+                                            (unsigned long long)k, db->path);
+  }
+  Pager *p = NULL;
+  if (rc == PAGEDB_OK) rc = part_file(db, m, pt, &p);
+  if (rc != PAGEDB_OK) {
+    part_free(pt);
+    return rc;
+  }
+  atomic_store(&pt->p, p);
+  pt->end = pt->rec[4];
+  *out = pt;
+  return PAGEDB_OK;
+}
+
+/* Close a file of SET to make room (OPEN_MU held): the first the hand finds
+** neither in use nor used since it last passed; mapped parts leave the set.
+** 0 when every one is in use. */
+static int set_evict(struct PartTab *t, size_t *slot) {
+  for (size_t steps = 0; t->n > 0 && steps < 2 * t->n + 2; steps++) {
+    if (t->hand >= t->n) t->hand = 0;
+    Part *c = t->set[t->hand];
+    if (atomic_load(&c->mapped)) {
+      t->set[t->hand] = t->set[--t->n];
+      continue;
+    }
+    if (atomic_load(&c->users) || atomic_exchange(&c->ref, 0)) {
+      t->hand++;
+      continue;
+    }
+    Pager *p = atomic_exchange(&c->p, NULL);
+    while (atomic_load(&c->users)) sched_yield();   /* a pin that raced the swap: one read */
+    if (atomic_load(&c->mapped)) {
+      /* Mapped meanwhile (its mapper held a pin): it stays open. */
+      atomic_store(&c->p, p);
+      t->set[t->hand] = t->set[--t->n];
+      continue;
+    }
+    pager_close(p);
+    *slot = t->hand++;
+    return 1;
+  }
+  return 0;
+}
+
+/* Put PT, whose file is open, in the set (OPEN_MU held), closing another's
+** past the bound; past it while every open part is in use, the set grows. */
+static void set_add(struct PartTab *t, Part *pt) {
+  size_t slot;
+  if (t->n < t->cap) {
+    t->set[t->n++] = pt;
+  } else if (set_evict(t, &slot)) {
+    t->set[slot] = pt;
+  } else {
+    Part **ns = pdb_realloc(t->set, 2 * t->cap * sizeof *ns);
+    if (!ns) return;        /* then it is simply not bounded: still correct */
+    t->set = ns;
+    t->cap *= 2;
+    t->set[t->n++] = pt;
+  }
+}
+
+/* PT's file, pinned (part_unpin after use), reopened and checked again if
+** the bound closed it.  A reopened file is pinned before OPEN_MU is let go,
+** so that no other thread's open can close it again first. */
+static int part_pin(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
+  atomic_fetch_add(&pt->users, 1);
+  Pager *p = atomic_load(&pt->p);
+  if (LIKELY(p != NULL)) {
+    atomic_store_explicit(&pt->ref, 1, memory_order_relaxed);
+    *out = p;
+    return PAGEDB_OK;
+  }
+  atomic_fetch_sub(&pt->users, 1);
+  struct PartTab *t = atomic_load(&db->ptab);
+  tab_lock(t);
+  int rc = PAGEDB_OK;
+  if (!atomic_load(&pt->p)) {
+    rc = part_file(db, m, pt, &p);
+    if (rc == PAGEDB_OK) {
+      atomic_store(&pt->p, p);
+      set_add(t, pt);
+    }
+  }
+  if (rc == PAGEDB_OK) {
+    /* Only a thread holding OPEN_MU closes a file: P stays until the pin. */
+    atomic_fetch_add(&pt->users, 1);
+    atomic_store_explicit(&pt->ref, 1, memory_order_relaxed);
+    *out = atomic_load(&pt->p);
+  }
+  tab_unlock(t);
+  return rc;
+}
+
+static void part_unpin(Part *pt) { atomic_fetch_sub(&pt->users, 1); }
+
+/* The entry of part K, its leaf allocated on first use (NULL: out of memory). */
+static PartEnt *part_ent(pagedb *db, uint64_t k) {
   struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
   if (!t) {
     struct PartTab *nt = pdb_calloc(1, sizeof *nt);
-    if (!nt) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
-    if (!atomic_compare_exchange_strong(&db->ptab, &t, nt)) pdb_free(nt);
-    else t = nt;
+    if (!nt) return NULL;
+    nt->cap = parts_bound();
+    nt->set = pdb_malloc(nt->cap * sizeof *nt->set);
+    if (!nt->set) {
+      pdb_free(nt);
+      return NULL;
+    }
+    if (!atomic_compare_exchange_strong(&db->ptab, &t, nt)) {
+      pdb_free(nt->set);
+      pdb_free(nt);
+    } else {
+      t = nt;
+    }
   }
-  _Atomic(Part *) *leaf = atomic_load_explicit(&t->leaf[k / PT_LEAF], memory_order_acquire);
+  PartEnt *leaf = atomic_load_explicit(&t->leaf[k / PT_LEAF], memory_order_acquire);
   if (!leaf) {
-    _Atomic(Part *) *nl = pdb_calloc(PT_LEAF, sizeof *nl);
-    if (!nl) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
+    PartEnt *nl = pdb_calloc(PT_LEAF, sizeof *nl);
+    if (!nl) return NULL;
     if (!atomic_compare_exchange_strong(&t->leaf[k / PT_LEAF], &leaf, nl)) pdb_free(nl);
     else leaf = nl;
   }
-  Part *pt = atomic_load_explicit(&leaf[k % PT_LEAF], memory_order_acquire);
+  return &leaf[k % PT_LEAF];
+}
+
+/* The handle of part K, opened on first use; lock-free once made. */
+static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out, PartEnt **ent) {
+  if (k >= DX_PART_MAX) return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s: address of part %llu, past the last possible",
+                                       db->path, (unsigned long long)k);
+  PartEnt *e = part_ent(db, k);
+  if (!e) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
+  if (ent) *ent = e;
+  Part *pt = atomic_load_explicit(&e->pt, memory_order_acquire);
   if (LIKELY(pt != NULL)) {
     *out = pt;
     return PAGEDB_OK;
   }
-  int rc = part_open(db, m, k, &pt);
-  if (rc != PAGEDB_OK) return rc;
-  Part *was = NULL;
-  if (!atomic_compare_exchange_strong(&leaf[k % PT_LEAF], &was, pt)) {
-    part_free(pt);          /* another thread made it first */
-    pt = was;
+  /* Made under the table's OPEN_MU: the new file counts against the bound
+  ** (and no two threads open the same part at once). */
+  struct PartTab *t = atomic_load(&db->ptab);
+  tab_lock(t);
+  int rc = PAGEDB_OK;
+  pt = atomic_load_explicit(&e->pt, memory_order_acquire);
+  if (!pt && (rc = part_open(db, m, k, &pt)) == PAGEDB_OK) {
+    e->end = pt->end;
+    set_add(t, pt);
+    atomic_store_explicit(&e->pt, pt, memory_order_release);
   }
+  tab_unlock(t);
+  if (rc != PAGEDB_OK) return rc;
   *out = pt;
   return PAGEDB_OK;
 }
@@ -280,20 +488,22 @@ void parts_close(pagedb *db) {
   struct PartTab *t = atomic_exchange(&db->ptab, NULL);
   if (!t) return;
   for (uint64_t i = 0; i < PT_TOP; i++) {
-    _Atomic(Part *) *leaf = t->leaf[i];
+    PartEnt *leaf = t->leaf[i];
     if (!leaf) continue;
     for (uint64_t j = 0; j < PT_LEAF; j++)
-      if (leaf[j]) part_free(leaf[j]);
+      if (leaf[j].pt) part_free(leaf[j].pt);
     pdb_free(leaf);
   }
+  pdb_free(t->set);
   pdb_free(t);
 }
 
-/* The part of address OFF, its handle, and OFF as an offset in its data
-** region; the extent [OFF, OFF+LEN) must lie in what the part uses. */
-static int part_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Part **pt, uint64_t *rel) {
+
+/* The part of address OFF, its handle (and entry), and OFF as an offset in
+** its data region; the extent [OFF, OFF+LEN) must lie in what the part uses. */
+static int part_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Part **pt, PartEnt **ent, uint64_t *rel) {
   uint64_t k = dx_part_of(off);
-  int rc = part_get(db, m, k, pt);
+  int rc = part_get(db, m, k, pt, ent);
   if (rc != PAGEDB_OK) return rc;
   *rel = off - dx_window(k);
   if (*rel > (*pt)->end || len > (*pt)->end - *rel)
@@ -303,50 +513,98 @@ static int part_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Part **pt
   return PAGEDB_OK;
 }
 
+/* parts_stored's zero-copy reads past the first of their part. */
+static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, const uint8_t **src) {
+  Part *pt = NULL;
+  PartEnt *e = NULL;
+  uint64_t rel = 0;
+  int rc = part_at(db, m, off, len, &pt, &e, &rel);
+  if (rc != PAGEDB_OK) return rc;
+  /* The map is made once, its base and length kept in the handle (and, when
+  ** it needs no filling, in the entry): a read then costs no lock and no
+  ** call into the pager. */
+  if (!atomic_load_explicit(&pt->mapped, memory_order_acquire)) {
+    /* Mapped under a pin, and marked so before the pin goes: the bound then
+    ** never closes it (set_evict). */
+    Pager *p = NULL;
+    if ((rc = part_pin(db, m, pt, &p)) != PAGEDB_OK) return rc;
+    pthread_mutex_lock(&pt->map_mu);
+    if (!atomic_load(&pt->mapped)) {
+      rc = pager_map_ensure(p, m, pt->end);
+      if (rc == PAGEDB_OK) {
+        pt->base = pager_map_span(p, &pt->lim);
+        pt->fills = pager_map_fills(p);
+        atomic_store_explicit(&pt->mapped, 1, memory_order_release);
+        if (!pt->fills && pt->base && pt->lim >= pt->end) atomic_store_explicit(&e->base, pt->base, memory_order_release);
+      }
+    }
+    pthread_mutex_unlock(&pt->map_mu);
+    part_unpin(pt);
+    if (rc != PAGEDB_OK) {
+      /* Most likely the process's maps are used up (vm.max_map_count). */
+      char why[PDB_MSG_MAX];
+      snprintf(why, sizeof why, "%s", pdb_msg_text(m));
+      return pdb_err(db, m, rc, "%s: cannot map part %llu: %s (a zero-copy reader keeps a map of every part it"
+                     " touched until pagedb_close, and Linux allows vm.max_map_count maps a process: read in copy"
+                     " mode, vacuum the dataset into one file, or raise vm.max_map_count)", db->path,
+                     (unsigned long long)pt->k, why);
+    }
+  }
+  const uint8_t *base = pt->base;
+  uint64_t lim = pt->lim;
+  /* (Mapped: its file stays open until the close.) */
+  if (pt->fills && len > 0) rc = pager_map_fill(atomic_load(&pt->p), m, 1, &rel, &len);
+  if (rc == PAGEDB_OK && NEVER(!base || rel + len > lim))
+    rc = pdb_err(db, m, PAGEDB_IOERR, "%s: the map of part %llu does not cover its data", db->path,
+                 (unsigned long long)dx_part_of(off));
+  *src = base ? base + rel : (const uint8_t *)"";
+  return rc;
+}
+
 int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, uint8_t **buf, size_t *cap,
                  const uint8_t **src) {
+  if (mmap) {
+    /* The hot path: the part's entry, mapped whole, and the bound. */
+    uint64_t k = dx_part_of(off);
+    struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
+    PartEnt *leaf = t && k < DX_PART_MAX ? atomic_load_explicit(&t->leaf[k / PT_LEAF], memory_order_acquire) : NULL;
+    const uint8_t *base = leaf ? atomic_load_explicit(&leaf[k % PT_LEAF].base, memory_order_acquire) : NULL;
+    if (LIKELY(base != NULL)) {
+      uint64_t rel = off - dx_window(k), end = leaf[k % PT_LEAF].end;
+      if (LIKELY(rel <= end && len <= end - rel)) {
+        *src = base + rel;
+        return PAGEDB_OK;
+      }
+    }
+    return stored_mapped(db, m, off, len, src);
+  }
   Part *pt = NULL;
   uint64_t rel = 0;
-  int rc = part_at(db, m, off, len, &pt, &rel);
+  int rc = part_at(db, m, off, len, &pt, NULL, &rel);
   if (rc != PAGEDB_OK) return rc;
-  if (mmap) {
-    /* The map is made once, its base and length kept in the handle: a
-    ** read then costs no lock and no call into the pager. */
-    if (!atomic_load_explicit(&pt->mapped, memory_order_acquire)) {
-      pthread_mutex_lock(&pt->map_mu);
-      if (!atomic_load(&pt->mapped)) {
-        rc = pager_map_ensure(pt->p, m, pt->end);
-        if (rc == PAGEDB_OK) {
-          pt->base = pager_map_span(pt->p, &pt->lim);
-          pt->fills = pager_map_fills(pt->p);
-          atomic_store_explicit(&pt->mapped, 1, memory_order_release);
-        }
-      }
-      pthread_mutex_unlock(&pt->map_mu);
-      if (rc != PAGEDB_OK) return rc;
-    }
-    const uint8_t *base = pt->base;
-    uint64_t lim = pt->lim;
-    if (pt->fills && len > 0) rc = pager_map_fill(pt->p, m, 1, &rel, &len);
-    if (rc == PAGEDB_OK && NEVER(!base || rel + len > lim))
-      rc = pdb_err(db, m, PAGEDB_IOERR, "%s: the map of part %llu does not cover its data", db->path,
-                   (unsigned long long)dx_part_of(off));
-    *src = base ? base + rel : (const uint8_t *)"";
-    return rc;
-  }
   *src = (const uint8_t *)"";
   if (len == 0) return PAGEDB_OK;
-  return pager_fetch(pt->p, m, rel, (size_t)len, buf, cap, src);
+  Pager *p = NULL;
+  if ((rc = part_pin(db, m, pt, &p)) != PAGEDB_OK) return rc;
+  rc = pager_fetch(p, m, rel, (size_t)len, buf, cap, src);
+  part_unpin(pt);
+  return rc;
 }
 
 int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end) {
   Part *pt = NULL;
-  int rc = part_get(db, m, k, &pt);
-  if (rc == PAGEDB_OK) {
-    *p = pt->p;
-    *end = pt->end;
-  }
+  int rc = part_get(db, m, k, &pt, NULL);
+  if (rc == PAGEDB_OK) rc = part_pin(db, m, pt, p);
+  if (rc == PAGEDB_OK) *end = pt->end;
   return rc;
+}
+
+void parts_file_done(pagedb *db, uint64_t k) {
+  struct PartTab *t = atomic_load(&db->ptab);
+  PartEnt *leaf = t && k < DX_PART_MAX ? atomic_load(&t->leaf[k / PT_LEAF]) : NULL;
+  Part *pt = leaf ? atomic_load(&leaf[k % PT_LEAF].pt) : NULL;
+  if (NEVER(!pt)) return;
+  part_unpin(pt);
 }
 
 int parts_pager_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Pager **p, uint64_t *rel) {
@@ -356,9 +614,13 @@ int parts_pager_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Pager **p
     return PAGEDB_OK;
   }
   Part *pt = NULL;
-  int rc = part_at(db, m, off, len, &pt, rel);
-  if (rc == PAGEDB_OK) *p = pt->p;
+  int rc = part_at(db, m, off, len, &pt, NULL, rel);
+  if (rc == PAGEDB_OK) rc = part_pin(db, m, pt, p);
   return rc;
+}
+
+void parts_pager_done(pagedb *db, uint64_t off) {
+  if (off >= PDB_MAX_DATA) parts_file_done(db, dx_part_of(off));
 }
 
 int api_fetch(pagedb *db, pdb_msg *m, uint64_t off, size_t len, uint8_t **buf, size_t *cap, const uint8_t **at) {
@@ -540,7 +802,7 @@ static int build_runs(Prep *p, size_t i, pagedb *o, const CatRun *runs, uint64_t
   uint64_t ps = pager_page_size(o->pager), j = 0;
   int nw = db->nw;
   PageRecs **tail = &p->lists[i];
-  if (a->n > 1) qsort(a->s, a->n, sizeof *a->s, by_addr);
+  pdb_sort(a->s, a->n, sizeof *a->s, by_addr);
   for (uint64_t r = 0; r < nrun; r++) {
     const CatRun *run = &runs[r];
     uint64_t lo = run->pgno * ps, first = j;
@@ -649,10 +911,19 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
   }
   /* Its samples, copied, given their ids in DB and reserved. */
   Copier c = { &p->plans[i], NULL, 0, 0, db->nw };
+  IdPlan *a = &p->plans[i];
+  if (rc == PAGEDB_OK && o->nsample > 0) {
+    /* Sized once for the samples its catalog counts, up to 2^24 (a count
+    ** from disk; the lists grow past it as they must). */
+    uint64_t want = o->nsample < ((uint64_t)1 << 24) ? o->nsample : (uint64_t)1 << 24;
+    c.buf = pdb_malloc((size_t)want * (size_t)db->nw * sizeof *c.buf);
+    a->s = pdb_malloc((size_t)want * sizeof *a->s);
+    if (!c.buf || !a->s) rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing its samples");
+    else c.cap = a->cap = want;
+  }
   if (rc == PAGEDB_OK && (rc = idx_scan(o->idx, copy_slot, &c)) != PAGEDB_OK)
     rc = pdb_err(db, em, rc, "cannot list its samples: %s", rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(o));
   p->slotbuf[i] = c.buf;
-  IdPlan *a = &p->plans[i];
   for (uint64_t t = 0; rc == PAGEDB_OK && t < c.n; t++) {
     const uint64_t *s = c.buf + t * (size_t)db->nw;
     rc = ids_collect(a, (int64_t)s[0], s);

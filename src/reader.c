@@ -242,10 +242,11 @@ static int refetch(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t *
   Pager *p = NULL;
   uint64_t rel = 0;
   int rc = parts_pager_at(r->db, &r->err, off, len, &p, &rel);
-  if (rc != PAGEDB_OK || !pager_untrusted(p)) return rc;
-  if ((rc = pager_refetch(p, &r->err, rel, len)) != PAGEDB_OK) return rc;
+  if (rc != PAGEDB_OK) return rc;
+  /* P (a part's file) stays pinned against the bound until the end. */
+  if (!pager_untrusted(p) || (rc = pager_refetch(p, &r->err, rel, len)) != PAGEDB_OK) goto done;
   *again = 1;
-  if ((*got = pdb_sum(src, len)) == want || r->mode == PAGEDB_READ_MMAP) return PAGEDB_OK;
+  if ((*got = pdb_sum(src, len)) == want || r->mode == PAGEDB_READ_MMAP) goto done;
   uint8_t *buf = NULL;
   size_t cap = 0;
   const uint8_t *fresh;
@@ -253,6 +254,8 @@ static int refetch(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t *
       && (*got = pdb_sum(fresh, len)) == want)
     memcpy((uint8_t *)src, fresh, len);   /* R's own buffer: a held chunk was corrected in place */
   pdb_buf_free(buf);
+done:
+  parts_pager_done(r->db, off);
   return rc;
 }
 

@@ -81,6 +81,7 @@ set shares {
   partsorphans.test {2 4}
   importjobs.test   {8 15}
   partsmulti.test   {20 40}
+  partsbound.test   {15 30}
   partsmore.test    {5 10}
   partsremote.test  {60 120}
   threads.test      {30 45}

@@ -542,7 +542,10 @@ static void *verifyThread(void *arg){
   int64_t i;
   int rc;
 
-  rc = pagedb_reader_open(job->db, job->readMode, &r);
+  /* -mode mixed: zero-copy and copy readers side by side, thread by thread. */
+  int mode = job->mixed ? (jt->t % 2 ? PAGEDB_READ_COPY : PAGEDB_READ_MMAP) | (job->readMode & PAGEDB_READ_VERIFY)
+                        : job->readMode;
+  rc = pagedb_reader_open(job->db, mode, &r);
   if( rc != PAGEDB_OK ){
     jobFail(job, rc, "%s (verify thread %d, reader_open)", pagedb_errmsg(job->db), jt->t);
     return 0;
@@ -839,9 +842,10 @@ int dbVerify(Tcl_Interp *interp, pagedb *db, int objc, Tcl_Obj *const objv[]){
       else if( strcmp(m, "copy") == 0 ){ job.readMode = PAGEDB_READ_COPY; job.useInto = 0; }
       else if( strcmp(m, "into") == 0 ){ job.readMode = PAGEDB_READ_COPY; job.useInto = 1; }
       else if( strcmp(m, "mmapinto") == 0 ){ job.readMode = PAGEDB_READ_MMAP; job.useInto = 1; }
+      else if( strcmp(m, "mixed") == 0 ){ job.readMode = PAGEDB_READ_MMAP; job.mixed = 1; }
       else{
         Tcl_SetObjResult(interp, Tcl_ObjPrintf(
-            "bad -mode \"%s\": must be mmap, copy, into or mmapinto", m));
+            "bad -mode \"%s\": must be mmap, copy, into, mmapinto or mixed", m));
         rc = TCL_ERROR;
         goto out;
       }
@@ -878,7 +882,7 @@ int dbVerify(Tcl_Interp *interp, pagedb *db, int objc, Tcl_Obj *const objv[]){
 
 usage:
   Tcl_SetObjResult(interp, Tcl_ObjPrintf(
-      "bad option \"%s\": DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto? "
+      "bad option \"%s\": DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto|mixed? "
       "?-auto? ?-seed S? ?-min BYTES? ?-max BYTES? ?-sizes LIST? ?-sql QUERY? ?-dontneed N? "
       "?-text? ?-checksums?",
       Tcl_GetString(objv[i])));

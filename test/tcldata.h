@@ -46,6 +46,7 @@ struct Job {
   int64_t nId;
   int readMode;                /* verify: PAGEDB_READ_MMAP / _COPY */
   int useInto;                 /* verify: pagedb_read_into */
+  int mixed;                   /* verify: even threads zero-copy, odd ones copy */
   int64_t dontneed;            /* verify: PAGEDB_ADVISE_DONTNEED every N samples */
   atomic_llong nDone;          /* samples written or verified */
   atomic_llong nDup;           /* contend: CONSTRAINT skips */

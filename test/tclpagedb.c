@@ -90,7 +90,7 @@
 **             ?-seed S? ?-min B? ?-max B? ?-sizes LIST? ?-commitevery N?
 **             ?-flushevery N? ?-progress CHANNEL? ?-progressfd FD?
 **             ?-readers N? ?-readmode mmap|copy? ?-seenvar VAR? ?-text?
-**   DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto? ?-auto? ?-seed S?
+**   DB verify ?-threads N? ?-mode mmap|copy|into|mmapinto|mixed? ?-auto? ?-seed S?
 **             ?-min B? ?-max B? ?-sizes LIST? ?-sql QUERY? ?-dontneed N?
 **             ?-text? ?-checksums?
 **
@@ -1862,17 +1862,17 @@ static int kill9Cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const 
   return TCL_OK;
 }
 
-/* pagedb_busy_timeout MS: pagedb_config(PAGEDB_CONFIG_BUSY_TIMEOUT, MS);
-** returns the result's name. */
-static int busyTimeoutCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
-  Tcl_WideInt ms;
-  (void)cd;
+/* pagedb_busy_timeout MS, pagedb_parts_open N: pagedb_config of the int64
+** op CD (PAGEDB_CONFIG_BUSY_TIMEOUT, PAGEDB_CONFIG_PARTS_OPEN) with the
+** value; returns the result's name. */
+static int configIntCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
+  Tcl_WideInt v;
   if( objc != 2 ){
-    Tcl_WrongNumArgs(interp, 1, objv, "MS");
+    Tcl_WrongNumArgs(interp, 1, objv, "VALUE");
     return TCL_ERROR;
   }
-  if( Tcl_GetWideIntFromObj(interp, objv[1], &ms) ) return TCL_ERROR;
-  Tcl_SetObjResult(interp, Tcl_NewStringObj(pagedb_errname(pagedb_config(PAGEDB_CONFIG_BUSY_TIMEOUT, (int64_t)ms)), -1));
+  if( Tcl_GetWideIntFromObj(interp, objv[1], &v) ) return TCL_ERROR;
+  Tcl_SetObjResult(interp, Tcl_NewStringObj(pagedb_errname(pagedb_config((int)(intptr_t)cd, (int64_t)v)), -1));
   return TCL_OK;
 }
 
@@ -1896,7 +1896,8 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_messages", messagesCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_check_null", checkNullCmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_kill9", kill9Cmd, 0, 0);
-  Tcl_CreateObjCommand(interp, "pagedb_busy_timeout", busyTimeoutCmd, 0, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_busy_timeout", configIntCmd, (ClientData)(intptr_t)PAGEDB_CONFIG_BUSY_TIMEOUT, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_parts_open", configIntCmd, (ClientData)(intptr_t)PAGEDB_CONFIG_PARTS_OPEN, 0);
   Tclfault_Init(interp);
   Tclmem_Init(interp);
   if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;

@@ -347,7 +347,7 @@ class Dataset(_pagedb.Dataset):
 
 
 def open(path: str, mode: str = "r", vfs: Optional[str] = None, read_mode: str = "mmap", verify: bool = False,  # noqa: A001
-         page_size: int = 0) -> Dataset:
+         page_size: int = 0, busy_timeout: Optional[int] = None) -> Dataset:
     """Open the dataset whose data file is PATH (its catalog is PATH-catalog).
 
     mode: 'r' read-only, 'w' read-write, 'c' read-write, created if missing.
@@ -356,5 +356,13 @@ def open(path: str, mode: str = "r", vfs: Optional[str] = None, read_mode: str =
     map (values of compressed fields are copies) -- or 'copy' (pread into a
     buffer of each value's own).  verify: check every value's checksum.
     page_size: for a new dataset, before its first field.
+    busy_timeout: milliseconds (0..86400000) a read-write open waits for the
+    write lock another handle holds (committers of parts taking turns), then
+    BusyError; None leaves the setting as it is.  The setting is the
+    process's (PAGEDB_CONFIG_BUSY_TIMEOUT): it stays for later opens, in
+    every thread, until set again (-1: the environment's PAGEDB_BUSY_TIMEOUT,
+    else 0).
     """
+    if busy_timeout is not None:
+        _pagedb.set_busy_timeout(busy_timeout)
     return Dataset(path, mode, vfs, read_mode, verify, page_size)

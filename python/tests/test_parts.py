@@ -114,3 +114,25 @@ def test_orphan_parts(tmp_path):
     assert ds.orphan_parts() == [] and not os.path.exists(done[0][0]) and os.path.exists(done[1][0])
     assert len(ds) == 10 and bytes(ds[15]["image"]) == sample(15)["image"]
     ds.close()
+
+
+def test_busy_timeout(tmp_path):
+    """Committers take turns: open(..., busy_timeout=ms) waits for the write
+    lock another handle holds (PAGEDB_CONFIG_BUSY_TIMEOUT), then BusyError."""
+    import threading
+    path = str(tmp_path / "ds.pagedb")
+    first = pagedb.open(path, "c")
+    fields(first)
+    try:
+        with pytest.raises(pagedb.BusyError):
+            pagedb.open(path, "w", busy_timeout=0)
+        with pytest.raises(ValueError):
+            pagedb.open(path, "w", busy_timeout=-5)
+        # The holder lets go while the second open waits.
+        threading.Timer(0.2, first.close).start()
+        second = pagedb.open(path, "w", busy_timeout=60000)
+        assert [f.name for f in second.fields] == ["image", "label", "score", "caption"]
+        second.close()
+    finally:
+        pagedb.set_busy_timeout(-1)
+        first.close()
