@@ -4,7 +4,8 @@
 ** such a member derives the object's keys like any reader (vfs/cache.c,
 ** invariant 7), so the forgery's seal verifies; only the dataset's own
 ** checksums, fetched over the authenticated connection (invariant 8),
-** catch it.  Used by test/cache-private.test and test/creds.test.
+** catch it.  Used by test/cache-private.test, test/creds.test and
+** test/partsremote.test.
 **
 **   forgechunk URL OFFSET [STRIDE]
 **

@@ -103,9 +103,10 @@
 **      rc_open_small) are never read through the directory: their chunks
 **      are fetched over the object's own connection and kept in the
 **      process's memory for as long as the object is open (rc_hold,
-**      hold_kept), so the checksums they carry -- what every value of the
-**      data file is verified against (src/reader.c, PAGEDB_IOCAP_UNTRUSTED)
-**      -- are the server's.  A sealed chunk of the data file can be made by
+**      hold_kept; pdb_malloc'd, so pagedb_memory_used counts them and
+**      PAGEDB_CONFIG_MEMLIMIT bounds them), so the checksums they carry
+**      -- what every value of the data file is verified against
+**      (src/reader.c, PAGEDB_IOCAP_UNTRUSTED) -- are the server's.  A sealed chunk of the data file can be made by
 **      any member who can read the dataset (the keys come from its bytes),
 **      so the seal keeps out only members who cannot; the values' XXH3 in
 **      the index catch the rest, and rc_refetch replaces a chunk whose
@@ -165,7 +166,7 @@ struct RcObj {
   int kept;                 /* shared, small chunks: held in memory only (invariant 8) */
   uint8_t *seed;            /* sealed: the object's first NSEED bytes, from the server */
   size_t nseed;
-  uint8_t *_Atomic *mem;    /* kept: per chunk, its bytes (malloc), or NULL */
+  uint8_t *_Atomic *mem;    /* kept: per chunk, its bytes (pdb_malloc), or NULL */
 };
 
 /* Make the missing directories of PATH, 0700 (a cache's parents are the
@@ -727,7 +728,7 @@ void rc_close(RcObj *c) {
   if (c->cfg.dfd >= 0) close(c->cfg.dfd);
   OPENSSL_cleanse(c->ekey, sizeof c->ekey);
   OPENSSL_cleanse(c->nkey, sizeof c->nkey);
-  for (uint64_t k = 0; c->mem && k < c->nchunk; k++) free(c->mem[k]);
+  for (uint64_t k = 0; c->mem && k < c->nchunk; k++) pdb_free(c->mem[k]);
   if (c->seed) OPENSSL_cleanse(c->seed, c->nseed);
   pdb_free(c->seed);
   pdb_free(c->mem);
@@ -1146,7 +1147,7 @@ static void wr_drop(Fetch *f, int i) {
   }
   w->need = 0;
   if (w->pooled) pdb_buf_free(w->mem);
-  else free(w->mem);
+  else pdb_free(w->mem);
   w->mem = NULL;
   w->pooled = 0;
   w->staged = 0;
@@ -1169,10 +1170,10 @@ static int wr_file(Wr *w, const uint8_t *b, size_t n, uint64_t at) {
 ** staging buffer have. */
 static int wr_to_mem(Fetch *f, int i, uint64_t at) {
   Wr *w = &f->w[i];
-  uint8_t *m = malloc(chunk_len(f->c, f->k[i]) ? chunk_len(f->c, f->k[i]) : 1);
+  uint8_t *m = pdb_malloc(chunk_len(f->c, f->k[i]) ? chunk_len(f->c, f->k[i]) : 1);
   uint64_t infile = at - w->staged;
   if (!m || (infile && (w->fd < 0 || pread(w->fd, m, (size_t)infile, HDR) != (ssize_t)infile))) {
-    free(m);
+    pdb_free(m);
     return 0;
   }
   if (w->staged) memcpy(m + infile, w->stage, w->staged);
@@ -1353,9 +1354,9 @@ static void sink_end(void *ctx, int i, int ok) {
       } else {
         /* Not mappable: the file stays (a good chunk), the bytes are held
         ** from memory, read back from it. */
-        uint8_t *m = malloc(len ? len : 1);
+        uint8_t *m = pdb_malloc(len ? len : 1);
         if (m && pread(w->fd, m, len, HDR) == (ssize_t)len) w->mem = m;
-        else free(m), ok = 0;
+        else pdb_free(m), ok = 0;
       }
       close(w->fd);           /* a mapping keeps the file and its flock */
       w->fd = -1;
