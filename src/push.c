@@ -442,6 +442,7 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
   PartList parts = { .msg = msg, .what = src, .pull = 1 };
   size_t pgot = 0;   /* parts downloaded */
   struct stat st;
+  if (tcat) tcat[0] = 0;
   if (rc == PAGEDB_OK && (!to || !s || !t || !tcat)) {
     snprintf(msg, sizeof msg, "out of memory pulling %s", src);
     rc = PAGEDB_NOMEM;
@@ -527,7 +528,7 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
     pdb_free(b);
   }
   if (tcat && (got & (1 << 3))) unlink(tcat);
-  if (tcat) drop_sqlite_side(tcat, (got & (1 << 3)) != 0);
+  if (tcat && tcat[0]) drop_sqlite_side(tcat, (got & (1 << 3)) != 0);
   part_list_free(&parts);
   pdb_free(s);
   pdb_free(t);
