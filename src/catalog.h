@@ -195,6 +195,18 @@ int cat_file_meta_text(const char *path, const char *key, char *out, size_t cap,
 ** (as cat_file_meta_text; none without meta.parts); EACH's nonzero result
 ** stops and is returned. */
 int cat_file_parts(const char *path, int (*each)(void *ctx, const char *uuid), void *ctx, char *msg, size_t mcap);
+/* EACH(CTX, K, UUID, URI) for every row of table part of the catalog file
+** PATH in part order (as cat_file_parts). */
+int cat_file_part_rows(const char *path, int (*each)(void *ctx, int64_t k, const char *uuid, const char *uri), void *ctx,
+                       char *msg, size_t mcap);
+/* In the catalog file PATH (pagedb_push's copy, no dataset open), in one
+** transaction: part K[i]'s validator set to VAL[i] (NULL: none) for I <
+** N; DROP_INDEX 1 removes meta.index_file (the index is NAME-index), 2
+** every meta key that names an index file (the copy opens by a catalog
+** scan).  PAGEDB_OK, or
+** PAGEDB_CORRUPT_CATALOG / PAGEDB_CANTOPEN with MSG. */
+int cat_file_push_fix(const char *path, const int64_t *k, char *const *val, size_t n, int drop_index, char *msg,
+                      size_t mcap);
 
 /* A committed sample to delete: its id, the first page of the run its
 ** record starts in, and the record's stored length. */

@@ -788,6 +788,23 @@ PAGEDB_API int pagedb_vacuum_recode(pagedb *db, const char *dest, size_t page_si
 ** message, pagedb_errmsg(DB), names the URL, the request and the HTTP
 ** status, e.g. 403 AccessDenied, 404 NoSuchBucket, 405); PAGEDB_IOERR*;
 ** PAGEDB_FULL; PAGEDB_NOMEM.
+**
+** A dataset with parts (pagedb_parts_commit): the data file of each part
+** whose uri is relative (NAME.parts/U, beside NAME) goes up too, before
+** the index and the catalog, to the same uri beside DEST -- only the data
+** file: reads need no other file of a part.  Parts by URL stay where they
+** are.  A part by an absolute local path, which a reader elsewhere could
+** not reach, refuses the push before anything is removed or written
+** (PAGEDB_MISUSE naming the part and its path).  Pushed to a server, each
+** uploaded part is pinned: its ETag as uploaded (a HEAD after the upload)
+** is its validator in the uploaded catalog (a copy: DB's own catalog is
+** not changed), so that a reader of DEST whose part object was replaced
+** since gets PAGEDB_IOERR_CHANGED naming the part.  The index file records
+** the validators too and its records never change, so such a push uploads
+** no index (DEST-index is deleted, the catalog's index keys left out): a
+** read-only open of DEST scans its catalog (pagedb_index_state:
+** PAGEDB_INDEX_MEMORY; pagedb_part_count from meta.parts, as the open read it).
+** Pushed to a local directory, parts are copied and the index goes as is.
 */
 PAGEDB_API int pagedb_push(pagedb *db, const char *dest);
 
@@ -812,6 +829,17 @@ PAGEDB_API int pagedb_push(pagedb *db, const char *dest);
 ** PAGEDB_CANTOPEN_NOENT (SRC or its catalog does not exist);
 ** PAGEDB_IOERR_REMOTE; PAGEDB_IOERR_CHANGED; PAGEDB_IOERR; PAGEDB_NOMEM.
 ** Thread-safe.
+**
+** A dataset with parts: the catalog is fetched first (under a temporary
+** name, renamed in last); each part with a relative uri has its data file
+** fetched to the same uri beside DEST (NAME.parts/U; directories made),
+** parts by URL stay remote, and a part by an absolute path fails the pull
+** (PAGEDB_MISUSE), one whose uri has a '.', '..' or empty component too
+** (PAGEDB_CORRUPT_CATALOG).  A dataset committed on object storage has its
+** index in the object meta.index_file names: that object is fetched as
+** DEST-index and the key removed from the local catalog, so DEST has the
+** usual files.  Validators are kept as recorded (they agree with the
+** index's part records; a local part's is never compared).
 */
 PAGEDB_API int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap);
 

@@ -706,7 +706,9 @@ int pagedb_part_seal(pagedb *part, uint64_t *seal) {
 int64_t pagedb_part_count(pagedb *db) {
   if (!db || db->failed) return 0;
   Dx *dx = idx_disk(db->idx);
-  return dx ? (int64_t)dx_parts(dx) : 0;
+  /* Without an index file (a catalog scan: a pushed dataset with parts),
+  ** meta.parts as the open read it. */
+  return dx ? (int64_t)dx_parts(dx) : (int64_t)db->ixmeta.parts;
 }
 
 /* --- the commit, first half: each part opened, checked and planned ------ */

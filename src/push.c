@@ -12,6 +12,25 @@
 **   (3) DEST-catalog, a snapshot of the committed catalog (SQLite's backup
 **       API from a read transaction: no half-done commit in it), LAST.
 **
+** PARTS (doc/format.md "Parts"): a part whose uri is relative (NAME.parts/U)
+** has its data file -- all a reader reads of it -- uploaded in (1) to the
+** same uri beside DEST; a part by URL stays where it is; a part by an
+** absolute local path refuses the push before (0), naming it.  Uploaded to
+** a server, each part's ETag as uploaded (a HEAD after its PUT) is set as
+** its validator in the snapshot, never in the local catalog, so every
+** remote read pins that version.  The index file holds the parts'
+** validators too (part records, which never change), so such a push
+** uploads no index: (2) deletes DEST-index and the snapshot loses the
+** meta keys naming one, and a remote open scans the catalog.
+**
+** PULL downloads the catalog first under a temporary name, reads from it
+** the parts and meta.index_file, downloads the data file, the index (the
+** object meta.index_file names, else NAME-index) as DEST-index, and each
+** relative part's data file to the same uri beside DEST, and renames the
+** catalog in LAST, without meta.index_file (the index is DEST-index).
+** Validators are kept: they agree with the index's part records, and a
+** validator is only ever compared for a remote file.
+**
 ** So at every moment before (3) ends, DEST has no catalog and does not open
 ** as a dataset; after, every file it names is whole.  An S3 object appears
 ** only whole (vfs/upload.c); a file in a directory is written under a
@@ -162,8 +181,149 @@ static int remove_dest(const char *dest, char *msg) {
   return e == EROFS || e == EACCES || e == EPERM ? PAGEDB_READONLY : PAGEDB_IOERR;
 }
 
-/* The files of steps (1)-(2), with commit_mu held. */
-static int push_files(pagedb *db, const char *to, char *msg) {
+/* Remove the -wal and -shm files SQLite left beside the catalog copy
+** PATH (a read-only connection to a WAL database cannot); ALL: the copy
+** is dropped, else only an empty WAL goes (a WAL with frames is kept). */
+static void drop_sqlite_side(const char *path, int all) {
+  size_t n = strlen(path) + 8;
+  char *p = pdb_malloc(n);
+  struct stat st;
+  if (!p) return;
+  snprintf(p, n, "%s-wal", path);
+  int gone = all || stat(p, &st) != 0 || st.st_size == 0;
+  if (gone) unlink(p);
+  snprintf(p, n, "%s-shm", path);
+  if (gone) unlink(p);
+  pdb_free(p);
+}
+
+/* Whether relative uri U has no ".", ".." or empty component. */
+static int rel_uri_ok(const char *u) {
+  size_t n = strlen(u);
+  return n && u[0] != '/' && u[n - 1] != '/' && !strstr(u, "//") && strcmp(u, ".") && strcmp(u, "..")
+      && strncmp(u, "./", 2) && strncmp(u, "../", 3) && !strstr(u, "/./") && !strstr(u, "/../")
+      && !(n >= 2 && strcmp(u + n - 2, "/.") == 0) && !(n >= 3 && strcmp(u + n - 3, "/..") == 0);
+}
+
+/* URI beside dataset NAME: in NAME's directory (or URL prefix).  Caller frees. */
+static char *beside(const char *name, const char *uri) {
+  const char *slash = strrchr(name, '/');
+  size_t dn = slash ? (size_t)(slash - name + 1) : 0;
+  char *out = pdb_malloc(dn + strlen(uri) + 1);
+  if (out) sprintf(out, "%.*s%s", (int)dn, name, uri);
+  return out;
+}
+
+/* Make the local directories PATH's name lies in below its dataset's
+** directory (URI's components but the last, beside NAME). */
+static int make_dirs(const char *name, const char *uri, char *msg) {
+  char *p = beside(name, uri);
+  if (!p) return PAGEDB_NOMEM;
+  size_t from = strlen(p) - strlen(uri);
+  int rc = PAGEDB_OK;
+  for (char *c = strchr(p + from, '/'); c && rc == PAGEDB_OK; c = strchr(c + 1, '/')) {
+    *c = 0;
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+      snprintf(msg, MSG_CAP, "making directory %s: %s", p, strerror(errno));
+      rc = PAGEDB_CANTOPEN;
+    }
+    *c = '/';
+  }
+  pdb_free(p);
+  return rc;
+}
+
+/* The parts a push uploads (relative uris), or a pull downloads. */
+typedef struct PartList {
+  size_t n, cap;
+  int64_t *k;
+  char **uri;
+  char **val;               /* push: the validator as uploaded (NULL none) */
+  char *msg;
+  const char *what;         /* the dataset, for messages */
+  int pull;
+} PartList;
+
+static int part_add(void *ctx, int64_t k, const char *uuid, const char *uri) {
+  (void)uuid;
+  PartList *l = ctx;
+  if (pdb_path_scheme(uri, NULL, 0)) return PAGEDB_OK;   /* by URL: stays */
+  if (uri[0] == '/') {
+    snprintf(l->msg, MSG_CAP, "part %lld of %s is at the absolute path %s, which a %s cannot reach: commit it under"
+             " NAME.parts/ or by URL", (long long)k, l->what, uri, l->pull ? "pulled copy" : "remote reader");
+    return PAGEDB_MISUSE;
+  }
+  if (!rel_uri_ok(uri)) {
+    snprintf(l->msg, MSG_CAP, "part %lld of %s has the uri '%s', with an empty, '.' or '..' component", (long long)k,
+             l->what, uri);
+    return PAGEDB_CORRUPT_CATALOG;
+  }
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    int64_t *kk = pdb_realloc(l->k, cap * sizeof *kk);
+    if (kk) l->k = kk;
+    char **u = kk ? pdb_realloc(l->uri, cap * sizeof *u) : NULL;
+    if (u) l->uri = u;
+    char **v = u ? pdb_realloc(l->val, cap * sizeof *v) : NULL;
+    if (v) l->val = v;
+    if (!v) return PAGEDB_NOMEM;
+    l->cap = cap;
+  }
+  l->k[l->n] = k;
+  l->val[l->n] = NULL;
+  if (!(l->uri[l->n] = pdb_strdup(uri))) return PAGEDB_NOMEM;
+  l->n++;
+  return PAGEDB_OK;
+}
+
+static void part_list_free(PartList *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    pdb_free(l->uri[i]);
+    pdb_free(l->val[i]);
+  }
+  pdb_free(l->k);
+  pdb_free(l->uri);
+  pdb_free(l->val);
+}
+
+/* Upload the relative parts of L (step 1): each data file from beside
+** SRC to beside TO, and its validator as uploaded into L. */
+static int push_parts(const char *src, const char *to, PartList *l, char *msg) {
+  int rc = PAGEDB_OK;
+  for (size_t i = 0; rc == PAGEDB_OK && i < l->n; i++) {
+    char *s = beside(src, l->uri[i]), *t = beside(to, l->uri[i]);
+    struct stat st;
+    if (!s || !t) rc = PAGEDB_NOMEM;
+    else if (stat(s, &st) != 0) {
+      snprintf(msg, MSG_CAP, "part %lld (%s): %s", (long long)l->k[i], s, strerror(errno));
+      rc = PAGEDB_CANTOPEN;
+    }
+    if (rc == PAGEDB_OK && !is_url(t)) rc = make_dirs(to, l->uri[i], msg);
+    if (rc == PAGEDB_OK) rc = put(s, (uint64_t)st.st_size, t, msg);
+#if PAGEDB_HAVE_CURL
+    RmtObject *o = NULL;
+    if (rc == PAGEDB_OK && is_url(t) && (rc = rmt_open(t, &o, msg, MSG_CAP)) == PAGEDB_OK) {
+      const char *v = rmt_validator(o);
+      if (!v[0]) {
+        snprintf(msg, MSG_CAP, "%s: the server gave no ETag nor Last-Modified: part %lld could not be pinned", t,
+                 (long long)l->k[i]);
+        rc = PAGEDB_IOERR_REMOTE;
+      } else if (!(l->val[i] = pdb_strdup(v))) {
+        rc = PAGEDB_NOMEM;
+      }
+      rmt_close(o);
+    }
+#endif
+    pdb_free(s);
+    pdb_free(t);
+  }
+  if (rc == PAGEDB_NOMEM) snprintf(msg, MSG_CAP, "out of memory pushing the parts of %s", src);
+  return rc;
+}
+
+/* The files of steps (1)-(2), with commit_mu held.  NOIX: delete
+** DEST-index instead of uploading the index (parts pinned anew). */
+static int push_files(pagedb *db, const char *to, PartList *parts, int noix, char *msg) {
   size_t tl = strlen(to) + 64, sl = strlen(db->path) + 64;
   char *t = pdb_malloc(tl), *s = pdb_malloc(sl);
   int rc = t && s ? PAGEDB_OK : PAGEDB_NOMEM;
@@ -182,10 +342,12 @@ static int push_files(pagedb *db, const char *to, char *msg) {
       rc = put(db->path, (uint64_t)st.st_size < end ? (uint64_t)st.st_size : end, to, msg);
     }
   }
+  if (rc == PAGEDB_OK) rc = push_parts(db->path, to, parts, msg);
   for (size_t i = 0; rc == PAGEDB_OK && i < sizeof PUSH_EXTRA / sizeof PUSH_EXTRA[0]; i++) {
     snprintf(s, sl, "%s%s", db->path, PUSH_EXTRA[i]);
     snprintf(t, tl, "%s%s", to, PUSH_EXTRA[i]);
-    if (stat(s, &st) == 0) rc = put(s, (uint64_t)st.st_size, t, msg);
+    if (noix && strcmp(PUSH_EXTRA[i], "-index") == 0) rc = remove_dest(t, msg);
+    else if (stat(s, &st) == 0) rc = put(s, (uint64_t)st.st_size, t, msg);
   }
   pdb_free(t);
   pdb_free(s);
@@ -231,8 +393,16 @@ int pagedb_push(pagedb *db, const char *dest) {
     unlink(snap);
     rc = cat_snap_backup(cs, &db->err, snap);
     cat_snap_close(cs);
+    PartList parts = { .msg = msg, .what = db->path };
+    int noix = 0;
     if (rc == PAGEDB_OK) {
-      rc = push_files(db, to, msg);
+      rc = cat_file_part_rows(snap, part_add, &parts, msg, MSG_CAP);
+      if (rc == PAGEDB_NOMEM && !msg[0]) snprintf(msg, MSG_CAP, "out of memory");
+      noix = is_url(to) && parts.n > 0;
+      if (rc == PAGEDB_OK) rc = push_files(db, to, &parts, noix, msg);
+      /* Pinned anew on a server; a copy in a directory keeps its rows
+      ** (and its index, which agrees with them). */
+      if (rc == PAGEDB_OK && noix) rc = cat_file_push_fix(snap, parts.k, parts.val, parts.n, 2, msg, MSG_CAP);
       if (rc == PAGEDB_OK) {
         struct stat st;
         rc = stat(snap, &st) == 0 ? put(snap, (uint64_t)st.st_size, cat, msg) : PAGEDB_IOERR;
@@ -240,9 +410,11 @@ int pagedb_push(pagedb *db, const char *dest) {
       }
       if (rc != PAGEDB_OK) pdb_err(db, &db->err, rc, "pagedb_push %s to %s: %s", db->path, to, msg);
     }
+    part_list_free(&parts);
   }
   pthread_mutex_unlock(&db->commit_mu);
   unlink(snap);
+  drop_sqlite_side(snap, 1);
   pdb_free(snap);
   pdb_free(cat);
   pdb_free(to);
@@ -264,15 +436,18 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
     rc = PAGEDB_CANTOPEN;
   }
 #else
-  size_t sl = src ? strlen(src) + 32 : 0, tl = to ? strlen(to) + 32 : 0;
-  char *s = sl ? pdb_malloc(sl) : NULL, *t = tl ? pdb_malloc(tl) : NULL;
+  char ixf[256] = "";
+  size_t sl = src ? strlen(src) + sizeof ixf + 32 : 0, tl = to ? strlen(to) + 32 : 0;
+  char *s = sl ? pdb_malloc(sl) : NULL, *t = tl ? pdb_malloc(tl) : NULL, *tcat = tl ? pdb_malloc(tl) : NULL;
+  PartList parts = { .msg = msg, .what = src, .pull = 1 };
+  size_t pgot = 0;   /* parts downloaded */
   struct stat st;
-  if (rc == PAGEDB_OK && (!to || !s || !t)) {
+  if (tcat) tcat[0] = 0;
+  if (rc == PAGEDB_OK && (!to || !s || !t || !tcat)) {
     snprintf(msg, sizeof msg, "out of memory pulling %s", src);
     rc = PAGEDB_NOMEM;
   }
-  /* The catalog last (it exists only if the whole dataset was pushed);
-  ** nothing is overwritten. */
+  /* Nothing is overwritten. */
   const char *suffix[] = { "", "-index", "-catalog" };
   for (int i = 0; rc == PAGEDB_OK && i < 3; i++) {
     snprintf(t, tl, "%s%s", to, suffix[i]);
@@ -281,9 +456,37 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
       rc = PAGEDB_CANTOPEN;
     }
   }
+  /* The catalog first, under a temporary name: it says what else to
+  ** fetch (parts, meta.index_file), and is renamed in last. */
   int got = 0;
-  for (int i = 0; rc == PAGEDB_OK && i < 3; i++) {
-    snprintf(s, sl, "%s%s", src, suffix[i]);
+  if (rc == PAGEDB_OK) {
+    snprintf(s, sl, "%s-catalog", src);
+    snprintf(tcat, tl, "%s-catalog.pull-%d", to, (int)getpid());
+    unlink(tcat);
+    rc = rmt_get_file(s, tcat, UINT64_MAX, NULL, 0, msg, sizeof msg);
+    if (rc == PAGEDB_OK) got |= 1 << 3;
+  }
+  if (rc == PAGEDB_OK) rc = cat_file_meta_text(tcat, "index_file", ixf, sizeof ixf, msg, sizeof msg);
+  if (rc == PAGEDB_OK && ixf[0] && (strchr(ixf, '/') || !strcmp(ixf, ".") || !strcmp(ixf, ".."))) {
+    snprintf(msg, sizeof msg, "catalog %s-catalog: meta.index_file '%s' is not a name beside the dataset", src, ixf);
+    rc = PAGEDB_CORRUPT_CATALOG;
+  }
+  if (rc == PAGEDB_OK) rc = cat_file_part_rows(tcat, part_add, &parts, msg, sizeof msg);
+  if (rc == PAGEDB_NOMEM && !msg[0]) snprintf(msg, sizeof msg, "out of memory pulling %s", src);
+  for (size_t i = 0; rc == PAGEDB_OK && i < parts.n; i++) {
+    char *p = beside(to, parts.uri[i]);
+    if (p && lstat(p, &st) == 0) {
+      snprintf(msg, sizeof msg, "%s exists: pagedb_pull does not overwrite", p);
+      rc = PAGEDB_CANTOPEN;
+    }
+    pdb_free(p);
+  }
+  for (int i = 0; rc == PAGEDB_OK && i < 2; i++) {
+    /* The index the catalog names: beside SRC (meta.index_file, a name
+    ** without '/'), else SRC-index. */
+    const char *slash = strrchr(src, '/');
+    if (i == 1 && ixf[0]) snprintf(s, sl, "%.*s%s", slash ? (int)(slash - src + 1) : 0, src, ixf);
+    else snprintf(s, sl, "%s%s", src, suffix[i]);
     snprintf(t, tl, "%s%s", to, suffix[i]);
     rc = rmt_get_file(s, t, UINT64_MAX, NULL, 0, msg, sizeof msg);
     if (rc == PAGEDB_CANTOPEN_NOENT && i == 1) rc = PAGEDB_OK;   /* no index */
@@ -292,13 +495,44 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
     ** reaches the disk before the data file's. */
     if (rc == PAGEDB_OK && (got & (1 << i))) rc = sync_dir(t, msg);
   }
-  for (int i = 0; rc != PAGEDB_OK && t && i < 3; i++)
+  for (; rc == PAGEDB_OK && pgot < parts.n; pgot++) {
+    char *a = beside(src, parts.uri[pgot]), *b = beside(to, parts.uri[pgot]);
+    rc = a && b ? make_dirs(to, parts.uri[pgot], msg) : PAGEDB_NOMEM;
+    if (rc == PAGEDB_OK) rc = rmt_get_file(a, b, UINT64_MAX, NULL, 0, msg, sizeof msg);
+    if (rc == PAGEDB_OK) rc = sync_dir(b, msg);
+    else if (rc == PAGEDB_NOMEM && !msg[0]) snprintf(msg, sizeof msg, "out of memory pulling %s", src);
+    pdb_free(a);
+    pdb_free(b);
+    if (rc != PAGEDB_OK) break;
+  }
+  /* The index is DEST-index: the key naming another goes. */
+  if (rc == PAGEDB_OK && ixf[0]) rc = cat_file_push_fix(tcat, NULL, NULL, 0, 1, msg, sizeof msg);
+  if (rc == PAGEDB_OK) {
+    snprintf(t, tl, "%s-catalog", to);
+    if (rename(tcat, t) != 0) {
+      snprintf(msg, sizeof msg, "rename %s to %s: %s", tcat, t, strerror(errno));
+      rc = PAGEDB_IOERR;
+    } else {
+      got &= ~(1 << 3);
+      rc = sync_dir(t, msg);
+    }
+  }
+  for (int i = 0; rc != PAGEDB_OK && t && i < 2; i++)
     if (got & (1 << i)) {
       snprintf(t, tl, "%s%s", to, suffix[i]);
       unlink(t);
     }
+  for (size_t i = 0; rc != PAGEDB_OK && i < pgot; i++) {
+    char *b = beside(to, parts.uri[i]);
+    if (b) unlink(b);   /* the one that failed: rmt_get_file removed it */
+    pdb_free(b);
+  }
+  if (tcat && (got & (1 << 3))) unlink(tcat);
+  if (tcat && tcat[0]) drop_sqlite_side(tcat, (got & (1 << 3)) != 0);
+  part_list_free(&parts);
   pdb_free(s);
   pdb_free(t);
+  pdb_free(tcat);
 #endif
   pdb_free(to);
   if (errmsg && cap) snprintf(errmsg, cap, "%s", rc == PAGEDB_OK ? "" : msg);

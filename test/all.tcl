@@ -63,7 +63,7 @@ set shares {
   batch.test        {90 120}
   types.test        {45 120}
   zstd.test         {8 20}
-  push.test         {90 90}
+  push.test         {110 100}
   kill.test         {60 90}
   ioerr.test        {60 90}
   ioerr-uring.test  {60 90}
