@@ -970,22 +970,43 @@ static int begin_write(Catalog *c, pdb_msg *m) {
   return PAGEDB_OK;
 }
 
+/*
+** Make temp.pdb_rows and the INSERT ... SELECT that reads it.  The table is
+** schema of the temp database, and DDL is transactional: made inside a
+** write transaction that then rolls back (a fault, a full disk, a refused
+** commit), the table is gone while the statement prepared against it
+** stays.  So it is made outside any transaction where it can be, and at
+** the start of each transaction a statement whose table is gone is
+** finalized and made again (found by CI: fault-1.3.11).
+*/
+static int prepare_rows(Catalog *c, pdb_msg *m, const CatField *fields, int nfield) {
+  /* A transaction left open by a failed ROLLBACK: begin_write would roll it
+  ** back, and the table with it; do it first. */
+  if (!c->in_txn && !sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
+  if (c->ins_sample && !c->in_txn && sqlite3_table_column_metadata(c->w, "temp", "pdb_rows", NULL, NULL, NULL,
+                                                                   NULL, NULL, NULL) != SQLITE_OK) {
+    sqlite3_finalize(c->ins_sample);
+    c->ins_sample = NULL;
+  }
+  if (c->ins_sample) return PAGEDB_OK;
+  int ncol = 0;
+  for (int f = 0; f < nfield; f++) ncol += is_bytes(fields[f].type) ? 3 : 1;
+  int src = catb_declare(c->w, ncol);
+  if (src != SQLITE_OK) return sq_fail(c, m, c->w, src, "making temp.pdb_rows");
+  char *sql = sample_sql(fields, nfield, 1);
+  int rc = sql ? prepare(c, m, c->w, sql, &c->ins_sample)
+               : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory preparing catalog inserts");
+  sqlite3_free(sql);
+  return rc;
+}
+
 int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *slots,
                    const CatField *fields, int nfield, uint32_t page_size) {
-  int rc = begin_write(c, m);
+  int rc = prepare_rows(c, m, fields, nfield);
+  if (rc == PAGEDB_OK) rc = begin_write(c, m);
   if (rc != PAGEDB_OK) return rc;
   if (!c->ins_page)
     rc = prepare(c, m, c->w, "INSERT INTO page(pgno, npages, used, nsamples) VALUES(?1, ?2, ?3, ?4)", &c->ins_page);
-  if (rc == PAGEDB_OK && !c->ins_sample) {
-    int ncol = 0;
-    for (int f = 0; f < nfield; f++) ncol += is_bytes(fields[f].type) ? 3 : 1;
-    int src = catb_declare(c->w, ncol);
-    if (src != SQLITE_OK) return sq_fail(c, m, c->w, src, "making temp.pdb_rows");
-    char *sql = sample_sql(fields, nfield, 1);
-    rc = sql ? prepare(c, m, c->w, sql, &c->ins_sample)
-             : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory preparing catalog inserts");
-    sqlite3_free(sql);
-  }
   if (rc != PAGEDB_OK) return rc;
   sqlite3_stmt *st = c->ins_page;
   sqlite3_bind_int64(st, 1, (int64_t)d->pgno);
