@@ -227,6 +227,7 @@ static int schema_load(PyDataset *ds) {
       PyStructSequence_SET_ITEM(f, 4, Py_NewRef(Py_None));
       PyStructSequence_SET_ITEM(f, 5, Py_NewRef(Py_None));
     }
+    PyStructSequence_SET_ITEM(f, 6, PyLong_FromLong(pagedb_field_align(ds->db, i)));
     if (PyErr_Occurred()) goto fail;
   }
   Py_XSETREF(ds->fields, tuple);

@@ -104,9 +104,10 @@ static PyStructSequence_Field field_fields[] = {
   {"level", "the codec's level (0: its default)"},
   {"dtype", "a tensor field's element type ('float32'...), else None"},
   {"shape", "a tensor field's declared shape, None for a variable dimension: (None, 80); else None"},
+  {"align", "the alignment of its stored values in bytes (G, pagedb_field_align)"},
   {NULL, NULL},
 };
-/* dtype and shape are attributes only: a Field unpacks as the 4-tuple it was. */
+/* dtype, shape and align are attributes only: a Field unpacks as the 4-tuple it was. */
 static PyStructSequence_Desc field_desc = {"pagedb.Field", "A field of a dataset's schema.", field_fields, 4};
 
 static PyObject *m_version(PyObject *self, PyObject *noarg) {

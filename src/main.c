@@ -346,7 +346,7 @@ static int commit_locked(pagedb *db) {
   atomic_store(&db->committed, end);
   uint32_t ps = pager_page_size(db->pager);
   if (atomic_load(&db->want_map)) {
-    rc = pager_map_ensure(db->pager, m, end * ps);
+    rc = pager_map_ensure(db->pager, m, end * ps, 0);
   }
   if (nx && rc == PAGEDB_OK) {
     /* The new file in force (step 4): its memory part starts empty, so

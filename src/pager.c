@@ -806,14 +806,19 @@ int pager_map_fills(Pager *p) {
   return io->iVersion >= 3 && io->xMapFill != NULL;
 }
 
-int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end) {
+int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end, int exact) {
   uint64_t need = p->data_off + end;
   pthread_mutex_lock(&p->mapmu);
   int rc = PAGEDB_OK;
   if (!atomic_load_explicit(&p->map, memory_order_relaxed) || need > p->maplen) {
     /* Reserve address space well past the need: mapping beyond the end of
-    ** the file costs nothing until touched, and remaps stay rare. */
-    uint64_t len = need * 2 < ((uint64_t)1 << 30) ? ((uint64_t)1 << 30) : need * 2;
+    ** the file costs nothing until touched, and remaps stay rare.  EXACT:
+    ** the need rounded to 4 KiB, for a file read only up to END (a part),
+    ** so that many such maps lie side by side and share their page tables
+    ** (a reserve of 1 GiB each put every part's pages under page tables of
+    ** their own: a random read's page walk then missed at every level). */
+    uint64_t len = exact ? (need + 4095) & ~(uint64_t)4095
+                         : need * 2 < ((uint64_t)1 << 30) ? ((uint64_t)1 << 30) : need * 2;
     OldMap *o = pdb_malloc(sizeof *o);
     const void *base = NULL;
     if (!o) {

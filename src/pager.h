@@ -178,8 +178,10 @@ typedef struct PagerIo {
 } PagerIo;
 void pager_io(Pager *p, PagerIo *out);
 
-/* Ensure the map covers data-region bytes [0, END).  Thread-safe. */
-int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end);
+/* Ensure the map covers data-region bytes [0, END).  EXACT: map little
+** more than that, for a file nothing will read past END through this map
+** (a part); else reserve room to grow.  Thread-safe. */
+int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end, int exact);
 /* The data region as mapped, or NULL.  Bytes past the committed end must not
 ** be touched.  The pointer stays valid until pager_close. */
 const uint8_t *pager_map(Pager *p);

@@ -530,7 +530,7 @@ static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, con
     if ((rc = part_pin(db, m, pt, &p)) != PAGEDB_OK) return rc;
     pthread_mutex_lock(&pt->map_mu);
     if (!atomic_load(&pt->mapped)) {
-      rc = pager_map_ensure(p, m, pt->end);
+      rc = pager_map_ensure(p, m, pt->end, 1);
       if (rc == PAGEDB_OK) {
         pt->base = pager_map_span(p, &pt->lim);
         pt->fills = pager_map_fills(p);

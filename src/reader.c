@@ -63,7 +63,7 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
     ** the announcement or has already committed what we map (main.c). */
     atomic_store(&db->want_map, 1);
     uint64_t end = atomic_load(&db->committed) * pager_page_size(db->pager);
-    int rc = pager_map_ensure(db->pager, &db->err, end);
+    int rc = pager_map_ensure(db->pager, &db->err, end, 0);
     if (rc != PAGEDB_OK) return rc;
   }
   pagedb_reader *r = pdb_calloc(1, sizeof *r);

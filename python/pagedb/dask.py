@@ -153,12 +153,15 @@ def _write_into(partition: Any, path: str, k: int, fields: Sequence[Tuple[Any, .
     try:
         for f in fields:
             part.add_field(f[0], f[1], *f[2:])
+        # A tensor field takes the array itself (its dtype and shape).
+        tensors = {f[0] for f in fields if isinstance(f[1], str) and f[1].startswith("tensor:")}
         n = 0
         with part.writer() as w:
             for s in _samples_of(partition):
                 s = dict(s)
                 sid = s.pop(id_field) if id_field is not None else None
-                w.append({key: _plain(v) for key, v in s.items()}, id=None if sid is None else int(_plain(sid)))
+                w.append({key: v if key in tensors else _plain(v) for key, v in s.items()},
+                         id=None if sid is None else int(_plain(sid)))
                 n += 1
         seal = part.seal()
     finally:
@@ -180,13 +183,18 @@ def _remove_part(path: str) -> None:
 
 
 def _fields_of(ds: Any) -> List[Tuple[Any, ...]]:
-    """The dataset's schema as add_field arguments."""
+    """The dataset's schema as add_field arguments: a part must have it
+    exactly (names, types, tensor declarations, codecs and levels, and the
+    alignment G, which giving every field G reproduces), or its commit is
+    refused."""
     out: List[Tuple[Any, ...]] = []
     for f in ds.fields:
-        if f.codec and f.codec != "none":
-            out.append((f.name, f.type, f.codec, f.level))
-        else:
-            out.append((f.name, f.type))
+        t = f.type
+        if t == "tensor":
+            t = "tensor:%s:%s" % (f.dtype, ",".join("*" if d is None else str(d) for d in f.shape))
+        codec = f.codec if f.codec and f.codec != "none" else None
+        align = f.align if t not in ("int", "real") else 0
+        out.append((f.name, t, codec, f.level, align))
     return out
 
 

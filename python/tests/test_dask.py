@@ -19,6 +19,8 @@ busy machine); ``make check-dask`` (PAGEDB_DASK_FULL=1) all 70,000.
   committed into s3://pdb/fm.pagedb, read back over s3://, a second job,
   the index objects left by earlier commits cleaned up;
 - a Dask dataframe, on the cluster and on Dask's local scheduler;
+- a schema with an aligned field, tensor fields and a codec, taken by
+  every part exactly;
 - without Dask: the same from a multiprocessing pool, with auto ids (an
   empty partition's part removed, not committed)."""
 import collections.abc
@@ -317,6 +319,39 @@ def test_without_dask_a_process_pool(fmnist, tmp_path):
     with pagedb.open(path) as ds:
         assert [ds[i]["idx"] for i in range(300)] == list(range(100, 400))   # after: consecutive, by partition
         assert bytes(ds[299]["image"]) == x[399].tobytes()
+
+
+def test_aligned_tensor_and_codec_fields(client, tmp_path):
+    """Parts take the dataset's schema exactly -- a field aligned to 64, fixed
+    and variable tensor fields, a zstd field -- or their commit is refused:
+    written on the cluster into an existing dataset, read back whole, the
+    aligned values at multiples of 64 in the map."""
+    path = str(tmp_path / "t.pagedb")
+    ds = pagedb.open(path, "c")
+    ds.add_field("blob", "bytes", None, 0, 64)
+    ds.add_field("emb", "tensor:float32:2,3")
+    ds.add_field("seq", "tensor:int16:*")
+    ds.add_field("txt", "text", "zstd", 5)
+    ds.add_field("label", "int")
+    ds.commit()
+    ds.close()
+    rng = np.random.default_rng(7)
+    want = [{"id": 1000 + i, "blob": rng.bytes(int(rng.integers(1, 300))),
+             "emb": rng.standard_normal((2, 3)).astype(np.float32),
+             "seq": rng.integers(-999, 999, int(rng.integers(0, 9))).astype(np.int16),
+             "txt": "sample %d " % i * 20, "label": i % 7} for i in range(90)]
+    job = pagedb.dask.write(dbag.from_sequence(want, npartitions=3), path, id_field="id", client=client)
+    assert job.samples == 90 and len(job.parts) == 3
+    with pagedb.open(path) as ds:
+        assert [(f.name, f.type, f.codec, f.level, f.align) for f in ds.fields] == [
+            ("blob", "bytes", "none", 0, 64), ("emb", "tensor", "none", 0, 64), ("seq", "tensor", "none", 0, 64),
+            ("txt", "text", "zstd", 5, 64), ("label", "int", "none", 0, 1)]
+        assert (ds.fields[1].dtype, ds.fields[1].shape, ds.fields[2].shape) == ("float32", (2, 3), (None,))
+        for w in want:
+            got = ds[w["id"]]
+            assert bytes(got["blob"]) == w["blob"] and got["txt"] == w["txt"] and got["label"] == w["label"]
+            assert np.array_equal(got["emb"], w["emb"]) and np.array_equal(got["seq"], w["seq"])
+            assert np.frombuffer(ds.view(w["id"], "blob"), np.uint8).ctypes.data % 64 == 0
 
 
 def test_dataframe(client, fmnist, tmp_path):
