@@ -365,6 +365,23 @@ void api_land_writers(pagedb *db);
 int api_commit_runs(pagedb *db, PageRecs *runs);
 
 /*
+** The index of a copy of DB (pagedb_push to a server, push.c): a new index
+** file at PATH.new (dx_create) of DB's committed samples and parts, as a
+** rebuild writes it, but with part K[i]'s validator VAL[i] (NULL: none)
+** in its record, for I < N (K ascending); the other parts' records as DB
+** has them.  *OUT is the file, synced, never installed: dx_close deletes
+** it.  *XM what the copy's catalog must record of it.  commit_mu held (the
+** committed state cannot move); takes cat_mu.
+*/
+typedef struct ApiIxCopy {
+  const char *path;
+  const int64_t *k;
+  char *const *val;
+  size_t n;
+} ApiIxCopy;
+int api_index_copy(pagedb *db, pdb_msg *m, const ApiIxCopy *copy, Dx **out, DxMeta *xm);
+
+/*
 ** The copy of a stored value (vacuum.c): as pagedb_put, but DATA holds the
 ** STORED bytes as a writer stored them, compressed (Z) or not, RAW bytes
 ** once read, with checksum SUM, and they are copied as they are.

@@ -1121,8 +1121,8 @@ int cat_file_parts(const char *path, int (*each)(void *ctx, const char *uuid), v
   return cat_file_part_rows(path, uuid_each, &u, msg, mcap);
 }
 
-int cat_file_push_fix(const char *path, const int64_t *k, char *const *val, size_t n, int drop_index, char *msg,
-                      size_t mcap) {
+int cat_file_push_fix(const char *path, const int64_t *k, char *const *val, size_t n, int drop_index,
+                      const int64_t *ixv, char *msg, size_t mcap) {
   sqlite3 *d = NULL;
   sqlite3_stmt *st = NULL;
   int src = sqlite3_open_v2(path, &d, SQLITE_OPEN_READWRITE, NULL);
@@ -1140,6 +1140,18 @@ int cat_file_push_fix(const char *path, const int64_t *k, char *const *val, size
     src = sqlite3_exec(d, drop_index == 1 ? "DELETE FROM meta WHERE key = 'index_file'"
                           : "DELETE FROM meta WHERE key IN ('index_id', 'index_dir', 'index_len', 'index_samples',"
                             " 'index_pages', 'index_file')", NULL, NULL, NULL);
+  sqlite3_finalize(st);
+  st = NULL;
+  static const char *const ixkeys[] = { "index_id", "index_dir", "index_len", "index_samples", "index_pages" };
+  if (src == SQLITE_OK && ixv)
+    src = sqlite3_prepare_v2(d, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1, &st, NULL);
+  for (int i = 0; src == SQLITE_OK && ixv && i < 5; i++) {
+    sqlite3_bind_text(st, 1, ixkeys[i], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, ixv[i]);
+    src = sqlite3_step(st);
+    if (src == SQLITE_DONE) src = SQLITE_OK;
+    sqlite3_reset(st);
+  }
   sqlite3_finalize(st);
   if (src == SQLITE_OK) src = sqlite3_exec(d, "COMMIT", NULL, NULL, NULL);
   int rc = src == SQLITE_OK ? PAGEDB_OK : src == SQLITE_CANTOPEN ? PAGEDB_CANTOPEN : PAGEDB_CORRUPT_CATALOG;

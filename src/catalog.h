@@ -203,10 +203,11 @@ int cat_file_part_rows(const char *path, int (*each)(void *ctx, int64_t k, const
 ** transaction: part K[i]'s validator set to VAL[i] (NULL: none) for I <
 ** N; DROP_INDEX 1 removes meta.index_file (the index is NAME-index), 2
 ** every meta key that names an index file (the copy opens by a catalog
-** scan).  PAGEDB_OK, or
-** PAGEDB_CORRUPT_CATALOG / PAGEDB_CANTOPEN with MSG. */
-int cat_file_push_fix(const char *path, const int64_t *k, char *const *val, size_t n, int drop_index, char *msg,
-                      size_t mcap);
+** scan); then IXV, if not NULL, sets index_id, index_dir, index_len,
+** index_samples and index_pages (a new NAME-index for the copy).
+** PAGEDB_OK, or PAGEDB_CORRUPT_CATALOG / PAGEDB_CANTOPEN with MSG. */
+int cat_file_push_fix(const char *path, const int64_t *k, char *const *val, size_t n, int drop_index,
+                      const int64_t *ixv, char *msg, size_t mcap);
 
 /* A committed sample to delete: its id, the first page of the run its
 ** record starts in, and the record's stored length. */

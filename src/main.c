@@ -286,8 +286,8 @@ static int stage_deletes(pagedb *db, pdb_msg *m, uint64_t *ndel) {
   return rc;
 }
 
-static int write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int version, uint64_t end, Dx **out,
-                       DxMeta *xm);
+static int write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int version, uint64_t end,
+                       const ApiIxCopy *copy, Dx **out, DxMeta *xm);
 static int install_index(pagedb *db, pdb_msg *m, Dx *x);
 
 static int commit_locked(pagedb *db) {
@@ -320,7 +320,7 @@ static int commit_locked(pagedb *db) {
   DxMeta xm = { 0 };
   if (rc == PAGEDB_OK && pc && (!dx || dx_version(dx) < 2)) {
     DxMeta wx;
-    rc = write_index(db, m, db->idx, NULL, 2, end, &nx, &wx);
+    rc = write_index(db, m, db->idx, NULL, 2, end, NULL, &nx, &wx);
     if (rc == PAGEDB_OK) rc = sync_data_and_index(db, m, NULL, ndel, end, &xm);
     xm = wx;
   } else if (rc == PAGEDB_OK) {
@@ -849,32 +849,40 @@ static int build_one(void *ctx, int64_t id, const uint64_t *s) {
   return rc;
 }
 
-/*
-** Write a new index file (NAME-index.new) holding every sample of index
-** SRC, widened by field NF if given (the field being added), for the committed pages; *OUT the new
-** file, *XM what the catalog must record.  Nothing is in force until the
-** caller commits XM and installs OUT.  commit_mu held (or the open).
-*/
-/* Part records from the catalog's rows (write_index of version 2). */
+/* Part records from the catalog's rows (write_index of version 2), with
+** the validators of a copy's parts where COPY gives them. */
 typedef struct PartRows {
   pagedb *db;
   pdb_msg *m;
   Dx *x;
+  const ApiIxCopy *copy;
+  size_t at;                /* copy->k[at] is the next part it names (both in part order) */
 } PartRows;
 
 static int part_row(void *ctx, const CatPart *p) {
   PartRows *pr = ctx;
   DxPart d = { p->k, { 0 }, p->data_off, p->data_end, p->pages, p->samples, p->seal, p->uri, p->validator };
+  const ApiIxCopy *cp = pr->copy;
+  while (cp && pr->at < cp->n && cp->k[pr->at] < (int64_t)p->k) pr->at++;
+  if (cp && pr->at < cp->n && cp->k[pr->at] == (int64_t)p->k) d.validator = cp->val[pr->at];
   if (!pdb_uuid_parse(p->uuid, d.uuid) || !p->uri)
     return pdb_err(pr->db, pr->m, PAGEDB_CORRUPT_CATALOG, "catalog %s: part %llu has a bad uuid or no uri",
                    pr->db->catpath, (unsigned long long)p->k);
   return dx_stage_parts(pr->x, pr->m, &d, 1);
 }
 
-static int write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int version, uint64_t end, Dx **out,
-                       DxMeta *xm) {
+/*
+** Write a new index file (NAME-index.new) holding every sample of index
+** SRC, widened by field NF if given (the field being added), for the committed pages; *OUT the new
+** file, *XM what the catalog must record.  Nothing is in force until the
+** caller commits XM and installs OUT.  commit_mu held (or the open).
+** COPY (api_index_copy): the file is COPY->path.new, of the committed
+** samples only, with the copy's validators.
+*/
+static int write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int version, uint64_t end,
+                       const ApiIxCopy *copy, Dx **out, DxMeta *xm) {
   *out = NULL;
-  char *path = ix_path(db);
+  char *path = copy ? pdb_strdup(copy->path) : ix_path(db);
   if (!path) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing the index of %s", db->path);
   int widen = nf ? (cat_type_stored(nf->type) ? 1 + nf->align : 1) : 0;
   uint8_t isbytes[PAGEDB_MAX_FIELDS], tokes[PAGEDB_MAX_FIELDS];
@@ -896,13 +904,13 @@ static int write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, i
   /* Version 2: every part the catalog's write connection sees (those of
   ** a commit under way included), then every sample, and those of the
   ** commit under way (written runs and parts' runs). */
-  PartRows pr = { db, m, b.x };
+  PartRows pr = { db, m, b.x, copy, 0 };
   if (rc == PAGEDB_OK && version >= 2 && (db->pcommit || (db->features & CAT_FEATURE_PARTS)))
     rc = cat_parts(db->cat, m, part_row, &pr);
   if (rc == PAGEDB_OK) rc = idx_scan(src, build_one, &b);
   uint64_t extra = 0;
   const PageRecs *lists[2] = { db->inserted, db->pcommit ? db->pcommit->runs : NULL };
-  for (int li = 0; li < 2 && version >= 2 && !widen; li++)
+  for (int li = 0; li < 2 && version >= 2 && !widen && !copy; li++)
     for (const PageRecs *r = lists[li]; r && rc == PAGEDB_OK; r = (const PageRecs *)r->d.next)
       for (uint32_t i = 0; i < r->d.nsamples && rc == PAGEDB_OK; i++, extra++)
         rc = build_one(&b, (int64_t)r->slots[(size_t)i * db->nw], r->slots + (size_t)i * db->nw);
@@ -945,7 +953,7 @@ static int install_index(pagedb *db, pdb_msg *m, Dx *x) {
 static int rebuild_index(pagedb *db, pdb_msg *m) {
   Dx *x;
   DxMeta xm;
-  int rc = write_index(db, m, db->idx, NULL, db->features ? 2 : 1, atomic_load(&db->committed), &x, &xm);
+  int rc = write_index(db, m, db->idx, NULL, db->features ? 2 : 1, atomic_load(&db->committed), NULL, &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, atomic_load(&db->committed), db->nsample);
@@ -956,6 +964,13 @@ static int rebuild_index(pagedb *db, pdb_msg *m) {
   }
   db->ixmeta = xm;
   return install_index(db, m, x);
+}
+
+int api_index_copy(pagedb *db, pdb_msg *m, const ApiIxCopy *copy, Dx **out, DxMeta *xm) {
+  pthread_mutex_lock(&db->cat_mu);   /* cat_parts reads on the write connection */
+  int rc = write_index(db, m, db->idx, NULL, db->features ? 2 : 1, atomic_load(&db->committed), copy, out, xm);
+  pthread_mutex_unlock(&db->cat_mu);
+  return rc;
 }
 
 /*
@@ -1390,7 +1405,7 @@ static int field_add_disk(pagedb *db, const CatField *f) {
   ** (cat_field_add): the new file is the version the features will need. */
   uint64_t features = db->features | (f->type == PAGEDB_TENSOR ? CAT_FEATURE_TENSOR : 0);
   int rc = write_index(db, m, db->idx, f, features ? 2 : 1,
-                       atomic_load(&db->committed), &x, &xm);
+                       atomic_load(&db->committed), NULL, &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = cat_field_add(db->cat, m, db->nfield, f);
   if (rc == PAGEDB_IOERR_SYNC) atomic_store(&db->broken, rc);   /* the field is in doubt */

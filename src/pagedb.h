@@ -800,11 +800,13 @@ PAGEDB_API int pagedb_vacuum_recode(pagedb *db, const char *dest, size_t page_si
 ** is its validator in the uploaded catalog (a copy: DB's own catalog is
 ** not changed), so that a reader of DEST whose part object was replaced
 ** since gets PAGEDB_IOERR_CHANGED naming the part.  The index file records
-** the validators too and its records never change, so such a push uploads
-** no index (DEST-index is deleted, the catalog's index keys left out): a
-** read-only open of DEST scans its catalog (pagedb_index_state:
-** PAGEDB_INDEX_MEMORY; pagedb_part_count from meta.parts, as the open read it).
-** Pushed to a local directory, parts are copied and the index goes as is.
+** the validators too and its records never change, so such a push writes
+** a new index for the copy (the committed samples, every part with its new
+** validator) in a temporary file under TMPDIR (or /tmp), uploads it as
+** DEST-index and removes it; the uploaded catalog names it, and a
+** read-only open of DEST maps it as any index (pagedb_index_state:
+** PAGEDB_INDEX_MAPPED).  Pushed to a local directory, parts are copied
+** and the index goes as is.
 */
 PAGEDB_API int pagedb_push(pagedb *db, const char *dest);
 

@@ -20,8 +20,10 @@
 ** its validator in the snapshot, never in the local catalog, so every
 ** remote read pins that version.  The index file holds the parts'
 ** validators too (part records, which never change), so such a push
-** uploads no index: (2) deletes DEST-index and the snapshot loses the
-** meta keys naming one, and a remote open scans the catalog.
+** uploads in (2), as DEST-index, a new index written for the copy
+** (api_index_copy: the committed samples, the parts' records with their
+** new validators) in place of the dataset's own, and the snapshot's meta
+** keys name it: a remote open maps it as it maps any index.
 **
 ** PULL downloads the catalog first under a temporary name, reads from it
 ** the parts and meta.index_file, downloads the data file, the index (the
@@ -321,9 +323,36 @@ static int push_parts(const char *src, const char *to, PartList *l, char *msg) {
   return rc;
 }
 
-/* The files of steps (1)-(2), with commit_mu held.  NOIX: delete
-** DEST-index instead of uploading the index (parts pinned anew). */
-static int push_files(pagedb *db, const char *to, PartList *parts, int noix, char *msg) {
+/* Upload to DEST the index of the copy (step 2 of a push whose parts
+** were pinned anew): written beside TMP (TMP.new), uploaded, removed.
+** *XM: what the copy's catalog records of it.  commit_mu held. */
+static int put_index_copy(pagedb *db, const PartList *l, const char *dest, const char *tmp, DxMeta *xm, char *msg) {
+  ApiIxCopy cp = { tmp, l->k, l->val, l->n };
+  Dx *x = NULL;
+  pdb_msg m = { 0 };
+  int rc = api_index_copy(db, &m, &cp, &x, xm);
+  if (rc != PAGEDB_OK) {
+    snprintf(msg, MSG_CAP, "writing the index of the copy: %s", pdb_msg_text(&m));
+    return rc;
+  }
+  size_t n = strlen(tmp) + 5;
+  char *f = pdb_malloc(n);
+  if (f) {
+    snprintf(f, n, "%s.new", tmp);
+    rc = put(f, xm->len, dest, msg);
+  } else {
+    rc = PAGEDB_NOMEM;
+  }
+  dx_close(x);              /* never installed: the file goes */
+  pdb_free(f);
+  return rc;
+}
+
+/* The files of steps (1)-(2), with commit_mu held.  NOIX: upload a new
+** index for the copy (parts pinned anew; TMP its local path, *XM what the
+** catalog records of it) instead of the dataset's. */
+static int push_files(pagedb *db, const char *to, PartList *parts, int noix, const char *tmp, DxMeta *xm,
+                      char *msg) {
   size_t tl = strlen(to) + 64, sl = strlen(db->path) + 64;
   char *t = pdb_malloc(tl), *s = pdb_malloc(sl);
   int rc = t && s ? PAGEDB_OK : PAGEDB_NOMEM;
@@ -346,7 +375,7 @@ static int push_files(pagedb *db, const char *to, PartList *parts, int noix, cha
   for (size_t i = 0; rc == PAGEDB_OK && i < sizeof PUSH_EXTRA / sizeof PUSH_EXTRA[0]; i++) {
     snprintf(s, sl, "%s%s", db->path, PUSH_EXTRA[i]);
     snprintf(t, tl, "%s%s", to, PUSH_EXTRA[i]);
-    if (noix && strcmp(PUSH_EXTRA[i], "-index") == 0) rc = remove_dest(t, msg);
+    if (noix && strcmp(PUSH_EXTRA[i], "-index") == 0) rc = put_index_copy(db, parts, t, tmp, xm, msg);
     else if (stat(s, &st) == 0) rc = put(s, (uint64_t)st.st_size, t, msg);
   }
   pdb_free(t);
@@ -399,10 +428,20 @@ int pagedb_push(pagedb *db, const char *dest) {
       rc = cat_file_part_rows(snap, part_add, &parts, msg, MSG_CAP);
       if (rc == PAGEDB_NOMEM && !msg[0]) snprintf(msg, MSG_CAP, "out of memory");
       noix = is_url(to) && parts.n > 0;
-      if (rc == PAGEDB_OK) rc = push_files(db, to, &parts, noix, msg);
-      /* Pinned anew on a server; a copy in a directory keeps its rows
-      ** (and its index, which agrees with them). */
-      if (rc == PAGEDB_OK && noix) rc = cat_file_push_fix(snap, parts.k, parts.val, parts.n, 2, msg, MSG_CAP);
+      DxMeta xm = { 0 };
+      char *ixtmp = noix ? pdb_malloc(strlen(snap) + 8) : NULL;
+      if (noix && !ixtmp) {
+        rc = PAGEDB_NOMEM;
+        snprintf(msg, MSG_CAP, "out of memory");
+      }
+      if (ixtmp) sprintf(ixtmp, "%s-index", snap);
+      if (rc == PAGEDB_OK) rc = push_files(db, to, &parts, noix, ixtmp, &xm, msg);
+      /* Pinned anew on a server, in the rows and in the new index; a copy
+      ** in a directory keeps its rows (and its index, which agrees with
+      ** them). */
+      int64_t ixv[5] = { (int64_t)xm.id, (int64_t)xm.dir, (int64_t)xm.len, (int64_t)xm.samples, (int64_t)xm.pages };
+      if (rc == PAGEDB_OK && noix) rc = cat_file_push_fix(snap, parts.k, parts.val, parts.n, 1, ixv, msg, MSG_CAP);
+      pdb_free(ixtmp);
       if (rc == PAGEDB_OK) {
         struct stat st;
         rc = stat(snap, &st) == 0 ? put(snap, (uint64_t)st.st_size, cat, msg) : PAGEDB_IOERR;
@@ -506,7 +545,7 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
     if (rc != PAGEDB_OK) break;
   }
   /* The index is DEST-index: the key naming another goes. */
-  if (rc == PAGEDB_OK && ixf[0]) rc = cat_file_push_fix(tcat, NULL, NULL, 0, 1, msg, sizeof msg);
+  if (rc == PAGEDB_OK && ixf[0]) rc = cat_file_push_fix(tcat, NULL, NULL, 0, 1, NULL, msg, sizeof msg);
   if (rc == PAGEDB_OK) {
     snprintf(t, tl, "%s-catalog", to);
     if (rename(tcat, t) != 0) {
