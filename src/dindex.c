@@ -1287,6 +1287,8 @@ void dx_abort(Dx *x) {
 
 /* --- parts (version 2) ------------------------------------------------ */
 
+const char *dx_file(const Dx *x) { return x->tmp ? x->tmp : x->path; }
+
 int dx_version(const Dx *x) { return x->version; }
 
 /* Part record K through directory D, checked, or NULL. */

@@ -86,6 +86,10 @@ int dx_open(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uin
 int dx_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const uint8_t uuid[16], int nw,
               int nfield, const uint8_t *isbytes, const uint8_t *tokes, int version, Dx **out);
 
+/* The file X maps: PATH.new for one dx_create made and no dx_install
+** renamed in, else PATH. */
+const char *dx_file(const Dx *x);
+
 /* The index's version (1 or 2). */
 int dx_version(const Dx *x);
 

@@ -324,7 +324,7 @@ static int push_parts(const char *src, const char *to, PartList *l, char *msg) {
 }
 
 /* Upload to DEST the index of the copy (step 2 of a push whose parts
-** were pinned anew): written beside TMP (TMP.new), uploaded, removed.
+** were pinned anew): written as TMP.new (dx_file), uploaded, removed.
 ** *XM: what the copy's catalog records of it.  commit_mu held. */
 static int put_index_copy(pagedb *db, const PartList *l, const char *dest, const char *tmp, DxMeta *xm, char *msg) {
   ApiIxCopy cp = { tmp, l->k, l->val, l->n };
@@ -335,16 +335,8 @@ static int put_index_copy(pagedb *db, const PartList *l, const char *dest, const
     snprintf(msg, MSG_CAP, "writing the index of the copy: %s", pdb_msg_text(&m));
     return rc;
   }
-  size_t n = strlen(tmp) + 5;
-  char *f = pdb_malloc(n);
-  if (f) {
-    snprintf(f, n, "%s.new", tmp);
-    rc = put(f, xm->len, dest, msg);
-  } else {
-    rc = PAGEDB_NOMEM;
-  }
+  rc = put(dx_file(x), xm->len, dest, msg);
   dx_close(x);              /* never installed: the file goes */
-  pdb_free(f);
   return rc;
 }
 
