@@ -34,6 +34,8 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <sys/mman.h>
 
 #define PREFIX 16                    /* keeps blocks 16-byte aligned */
 #define LIVE   0x4c495645u           /* "LIVE": debug cookie of a block in use */
@@ -60,10 +62,32 @@ typedef struct Prefix {
   uint32_t cookie;
 } Prefix;
 
+/* A block of BIG_MIN bytes or more asks for transparent huge pages over
+** the 2 MiB-aligned span wholly inside it: it is fresh memory its caller is
+** about to fill (a commit's list of a part's slots, an index being built),
+** and a first touch costs per page -- measured on this project's VM, 14.7 us
+** a 4 KiB page against 0.7 us per 4 KiB of a 2 MiB one (doc/benchmarks.md).
+** Only a hint: the kernel may ignore it, and no byte outside the block is
+** advised, so a block never holds memory it did not ask for. */
+#define BIG_ALIGN ((uintptr_t)2 << 20)
+#define BIG_MIN   ((size_t)4 << 20)
+
+static void advise_big(void *h, size_t n) {
+#ifdef MADV_HUGEPAGE
+  if (n < BIG_MIN) return;
+  uintptr_t a = ((uintptr_t)h + BIG_ALIGN - 1) & ~(BIG_ALIGN - 1), e = ((uintptr_t)h + n) & ~(BIG_ALIGN - 1);
+  if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_HUGEPAGE);
+#else
+  (void)h;
+  (void)n;
+#endif
+}
+
 static void *sys_malloc(size_t n) {
   if (n > SIZE_MAX - PREFIX) return NULL;
   Prefix *h = malloc(n + PREFIX);
   if (!h) return NULL;
+  advise_big(h, n + PREFIX);
   h->n = n;
   h->cookie = LIVE;
   return (uint8_t *)h + PREFIX;
@@ -79,8 +103,10 @@ static void sys_free(void *p) {
 
 static void *sys_realloc(void *p, size_t n) {
   if (n > SIZE_MAX - PREFIX) return NULL;
+  size_t was = prefix_of(p)->n;
   Prefix *h = realloc(prefix_of(p), n + PREFIX);
   if (!h) return NULL;
+  if (n > was) advise_big(h, n + PREFIX);
   h->n = n;
   return (uint8_t *)h + PREFIX;
 }

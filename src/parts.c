@@ -720,6 +720,7 @@ typedef struct Prep {
   PageRecs **lists;         /* per part: its runs at part-local addresses */
   IdPlan *plans;            /* per part: its samples' ids (reserved) */
   uint64_t **slotbuf;       /* per part: copies of its slots */
+  void **runbuf;            /* per part: one block holding every PageRecs of lists[i] */
   char **uris, **names;
   char **vals;              /* per part: its data object's validator (remote), or NULL */
   int nplanned;             /* plans[0, nplanned) hold reservations */
@@ -805,6 +806,11 @@ static int build_runs(Prep *p, size_t i, pagedb *o, const CatRun *runs, uint64_t
   int nw = db->nw;
   PageRecs **tail = &p->lists[i];
   pdb_sort(a->s, a->n, sizeof *a->s, by_addr);
+  /* Every run in one block, filled in order: one allocation a part rather
+  ** than one a page, and fresh memory touched once (mem.c's huge pages). */
+  size_t rec = sizeof(PageRecs), cap = (size_t)nrun * rec + (size_t)a->n * (size_t)nw * sizeof(uint64_t), used = 0;
+  if (nrun && !(p->runbuf[i] = pdb_malloc(cap)))
+    return pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory for the runs of %s", o->path);
   for (uint64_t r = 0; r < nrun; r++) {
     const CatRun *run = &runs[r];
     uint64_t lo = run->pgno * ps, first = j;
@@ -820,8 +826,9 @@ static int build_runs(Prep *p, size_t i, pagedb *o, const CatRun *runs, uint64_t
       return pdb_err(db, &p->em, PAGEDB_CORRUPT, "%s: sample %lld lies on page %llu, which starts no run", o->path,
                      (long long)a->s[j].id, (unsigned long long)(a->s[j].slot[1] / ps));
     uint64_t n = j - first;
-    PageRecs *pr = pdb_malloc(sizeof *pr + (size_t)n * (size_t)nw * sizeof(uint64_t));
-    if (!pr) return pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory for the runs of %s", o->path);
+    PageRecs *pr = (PageRecs *)((uint8_t *)p->runbuf[i] + used);
+    used += rec + (size_t)n * (size_t)nw * sizeof(uint64_t);
+    assert(used <= cap);
     memset(&pr->d, 0, sizeof pr->d);
     pr->d.pgno = run->pgno;
     pr->d.npages = run->npages;
@@ -976,10 +983,7 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
 static void prep_free(Prep *p, size_t n) {
   for (int i = p->nplanned; i-- > 0;) ids_release(&p->plans[i]);
   for (size_t i = 0; i < n; i++) {
-    for (PageRecs *r = p->lists ? p->lists[i] : NULL, *nx; r; r = nx) {
-      nx = (PageRecs *)r->d.next;
-      pdb_free(r);
-    }
+    if (p->runbuf) pdb_free(p->runbuf[i]);   /* every PageRecs of lists[i] */
     if (p->plans) pdb_free(p->plans[i].s);
     if (p->slotbuf) pdb_free(p->slotbuf[i]);
     if (p->uris) pdb_free(p->uris[i]);
@@ -987,6 +991,7 @@ static void prep_free(Prep *p, size_t n) {
     if (p->vals) pdb_free(p->vals[i]);
   }
   pdb_free(p->lists);
+  pdb_free(p->runbuf);
   pdb_free(p->plans);
   pdb_free(p->slotbuf);
   pdb_free(p->uris);
@@ -1049,13 +1054,14 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   p.lists = pdb_calloc(un, sizeof *p.lists);
   p.plans = pdb_calloc(un, sizeof *p.plans);
   p.slotbuf = pdb_calloc(un, sizeof *p.slotbuf);
+  p.runbuf = pdb_calloc(un, sizeof *p.runbuf);
   p.uris = pdb_calloc(un, sizeof *p.uris);
   p.names = pdb_calloc(un, sizeof *p.names);
   p.vals = pdb_calloc(un, sizeof *p.vals);
   p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
   p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
   p.pc.n = un;
-  if (!p.lists || !p.plans || !p.slotbuf || !p.uris || !p.names || !p.vals || !p.pc.dx || !p.pc.cat) {
+  if (!p.lists || !p.plans || !p.slotbuf || !p.runbuf || !p.uris || !p.names || !p.vals || !p.pc.dx || !p.pc.cat) {
     prep_free(&p, 0);
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
   }
@@ -1077,14 +1083,7 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
     pdb_err(db, m, rc, "cannot commit part %s into %s: %s; nothing was committed", parts[i - 1].path, db->path,
             p.em.rc != PAGEDB_OK ? p.em.text : pagedb_errstr(rc));
   }
-  /* The lists were linked into pc.runs, and are freed from there. */
-  if (p.pc.runs) {
-    for (PageRecs *r = p.pc.runs, *nx; r; r = nx) {
-      nx = (PageRecs *)r->d.next;
-      pdb_free(r);
-    }
-    memset(p.lists, 0, un * sizeof *p.lists);
-  }
+  /* The runs (linked into pc.runs, or still in lists) live in runbuf. */
   prep_free(&p, un);
   return rc;
 }
