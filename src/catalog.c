@@ -788,6 +788,19 @@ int cat_last_run(Catalog *c, pdb_msg *m, uint32_t page_size, CatRun *run, int *f
   return rc;
 }
 
+int cat_id_min(Catalog *c, pdb_msg *m, int64_t *lo) {
+  *lo = -1;
+  sqlite3_stmt *st;
+  int rc = prepare(c, m, c->w, "SELECT min(id) FROM sample", &st);
+  if (rc != PAGEDB_OK) return rc;
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER) *lo = sqlite3_column_int64(st, 0);
+  else if (src == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) rc = corrupt(c, m, "%s", "table sample has an id that is not an integer");
+  else if (src != SQLITE_ROW) rc = sq_fail(c, m, c->w, src, "reading table sample");
+  sqlite3_finalize(st);
+  return rc;
+}
+
 int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n) {
   *runs = NULL;
   *n = 0;
@@ -1540,7 +1553,26 @@ _Static_assert(CAT_INTEGER == SQLITE_INTEGER && CAT_FLOAT == SQLITE_FLOAT && CAT
 struct CatSnap {
   Catalog *c;
   sqlite3 *conn;            /* read-only, in one read transaction */
+  int borrowed;             /* CONN is C's own (cat_snap_borrow): ended, not closed */
 };
+
+int cat_snap_borrow(Catalog *c, pdb_msg *m, CatSnap **ps) {
+  *ps = NULL;
+  if (sqlite3_db_readonly(c->w, "main") != 1 || !sqlite3_get_autocommit(c->w)) return cat_snap_open(c, m, ps);
+  CatSnap *s = pdb_calloc(1, sizeof *s);
+  if (!s) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
+  s->c = c;
+  s->conn = c->w;
+  s->borrowed = 1;
+  int src = sqlite3_exec(s->conn, "BEGIN; SELECT count(*) FROM meta;", NULL, NULL, NULL);
+  if (src != SQLITE_OK) {
+    int rc = sq_fail(c, m, s->conn, src, "starting a read");
+    cat_snap_close(s);
+    return rc;
+  }
+  *ps = s;
+  return PAGEDB_OK;
+}
 
 int cat_snap_open(Catalog *c, pdb_msg *m, CatSnap **ps) {
   *ps = NULL;
@@ -1586,7 +1618,7 @@ int cat_snap_backup(CatSnap *s, pdb_msg *m, const char *path) {
 void cat_snap_close(CatSnap *s) {
   if (!s) return;
   if (s->conn && !sqlite3_get_autocommit(s->conn)) sqlite3_exec(s->conn, "COMMIT", NULL, NULL, NULL);
-  sqlite3_close(s->conn);
+  if (!s->borrowed) sqlite3_close(s->conn);
   pdb_free(s);
 }
 

@@ -152,6 +152,9 @@ int cat_parts(Catalog *c, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), 
 int cat_has_part_table(Catalog *c, pdb_msg *m, int *has);
 
 
+/* The smallest id of table sample in *LO (-1 when it has no row). */
+int cat_id_min(Catalog *c, pdb_msg *m, int64_t *lo);
+
 /* The page table in page order: *RUNS (malloc'd, caller frees), *N runs. */
 int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n);
 
@@ -295,6 +298,11 @@ typedef struct CatVal {
 /* Open a read-only connection to the catalog and begin a read transaction
 ** on it; cat_snap_close ends both.  NULL is a no-op for close. */
 int cat_snap_open(Catalog *c, pdb_msg *m, CatSnap **ps);
+/* As cat_snap_open, but on the catalog's own connection when it is
+** read-only and in no transaction: no connection (and no parse of the
+** schema) is made, and until cat_snap_close every statement of C's on it
+** (cat_runs, cat_id_min...) reads the same snapshot.  Else cat_snap_open. */
+int cat_snap_borrow(Catalog *c, pdb_msg *m, CatSnap **ps);
 void cat_snap_close(CatSnap *s);
 /* Copy S's snapshot whole into the new SQLite file PATH (SQLite's backup
 ** API, default VFS).  PAGEDB_IOERR, PAGEDB_FULL, PAGEDB_NOMEM. */

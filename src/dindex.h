@@ -176,6 +176,9 @@ int64_t dx_next_id(const Dx *x);
 ** increasing order.  A damaged entry stops the scan with
 ** PAGEDB_CORRUPT_INDEX. */
 int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
+/* dx_scan of the samples whose id is LO or more only: no entry below LO is
+** read. */
+int dx_scan_from(const Dx *x, int64_t lo, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
 
 /*
 ** Give the map of a read-only index the madvise(2) advice MADV, the one

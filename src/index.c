@@ -444,9 +444,13 @@ uint64_t idx_count(Index *x) {
 }
 
 int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
-  if (x->dx) return dx_scan(x->dx, xcb, ctx);
+  return idx_scan_from(x, 0, xcb, ctx);
+}
+
+int idx_scan_from(Index *x, int64_t lo, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
+  if (x->dx) return dx_scan_from(x->dx, lo, xcb, ctx);
   uint64_t d = atomic_load_explicit(&x->dense, memory_order_acquire);
-  for (uint64_t id = 0; id < d; id++) {
+  for (uint64_t id = lo > 0 ? (uint64_t)lo : 0; id < d; id++) {
     uint64_t *s = arena_slot(x, &x->darena, id, 0);
     if (!s) {
       id |= ((uint64_t)1 << x->bits) - 1;    /* skip an absent chunk */
@@ -460,7 +464,7 @@ int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), 
     const uint64_t *s = arena_slot(x, &x->sarena, n, 0);
     /* A sparse slot whose id now lies below D was copied to the dense
     ** arena (and visited there). */
-    if (s[0] < d || idx_find(x, (int64_t)s[0]) != s) continue;
+    if (s[0] < d || (int64_t)s[0] < lo || idx_find(x, (int64_t)s[0]) != s) continue;
     int rc = xcb(ctx, (int64_t)s[0], s);
     if (rc != PAGEDB_OK) return rc;
   }

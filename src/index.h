@@ -78,6 +78,8 @@ const uint64_t *idx_find(Index *x, int64_t id);
 ** stops the scan and is returned.  Not to be run concurrently with
 ** idx_publish. */
 int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
+/* idx_scan of the samples whose id is LO or more only. */
+int idx_scan_from(Index *x, int64_t lo, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
 
 /* Committed samples. */
 uint64_t idx_count(Index *x);

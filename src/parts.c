@@ -661,14 +661,13 @@ static int snap_int(CatSnap *s, pdb_msg *m, const char *key, uint64_t *out) {
   return rc;
 }
 
-/* The seal of part O (doc/format.md, "The seal"), from its header and one
-** read transaction of its catalog. */
-static int seal_of(pagedb *o, pdb_msg *m, uint64_t *seal) {
-  CatSnap *cs = NULL;
+/* The seal of part O (doc/format.md, "The seal"), from its header and the
+** read transaction CS of its catalog. */
+static int seal_in(pagedb *o, CatSnap *cs, pdb_msg *m, uint64_t *seal) {
   Sealer s = { 0 };
   uint64_t v[6];
   static const char *const keys[] = { "committed_pages", "samples", "deleted_bytes", "index_id", "index_dir" };
-  int rc = cat_snap_open(o->cat, m, &cs);
+  int rc = PAGEDB_OK;
   const uint8_t *u = pager_uuid(o->pager);
   if (rc == PAGEDB_OK) rc = seal_word(&s, pdb_get64((const uint8_t *)"PDBSEAL1"));
   if (rc == PAGEDB_OK) rc = seal_word(&s, pdb_get64(u));
@@ -682,8 +681,16 @@ static int seal_of(pagedb *o, pdb_msg *m, uint64_t *seal) {
   if (rc == PAGEDB_OK) rc = cat_snap_pages(cs, m, seal_row, &s);
   if (rc == PAGEDB_NOMEM) rc = pdb_err(o, m, rc, "out of memory sealing %s", o->path);
   if (rc == PAGEDB_OK) *seal = pdb_sum(s.w, s.n * sizeof *s.w);
-  cat_snap_close(cs);
   pdb_free(s.w);
+  return rc;
+}
+
+/* The seal of part O, from one read transaction of its catalog. */
+static int seal_of(pagedb *o, pdb_msg *m, uint64_t *seal) {
+  CatSnap *cs = NULL;
+  int rc = cat_snap_open(o->cat, m, &cs);
+  if (rc == PAGEDB_OK) rc = seal_in(o, cs, m, seal);
+  cat_snap_close(cs);
   return rc;
 }
 
@@ -890,7 +897,11 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
     if (codec_uses_dict(db->fields[f].codec)) rc = dict_import(db, em, f, o, f, 0);
   if (rc == PAGEDB_OK && (o->features & CAT_FEATURE_PARTS))
     rc = pdb_err(db, em, PAGEDB_MISMATCH, "it has parts of its own (vacuum it first)");
-  if (rc == PAGEDB_OK && (rc = seal_of(o, em, &seal)) == PAGEDB_OK && pp->seal && pp->seal != seal)
+  /* Its seal, page table, deleted bytes and smallest id from one read
+  ** transaction of its catalog, on the connection the open made. */
+  CatSnap *cs = NULL;
+  if (rc == PAGEDB_OK) rc = cat_snap_borrow(o->cat, em, &cs);
+  if (rc == PAGEDB_OK && (rc = seal_in(o, cs, em, &seal)) == PAGEDB_OK && pp->seal && pp->seal != seal)
     rc = pdb_err(db, em, PAGEDB_CORRUPT, "it changed since it was sealed (seal %016llx given, %016llx now)",
                  (unsigned long long)pp->seal, (unsigned long long)seal);
   if (rc == PAGEDB_OK) rc = cat_runs(o->cat, em, &runs, &nrun);
@@ -912,12 +923,7 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
   if (rc == PAGEDB_OK && data_end > 0 && size < pager_data_off(o->pager) + data_end)
     rc = pdb_err(db, em, PAGEDB_CORRUPT_TRUNCATED, "its data file is %llu bytes, shorter than the %llu its runs use",
                  (unsigned long long)size, (unsigned long long)(pager_data_off(o->pager) + data_end));
-  if (rc == PAGEDB_OK) {
-    CatSnap *cs = NULL;
-    rc = cat_snap_open(o->cat, em, &cs);
-    if (rc == PAGEDB_OK) rc = snap_int(cs, em, "deleted_bytes", &deleted);
-    cat_snap_close(cs);
-  }
+  if (rc == PAGEDB_OK) rc = snap_int(cs, em, "deleted_bytes", &deleted);
   /* Its samples, copied, given their ids in DB and reserved. */
   Copier c = { &p->plans[i], NULL, 0, 0, db->nw };
   IdPlan *a = &p->plans[i];
@@ -930,8 +936,17 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
     if (!c.buf || !a->s) rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing its samples");
     else c.cap = a->cap = want;
   }
-  if (rc == PAGEDB_OK && (rc = idx_scan(o->idx, copy_slot, &c)) != PAGEDB_OK)
+  /* From its smallest id: a part's ids may start anywhere in a chunk of
+  ** its index, whose empty slots before them need not be read.  Every slot
+  ** its index holds must be found from there. */
+  int64_t lo = -1;
+  if (rc == PAGEDB_OK) rc = cat_id_min(o->cat, em, &lo);
+  if (rc == PAGEDB_OK && (rc = idx_scan_from(o->idx, lo, copy_slot, &c)) != PAGEDB_OK)
     rc = pdb_err(db, em, rc, "cannot list its samples: %s", rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(o));
+  if (rc == PAGEDB_OK && c.n != idx_count(o->idx))
+    rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "its index holds %llu samples, %llu of them from id %lld, the smallest"
+                 " its catalog lists", (unsigned long long)idx_count(o->idx), (unsigned long long)c.n, (long long)lo);
+  cat_snap_close(cs);
   p->slotbuf[i] = c.buf;
   for (uint64_t t = 0; rc == PAGEDB_OK && t < c.n; t++) {
     const uint64_t *s = c.buf + t * (size_t)db->nw;
