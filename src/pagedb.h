@@ -1324,7 +1324,9 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** POLICY, N < 1, or readers or writers open at a first commit of parts);
 ** PAGEDB_MISMATCH (page size or schema differ, or the part has parts);
 ** PAGEDB_CORRUPT (the part changed since its SEAL, or a record lies outside
-** its run); PAGEDB_CORRUPT_TRUNCATED (its data file is shorter than its runs);
+** its run); PAGEDB_CORRUPT_INDEX (its index holds a sample below the
+** smallest id its catalog lists); PAGEDB_CORRUPT_TRUNCATED (its data file is
+** shorter than its runs);
 ** PAGEDB_TOOBIG (its data region is over 4 TiB); PAGEDB_FULL (an id outside
 ** 0..INT64_MAX, or more than 2,080,768 parts); the errors of opening the
 ** part (PAGEDB_CANTOPEN_NOENT, PAGEDB_NOTADB*, ...).  The message names the

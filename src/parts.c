@@ -731,7 +731,25 @@ typedef struct Prep {
   char **uris, **names;
   char **vals;              /* per part: its data object's validator (remote), or NULL */
   int nplanned;             /* plans[0, nplanned) hold reservations */
+  /* The parts prepared so far by uuid and by name: open-addressed tables
+  ** of 1 + part index (0 empty), 2^k >= 2N slots, so that finding a part
+  ** given twice costs O(1) a part, not a pass over the ones before it. */
+  uint32_t *by_uuid, *by_name;
+  size_t mask;
 } Prep;
+
+/* Part I's twin in table T (keyed by KEY), else -1; I is entered when it
+** has none.  KEYS(P, J) gives part J's key. */
+static long seen_add(Prep *p, uint32_t *t, const char *key, size_t i, const char *(*keys)(const Prep *, size_t)) {
+  size_t h = (size_t)pdb_sum(key, strlen(key)) & p->mask;
+  for (; t[h]; h = (h + 1) & p->mask)
+    if (strcmp(keys(p, t[h] - 1), key) == 0) return (long)(t[h] - 1);
+  t[h] = (uint32_t)i + 1;
+  return -1;
+}
+
+static const char *uuid_key(const Prep *p, size_t j) { return p->pc.cat[j].uuid; }
+static const char *name_key(const Prep *p, size_t j) { return p->names[j]; }
 
 /* Slots of a part, copied (its index is closed before the commit). */
 typedef struct Copier {
@@ -874,12 +892,12 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
   /* Named twice -- in the set, or already in DB -- before its ids are
   ** planned, so that the message says so rather than "id already used". */
   pdb_uuid_hex(pager_uuid(o->pager), p->pc.cat[i].uuid);
-  for (size_t j = 0; j < i && rc == PAGEDB_OK; j++) {
-    if (strcmp(p->pc.cat[j].uuid, p->pc.cat[i].uuid) == 0)
-      rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is given twice in the set (as parts %zu and %zu)", j, i);
-    else if (pp->name && p->names[j] && strcmp(pp->name, p->names[j]) == 0)
-      rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "its name '%s' is given twice in the set", pp->name);
-  }
+  long twin = rc == PAGEDB_OK ? seen_add(p, p->by_uuid, p->pc.cat[i].uuid, i, uuid_key) : -1;
+  if (twin >= 0) rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is given twice in the set (as parts %ld and %zu)", twin, i);
+  if (rc == PAGEDB_OK && pp->name && !(p->names[i] = pdb_strdup(pp->name)))
+    rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory");
+  if (rc == PAGEDB_OK && pp->name && seen_add(p, p->by_name, pp->name, i, name_key) >= 0)
+    rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "its name '%s' is given twice in the set", pp->name);
   if (rc == PAGEDB_OK && (db->features & CAT_FEATURE_PARTS)) {
     char what[64];
     pthread_mutex_lock(&db->cat_mu);
@@ -957,7 +975,6 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
   if (rc == PAGEDB_OK) p->nplanned = (int)i + 1;
   if (rc == PAGEDB_OK) rc = build_runs(p, i, o, runs, nrun);
   if (rc == PAGEDB_OK) rc = make_uri(db, em, pp->path, &p->uris[i]);
-  if (rc == PAGEDB_OK && pp->name && !(p->names[i] = pdb_strdup(pp->name))) rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory");
   if (rc == PAGEDB_OK) {
     DxPart *d = &p->pc.dx[i];
     CatPart *cp = &p->pc.cat[i];
@@ -1007,6 +1024,8 @@ static void prep_free(Prep *p, size_t n) {
   }
   pdb_free(p->lists);
   pdb_free(p->runbuf);
+  pdb_free(p->by_uuid);
+  pdb_free(p->by_name);
   pdb_free(p->plans);
   pdb_free(p->slotbuf);
   pdb_free(p->uris);
@@ -1070,13 +1089,18 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   p.plans = pdb_calloc(un, sizeof *p.plans);
   p.slotbuf = pdb_calloc(un, sizeof *p.slotbuf);
   p.runbuf = pdb_calloc(un, sizeof *p.runbuf);
+  for (p.mask = 1; p.mask < 2 * un; p.mask <<= 1) {
+  }
+  p.by_uuid = pdb_calloc(p.mask, sizeof *p.by_uuid);
+  p.by_name = pdb_calloc(p.mask, sizeof *p.by_name);
+  p.mask--;
   p.uris = pdb_calloc(un, sizeof *p.uris);
   p.names = pdb_calloc(un, sizeof *p.names);
   p.vals = pdb_calloc(un, sizeof *p.vals);
   p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
   p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
   p.pc.n = un;
-  if (!p.lists || !p.plans || !p.slotbuf || !p.runbuf || !p.uris || !p.names || !p.vals || !p.pc.dx || !p.pc.cat) {
+  if (!p.lists || !p.plans || !p.slotbuf || !p.runbuf || !p.by_uuid || !p.by_name || !p.uris || !p.names || !p.vals || !p.pc.dx || !p.pc.cat) {
     prep_free(&p, 0);
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
   }

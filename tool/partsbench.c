@@ -2,10 +2,11 @@
 ** partsbench.c -- a dataset made of parts (issue 26) measured against the
 ** same samples in one file, at P parts of PER samples each:
 **
-**   pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-reads R] [-rounds K] [-jobs J] [-keep]
+**   pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-size S] [-reads R] [-rounds K] [-jobs J] [-keep]
 **
 ** For each P (default 1,1000): P part datasets of PER tiny samples (16-64
-** bytes and an INT label; part k holds ids k*PER..k*PER+PER-1) are written
+** bytes and an INT label; with -size S, S/2..3S/2 bytes, W-small's 1 KiB
+** at S = 1024; part k holds ids k*PER..k*PER+PER-1) are written
 ** by J processes (default 8; part k by process k % J), and the same P*PER
 ** samples into one file by one writer (the reference); then one
 ** pagedb_parts_commit of the P parts (KEEP) into a new dataset.  Printed per P:
@@ -100,10 +101,14 @@ static void die(const char *what, pagedb *db, int rc) {
   exit(1);
 }
 
-/* Sample ID's bytes into BUF (16..64), its label into *LABEL. */
+/* -size: 0, tiny samples (16..64 bytes); else S/2..3S/2 bytes. */
+static size_t size_mean;
+#define SAMPLE_MAX (size_mean ? size_mean / 2 + size_mean + 1 : 64)
+
+/* Sample ID's bytes into BUF (SAMPLE_MAX bytes), its label into *LABEL. */
 static size_t sample(int64_t id, uint8_t *buf, int64_t *label) {
   uint64_t h = splitmix((uint64_t)id);
-  size_t len = 16 + h % 49;
+  size_t len = size_mean ? size_mean / 2 + h % (size_mean + 1) : 16 + h % 49;
   for (size_t j = 0; j < len; j++) buf[j] = (uint8_t)(h >> (j % 8 * 8)) ^ (uint8_t)j;
   *label = (int64_t)(h % 1000);
   return len;
@@ -121,9 +126,9 @@ static pagedb *create(const char *path) {
 /* Samples ID0..ID0+N-1 into the dataset DB, committed. */
 static void put(pagedb *db, int64_t id0, int64_t n) {
   pagedb_writer *w;
-  uint8_t buf[64];
+  uint8_t *buf = malloc(SAMPLE_MAX);
   int rc = pagedb_writer_open(db, &w);
-  if (rc) die("writer", db, rc);
+  if (rc || !buf) die("writer", db, rc ? rc : PAGEDB_NOMEM);
   for (int64_t id = id0; id < id0 + n; id++) {
     int64_t label;
     size_t len = sample(id, buf, &label);
@@ -133,6 +138,7 @@ static void put(pagedb *db, int64_t id0, int64_t n) {
   }
   if ((rc = pagedb_writer_close(w))) die("writer close", db, rc);
   if ((rc = pagedb_commit(db))) die("commit", db, rc);
+  free(buf);
 }
 
 static double file_bytes(const char *path) {
@@ -229,13 +235,13 @@ static int64_t exactly_once(const char *path, int64_t nsamples) {
   if ((rc = pagedb_order(db, PAGEDB_ORDER_SEQUENTIAL, 0, 0, 0, 1, NULL, &n))) die("order", db, rc);
   int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
   uint8_t *seen = calloc((size_t)nsamples + 1, 1);
-  if (!ids || !seen) die("out of memory", NULL, PAGEDB_NOMEM);
+  uint8_t *want = malloc(SAMPLE_MAX);
+  if (!ids || !seen || !want) die("out of memory", NULL, PAGEDB_NOMEM);
   if ((rc = pagedb_order(db, PAGEDB_ORDER_SEQUENTIAL, 0, 0, 0, 1, ids, &n))) die("order", db, rc);
   if ((rc = pagedb_reader_open(db, PAGEDB_READ_COPY | PAGEDB_READ_VERIFY, &r))) die("reader", db, rc);
   if (n != nsamples) bad = n;
   for (int64_t i = 0; i < n && bad < 0; i++) {
     int64_t id = ids[i], label, got;
-    uint8_t want[64];
     size_t len = sample(id, want, &label), sz;
     const void *p;
     if (id < 0 || id >= nsamples || seen[id]++ || pagedb_read(r, id, 0, &p, &sz) != PAGEDB_OK || sz != len
@@ -244,6 +250,7 @@ static int64_t exactly_once(const char *path, int64_t nsamples) {
   }
   free(ids);
   free(seen);
+  free(want);
   pagedb_close(db);
   return bad;
 }
@@ -402,13 +409,14 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "-dir") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "-parts") && i + 1 < argc) plist = argv[++i];
     else if (!strcmp(argv[i], "-per") && i + 1 < argc) per = atoll(argv[++i]);
+    else if (!strcmp(argv[i], "-size") && i + 1 < argc) size_mean = (size_t)atoll(argv[++i]);
     else if (!strcmp(argv[i], "-reads") && i + 1 < argc) reads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "-rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "-jobs") && i + 1 < argc) jobs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "-keep")) keep = 1;
     else if (!strcmp(argv[i], "-ingest") && i + 1 < argc) ingest = argv[++i];
     else {
-      fprintf(stderr, "usage: pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-reads R] [-rounds K] [-jobs J] [-keep]\n"
+      fprintf(stderr, "usage: pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-size S] [-reads R] [-rounds K] [-jobs J] [-keep]\n"
                       "       pagedb-partsbench -ingest W-small:N,W-img:N [-rounds K] [-dir DIR]\n");
       return 2;
     }
@@ -432,8 +440,9 @@ int main(int argc, char **argv) {
     snprintf(pdir, sizeof pdir, "%s/d.pagedb.parts", base);
     if (mkdir(base, 0755) != 0 || mkdir(pdir, 0755) != 0) die(base, NULL, PAGEDB_CANTOPEN);
     read_mode = P > 10000 ? PAGEDB_READ_COPY : PAGEDB_READ_MMAP;
-    printf("P = %lld parts of %lld samples (%lld samples), in %s; reads %s\n", (long long)P, (long long)per,
-           (long long)N, base, read_mode == PAGEDB_READ_COPY ? "in copy mode (past 10,000 parts)" : "zero-copy");
+    printf("P = %lld parts of %lld samples (%lld samples, %s), in %s; reads %s\n", (long long)P, (long long)per,
+           (long long)N, size_mean ? "-size: S/2..3S/2 bytes" : "16-64 bytes", base,
+           read_mode == PAGEDB_READ_COPY ? "in copy mode (past 10,000 parts)" : "zero-copy");
     fflush(stdout);
     /* The parts, by JOBS processes (part k by process k % JOBS: independent
     ** writers, as a cluster's would be; a tiny part's wall time is mostly
