@@ -31,11 +31,30 @@ unset LD_PRELOAD
 cmd=$1 D=$2
 [ -n "$D" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 
+# A port free now, for a daemon that binds it seconds later.  Not one the
+# kernel would give (port 0): those are ephemeral ports, which any outgoing
+# connection meanwhile -- the cluster's own, a Dask cluster's -- may take
+# (CI run 19: "failed to bind address 127.0.0.1:33663: Address already in
+# use").  So a random one below ip_local_port_range, which only a listener
+# can take; the gateway's start is retried on another if one did.
 free_port() {
   tclsh <<'TCL'
-set s [socket -server {} -myaddr 127.0.0.1 0]
-puts [lindex [fconfigure $s -sockname] 2]
-close $s
+set lo 32768
+catch { set f [open /proc/sys/net/ipv4/ip_local_port_range]; set lo [lindex [read $f] 0]; close $f }
+set port 0
+if {$lo > 11000} {
+  expr {srand([pid] ^ [clock microseconds])}
+  for {set i 0} {$i < 100 && !$port} {incr i} {
+    set p [expr {10000 + int(rand() * ($lo - 10000))}]
+    if {![catch { set s [socket -server {} -myaddr 127.0.0.1 $p] }]} { close $s; set port $p }
+  }
+}
+if {!$port} {
+  set s [socket -server {} -myaddr 127.0.0.1 0]
+  set port [lindex [fconfigure $s -sockname] 2]
+  close $s
+}
+puts $port
 TCL
 }
 
@@ -118,11 +137,23 @@ CONF
   ceph-osd --id 0 --mkfs --setuser $U --setgroup $G >"$D/log/osd-mkfs.out" 2>&1 || fail "ceph-osd --mkfs failed"
   ceph-osd --id 0 --setuser $U --setgroup $G >"$D/log/osd.out" 2>&1 || fail "ceph-osd did not start"
   ceph auth get-or-create client.rgw.a mon 'allow rw' osd 'allow rwx' >> "$D/keyring"
-  radosgw -n client.rgw.a --setuser $U --setgroup $G >"$D/log/rgw.out" 2>&1 || fail "radosgw did not start"
   up=0
-  for i in $(seq $((300 * K))); do
-    curl -s -m 2 -o /dev/null "http://127.0.0.1:$RGWPORT/" && { up=1; break; }
-    sleep 1
+  for try in 1 2 3 4 5; do
+    radosgw -n client.rgw.a --setuser $U --setgroup $G >"$D/log/rgw.out" 2>&1 || fail "radosgw did not start"
+    for i in $(seq $((300 * K))); do
+      curl -s -m 2 -o /dev/null "http://127.0.0.1:$RGWPORT/" && { up=1; break; }
+      # Its port taken since free_port: another port, and start it again.
+      grep -q "failed to bind" "$D/log/client.rgw.a.log" "$D/log/rgw.out" 2>/dev/null && break
+      sleep 1
+    done
+    [ $up = 1 ] && break
+    grep -q "failed to bind" "$D/log/client.rgw.a.log" "$D/log/rgw.out" 2>/dev/null || break
+    f=$D/run/client.rgw.a.pid
+    if [ -s "$f" ]; then kill -9 "$(cat "$f")" 2>/dev/null || true; fi
+    rm -f "$f"
+    mv "$D/log/client.rgw.a.log" "$D/log/client.rgw.a.log.$try" 2>/dev/null || true
+    RGWPORT=$(free_port)
+    sed -i "s|^rgw frontends = .*|rgw frontends = beast endpoint=127.0.0.1:$RGWPORT|" "$D/ceph.conf"
   done
   [ $up = 1 ] || fail "the gateway does not answer on port $RGWPORT after $((300 * K)) s"
   AK=PDBTEST$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr a-f A-F)
