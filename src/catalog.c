@@ -795,7 +795,8 @@ int cat_id_min(Catalog *c, pdb_msg *m, int64_t *lo) {
   if (rc != PAGEDB_OK) return rc;
   int src = sqlite3_step(st);
   if (src == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER) *lo = sqlite3_column_int64(st, 0);
-  else if (src == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) rc = corrupt(c, m, "%s", "table sample has an id that is not an integer");
+  else if (src == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+    rc = corrupt(c, m, "%s", "table sample has an id that is not an integer");
   else if (src != SQLITE_ROW) rc = sq_fail(c, m, c->w, src, "reading table sample");
   sqlite3_finalize(st);
   return rc;
@@ -1556,34 +1557,22 @@ struct CatSnap {
   int borrowed;             /* CONN is C's own (cat_snap_borrow): ended, not closed */
 };
 
-int cat_snap_borrow(Catalog *c, pdb_msg *m, CatSnap **ps) {
+/* A snapshot on a connection of its own, or (BORROW, and C's connection
+** read-only and in no transaction) on C's. */
+static int snap_open(Catalog *c, pdb_msg *m, int borrow, CatSnap **ps) {
   *ps = NULL;
-  if (sqlite3_db_readonly(c->w, "main") != 1 || !sqlite3_get_autocommit(c->w)) return cat_snap_open(c, m, ps);
   CatSnap *s = pdb_calloc(1, sizeof *s);
   if (!s) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
   s->c = c;
-  s->conn = c->w;
-  s->borrowed = 1;
-  int src = sqlite3_exec(s->conn, "BEGIN; SELECT count(*) FROM meta;", NULL, NULL, NULL);
-  if (src != SQLITE_OK) {
-    int rc = sq_fail(c, m, s->conn, src, "starting a read");
-    cat_snap_close(s);
-    return rc;
-  }
-  *ps = s;
-  return PAGEDB_OK;
-}
-
-int cat_snap_open(Catalog *c, pdb_msg *m, CatSnap **ps) {
-  *ps = NULL;
-  CatSnap *s = pdb_calloc(1, sizeof *s);
-  if (!s) return pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory checking catalog %s", c->path);
-  s->c = c;
-  int rc = connect(c, m, SQLITE_OPEN_READONLY, &s->conn);
+  s->borrowed = borrow && sqlite3_db_readonly(c->w, "main") == 1 && sqlite3_get_autocommit(c->w);
+  int rc = PAGEDB_OK;
+  if (s->borrowed) s->conn = c->w;
+  else rc = connect(c, m, SQLITE_OPEN_READONLY, &s->conn);
   /* A deferred BEGIN takes its snapshot at the first read: do one now, so
   ** that every later statement sees this commit, whatever follows it. */
   if (rc == PAGEDB_OK) {
-    int src = sqlite3_exec(s->conn, "PRAGMA query_only=1; BEGIN; SELECT count(*) FROM meta;", NULL, NULL, NULL);
+    int src = sqlite3_exec(s->conn, s->borrowed ? "BEGIN; SELECT count(*) FROM meta;"
+                                                : "PRAGMA query_only=1; BEGIN; SELECT count(*) FROM meta;", NULL, NULL, NULL);
     if (src != SQLITE_OK) rc = sq_fail(c, m, s->conn, src, "starting a read");
   }
   if (rc != PAGEDB_OK) {
@@ -1593,6 +1582,10 @@ int cat_snap_open(Catalog *c, pdb_msg *m, CatSnap **ps) {
   *ps = s;
   return PAGEDB_OK;
 }
+
+int cat_snap_open(Catalog *c, pdb_msg *m, CatSnap **ps) { return snap_open(c, m, 0, ps); }
+
+int cat_snap_borrow(Catalog *c, pdb_msg *m, CatSnap **ps) { return snap_open(c, m, 1, ps); }
 
 int cat_snap_backup(CatSnap *s, pdb_msg *m, const char *path) {
   sqlite3 *dst = NULL;
