@@ -1759,7 +1759,7 @@ typedef struct pagedb_aio {
                                          ** is asked for the source's bytes on a mismatch */
 
 struct pagedb_io_methods {
-  int iVersion;                                  /* 1 to 5 */
+  int iVersion;                                  /* 1 to 6 */
   int (*xClose)(pagedb_file *);
   int (*xRead)(pagedb_file *, void *buf, size_t n, uint64_t off);
   int (*xWrite)(pagedb_file *, const void *buf, size_t n, uint64_t off);
@@ -1832,6 +1832,18 @@ struct pagedb_io_methods {
   ** NULL (or iVersion below 5): the bytes cannot be fetched again.
   */
   int (*xRefetch)(pagedb_file *, uint64_t off, uint64_t len);
+  /*
+  ** Version 6: a map that starts inside the file.  xMapAt maps N bytes from
+  ** file offset OFF, read-only and shared, as xMap does from offset 0; OFF
+  ** is a multiple of the system's page size (sysconf(_SC_PAGESIZE)), N may
+  ** run past the end of the file (bytes there must not be touched), and the
+  ** map is given back with xUnmap(P, N).  pagedb asks it only of a file
+  ** without xMapFill, for a part's data region (doc/format.md, "Parts"): a
+  ** map of the region alone, without the header and padding before it,
+  ** lets many parts' maps lie side by side under shared page tables.  NULL
+  ** (or iVersion below 6): pagedb maps from offset 0 with xMap.
+  */
+  int (*xMapAt)(pagedb_file *, uint64_t off, size_t n, const void **p);
 };
 
 /* xOpen flags. */

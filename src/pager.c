@@ -75,6 +75,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char kMagic[16] = "pagedb data";
 static const char kRunMagic[8] = "PDBRUN";
@@ -108,14 +109,24 @@ struct Pager {
   uint64_t synced_size;      /* file size at the last successful sync */
 
   pthread_mutex_t mapmu;
-  _Atomic(const uint8_t *) map;   /* file mapped from offset 0 */
+  _Atomic(const uint8_t *) map;   /* file mapped from offset MAPOFF */
   size_t maplen;
+  /* 0, or data_off when the map holds the data region alone (xMapAt: a
+  ** part's).  Set before the first map is published, never changed: a
+  ** reader that loaded the map may use it without the lock. */
+  uint64_t mapoff;
   OldMap *old;
 
   /* The VFS calls made on the file since it was opened (pager_io).  Only
   ** counts, read without any ordering: relaxed atomics suffice. */
   _Atomic uint64_t io_reads, io_read_bytes, io_writes, io_write_bytes, io_syncs;
 };
+
+/* Page 0's first byte in MAP, a map of P. */
+static const uint8_t *map_data(const Pager *p, const uint8_t *map) {
+  assert(p->mapoff <= p->data_off);
+  return map + (p->data_off - p->mapoff);
+}
 
 static void count_io(_Atomic uint64_t *calls, _Atomic uint64_t *bytes, uint64_t ncalls, uint64_t nbytes) {
   atomic_fetch_add_explicit(calls, ncalls, memory_order_relaxed);
@@ -680,7 +691,7 @@ int pager_advise(Pager *p, pdb_msg *m, int hint, uint64_t end) {
   pthread_mutex_lock(&p->mapmu);
   const uint8_t *map = atomic_load_explicit(&p->map, memory_order_relaxed);
   int e = 0;
-  if (map && end > 0 && madvise((void *)map, (size_t)(p->data_off + end), pager_madv(hint)) != 0) e = errno;
+  if (map && end > 0 && madvise((void *)map, (size_t)(p->data_off - p->mapoff + end), pager_madv(hint)) != 0) e = errno;
   pthread_mutex_unlock(&p->mapmu);
   if (e) return pdb_err(p->db, m, PAGEDB_IOERR, "madvise of %s failed: %s", p->path, strerror(e));
   int rc = p->fd->pMethods->xAdvise ? p->fd->pMethods->xAdvise(p->fd, p->data_off, end, hint) : PAGEDB_OK;
@@ -695,8 +706,9 @@ void pager_map_willneed(Pager *p, uint64_t off, uint64_t n) {
   ** default read-around) a cold zero-copy batch of W-small ran 4.5x faster
   ** and one of W-img 1.3x, and no hint reads more than a fault would. */
   const uintptr_t unit = (uintptr_t)128 << 10;
-  uintptr_t a = (uintptr_t)(map + p->data_off + off) & ~(unit - 1);
-  uintptr_t b = ((uintptr_t)(map + p->data_off + off + n) + unit - 1) & ~(unit - 1);
+  uintptr_t a = (uintptr_t)(map_data(p, map) + off) & ~(unit - 1);
+  uintptr_t b = ((uintptr_t)(map_data(p, map) + off + n) + unit - 1) & ~(unit - 1);
+  if (a < (uintptr_t)map) a = (uintptr_t)map;   /* a map from data_off starts there */
   /* Only a hint: a failure (ENOMEM where the rounding passes the end of
   ** the map) changes nothing but speed. */
   madvise((void *)a, b - a, MADV_WILLNEED);
@@ -705,8 +717,8 @@ void pager_map_willneed(Pager *p, uint64_t off, uint64_t n) {
 int pager_map_resident(Pager *p, uint64_t off, uint64_t n) {
   const uint8_t *map = atomic_load_explicit(&p->map, memory_order_acquire);
   if (!map || n == 0) return 1;
-  uintptr_t a = (uintptr_t)(map + p->data_off + off) & ~(uintptr_t)4095;
-  uintptr_t b = (uintptr_t)(map + p->data_off + off + n);
+  uintptr_t a = (uintptr_t)(map_data(p, map) + off) & ~(uintptr_t)4095;
+  uintptr_t b = (uintptr_t)(map_data(p, map) + off + n);
   unsigned char vec[256];
   while (a < b) {
     size_t len = b - a < sizeof vec * 4096 ? b - a : sizeof vec * 4096;
@@ -767,6 +779,7 @@ int pager_map_fill(Pager *p, pdb_msg *m, int n, const uint64_t *off, const uint6
   const uint8_t *map = atomic_load_explicit(&p->map, memory_order_acquire);
   const pagedb_io_methods *io = p->fd->pMethods;
   if (!map || io->iVersion < 3 || !io->xMapFill) return PAGEDB_OK;
+  assert(p->mapoff == 0);   /* a backend that fills maps is not asked for xMapAt */
   uint64_t small[2][32];
   uint64_t *o = n <= 32 ? small[0] : pdb_malloc((size_t)n * sizeof *o);
   uint64_t *l = n <= 32 ? small[1] : pdb_malloc((size_t)n * sizeof *l);
@@ -786,7 +799,7 @@ const uint8_t *pager_map(Pager *p) {
   /* Acquire pairs with the release in pager_map_ensure(): a reader that
   ** sees the new map sees it fully set up. */
   const uint8_t *base = atomic_load_explicit(&p->map, memory_order_acquire);
-  return base ? base + p->data_off : NULL;
+  return base ? map_data(p, base) : NULL;
 }
 
 const uint8_t *pager_map_span(Pager *p, uint64_t *len) {
@@ -795,10 +808,10 @@ const uint8_t *pager_map_span(Pager *p, uint64_t *len) {
   ** length of the map loaded, or of a later one, bounds it. */
   pthread_mutex_lock(&p->mapmu);
   const uint8_t *base = atomic_load_explicit(&p->map, memory_order_acquire);
-  uint64_t n = base ? p->maplen - p->data_off : 0;
+  uint64_t n = base ? p->maplen - (p->data_off - p->mapoff) : 0;
   pthread_mutex_unlock(&p->mapmu);
   *len = n;
-  return base ? base + p->data_off : NULL;
+  return base ? map_data(p, base) : NULL;
 }
 
 int pager_map_fills(Pager *p) {
@@ -810,20 +823,28 @@ int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end, int exact) {
   uint64_t need = p->data_off + end;
   pthread_mutex_lock(&p->mapmu);
   int rc = PAGEDB_OK;
-  if (!atomic_load_explicit(&p->map, memory_order_relaxed) || need > p->maplen) {
-    /* Reserve address space well past the need: mapping beyond the end of
-    ** the file costs nothing until touched, and remaps stay rare.  EXACT:
-    ** the need rounded to 4 KiB, for a file read only up to END (a part),
-    ** so that many such maps lie side by side and share their page tables
-    ** (a reserve of 1 GiB each put every part's pages under page tables of
-    ** their own: a random read's page walk then missed at every level). */
-    uint64_t len = exact ? (need + 4095) & ~(uint64_t)4095
+  const uint8_t *cur = atomic_load_explicit(&p->map, memory_order_relaxed);
+  if (!cur || need > p->mapoff + p->maplen) {
+    /* EXACT (a file read only up to END: a part): its data region alone,
+    ** from data_off where the backend can map from there, so that many such
+    ** maps lie side by side, dense, under shared page tables.  A reserve of
+    ** 1 GiB each put every part's pages under page tables of their own,
+    ** and a map from offset 0 put the header's padding (D, up to 2 MiB)
+    ** between one part's data and the next: random reads of 1,000 parts of
+    ** 1 MB each ran at 91% of one file's, where side by side they run as
+    ** fast (doc/benchmarks.md).  Else address space well past the need:
+    ** mapping beyond the end of the file costs nothing until touched, and
+    ** remaps stay rare. */
+    if (!cur && exact && pdb_os_maps_at(p->fd) && p->data_off % (uint64_t)sysconf(_SC_PAGESIZE) == 0)
+      p->mapoff = p->data_off;
+    uint64_t len = exact ? (need - p->mapoff + 4095) & ~(uint64_t)4095
                          : need * 2 < ((uint64_t)1 << 30) ? ((uint64_t)1 << 30) : need * 2;
     OldMap *o = pdb_malloc(sizeof *o);
     const void *base = NULL;
     if (!o) {
       rc = pdb_err(p->db, m, PAGEDB_NOMEM, "out of memory mapping %s", p->path);
-    } else if ((rc = pdb_os_map_lazy(p->fd, len, &base)) != PAGEDB_OK) {   /* filled per read: pager_map_fill */
+    } else if ((rc = p->mapoff ? pdb_os_map_at(p->fd, p->mapoff, len, &base)
+                               : pdb_os_map_lazy(p->fd, len, &base)) != PAGEDB_OK) {   /* filled per read: pager_map_fill */
       pdb_free(o);
       rc = os_fail(p, m, rc, "cannot map");
     } else {

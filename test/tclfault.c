@@ -853,6 +853,12 @@ static int fvMap(pagedb_file *pf, size_t n, const void **p){
   return f->real->pMethods->xMap(f->real, n, p);
 }
 
+static int fvMapAt(pagedb_file *pf, uint64_t off, size_t n, const void **p){
+  FaultFile *f = (FaultFile *)pf;
+  if( faultHit(f, FOP_MAP) ) return PAGEDB_IOERR_MMAP;
+  return f->real->pMethods->xMapAt(f->real, off, n, p);
+}
+
 static int fvUnmap(pagedb_file *pf, const void *p, size_t n){
   FaultFile *f = (FaultFile *)pf;
   return f->real->pMethods->xUnmap(f->real, p, n);
@@ -901,6 +907,7 @@ static void fvInitMethods(const pagedb_io_methods *r){
   m->xLastErrno = fvLastErrno;
   m->xWriteStart = r->iVersion >= 2 && r->xWriteStart ? fvWriteStart : 0;
   m->xWriteWait = r->iVersion >= 2 && r->xWriteWait ? fvWriteWait : 0;
+  m->xMapAt = r->iVersion >= 6 && r->xMapAt ? fvMapAt : 0;
   fv.methodsInit = 1;
 }
 

@@ -174,6 +174,17 @@ static inline void pdb_os_errmsg(pagedb_file *f, char *buf, size_t n) {
   if (f->pMethods->iVersion >= 3 && f->pMethods->xErrmsg) f->pMethods->xErrmsg(f, buf, n);
 }
 int pdb_os_unmap(pagedb_file *f, const void *p, size_t n);
+/* Whether F can be mapped from an offset inside it (xMapAt, version 6):
+** only a backend whose maps need no filling is asked. */
+static inline int pdb_os_maps_at(pagedb_file *f) {
+  return f->pMethods->iVersion >= 6 && f->pMethods->xMapAt && !pdb_os_fills_maps(f);
+}
+/* Map N bytes of F from OFF, a multiple of the system page size (xMapAt);
+** given back with pdb_os_unmap. */
+static inline int pdb_os_map_at(pagedb_file *f, uint64_t off, size_t n, const void **p) {
+  *p = NULL;
+  return f->pMethods->xMapAt(f, off, n, p);
+}
 /* Fetch the bytes of [OFF, OFF+LEN) again from where they come from
 ** (pagedb_io_methods.xRefetch): a no-op for a backend without it. */
 static inline int pdb_os_refetch(pagedb_file *f, uint64_t off, uint64_t len) {

@@ -200,9 +200,13 @@ static int px_caps(pagedb_file *f) {
   return PAGEDB_IOCAP_MMAP | (p->direct ? PAGEDB_IOCAP_DIRECT : 0) | (p->rings ? PAGEDB_IOCAP_BATCH | PAGEDB_IOCAP_ASYNC_WRITE : 0);
 }
 
-static int px_map(pagedb_file *f, size_t n, const void **pp) {
+/* Version 6: a map from OFF, a multiple of the system page size (the
+** caller checks; mmap refuses any other with EINVAL). */
+static int px_map_at(pagedb_file *f, uint64_t off, size_t n, const void **pp) {
   PosixFile *p = (PosixFile *)f;
-  void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, p->fd, 0);
+  void *m = MAP_FAILED;
+  if (off > (uint64_t)INT64_MAX) errno = EINVAL;
+  else m = mmap(NULL, n, PROT_READ, MAP_SHARED, p->fd, (off_t)off);
   if (m == MAP_FAILED) {
     *pp = NULL;
     return fail(p, PAGEDB_IOERR_MMAP);
@@ -210,6 +214,8 @@ static int px_map(pagedb_file *f, size_t n, const void **pp) {
   *pp = m;
   return PAGEDB_OK;
 }
+
+static int px_map(pagedb_file *f, size_t n, const void **pp) { return px_map_at(f, 0, n, pp); }
 
 static int px_unmap(pagedb_file *f, const void *m, size_t n) {
   PosixFile *p = (PosixFile *)f;
@@ -287,7 +293,7 @@ static int px_errno(pagedb_file *f) {
 }
 
 static const pagedb_io_methods px_methods = {
-  .iVersion = 2,
+  .iVersion = 6,
   .xClose = px_close,
   .xRead = px_read,
   .xWrite = px_write,
@@ -304,6 +310,7 @@ static const pagedb_io_methods px_methods = {
   .xLastErrno = px_errno,
   .xWriteStart = px_write_start,
   .xWriteWait = px_write_wait,
+  .xMapAt = px_map_at,
 };
 
 /* The alignment O_DIRECT needs for FD: what the file system reports, at
