@@ -11,6 +11,11 @@
 **
 ** Everything read from the catalog is untrusted: types are checked here,
 ** offsets by the caller against the page table and the file.
+**
+** The module's other files, through catalogInt.h: catsql.c (the SQL users
+** run: pagedb_sql, pagedb_sql_update), catpart.c (table part), catextra.c
+** (view sample_info, user tables), catbulk.c (the rows' virtual table);
+** catfile.c reads and changes a catalog by its path, without a Catalog.
 */
 #include "catalog.h"
 #include "catalogInt.h"
@@ -1071,111 +1076,6 @@ int cat_stage_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v) {
   return rc == PAGEDB_OK ? set_meta(c, m, key, v) : rc;
 }
 
-int cat_file_meta_text(const char *path, const char *key, char *out, size_t cap, char *msg, size_t mcap) {
-  sqlite3 *d = NULL;
-  sqlite3_stmt *st = NULL;
-  out[0] = 0;
-  int src = sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL);
-  if (src == SQLITE_OK) src = sqlite3_prepare_v2(d, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL);
-  if (src == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    src = sqlite3_step(st);
-    if (src == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT)
-      snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
-    if (src == SQLITE_ROW) src = SQLITE_DONE;
-  }
-  int rc = src == SQLITE_DONE ? PAGEDB_OK : src == SQLITE_CANTOPEN ? PAGEDB_CANTOPEN : PAGEDB_CORRUPT_CATALOG;
-  if (rc != PAGEDB_OK) snprintf(msg, mcap, "catalog %s: reading meta.%s: %s", path, key, d ? sqlite3_errmsg(d) : "out of memory");
-  sqlite3_finalize(st);
-  sqlite3_close(d);
-  return rc;
-}
-
-int cat_file_part_rows(const char *path, int (*each)(void *ctx, int64_t k, const char *uuid, const char *uri), void *ctx,
-                       char *msg, size_t mcap) {
-  sqlite3 *d = NULL;
-  sqlite3_stmt *st = NULL;
-  int rc = PAGEDB_OK;
-  int src = sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL);
-  if (src == SQLITE_OK)
-    src = sqlite3_prepare_v2(d, "SELECT part, uuid, uri FROM part WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'parts')"
-                             " ORDER BY part", -1, &st, NULL);
-  /* No table part: no part was ever committed. */
-  if (src == SQLITE_ERROR && d && strstr(sqlite3_errmsg(d), "no such table")) src = SQLITE_DONE;
-  while (src == SQLITE_OK || src == SQLITE_ROW) {
-    src = st ? sqlite3_step(st) : SQLITE_DONE;
-    if (src != SQLITE_ROW) break;
-    const char *u = (const char *)sqlite3_column_text(st, 1), *uri = (const char *)sqlite3_column_text(st, 2);
-    if (u && uri && (rc = each(ctx, sqlite3_column_int64(st, 0), u, uri)) != PAGEDB_OK) break;
-  }
-  if (rc == PAGEDB_OK && src != SQLITE_DONE) {
-    rc = src == SQLITE_CANTOPEN ? PAGEDB_CANTOPEN : PAGEDB_CORRUPT_CATALOG;
-    snprintf(msg, mcap, "catalog %s: reading table part: %s", path, d ? sqlite3_errmsg(d) : "out of memory");
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(d);
-  return rc;
-}
-
-/* cat_file_parts through cat_file_part_rows. */
-typedef struct UuidEach {
-  int (*each)(void *ctx, const char *uuid);
-  void *ctx;
-} UuidEach;
-
-static int uuid_each(void *ctx, int64_t k, const char *uuid, const char *uri) {
-  (void)k;
-  (void)uri;
-  UuidEach *u = ctx;
-  return u->each(u->ctx, uuid);
-}
-
-int cat_file_parts(const char *path, int (*each)(void *ctx, const char *uuid), void *ctx, char *msg, size_t mcap) {
-  UuidEach u = { each, ctx };
-  return cat_file_part_rows(path, uuid_each, &u, msg, mcap);
-}
-
-int cat_file_push_fix(const char *path, const int64_t *k, char *const *val, size_t n, int drop_index,
-                      const int64_t *ixv, char *msg, size_t mcap) {
-  sqlite3 *d = NULL;
-  sqlite3_stmt *st = NULL;
-  int src = sqlite3_open_v2(path, &d, SQLITE_OPEN_READWRITE, NULL);
-  if (src == SQLITE_OK) src = sqlite3_exec(d, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-  if (src == SQLITE_OK && n) src = sqlite3_prepare_v2(d, "UPDATE part SET validator = ?2 WHERE part = ?1", -1, &st, NULL);
-  for (size_t i = 0; src == SQLITE_OK && i < n; i++) {
-    sqlite3_bind_int64(st, 1, k[i]);
-    if (val[i]) sqlite3_bind_text(st, 2, val[i], -1, SQLITE_STATIC);
-    else sqlite3_bind_null(st, 2);
-    src = sqlite3_step(st);
-    if (src == SQLITE_DONE) src = sqlite3_changes(d) == 1 ? SQLITE_OK : SQLITE_NOTFOUND;
-    sqlite3_reset(st);
-  }
-  if (src == SQLITE_OK && drop_index)
-    src = sqlite3_exec(d, drop_index == 1 ? "DELETE FROM meta WHERE key = 'index_file'"
-                          : "DELETE FROM meta WHERE key IN ('index_id', 'index_dir', 'index_len', 'index_samples',"
-                            " 'index_pages', 'index_file')", NULL, NULL, NULL);
-  sqlite3_finalize(st);
-  st = NULL;
-  static const char *const ixkeys[] = { "index_id", "index_dir", "index_len", "index_samples", "index_pages" };
-  if (src == SQLITE_OK && ixv)
-    src = sqlite3_prepare_v2(d, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1, &st, NULL);
-  for (int i = 0; src == SQLITE_OK && ixv && i < 5; i++) {
-    sqlite3_bind_text(st, 1, ixkeys[i], -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, ixv[i]);
-    src = sqlite3_step(st);
-    if (src == SQLITE_DONE) src = SQLITE_OK;
-    sqlite3_reset(st);
-  }
-  sqlite3_finalize(st);
-  if (src == SQLITE_OK) src = sqlite3_exec(d, "COMMIT", NULL, NULL, NULL);
-  int rc = src == SQLITE_OK ? PAGEDB_OK : src == SQLITE_CANTOPEN ? PAGEDB_CANTOPEN : PAGEDB_CORRUPT_CATALOG;
-  if (rc != PAGEDB_OK)
-    snprintf(msg, mcap, "catalog %s: recording the pushed parts: %s", path,
-             src == SQLITE_NOTFOUND ? "a part has no row" : d ? sqlite3_errmsg(d) : "out of memory");
-  sqlite3_close(d);   /* an open transaction rolls back */
-  return rc;
-}
-
 int cat_stage_meta_text(Catalog *c, pdb_msg *m, const char *key, const char *v) {
   int rc = begin_write(c, m);
   return rc == PAGEDB_OK ? run(c, m, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", "updating meta", 2,
@@ -1295,254 +1195,12 @@ void cat_rollback(Catalog *c) {
   c->in_txn = 0;
 }
 
-/* --- pagedb_sql_update: SQL that may change scalar field values only ----- */
-
-typedef struct Update {
-  const CatField *fields;
-  int nfield;
-  int64_t *ids;             /* rows the statements changed (with repeats) */
-  size_t nids, capids;
-  int nomem;
-} Update;
-
-/* The authorizer: an UPDATE of an INT or REAL field column of table sample,
-** and reads, and nothing else.  Whatever else the SQL tries is refused
-** when it is prepared, before anything runs. */
-static int authorize(void *ctx, int action, const char *a1, const char *a2, const char *db, const char *trig) {
-  (void)db;
-  (void)trig;
-  Update *u = ctx;
-  switch (action) {
-    case SQLITE_SELECT: case SQLITE_READ: case SQLITE_FUNCTION: case SQLITE_RECURSIVE:
-      return SQLITE_OK;
-    case SQLITE_UPDATE:
-      if (a1 && sqlite3_stricmp(a1, "sample") == 0 && a2)
-        for (int f = 0; f < u->nfield; f++)
-          if (!is_bytes(u->fields[f].type) && sqlite3_stricmp(a2, u->fields[f].name) == 0) return SQLITE_OK;
-      return SQLITE_DENY;
-    default:
-      return SQLITE_DENY;
-  }
-}
-
-static void updated(void *ctx, int op, const char *db, const char *table, sqlite3_int64 rowid) {
-  (void)db;
-  Update *u = ctx;
-  if (op != SQLITE_UPDATE || sqlite3_stricmp(table, "sample") != 0 || u->nomem) return;
-  if (u->nids == u->capids) {
-    size_t cap = u->capids ? u->capids * 2 : 256;
-    int64_t *v = pdb_realloc(u->ids, cap * sizeof *v);
-    if (!v) {
-      u->nomem = 1;
-      return;
-    }
-    u->ids = v;
-    u->capids = cap;
-  }
-  u->ids[u->nids++] = rowid;
-}
-
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Run the statements of SQL under the authorizer, collecting the changed
-** rows in U.  Caller holds the write transaction. */
-static int run_updates(Catalog *c, pdb_msg *m, const char *sql, Update *u) {
-  sqlite3_set_authorizer(c->w, authorize, u);
-  sqlite3_update_hook(c->w, updated, u);
-  int rc = PAGEDB_OK;
-  const char *tail = sql;
-  while (rc == PAGEDB_OK && tail && *tail) {
-    sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(c->w, tail, -1, &st, &tail);
-    if (src == SQLITE_AUTH)
-      rc = pdb_err(c->db, m, PAGEDB_READONLY, "SQL refused: only UPDATEs of the INT and REAL field columns of table"
-                   " sample may change the catalog (%s)", sqlite3_errmsg(c->w));
-    else if (src != SQLITE_OK)
-      rc = pdb_err(c->db, m, src == SQLITE_NOMEM ? PAGEDB_NOMEM : PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(c->w));
-    if (rc != PAGEDB_OK || !st) continue;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-    }
-    if (src != SQLITE_DONE)
-      rc = src == SQLITE_AUTH ? pdb_err(c->db, m, PAGEDB_READONLY, "SQL refused: %s", sqlite3_errmsg(c->w))
-                              : sq_fail(c, m, c->w, src, "running an update");
-    sqlite3_finalize(st);
-  }
-  sqlite3_update_hook(c->w, NULL, NULL);
-  sqlite3_set_authorizer(c->w, NULL, NULL);
-  if (rc == PAGEDB_OK && u->nomem) rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running an update");
-  return rc;
-}
-
-/* The new scalar values of the changed rows, checked: the caller's slots. */
-static int read_updated(Catalog *c, pdb_msg *m, Update *u, uint64_t *slots, int nw) {
-  sqlite3_str *q = sqlite3_str_new(NULL);
-  sqlite3_str_appendall(q, "SELECT id");
-  for (int f = 0; f < u->nfield; f++) sqlite3_str_appendf(q, ", \"%w\"", u->fields[f].name);
-  sqlite3_str_appendall(q, " FROM sample WHERE id = ?1");
-  char *text = sqlite3_str_finish(q);
-  sqlite3_stmt *st = NULL;
-  int rc = text ? prepare(c, m, c->w, text, &st) : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running an update");
-  sqlite3_free(text);
-  for (size_t i = 0; rc == PAGEDB_OK && i < u->nids; i++) {
-    uint64_t *s = slots + i * (size_t)nw;
-    memset(s, 0, (size_t)nw * sizeof *s);
-    s[0] = (uint64_t)u->ids[i];
-    sqlite3_bind_int64(st, 1, u->ids[i]);
-    int src = sqlite3_step(st);
-    if (src != SQLITE_ROW) {
-      rc = src == SQLITE_DONE ? pdb_err(c->db, m, PAGEDB_ERROR, "an update moved sample %lld", (long long)u->ids[i])
-                              : sq_fail(c, m, c->w, src, "reading updated values");
-    }
-    for (int f = 0; rc == PAGEDB_OK && f < u->nfield; f++) {
-      if (is_bytes(u->fields[f].type)) continue;
-      int t = sqlite3_column_type(st, 1 + f);
-      if (t == SQLITE_NULL) continue;
-      if (u->fields[f].type == PAGEDB_INT && t == SQLITE_INTEGER) {
-        *slot_val(s, u->nfield, f) = (uint64_t)sqlite3_column_int64(st, 1 + f);
-      } else if (u->fields[f].type == PAGEDB_REAL && (t == SQLITE_FLOAT || t == SQLITE_INTEGER)) {
-        double d = sqlite3_column_double(st, 1 + f);
-        memcpy(slot_val(s, u->nfield, f), &d, sizeof d);
-      } else {
-        rc = pdb_err(c->db, m, PAGEDB_MISMATCH, "sample %lld: field '%s' is %s, and the update gives it a %s value;"
-                     " nothing was changed", (long long)u->ids[i], u->fields[f].name,
-                     u->fields[f].type == PAGEDB_INT ? "an INT" : "a REAL",
-                     t == SQLITE_TEXT ? "TEXT" : t == SQLITE_BLOB ? "BLOB" : "REAL");
-        break;
-      }
-      slot_set(s, f);
-    }
-    sqlite3_reset(st);
-  }
-  sqlite3_finalize(st);
-  return rc;
-}
-
-int cat_update(Catalog *c, pdb_msg *m, const char *sql, const CatField *fields, int nfield, uint64_t **slots,
-               size_t *nslots) {
-  *slots = NULL;
-  *nslots = 0;
-  Update u = { .fields = fields, .nfield = nfield };
-  int nw = slot_words(nfield);
-  int rc = begin_write(c, m);
-  if (rc == PAGEDB_OK) rc = run_updates(c, m, sql, &u);
-  size_t n = 0;
-  if (rc == PAGEDB_OK && u.nids > 0) {
-    qsort(u.ids, u.nids, sizeof *u.ids, cmp_i64);
-    for (size_t i = 0; i < u.nids; i++)
-      if (n == 0 || u.ids[n - 1] != u.ids[i]) u.ids[n++] = u.ids[i];
-    u.nids = n;
-    if (!(*slots = pdb_malloc(n * (size_t)nw * sizeof(uint64_t))))
-      rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running an update");
-  }
-  if (rc == PAGEDB_OK && u.nids > 0) rc = read_updated(c, m, &u, *slots, nw);
-  if (rc == PAGEDB_OK) rc = exec(c, m, "COMMIT", "committing an update");
-  if (rc != PAGEDB_OK) {
-    if (!sqlite3_get_autocommit(c->w)) sqlite3_exec(c->w, "ROLLBACK", NULL, NULL, NULL);
-    pdb_free(*slots);
-    *slots = NULL;
-    u.nids = 0;
-  }
-  c->in_txn = 0;
-  *nslots = u.nids;
-  pdb_free(u.ids);
-  return rc;
-}
-
 /* The read-only connection, opened at its first use.  rmu held. */
 static int read_conn(Catalog *c, pdb_msg *m) {
   if (c->r) return PAGEDB_OK;
   int rc = connect(c, m, SQLITE_OPEN_READONLY, &c->r);
   if (rc == PAGEDB_OK && sqlite3_exec(c->r, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
     rc = sq_fail(c, m, c->r, sqlite3_errcode(c->r), "configuring the connection");
-  return rc;
-}
-
-/* Row I's column I of ST as a pagedb_value (pagedb_sql_values). */
-static void sql_value(sqlite3_stmt *st, int i, pagedb_value *v) {
-  memset(v, 0, sizeof *v);
-  switch (sqlite3_column_type(st, i)) {
-    case SQLITE_INTEGER:
-      v->type = PAGEDB_INT;
-      v->i = sqlite3_column_int64(st, i);
-      break;
-    case SQLITE_FLOAT:
-      v->type = PAGEDB_REAL;
-      v->d = sqlite3_column_double(st, i);
-      break;
-    case SQLITE_TEXT:
-      v->type = PAGEDB_TEXT;
-      v->p = sqlite3_column_text(st, i);
-      v->n = (size_t)sqlite3_column_bytes(st, i);
-      break;
-    case SQLITE_BLOB:
-      v->type = PAGEDB_BYTES;
-      v->p = sqlite3_column_blob(st, i);
-      v->n = (size_t)sqlite3_column_bytes(st, i);
-      break;
-    default:
-      v->type = PAGEDB_NULL;
-  }
-}
-
-int cat_sql(Catalog *c, pdb_msg *m, const char *sql, int (*xrow)(void *, int, char **, char **),
-            int (*xvals)(void *, int, const pagedb_value *, const char *const *), void *ctx) {
-  assert(!(xrow && xvals));
-  pthread_mutex_lock(&c->rmu);
-  int rc = read_conn(c, m);
-  const char *tail = sql;
-  while (rc == PAGEDB_OK && tail && *tail) {
-    sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(c->r, tail, -1, &st, &tail);
-    if (src != SQLITE_OK) {
-      rc = pdb_err(c->db, m, PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(c->r));
-      break;
-    }
-    if (!st) continue;   /* whitespace or a comment */
-    if (!sqlite3_stmt_readonly(st)) {
-      rc = pdb_err(c->db, m, PAGEDB_READONLY, "SQL error: the catalog is read-only here: %s", sqlite3_sql(st));
-      sqlite3_finalize(st);
-      break;
-    }
-    /* The columns are read after the first step: a statement prepared
-    ** before this handle changed the schema (a field added) is prepared
-    ** again by that step, with the new columns of "SELECT *". */
-    int ncol = 0;
-    char **vals = NULL, **names = NULL;
-    pagedb_value *tv = NULL;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-      if (!vals) {
-        ncol = sqlite3_column_count(st);
-        if (!(vals = pdb_calloc((size_t)ncol * 2 + 1, sizeof(char *))) ||
-            (xvals && !(tv = pdb_calloc((size_t)ncol + 1, sizeof *tv)))) {
-          rc = pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory running SQL");
-          break;
-        }
-        names = vals + ncol;
-        for (int i = 0; i < ncol; i++) names[i] = (char *)sqlite3_column_name(st, i);
-      }
-      int stop;
-      if (xvals) {
-        for (int i = 0; i < ncol; i++) sql_value(st, i, &tv[i]);
-        stop = xvals(ctx, ncol, tv, (const char *const *)names);
-      } else {
-        for (int i = 0; i < ncol; i++) vals[i] = (char *)sqlite3_column_text(st, i);
-        stop = xrow && xrow(ctx, ncol, vals, names);
-      }
-      if (stop) {
-        rc = pdb_err(c->db, m, PAGEDB_ERROR, "SQL query aborted by its callback");
-        break;
-      }
-    }
-    if (rc == PAGEDB_OK && src != SQLITE_DONE)
-      rc = pdb_err(c->db, m, src == SQLITE_NOMEM ? PAGEDB_NOMEM : PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(c->r));
-    pdb_free(vals);
-    pdb_free(tv);
-    sqlite3_finalize(st);
-  }
-  pthread_mutex_unlock(&c->rmu);
   return rc;
 }
 
@@ -1701,6 +1359,7 @@ int catx_has_parts(Catalog *c) { return c->has_parts; }
 int catx_begin_write(Catalog *c, pdb_msg *m) { return begin_write(c, m); }
 void catx_end_write(Catalog *c) { c->in_txn = 0; }
 pagedb *catx_db(Catalog *c) { return c->db; }
+const char *catx_path(Catalog *c) { return c->path; }
 int catx_exec(Catalog *c, pdb_msg *m, const char *sql, const char *doing) { return exec(c, m, sql, doing); }
 int catx_prepare(Catalog *c, pdb_msg *m, sqlite3 *conn, const char *sql, sqlite3_stmt **st) {
   return prepare(c, m, conn, sql, st);
@@ -1722,12 +1381,6 @@ void catx_read_end(Catalog *c) { pthread_mutex_unlock(&c->rmu); }
 
 /* --- table part (doc/format.md, "Parts") ---------------------------------- */
 
-#define PART_SCHEMA \
-  "CREATE TABLE part(part INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, uri TEXT NOT NULL UNIQUE," \
-  " name TEXT UNIQUE, first_page INTEGER NOT NULL, pages INTEGER NOT NULL, data_off INTEGER NOT NULL," \
-  " data_end INTEGER NOT NULL, samples INTEGER NOT NULL, id_min INTEGER, id_max INTEGER," \
-  " seal INTEGER NOT NULL, validator TEXT, committed INTEGER NOT NULL)"
-
 int cat_add_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v) {
   int rc = begin_write(c, m);
   return rc == PAGEDB_OK ? run(c, m, "UPDATE meta SET value = value + ?2 WHERE key = ?1", "updating meta", 2, "t", key,
@@ -1736,121 +1389,6 @@ int cat_add_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v) {
 
 void cat_note_parts(Catalog *c) { c->has_parts = 1; }
 
-int cat_part_known(Catalog *c, pdb_msg *m, const char *uuid, const char *name, char *what, size_t cap) {
-  sqlite3_stmt *st;
-  what[0] = 0;
-  int rc = prepare(c, m, c->w, "SELECT part, uuid = ?1 FROM part WHERE uuid = ?1 OR name = ?2 LIMIT 1", &st);
-  if (rc != PAGEDB_OK) return rc;
-  sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
-  if (name) sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-  int src = sqlite3_step(st);
-  if (src == SQLITE_ROW)
-    snprintf(what, cap, "part %lld, by %s", (long long)sqlite3_column_int64(st, 0),
-             sqlite3_column_int(st, 1) ? "uuid" : "name");
-  else if (src != SQLITE_DONE)
-    rc = sq_fail(c, m, c->w, src, "reading table part");
-  sqlite3_finalize(st);
-  return rc;
-}
-
-int cat_has_part_table(Catalog *c, pdb_msg *m, int *has) {
-  sqlite3_stmt *st;
-  *has = 0;
-  int rc = prepare(c, m, c->w, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND lower(name) = 'part'", &st);
-  if (rc != PAGEDB_OK) return rc;
-  int src = sqlite3_step(st);
-  if (src == SQLITE_ROW) *has = 1;
-  else if (src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the schema");
-  sqlite3_finalize(st);
-  return rc;
-}
-
-int cat_insert_part(Catalog *c, pdb_msg *m, int first, const CatPart *p) {
-  int rc = begin_write(c, m);
-  if (rc != PAGEDB_OK) return rc;
-  if (first) {
-    int has;
-    rc = cat_has_part_table(c, m, &has);
-    if (rc == PAGEDB_OK && has)
-      return pdb_err(c->db, m, PAGEDB_CONSTRAINT, "catalog %s has a user table named 'part', the name of pagedb's"
-                     " table of parts: rename it (pagedb_sql_user) before committing parts", c->path);
-    if (rc == PAGEDB_OK) rc = exec(c, m, PART_SCHEMA, "making table part");
-    if (rc != PAGEDB_OK) return rc;
-  }
-  sqlite3_stmt *st;
-  rc = prepare(c, m, c->w, "INSERT INTO part VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", &st);
-  if (rc != PAGEDB_OK) return rc;
-  sqlite3_bind_int64(st, 1, (int64_t)p->k);
-  sqlite3_bind_text(st, 2, p->uuid, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, p->uri, -1, SQLITE_STATIC);
-  if (p->name) sqlite3_bind_text(st, 4, p->name, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 5, (int64_t)p->first_page);
-  sqlite3_bind_int64(st, 6, (int64_t)p->pages);
-  sqlite3_bind_int64(st, 7, (int64_t)p->data_off);
-  sqlite3_bind_int64(st, 8, (int64_t)p->data_end);
-  sqlite3_bind_int64(st, 9, (int64_t)p->samples);
-  if (p->id_min >= 0) sqlite3_bind_int64(st, 10, p->id_min);
-  if (p->id_max >= 0) sqlite3_bind_int64(st, 11, p->id_max);
-  sqlite3_bind_int64(st, 12, (int64_t)p->seal);
-  if (p->validator) sqlite3_bind_text(st, 13, p->validator, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 14, p->committed);
-  int src = sqlite3_step(st);
-  if (src != SQLITE_DONE) {
-    const char *msg = sqlite3_errmsg(c->w);
-    const char *col = strstr(msg, "part.uuid") ? "uuid" : strstr(msg, "part.uri") ? "location"
-                    : strstr(msg, "part.name") ? "name" : NULL;
-    if ((src & 0xff) == SQLITE_CONSTRAINT && col)
-      rc = pdb_err(c->db, m, PAGEDB_CONSTRAINT, "a part with the same %s (%s) is already in %s", col,
-                   col[0] == 'u' && col[1] == 'u' ? p->uuid : col[0] == 'l' ? p->uri : p->name, c->path);
-    else
-      rc = sq_fail(c, m, c->w, src, "recording a part");
-  }
-  sqlite3_finalize(st);
-  return rc;
-}
-
-static int parts_on(Catalog *c, sqlite3 *conn, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
-
-int cat_parts(Catalog *c, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
-  return parts_on(c, c->w, m, xrow, ctx);
-}
-
 int cat_snap_parts(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
-  return parts_on(s->c, s->conn, m, xrow, ctx);
-}
-
-static int parts_on(Catalog *c, sqlite3 *conn, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
-  sqlite3_stmt *st;
-  int rc = prepare(c, m, conn, "SELECT part, uuid, uri, name, first_page, pages, data_off, data_end, samples,"
-                   " id_min, id_max, seal, validator, committed FROM part ORDER BY part", &st);
-  if (rc != PAGEDB_OK) return rc;
-  int src;
-  while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
-    static const char kinds[] = "itttiiiiiiiiti";   /* i: integer, t: text (NULL where nullable) */
-    int ok = 1;
-    for (int i = 0; i < 14 && ok; i++) {
-      int t = sqlite3_column_type(st, i);
-      int nullable = i == 3 || i == 9 || i == 10 || i == 12;
-      if (t == SQLITE_NULL) ok = nullable;
-      else ok = kinds[i] == 't' ? t == SQLITE_TEXT : t == SQLITE_INTEGER && (i == 11 || sqlite3_column_int64(st, i) >= 0);
-    }
-    const char *uuid = (const char *)sqlite3_column_text(st, 1);
-    if (!ok || !uuid || strlen(uuid) != 32) {
-      rc = corrupt(c, m, "%s", "table part has a row of the wrong types");
-      break;
-    }
-    CatPart p = { (uint64_t)sqlite3_column_int64(st, 0), "", (const char *)sqlite3_column_text(st, 2),
-                  (const char *)sqlite3_column_text(st, 3), (uint64_t)sqlite3_column_int64(st, 4),
-                  (uint64_t)sqlite3_column_int64(st, 5), (uint64_t)sqlite3_column_int64(st, 6),
-                  (uint64_t)sqlite3_column_int64(st, 7), (uint64_t)sqlite3_column_int64(st, 8),
-                  sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
-                  sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 10),
-                  (uint64_t)sqlite3_column_int64(st, 11), (const char *)sqlite3_column_text(st, 12),
-                  sqlite3_column_int64(st, 13) };
-    memcpy(p.uuid, uuid, 33);
-    rc = xrow(ctx, &p);
-  }
-  if (rc == PAGEDB_OK && src != SQLITE_DONE) rc = sq_fail(c, m, conn, src, "reading table part");
-  sqlite3_finalize(st);
-  return rc;
+  return catx_parts_on(s->c, s->conn, m, xrow, ctx);
 }

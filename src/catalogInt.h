@@ -1,6 +1,8 @@
 /*
-** catalogInt.h -- what catalog.c lends catextra.c: its connection, its
-** error helpers, and SQL naming a user table.  Private to the two files.
+** catalogInt.h -- what catalog.c lends the files that make up the catalog
+** module with it (catextra.c, catsql.c, catpart.c, catbulk.c): its
+** connections, its error helpers, and SQL naming a user table.  Private to
+** those files.
 */
 #ifndef PAGEDB_CATALOGINT_H
 #define PAGEDB_CATALOGINT_H
@@ -21,6 +23,7 @@ int catx_has_parts(Catalog *c);
 /* The write connection; the handle errors are recorded on. */
 sqlite3 *catx_w(Catalog *c);
 pagedb *catx_db(Catalog *c);
+const char *catx_path(Catalog *c);
 
 /* Open the write transaction (or join the one open, as cat_update does);
 ** catx_end_write records that it ended (committed or rolled back). */
@@ -39,6 +42,15 @@ int catx_corrupt(Catalog *c, pdb_msg *m, const char *what);
 ** catx_read_end; on error nothing is held. */
 int catx_read_begin(Catalog *c, pdb_msg *m, sqlite3 **conn);
 void catx_read_end(Catalog *c);
+
+/* Run SQL's statements on the write connection under the caller's
+** authorizer (catsql.c): refused at prepare, PAGEDB_READONLY "SQL refused:
+** REFUSED (...)"; a constraint, PAGEDB_CONSTRAINT; else catx_fail, DOING. */
+int catx_run(Catalog *c, pdb_msg *m, const char *sql, const char *refused, const char *doing);
+
+/* The rows of table part on CONN (the write connection, or a snapshot's),
+** each checked, to XROW in part order (catpart.c). */
+int catx_parts_on(Catalog *c, sqlite3 *conn, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
 
 /* View sample_info (catextra.c): made with the fields (after extent), and
 ** checked at load: exactly what pagedb makes, or absent (older catalogs). */

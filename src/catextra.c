@@ -144,24 +144,8 @@ int cat_user_sql(Catalog *c, pdb_msg *m, const char *sql, int64_t *nchanged) {
   if (rc != PAGEDB_OK) return rc;
   sqlite3_set_authorizer(w, authorize_user, catx_has_parts(c) ? (void *)c : NULL);
   sqlite3_int64 before = sqlite3_total_changes64(w);
-  const char *tail = sql;
-  while (rc == PAGEDB_OK && tail && *tail) {
-    sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(w, tail, -1, &st, &tail);
-    if (src == SQLITE_AUTH)
-      rc = pdb_err(catx_db(c), m, PAGEDB_READONLY, "SQL refused: pagedb_sql_user may create, change and drop user"
-                   " tables only, not pagedb's own tables, views, triggers or settings (%s)", sqlite3_errmsg(w));
-    else if (src != SQLITE_OK)
-      rc = pdb_err(catx_db(c), m, src == SQLITE_NOMEM ? PAGEDB_NOMEM : PAGEDB_ERROR, "SQL error: %s", sqlite3_errmsg(w));
-    if (rc != PAGEDB_OK || !st) continue;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-    }
-    if (src != SQLITE_DONE)
-      rc = src == SQLITE_AUTH ? pdb_err(catx_db(c), m, PAGEDB_READONLY, "SQL refused: %s", sqlite3_errmsg(w))
-         : src == SQLITE_CONSTRAINT ? pdb_err(catx_db(c), m, PAGEDB_CONSTRAINT, "SQL error: %s", sqlite3_errmsg(w))
-         : catx_fail(c, m, w, src, "running SQL on user tables");
-    sqlite3_finalize(st);
-  }
+  rc = catx_run(c, m, sql, "pagedb_sql_user may create, change and drop user tables only, not pagedb's own"
+                " tables, views, triggers or settings", "running SQL on user tables");
   sqlite3_set_authorizer(w, NULL, NULL);
   *nchanged = sqlite3_total_changes64(w) - before;
   if (rc == PAGEDB_OK) rc = catx_exec(c, m, "COMMIT", "committing user tables");
