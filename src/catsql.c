@@ -110,13 +110,15 @@ static int run_updates(Catalog *c, pdb_msg *m, const char *sql, Update *u) {
 
 /* The new scalar values of the changed rows, checked: the caller's slots. */
 static int read_updated(Catalog *c, pdb_msg *m, Update *u, uint64_t *slots, int nw) {
+  sqlite3 *w = catx_w(c);
+  pagedb *db = catx_db(c);
   sqlite3_str *q = sqlite3_str_new(NULL);
   sqlite3_str_appendall(q, "SELECT id");
   for (int f = 0; f < u->nfield; f++) sqlite3_str_appendf(q, ", \"%w\"", u->fields[f].name);
   sqlite3_str_appendall(q, " FROM sample WHERE id = ?1");
   char *text = sqlite3_str_finish(q);
   sqlite3_stmt *st = NULL;
-  int rc = text ? catx_prepare(c, m, catx_w(c), text, &st) : pdb_err(catx_db(c), m, PAGEDB_NOMEM, "out of memory running an update");
+  int rc = text ? catx_prepare(c, m, w, text, &st) : pdb_err(db, m, PAGEDB_NOMEM, "out of memory running an update");
   sqlite3_free(text);
   for (size_t i = 0; rc == PAGEDB_OK && i < u->nids; i++) {
     uint64_t *s = slots + i * (size_t)nw;
@@ -125,8 +127,8 @@ static int read_updated(Catalog *c, pdb_msg *m, Update *u, uint64_t *slots, int 
     sqlite3_bind_int64(st, 1, u->ids[i]);
     int src = sqlite3_step(st);
     if (src != SQLITE_ROW) {
-      rc = src == SQLITE_DONE ? pdb_err(catx_db(c), m, PAGEDB_ERROR, "an update moved sample %lld", (long long)u->ids[i])
-                              : catx_fail(c, m, catx_w(c), src, "reading updated values");
+      rc = src == SQLITE_DONE ? pdb_err(db, m, PAGEDB_ERROR, "an update moved sample %lld", (long long)u->ids[i])
+                              : catx_fail(c, m, w, src, "reading updated values");
     }
     for (int f = 0; rc == PAGEDB_OK && f < u->nfield; f++) {
       if (cat_type_stored(u->fields[f].type)) continue;
@@ -138,7 +140,7 @@ static int read_updated(Catalog *c, pdb_msg *m, Update *u, uint64_t *slots, int 
         double d = sqlite3_column_double(st, 1 + f);
         memcpy(slot_val(s, u->nfield, f), &d, sizeof d);
       } else {
-        rc = pdb_err(catx_db(c), m, PAGEDB_MISMATCH, "sample %lld: field '%s' is %s, and the update gives it a %s value;"
+        rc = pdb_err(db, m, PAGEDB_MISMATCH, "sample %lld: field '%s' is %s, and the update gives it a %s value;"
                      " nothing was changed", (long long)u->ids[i], u->fields[f].name,
                      u->fields[f].type == PAGEDB_INT ? "an INT" : "a REAL",
                      t == SQLITE_TEXT ? "TEXT" : t == SQLITE_BLOB ? "BLOB" : "REAL");

@@ -831,8 +831,8 @@ int pager_map_ensure(Pager *p, pdb_msg *m, uint64_t end, int exact) {
     ** 1 GiB each put every part's pages under page tables of their own,
     ** and a map from offset 0 put the header's padding (D, up to 2 MiB)
     ** between one part's data and the next: random reads of 1,000 parts of
-    ** 1 MB each ran at 91% of one file's, where side by side they run as
-    ** fast (doc/benchmarks.md).  Else address space well past the need:
+    ** 1 MB each ran at 92% of one file's, side by side at 94-96%
+    ** (doc/benchmarks.md).  Else address space well past the need:
     ** mapping beyond the end of the file costs nothing until touched, and
     ** remaps stay rare. */
     if (!cur && exact && pdb_os_maps_at(p->fd) && p->data_off % (uint64_t)sysconf(_SC_PAGESIZE) == 0)
