@@ -14,12 +14,15 @@
 **
 ** The module's other files, through catalogInt.h: catsql.c (the SQL users
 ** run: pagedb_sql, pagedb_sql_update), catpart.c (table part), catextra.c
-** (view sample_info, user tables), catbulk.c (the rows' virtual table);
+** (view sample_info, user tables), catbulk.c (the rows' virtual table),
+** catref.c (the rows of parts committed by reference, through the parts'
+** own catalogs);
 ** catfile.c reads and changes a catalog by its path, without a Catalog.
 */
 #include "catalog.h"
 #include "catalogInt.h"
 #include "codec.h"
+#include "dindex.h"     /* dx_part_of: the part a page of a window is */
 #include "index.h"
 
 #include <errno.h>
@@ -40,6 +43,7 @@ struct Catalog {
   int in_txn;               /* the long write transaction is open */
   int has_align;            /* table field has column align (else every alignment is 1) */
   int has_parts;            /* meta.features has the parts bit: table part is pagedb's */
+  CatRef *wref, *rref;      /* the part rows' virtual table on W and R (catref.c) */
   sqlite3_stmt *ins_sample;  /* INSERT INTO sample ... SELECT ... FROM pdb_rows */
   sqlite3_stmt *ins_page;
   CatRows rows;             /* what pdb_rows yields (catbulk.c) */
@@ -114,7 +118,7 @@ static int prepare(Catalog *c, pdb_msg *m, sqlite3 *conn, const char *sql, sqlit
 ** loading, no triggers (cat_load refuses any, and none may fire if one
 ** appears after it looked), checked cells.  Each must take: an SQLite that
 ** cannot is not one to open hostile files with. */
-static int harden(Catalog *c, pdb_msg *m, sqlite3 *conn) {
+int catx_harden_conn(sqlite3 *conn) {
   static const int want[][2] = {
     { SQLITE_DBCONFIG_DEFENSIVE, 1 }, { SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0 },
     { SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0 }, { SQLITE_DBCONFIG_ENABLE_TRIGGER, 0 },
@@ -122,11 +126,17 @@ static int harden(Catalog *c, pdb_msg *m, sqlite3 *conn) {
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     int got = -1;
     if (sqlite3_db_config(conn, want[i][0], want[i][1], &got) != SQLITE_OK || got != want[i][1])
-      return pdb_err(c->db, m, PAGEDB_ERROR, "catalog %s: SQLite %s refuses defensive setting %d", c->path,
-                     sqlite3_libversion(), want[i][0]);
+      return SQLITE_MISUSE;
   }
   sqlite3_busy_timeout(conn, 10000);
-  int src = sqlite3_exec(conn, "PRAGMA cell_size_check=ON; PRAGMA foreign_keys=OFF;", NULL, NULL, NULL);
+  return sqlite3_exec(conn, "PRAGMA cell_size_check=ON; PRAGMA foreign_keys=OFF;", NULL, NULL, NULL);
+}
+
+static int harden(Catalog *c, pdb_msg *m, sqlite3 *conn) {
+  int src = catx_harden_conn(conn);
+  if (src == SQLITE_MISUSE)
+    return pdb_err(c->db, m, PAGEDB_ERROR, "catalog %s: SQLite %s refuses a defensive setting", c->path,
+                   sqlite3_libversion());
   return src == SQLITE_OK ? PAGEDB_OK : sq_fail(c, m, conn, src, "configuring the connection");
 }
 
@@ -167,6 +177,8 @@ int cat_open(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, int mode
   int rc = connect(c, m, flags, &c->w);
   if (rc == PAGEDB_OK && mode != CAT_READONLY && catb_register(c->w, &c->rows) != SQLITE_OK)
     rc = sq_fail(c, m, c->w, sqlite3_errcode(c->w), "registering pdb_rows");
+  if (rc == PAGEDB_OK && catr_attach(c, c->w, 0, &c->wref) != SQLITE_OK)
+    rc = sq_fail(c, m, c->w, sqlite3_errcode(c->w), "registering pdb_part_rows");
   if (rc == PAGEDB_OK && mode == CAT_CREATE) {
     /* Larger catalog pages: fewer splits for the long runs of inserts. */
     rc = exec(c, m, "PRAGMA page_size=16384", "setting the page size");
@@ -532,7 +544,10 @@ static const Col kPartCols[] = {
   { "first_page", "INTEGER", 1, 0 }, { "pages", "INTEGER", 1, 0 }, { "data_off", "INTEGER", 1, 0 },
   { "data_end", "INTEGER", 1, 0 }, { "samples", "INTEGER", 1, 0 }, { "id_min", "INTEGER", 0, 0 },
   { "id_max", "INTEGER", 0, 0 }, { "seal", "INTEGER", 1, 0 }, { "validator", "TEXT", 0, 0 },
-  { "committed", "INTEGER", 1, 0 } };
+  { "committed", "INTEGER", 1, 0 },
+  /* feature bit 2 (part rows by reference) only */
+  { "rows", "INTEGER", 1, 0 }, { "id_delta", "INTEGER", 1, 0 } };
+static const Col kPartDeletedCols[] = { { "id", "INTEGER", 0, 1 } };
 static const Col kSampleCols[] = { { "id", "INTEGER", 0, 1 }, { "page", "INTEGER", 1, 0 },
                                    { "off", "INTEGER", 1, 0 } };
 
@@ -665,6 +680,20 @@ static int check_view(Catalog *c, pdb_msg *m, const CatField *fields, int nfield
   return rc;
 }
 
+/* Whether the catalog has table NAME. */
+static int has_table(Catalog *c, pdb_msg *m, const char *name, int *has) {
+  sqlite3_stmt *st;
+  *has = 0;
+  int rc = prepare(c, m, c->w, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1", &st);
+  if (rc != PAGEDB_OK) return rc;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  int src = sqlite3_step(st);
+  if (src == SQLITE_ROW) *has = 1;
+  else if (src != SQLITE_DONE) rc = sq_fail(c, m, c->w, src, "reading the schema");
+  sqlite3_finalize(st);
+  return rc;
+}
+
 int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfield) {
   *nfield = 0;
   /* meta first: what else the catalog may hold depends on its format and
@@ -678,7 +707,7 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   sqlite3_stmt *st;
   rc = prepare(c, m, c->w,
                "SELECT type, name FROM sqlite_schema WHERE NOT ("
-               " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample', 'pagedb_dict'))"
+               " (type = 'table' AND name IN ('meta', 'field', 'page', 'sample', 'pagedb_dict', 'part_deleted'))"
                " OR (type = 'index' AND name = 'sqlite_autoindex_pagedb_dict_1' AND tbl_name = 'pagedb_dict')"
                " OR (type = 'view' AND name IN ('extent', 'sample_info'))"
                " OR (type = 'index' AND name = 'sqlite_autoindex_field_1' AND tbl_name = 'field')"
@@ -702,11 +731,20 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   c->has_align = nfcol != 4;
   if (rc == PAGEDB_OK) rc = check_table(c, m, "field", kFieldCols, c->has_align ? 5 : 4);
   if (rc == PAGEDB_OK) rc = check_table(c, m, "page", kPageCols, 4);
+  int rows_by_ref = (meta->features & CAT_FEATURE_PARTROWS) != 0;
+  if (rc == PAGEDB_OK && rows_by_ref && !(meta->features & CAT_FEATURE_PARTS))
+    rc = corrupt(c, m, "%s", "meta.features has bit 2 (part rows by reference) without bit 1 (parts)");
   if (rc == PAGEDB_OK && (meta->features & CAT_FEATURE_PARTS)) {
-    rc = check_table(c, m, "part", kPartCols, (int)(sizeof kPartCols / sizeof *kPartCols));
+    rc = check_table(c, m, "part", kPartCols, (int)(sizeof kPartCols / sizeof *kPartCols) - (rows_by_ref ? 0 : 2));
     if (rc == PAGEDB_OK && meta->parts < 0) rc = corrupt(c, m, "%s", "meta lacks a valid 'parts' beside feature bit 1");
   } else if (rc == PAGEDB_OK && meta->parts >= 0) {
     rc = corrupt(c, m, "%s", "meta has 'parts' without feature bit 1 (parts)");
+  }
+  if (rc == PAGEDB_OK && rows_by_ref) rc = check_table(c, m, "part_deleted", kPartDeletedCols, 1);
+  else if (rc == PAGEDB_OK) {
+    int has = 0;
+    rc = has_table(c, m, "part_deleted", &has);
+    if (rc == PAGEDB_OK && has) rc = corrupt(c, m, "%s", "table part_deleted without feature bit 2 (part rows by reference)");
   }
   c->has_parts = rc == PAGEDB_OK && (meta->features & CAT_FEATURE_PARTS);
   if (rc == PAGEDB_OK) rc = load_fields(c, m, meta->features, fields, nfield);
@@ -860,8 +898,10 @@ int cat_runs(Catalog *c, pdb_msg *m, CatRun **runs, uint64_t *n) {
 }
 
 /* "SELECT id, page, off, <the field columns> FROM sample" or the matching
-** INSERT; free with sqlite3_free; NULL without memory. */
-static char *sample_sql(const CatField *fields, int nfield, int insert) {
+** INSERT; with PARTS (a catalog with part rows by reference, catref.c) the
+** SELECT is of the union of own rows and the parts' live ones.  Free with
+** sqlite3_free; NULL without memory. */
+static char *sample_sql(const CatField *fields, int nfield, int insert, int parts) {
   ColName *cols = pdb_malloc(MAX_COLS * sizeof *cols);
   if (!cols) return NULL;
   int ncol = field_columns(fields, nfield, cols);
@@ -869,7 +909,12 @@ static char *sample_sql(const CatField *fields, int nfield, int insert) {
   sqlite3_str_appendall(sql, insert ? "INSERT INTO sample(id, page, off" : "SELECT id, page, off");
   for (int i = 0; i < ncol; i++) sqlite3_str_appendf(sql, ", \"%w\"", cols[i]);
   if (!insert) {
-    sqlite3_str_appendall(sql, " FROM sample");
+    sqlite3_str_appendall(sql, parts ? " FROM main.sample" : " FROM sample");
+    if (parts) {
+      sqlite3_str_appendall(sql, " UNION ALL SELECT id, page, off");
+      for (int i = 0; i < ncol; i++) sqlite3_str_appendf(sql, ", \"%w\"", cols[i]);
+      sqlite3_str_appendall(sql, " FROM temp.pdb_part_rows WHERE id NOT IN (SELECT id FROM main.part_deleted)");
+    }
   } else {
     /* A run's rows in one statement (catbulk.c). */
     sqlite3_str_appendall(sql, ") SELECT id, page, off");
@@ -904,12 +949,14 @@ static const char *extent_of(int codec, int64_t raw, sqlite3_stmt *st, int col, 
 /* cat_scan, or with SKIP cat_scan_skip. */
 static int scan(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, uint32_t page_size,
                 int (*xrow)(void *ctx, uint64_t *slot), void *ctx, int skip) {
-  char *sql = sample_sql(fields, nfield, 0);
+  int parts = 0, rc = catr_ready(c->wref, m, &parts);
+  if (rc != PAGEDB_OK) return rc;
+  char *sql = sample_sql(fields, nfield, 0, parts);
   int nw = slot_words(nfield);
   uint64_t *slot = pdb_malloc((size_t)nw * sizeof *slot);
   sqlite3_stmt *st = NULL;
-  int rc = sql && slot ? prepare(c, m, c->w, sql, &st)
-                       : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
+  rc = sql && slot ? prepare(c, m, c->w, sql, &st)
+                   : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", c->path);
   sqlite3_free(sql);
   int src = SQLITE_DONE;
   while (rc == PAGEDB_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1019,17 +1066,15 @@ static int prepare_rows(Catalog *c, pdb_msg *m, const CatField *fields, int nfie
   for (int f = 0; f < nfield; f++) ncol += is_bytes(fields[f].type) ? 3 : 1;
   int src = catb_declare(c->w, ncol);
   if (src != SQLITE_OK) return sq_fail(c, m, c->w, src, "making temp.pdb_rows");
-  char *sql = sample_sql(fields, nfield, 1);
+  char *sql = sample_sql(fields, nfield, 1, 0);
   int rc = sql ? prepare(c, m, c->w, sql, &c->ins_sample)
                : pdb_err(c->db, m, PAGEDB_NOMEM, "out of memory preparing catalog inserts");
   sqlite3_free(sql);
   return rc;
 }
 
-int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *slots,
-                   const CatField *fields, int nfield, uint32_t page_size) {
-  int rc = prepare_rows(c, m, fields, nfield);
-  if (rc == PAGEDB_OK) rc = begin_write(c, m);
+int cat_insert_page(Catalog *c, pdb_msg *m, const PageDone *d) {
+  int rc = begin_write(c, m);
   if (rc != PAGEDB_OK) return rc;
   if (!c->ins_page)
     rc = prepare(c, m, c->w, "INSERT INTO page(pgno, npages, used, nsamples) VALUES(?1, ?2, ?3, ?4)", &c->ins_page);
@@ -1041,9 +1086,16 @@ int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *sl
   sqlite3_bind_int64(st, 4, d->nsamples);
   int src = sqlite3_step(st);
   sqlite3_reset(st);
-  if (src != SQLITE_DONE) return sq_fail(c, m, c->w, src, "recording a page");
-  if (d->nsamples == 0) return PAGEDB_OK;
-  st = c->ins_sample;
+  return src == SQLITE_DONE ? PAGEDB_OK : sq_fail(c, m, c->w, src, "recording a page");
+}
+
+int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *slots,
+                   const CatField *fields, int nfield, uint32_t page_size) {
+  int rc = prepare_rows(c, m, fields, nfield);
+  if (rc == PAGEDB_OK) rc = cat_insert_page(c, m, d);
+  if (rc != PAGEDB_OK || d->nsamples == 0) return rc;
+  sqlite3_stmt *st = c->ins_sample;
+  int src;
   catb_set(&c->rows, slots, d->nsamples, fields, nfield, page_size);
   src = sqlite3_step(st);
   uint64_t at = c->rows.at;
@@ -1085,10 +1137,23 @@ int cat_stage_meta_text(Catalog *c, pdb_msg *m, const char *key, const char *v) 
 int cat_delete(Catalog *c, pdb_msg *m, const CatDel *dels, size_t n) {
   int rc = begin_write(c, m);
   if (rc != PAGEDB_OK) return rc;
-  sqlite3_stmt *del = NULL, *dec = NULL;
+  sqlite3_stmt *del = NULL, *dec = NULL, *ref = NULL;
   rc = prepare(c, m, c->w, "DELETE FROM sample WHERE id = ?1", &del);
   if (rc == PAGEDB_OK)
     rc = prepare(c, m, c->w, "UPDATE page SET nsamples = nsamples - 1 WHERE pgno = ?1 AND nsamples > 0", &dec);
+  /* A sample of a part by reference has no row here: its id goes into
+  ** part_deleted, which the union leaves out (doc/format.md). */
+  uint64_t features = 0, ps = 0;
+  if (rc == PAGEDB_OK) rc = read_features(c, m, &features);
+  if (rc == PAGEDB_OK && (features & CAT_FEATURE_PARTROWS)) {
+    sqlite3_stmt *st;
+    rc = prepare(c, m, c->w, "SELECT value FROM meta WHERE key = 'page_size'", &st);
+    if (rc == PAGEDB_OK && sqlite3_step(st) == SQLITE_ROW) ps = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (rc == PAGEDB_OK)
+      rc = prepare(c, m, c->w, "INSERT INTO part_deleted(id) SELECT ?3 FROM part WHERE part = ?1 AND rows = 1"
+                   " AND ?2 >= first_page AND ?2 < first_page + pages", &ref);
+  }
   uint64_t bytes = 0;
   for (size_t i = 0; i < n && rc == PAGEDB_OK; i++) {
     char what[96];
@@ -1099,6 +1164,18 @@ int cat_delete(Catalog *c, pdb_msg *m, const CatDel *dels, size_t n) {
     if (src != SQLITE_DONE) {
       rc = sq_fail(c, m, c->w, src, what);
       break;
+    }
+    if (sqlite3_changes(c->w) != 1 && ref && ps && dels[i].pgno >= DX_WIN_BASE / ps
+        && dels[i].pgno <= PDB_ADDR_MAX / ps) {
+      sqlite3_bind_int64(ref, 1, (int64_t)dx_part_of(dels[i].pgno * ps));
+      sqlite3_bind_int64(ref, 2, (int64_t)dels[i].pgno);
+      sqlite3_bind_int64(ref, 3, dels[i].id);
+      src = sqlite3_step(ref);
+      sqlite3_reset(ref);
+      if (src != SQLITE_DONE) {
+        rc = sq_fail(c, m, c->w, src, what);
+        break;
+      }
     }
     if (sqlite3_changes(c->w) != 1) {
       rc = corrupt(c, m, "%s: it has no row in table sample", what);
@@ -1117,6 +1194,7 @@ int cat_delete(Catalog *c, pdb_msg *m, const CatDel *dels, size_t n) {
   }
   sqlite3_finalize(del);
   sqlite3_finalize(dec);
+  sqlite3_finalize(ref);
   /* A catalog made before deleted_bytes existed has no row: it starts at 0. */
   if (rc == PAGEDB_OK)
     rc = run(c, m, "INSERT INTO meta(key, value) VALUES('deleted_bytes', ?1)"
@@ -1201,6 +1279,13 @@ static int read_conn(Catalog *c, pdb_msg *m) {
   int rc = connect(c, m, SQLITE_OPEN_READONLY, &c->r);
   if (rc == PAGEDB_OK && sqlite3_exec(c->r, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
     rc = sq_fail(c, m, c->r, sqlite3_errcode(c->r), "configuring the connection");
+  if (rc == PAGEDB_OK && catr_attach(c, c->r, 1, &c->rref) != SQLITE_OK)
+    rc = sq_fail(c, m, c->r, sqlite3_errcode(c->r), "registering pdb_part_rows");
+  if (rc != PAGEDB_OK) {
+    sqlite3_close(c->r);
+    c->r = NULL;
+    c->rref = NULL;
+  }
   return rc;
 }
 
@@ -1213,6 +1298,7 @@ struct CatSnap {
   Catalog *c;
   sqlite3 *conn;            /* read-only, in one read transaction */
   int borrowed;             /* CONN is C's own (cat_snap_borrow): ended, not closed */
+  CatRef *ref;              /* the part rows' virtual table on CONN */
 };
 
 /* A snapshot on a connection of its own, or (BORROW, and C's connection
@@ -1224,8 +1310,10 @@ static int snap_open(Catalog *c, pdb_msg *m, int borrow, CatSnap **ps) {
   s->c = c;
   s->borrowed = borrow && sqlite3_db_readonly(c->w, "main") == 1 && sqlite3_get_autocommit(c->w);
   int rc = PAGEDB_OK;
-  if (s->borrowed) s->conn = c->w;
+  if (s->borrowed) s->conn = c->w, s->ref = c->wref;
   else rc = connect(c, m, SQLITE_OPEN_READONLY, &s->conn);
+  if (rc == PAGEDB_OK && !s->borrowed && catr_attach(c, s->conn, 0, &s->ref) != SQLITE_OK)
+    rc = sq_fail(c, m, s->conn, sqlite3_errcode(s->conn), "registering pdb_part_rows");
   /* A deferred BEGIN takes its snapshot at the first read: do one now, so
   ** that every later statement sees this commit, whatever follows it. */
   if (rc == PAGEDB_OK) {
@@ -1337,14 +1425,16 @@ int cat_snap_pages(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatVal *
 
 int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
                      int (*xrow)(void *ctx, const CatVal *v, int n), void *ctx) {
-  char *base = sample_sql(fields, nfield, 0);
+  int parts = 0, rc = catr_ready(s->ref, m, &parts);
+  if (rc != PAGEDB_OK) return rc;
+  char *base = sample_sql(fields, nfield, 0, parts);
   char *sql = base ? sqlite3_mprintf("%s ORDER BY page, off, id", base) : NULL;
   sqlite3_free(base);
   if (!sql) return pdb_err(s->c->db, m, PAGEDB_NOMEM, "out of memory reading catalog %s", s->c->path);
   int n = 3;
   for (int f = 0; f < nfield; f++) n += is_bytes(fields[f].type) ? 3 : 1;
   sqlite3_stmt *st;
-  int rc = prepare(s->c, m, s->conn, sql, &st);
+  rc = prepare(s->c, m, s->conn, sql, &st);
   sqlite3_free(sql);
   if (rc != PAGEDB_OK) return rc;
   rc = snap_rows(s, m, st, n, "reading samples", xrow, ctx);
@@ -1359,6 +1449,8 @@ int catx_has_parts(Catalog *c) { return c->has_parts; }
 int catx_begin_write(Catalog *c, pdb_msg *m) { return begin_write(c, m); }
 void catx_end_write(Catalog *c) { c->in_txn = 0; }
 pagedb *catx_db(Catalog *c) { return c->db; }
+pagedb_vfs *catx_vfs(Catalog *c) { return c->vfs; }
+CatRef *catx_wref(Catalog *c) { return c->wref; }
 const char *catx_path(Catalog *c) { return c->path; }
 int catx_exec(Catalog *c, pdb_msg *m, const char *sql, const char *doing) { return exec(c, m, sql, doing); }
 int catx_prepare(Catalog *c, pdb_msg *m, sqlite3 *conn, const char *sql, sqlite3_stmt **st) {
@@ -1371,7 +1463,8 @@ int catx_corrupt(Catalog *c, pdb_msg *m, const char *what) { return corrupt(c, m
 
 int catx_read_begin(Catalog *c, pdb_msg *m, sqlite3 **conn) {
   pthread_mutex_lock(&c->rmu);
-  int rc = read_conn(c, m);
+  int rc = read_conn(c, m), on;
+  if (rc == PAGEDB_OK) rc = catr_ready(c->rref, m, &on);
   *conn = rc == PAGEDB_OK ? c->r : NULL;
   if (rc != PAGEDB_OK) pthread_mutex_unlock(&c->rmu);
   return rc;

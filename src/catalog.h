@@ -54,7 +54,8 @@ typedef struct CatMeta {
 #define CAT_FORMAT_FEATURES  3u   /* meta.format with features */
 #define CAT_FEATURE_TENSOR   1u   /* bit 0: a tensor field (issue 27) */
 #define CAT_FEATURE_PARTS    2u   /* bit 1: parts (issue 26) */
-#define CAT_FEATURES_KNOWN   (CAT_FEATURE_TENSOR | CAT_FEATURE_PARTS)
+#define CAT_FEATURE_PARTROWS 4u   /* bit 2: parts' sample rows by reference (issue 26) */
+#define CAT_FEATURES_KNOWN   (CAT_FEATURE_TENSOR | CAT_FEATURE_PARTS | CAT_FEATURE_PARTROWS)
 
 /* A row of table part (doc/format.md, "Parts"). */
 typedef struct CatPart CatPart;
@@ -68,6 +69,8 @@ struct CatPart {
   uint64_t seal;
   const char *validator;    /* NULL: none */
   int64_t committed;
+  int rows;                 /* 1: its sample rows by reference (feature bit 2), 0: copied */
+  int64_t id_delta;         /* with ROWS: the dataset's id of a sample less the part's */
 };
 
 /* A committed run, as the page table records it. */
@@ -133,6 +136,14 @@ int cat_last_run(Catalog *c, pdb_msg *m, uint32_t page_size, CatRun *run, int *f
 */
 int cat_insert_part(Catalog *c, pdb_msg *m, int first, const CatPart *p);
 
+/*
+** In the open write transaction (begun if needed), for the first commit of
+** a part by reference (feature bit 2): table part gains columns rows and
+** id_delta (doc/format.md), table part_deleted is made, and the feature
+** bit set.  A no-op when the catalog has the bit.
+*/
+int cat_part_rows_on(Catalog *c, pdb_msg *m);
+
 /* Add V to meta KEY in the open write transaction (begun if needed). */
 int cat_add_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v);
 
@@ -179,6 +190,9 @@ int cat_scan_skip(Catalog *c, pdb_msg *m, const CatField *fields, int nfield, ui
 */
 int cat_insert_run(Catalog *c, pdb_msg *m, const PageDone *d, const uint64_t *slots,
                    const CatField *fields, int nfield, uint32_t page_size);
+/* The page row of run D alone: its samples' rows are elsewhere (a part's
+** by reference). */
+int cat_insert_page(Catalog *c, pdb_msg *m, const PageDone *d);
 
 /* Commit the open transaction with COMMITTED pages and NSAMPLE samples.
 ** On failure the transaction is rolled back: nothing of it is durable. */
@@ -329,7 +343,7 @@ int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
 ** User tables (pagedb_sql_user): tables of the application's own kept in
 ** the catalog, and their indexes.  A name is a user table's when it is not
 ** one of pagedb's objects (meta, field, page, sample, extent, sample_info,
-** any case) and
+** part_deleted, any case) and
 ** does not begin with "sqlite_" or "pagedb_".  cat_load accepts such tables
 ** and indexes on them; views and triggers stay refused.
 */

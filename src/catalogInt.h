@@ -14,7 +14,7 @@
 /* SQL true when column COL names a user table (catalog.h): not one of
 ** pagedb's objects, in any case, and not beginning sqlite_ or pagedb_. */
 #define CAT_USER_TABLE(col) \
-  "(lower(" col ") NOT IN ('meta', 'field', 'page', 'sample', 'extent', 'sample_info')" \
+  "(lower(" col ") NOT IN ('meta', 'field', 'page', 'sample', 'extent', 'sample_info', 'part_deleted')" \
   " AND " col " NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND " col " NOT LIKE 'pagedb\\_%' ESCAPE '\\')"
 
 /* Whether the catalog loaded has feature bit 1 (parts): table part is pagedb's. */
@@ -23,6 +23,29 @@ int catx_has_parts(Catalog *c);
 /* The write connection; the handle errors are recorded on. */
 sqlite3 *catx_w(Catalog *c);
 pagedb *catx_db(Catalog *c);
+pagedb_vfs *catx_vfs(Catalog *c);
+
+/* The hardening of every connection to a catalog pagedb did not
+** necessarily write (catalog.c): SQLITE_MISUSE if SQLite refuses a
+** defensive setting, else an SQLite result. */
+int catx_harden_conn(sqlite3 *conn);
+
+/*
+** catref.c: the rows of parts committed by reference (doc/format.md).
+** catr_attach registers the virtual table's module on CONN (the state it
+** returns is CONN's, freed when CONN closes; VIEWS: pagedb_sql's
+** connection, whose temp views put the union in the place of sample,
+** extent and sample_info).  catr_ready, before a statement that reads
+** sample rows on that connection: *ON 1 when the catalog has part rows by
+** reference, and then temp.pdb_part_rows is there, with main.sample's
+** columns (and the views, with VIEWS); the rows live are those of
+** main.sample and those of pdb_part_rows whose id is not in
+** main.part_deleted.
+*/
+typedef struct CatRef CatRef;
+int catr_attach(Catalog *c, sqlite3 *conn, int views, CatRef **out);
+int catr_ready(CatRef *r, pdb_msg *m, int *on);
+CatRef *catx_wref(Catalog *c);
 const char *catx_path(Catalog *c);
 
 /* Open the write transaction (or join the one open, as cat_update does);

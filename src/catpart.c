@@ -59,9 +59,20 @@ int cat_insert_part(Catalog *c, pdb_msg *m, int first, const CatPart *p) {
     if (rc == PAGEDB_OK) rc = catx_exec(c, m, PART_SCHEMA, "making table part");
     if (rc != PAGEDB_OK) return rc;
   }
+  /* The first part by reference: table part gains its columns. */
+  if (p->rows && (rc = cat_part_rows_on(c, m)) != PAGEDB_OK) return rc;
   sqlite3_stmt *st;
-  rc = catx_prepare(c, m, catx_w(c), "INSERT INTO part VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", &st);
+  /* Columns rows and id_delta (feature bit 2) named only for a part by
+  ** reference: a part copied into a catalog without them is as before. */
+  rc = catx_prepare(c, m, catx_w(c), p->rows
+                    ? "INSERT INTO part(part, uuid, uri, name, first_page, pages, data_off, data_end, samples, id_min,"
+                      " id_max, seal, validator, committed, rows, id_delta)"
+                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 1, ?15)"
+                    : "INSERT INTO part(part, uuid, uri, name, first_page, pages, data_off, data_end, samples, id_min,"
+                      " id_max, seal, validator, committed)"
+                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", &st);
   if (rc != PAGEDB_OK) return rc;
+  if (p->rows) sqlite3_bind_int64(st, 15, p->id_delta);
   sqlite3_bind_int64(st, 1, (int64_t)p->k);
   sqlite3_bind_text(st, 2, p->uuid, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, p->uri, -1, SQLITE_STATIC);
@@ -88,6 +99,21 @@ int cat_insert_part(Catalog *c, pdb_msg *m, int first, const CatPart *p) {
       rc = catx_fail(c, m, catx_w(c), src, "recording a part");
   }
   sqlite3_finalize(st);
+  return rc;
+}
+
+int cat_part_rows_on(Catalog *c, pdb_msg *m) {
+  int rc = catx_begin_write(c, m);
+  sqlite3_stmt *st = NULL;
+  uint64_t features = 0;
+  if (rc == PAGEDB_OK) rc = catx_prepare(c, m, catx_w(c), "SELECT value FROM meta WHERE key = 'features'", &st);
+  if (rc == PAGEDB_OK && sqlite3_step(st) == SQLITE_ROW) features = (uint64_t)sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  if (rc != PAGEDB_OK || (features & CAT_FEATURE_PARTROWS)) return rc;
+  rc = catx_exec(c, m, "ALTER TABLE part ADD COLUMN rows INTEGER NOT NULL DEFAULT 0;"
+                 " ALTER TABLE part ADD COLUMN id_delta INTEGER NOT NULL DEFAULT 0;"
+                 " CREATE TABLE part_deleted(id INTEGER PRIMARY KEY)", "making table part_deleted");
+  if (rc == PAGEDB_OK) rc = cat_features_update(c, m, CAT_FEATURE_PARTS | CAT_FEATURE_PARTROWS, 0);
   return rc;
 }
 
@@ -123,7 +149,7 @@ int catx_parts_on(Catalog *c, sqlite3 *conn, pdb_msg *m, int (*xrow)(void *ctx, 
                   sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
                   sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 10),
                   (uint64_t)sqlite3_column_int64(st, 11), (const char *)sqlite3_column_text(st, 12),
-                  sqlite3_column_int64(st, 13) };
+                  sqlite3_column_int64(st, 13), 0, 0 };   /* rows, id_delta: not read (catref.c reads them) */
     memcpy(p.uuid, uuid, 33);
     rc = xrow(ctx, &p);
   }

@@ -154,6 +154,22 @@ static int read_updated(Catalog *c, pdb_msg *m, Update *u, uint64_t *slots, int 
   return rc;
 }
 
+/*
+** Before an update, in its transaction: the rows of every part by
+** reference copied into table sample (its deleted samples left out), the
+** parts marked copied (doc/format.md, "Parts' rows by reference"), so that
+** the UPDATE changes rows the catalog holds.  Paid once, by the first
+** update; nothing when no part is by reference.
+*/
+static int materialize(Catalog *c, pdb_msg *m) {
+  int on = 0, rc = catr_ready(catx_wref(c), m, &on);
+  if (rc != PAGEDB_OK || !on) return rc;
+  return catx_exec(c, m, "INSERT INTO main.sample SELECT * FROM temp.pdb_part_rows"
+                   " WHERE id NOT IN (SELECT id FROM main.part_deleted);"
+                   " UPDATE main.part SET rows = 0, id_delta = 0 WHERE rows = 1; DELETE FROM main.part_deleted",
+                   "copying the rows of parts by reference");
+}
+
 int cat_update(Catalog *c, pdb_msg *m, const char *sql, const CatField *fields, int nfield, uint64_t **slots,
                size_t *nslots) {
   *slots = NULL;
@@ -162,6 +178,7 @@ int cat_update(Catalog *c, pdb_msg *m, const char *sql, const CatField *fields, 
   int nw = slot_words(nfield);
   sqlite3 *w = catx_w(c);
   int rc = catx_begin_write(c, m);
+  if (rc == PAGEDB_OK) rc = materialize(c, m);
   if (rc == PAGEDB_OK) rc = run_updates(c, m, sql, &u);
   size_t n = 0;
   if (rc == PAGEDB_OK && u.nids > 0) {

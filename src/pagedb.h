@@ -1248,7 +1248,7 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 
 /*
 ** Commit the N datasets PARTS[0..N) into DB as its parts, all or none, by
-** reference: their catalog rows and index entries are added to DB's, and
+** reference: their page rows and index entries are added to DB's, and
 ** none of their data bytes is copied or written (reads of their samples
 ** open each part's data file where it lies, the first time this process
 ** reads it; copy-mode reads keep at most PAGEDB_CONFIG_PARTS_OPEN of them
@@ -1259,9 +1259,10 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** the catalog lists the parts (number, uuid, location, name, pages, bytes,
 ** samples, id range, seal).  A part must have DB's page size and schema
 ** (as pagedb_attach needs) and no parts of its own; it is opened read-only
-** with DB's VFS and never changed, and must not be rewritten afterwards
-** (appending to it is harmless; a vacuum of it makes its samples
-** unreadable through DB, and such reads say so).  A part is recorded by
+** with DB's VFS and never changed, and must not change afterwards: a
+** vacuum of it makes its samples unreadable through DB (such reads say
+** so), and any change to it makes SQL over DB's sample rows fail, naming
+** the part (below).  A part is recorded by
 ** its path relative to the directory of DB's data file when it lies below
 ** it (the convention: NAME.parts/UUID), else by its absolute path.
 **
@@ -1270,6 +1271,23 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** OFFSET (each part's ids plus its own PARTS[i].offset), AFTER
 ** (consecutive ids after DB's largest, each part's samples in id order).
 ** What this handle's writers had written is committed with the parts.
+**
+** SAMPLE ROWS (doc/format.md, "Parts' rows by reference").  A part whose
+** ids all map to DB's by one constant (always under KEEP and OFFSET; under
+** AFTER when its ids are consecutive) keeps its sample rows in its own
+** catalog, NAME-catalog beside its data file: the commit copies none, and
+** SQL on DB (pagedb_sql, pagedb_sql_values) reads them there through a
+** virtual table, with their ids and pages as DB's -- table sample, and the
+** views extent and sample_info, are the union of DB's rows and the parts'.
+** Such a part's catalog must stay where it is, unchanged; SQL that reads
+** its rows otherwise fails with PAGEDB_ERROR naming the part ("its catalog
+** changed since it was committed", "cannot read its catalog"), while reads
+** of the samples' bytes go on.  Other parts' rows are copied into DB's
+** catalog as before.  pagedb_delete of a part's sample records its id in
+** table part_deleted; the first pagedb_sql_update after such a commit copies
+** every part's rows into DB's catalog first (once).  pagedb_sql_user sees
+** DB's own rows only.  Without an ORDER BY, DB's own rows come first, then
+** each part's.
 **
 ** The first commit of parts into a dataset rewrites its index file (into
 ** version 2), so it needs the handle to have no open reader or writer

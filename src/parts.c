@@ -726,7 +726,6 @@ typedef struct Prep {
   PartCommit pc;
   PageRecs **lists;         /* per part: its runs at part-local addresses */
   IdPlan *plans;            /* per part: its samples' ids (reserved) */
-  uint64_t **slotbuf;       /* per part: copies of its slots */
   void **runbuf;            /* per part: one block holding every PageRecs of lists[i] */
   char **uris, **names;
   char **vals;              /* per part: its data object's validator (remote), or NULL */
@@ -750,34 +749,6 @@ static long seen_add(Prep *p, uint32_t *t, const char *key, size_t i, const char
 
 static const char *uuid_key(const Prep *p, size_t j) { return p->pc.cat[j].uuid; }
 static const char *name_key(const Prep *p, size_t j) { return p->names[j]; }
-
-/* Slots of a part, copied (its index is closed before the commit). */
-typedef struct Copier {
-  IdPlan *plan;
-  uint64_t *buf;
-  uint64_t n, cap;
-  int nw;
-} Copier;
-
-static int copy_slot(void *ctx, int64_t id, const uint64_t *slot) {
-  Copier *c = ctx;
-  if (c->n == c->cap) {
-    uint64_t cap = c->cap ? 2 * c->cap : 1024;
-    uint64_t *b = pdb_realloc(c->buf, cap * (size_t)c->nw * sizeof *b);
-    if (!b) return PAGEDB_NOMEM;
-    c->buf = b;
-    c->cap = cap;
-  }
-  memcpy(c->buf + c->n * (size_t)c->nw, slot, (size_t)c->nw * sizeof *slot);
-  c->buf[c->n * (size_t)c->nw] = (uint64_t)id;
-  c->n++;
-  return PAGEDB_OK;
-}
-
-static int by_addr(const void *x, const void *y) {
-  uint64_t a = ((const IdSample *)x)->slot[1], b = ((const IdSample *)y)->slot[1];
-  return a < b ? -1 : a > b;
-}
 
 /* The uri a part at PATH is recorded by: relative to the directory of DB's
 ** data file when it lies below it, else absolute (pdb_malloc'd in *OUT). */
@@ -822,55 +793,122 @@ static int make_uri(pagedb *db, pdb_msg *m, const char *path, char **out) {
   return PAGEDB_OK;
 }
 
-/* Build part I's runs (part-local pages and addresses) from its page table
-** RUNS and its samples, sorted by address, with their new ids. */
-static int build_runs(Prep *p, size_t i, pagedb *o, const CatRun *runs, uint64_t nrun) {
-  pagedb *db = p->db;
-  IdPlan *a = &p->plans[i];
-  uint64_t ps = pager_page_size(o->pager), j = 0;
-  int nw = db->nw;
-  PageRecs **tail = &p->lists[i];
-  pdb_sort(a->s, a->n, sizeof *a->s, by_addr);
-  /* Every run in one block, filled in order: one allocation a part rather
-  ** than one a page, and fresh memory touched once (mem.c's huge pages). */
-  size_t rec = sizeof(PageRecs), cap = (size_t)nrun * rec + (size_t)a->n * (size_t)nw * sizeof(uint64_t), used = 0;
-  if (nrun && !(p->runbuf[i] = pdb_malloc(cap)))
-    return pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory for the runs of %s", o->path);
-  for (uint64_t r = 0; r < nrun; r++) {
-    const CatRun *run = &runs[r];
-    uint64_t lo = run->pgno * ps, first = j;
-    while (j < a->n && a->s[j].slot[1] < lo + ps && a->s[j].slot[1] >= lo) {
-      const IdSample *s = &a->s[j];
-      uint64_t off = s->slot[1] - lo, len = api_record_len(o, s->slot);
-      if (run->used == 0 || off < PDB_PAGE_HDR || len > run->used || off > run->used - len)
-        return pdb_err(db, &p->em, PAGEDB_CORRUPT, "%s: sample %lld lies outside the bytes written on page %llu",
-                       o->path, (long long)s->id, (unsigned long long)run->pgno);
-      j++;
-    }
-    if (j < a->n && a->s[j].slot[1] < lo)
-      return pdb_err(db, &p->em, PAGEDB_CORRUPT, "%s: sample %lld lies on page %llu, which starts no run", o->path,
-                     (long long)a->s[j].id, (unsigned long long)(a->s[j].slot[1] / ps));
-    uint64_t n = j - first;
-    PageRecs *pr = (PageRecs *)((uint8_t *)p->runbuf[i] + used);
-    used += rec + (size_t)n * (size_t)nw * sizeof(uint64_t);
-    assert(used <= cap);
-    memset(&pr->d, 0, sizeof pr->d);
-    pr->d.pgno = run->pgno;
-    pr->d.npages = run->npages;
-    pr->d.nsamples = (uint32_t)n;
-    pr->d.used = run->used;
-    for (uint64_t t = 0; t < n; t++) {
-      uint64_t *w = pr->slots + (size_t)t * nw;
-      memcpy(w, a->s[first + t].slot, (size_t)nw * sizeof *w);
-      w[0] = (uint64_t)a->s[first + t].nid;
-    }
-    *tail = pr;
-    tail = (PageRecs **)&pr->d.next;
+/*
+** Listing a part's slots straight into its runs (issue 26: the commit's
+** cost is its metadata's, so each slot is copied once).  One scan of the
+** part's index lists every sample (its id and its slot where the part's
+** index map has it, valid while the part is open), finds its run -- the run
+** that starts on the page its record starts on -- checks that the record
+** lies in what the run wrote, and counts the run's samples; then each slot
+** is copied into its run's place in one block that holds every run (one
+** allocation a part, fresh memory touched once).  The list, in the scan's
+** order (by id, but for ids in the index's sparse segments), is what the
+** ids' plan takes.  Within a run the slots are in the list's order:
+** nothing downstream needs address order.
+*/
+typedef struct Lister {
+  Prep *p;
+  pagedb *o;
+  const CatRun *runs;
+  uint64_t nrun, last, ps;
+  uint32_t *count;          /* per run: its samples */
+  IdPlan *a;
+} Lister;
+
+/* The run SLOT's record starts on, as an index into L->runs (the last one
+** found first: a part's samples come in runs); -1 when none. */
+static int64_t run_of(Lister *l, const uint64_t *slot) {
+  uint64_t pg = slot[1] / l->ps;
+  if (l->last < l->nrun && l->runs[l->last].pgno == pg) return (int64_t)l->last;
+  uint64_t lo = 0, hi = l->nrun;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (l->runs[mid].pgno < pg) lo = mid + 1;
+    else hi = mid;
   }
-  if (j < a->n)
-    return pdb_err(db, &p->em, PAGEDB_CORRUPT, "%s: sample %lld lies on page %llu, which starts no run", o->path,
-                   (long long)a->s[j].id, (unsigned long long)(a->s[j].slot[1] / ps));
+  if (lo == l->nrun || l->runs[lo].pgno != pg) return -1;
+  l->last = lo;
+  return (int64_t)lo;
+}
+
+static int list_slot(void *ctx, int64_t id, const uint64_t *slot) {
+  Lister *l = ctx;
+  pagedb *db = l->p->db;
+  int64_t r = run_of(l, slot);
+  if (r < 0)
+    return pdb_err(db, &l->p->em, PAGEDB_CORRUPT, "%s: sample %lld lies on page %llu, which starts no run", l->o->path,
+                   (long long)id, (unsigned long long)(slot[1] / l->ps));
+  const CatRun *run = &l->runs[r];
+  uint64_t off = slot[1] - run->pgno * l->ps, len = api_record_len(l->o, slot);
+  if (run->used == 0 || off < PDB_PAGE_HDR || len > run->used || off > run->used - len)
+    return pdb_err(db, &l->p->em, PAGEDB_CORRUPT, "%s: sample %lld lies outside the bytes written on page %llu",
+                   l->o->path, (long long)id, (unsigned long long)run->pgno);
+  if (l->count[r] == UINT32_MAX || l->a->n == l->a->cap)
+    return pdb_err(db, &l->p->em, PAGEDB_CORRUPT_INDEX, "%s: its index lists more samples than it counts (%llu)",
+                   l->o->path, (unsigned long long)l->a->cap);
+  l->count[r]++;
+  /* NID holds the run until the slot is placed (list_runs). */
+  l->a->s[l->a->n++] = (IdSample){ id, r, slot };
   return PAGEDB_OK;
+}
+
+/* Part I's runs (part-local pages and addresses) from its page table RUNS
+** and its index from id LO: its slots listed (above) into P->runbuf[i],
+** linked from P->lists[i], and into P->plans[i]. */
+static int list_runs(Prep *p, size_t i, pagedb *o, const CatRun *runs, uint64_t nrun, int64_t lo) {
+  pagedb *db = p->db;
+  int nw = db->nw;
+  uint64_t n = idx_count(o->idx);
+  Lister l = { .p = p, .o = o, .runs = runs, .nrun = nrun, .last = UINT64_MAX, .ps = pager_page_size(o->pager),
+               .a = &p->plans[i] };
+  l.count = pdb_calloc(nrun ? nrun : 1, sizeof *l.count);
+  uint64_t **at = pdb_malloc((nrun ? nrun : 1) * sizeof *at);
+  int rc = l.count && at ? PAGEDB_OK : pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory listing the samples of %s",
+                                               o->path);
+  if (rc == PAGEDB_OK && n && !(l.a->s = pdb_malloc((size_t)n * sizeof *l.a->s)))
+    rc = pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory listing the samples of %s", o->path);
+  l.a->cap = l.a->s ? n : 0;
+  if (rc == PAGEDB_OK && (rc = idx_scan_from(o->idx, lo, list_slot, &l)) != PAGEDB_OK && p->em.rc == PAGEDB_OK)
+    rc = pdb_err(db, &p->em, rc, "cannot list its samples: %s", rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(o));
+  if (rc == PAGEDB_OK && l.a->n != n)
+    rc = pdb_err(db, &p->em, PAGEDB_CORRUPT_INDEX, "its index holds %llu samples, %llu of them from id %lld, the"
+                 " smallest its catalog lists", (unsigned long long)n, (unsigned long long)l.a->n, (long long)lo);
+  size_t rec = sizeof(PageRecs), cap = (size_t)nrun * rec + (size_t)n * (size_t)nw * sizeof(uint64_t);
+  if (rc == PAGEDB_OK && nrun && !(p->runbuf[i] = pdb_malloc(cap)))
+    rc = pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory for the runs of %s", o->path);
+  if (rc == PAGEDB_OK) {
+    PageRecs **tail = &p->lists[i];
+    size_t used = 0;
+    for (uint64_t r = 0; r < nrun; r++) {
+      PageRecs *pr = (PageRecs *)((uint8_t *)p->runbuf[i] + used);
+      used += rec + (size_t)l.count[r] * (size_t)nw * sizeof(uint64_t);
+      assert(used <= cap);
+      memset(&pr->d, 0, sizeof pr->d);
+      pr->d.pgno = runs[r].pgno;
+      pr->d.npages = runs[r].npages;
+      pr->d.nsamples = l.count[r];
+      pr->d.used = runs[r].used;
+      at[r] = pr->slots;
+      *tail = pr;
+      tail = (PageRecs **)&pr->d.next;
+    }
+    /* Each slot into its run; the list then points at the copy (ours, the
+    ** part's map goes at its close), NID back to the sample's id. */
+    for (uint64_t t = 0; t < l.a->n; t++) {
+      IdSample *s = &l.a->s[t];
+      uint64_t *w = at[s->nid];
+      at[s->nid] += nw;
+      memcpy(w, s->slot, (size_t)nw * sizeof *w);
+      w[0] = (uint64_t)s->id;
+      s->slot = w;
+      s->nid = s->id;
+    }
+  } else {
+    l.a->n = 0;   /* their slots point into the part's map */
+  }
+  pdb_free(l.count);
+  pdb_free(at);
+  return rc;
 }
 
 /* Open, check and plan part I (PP); the failure's message names it. */
@@ -942,38 +980,19 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
     rc = pdb_err(db, em, PAGEDB_CORRUPT_TRUNCATED, "its data file is %llu bytes, shorter than the %llu its runs use",
                  (unsigned long long)size, (unsigned long long)(pager_data_off(o->pager) + data_end));
   if (rc == PAGEDB_OK) rc = snap_int(cs, em, "deleted_bytes", &deleted);
-  /* Its samples, copied, given their ids in DB and reserved. */
-  Copier c = { &p->plans[i], NULL, 0, 0, db->nw };
+  /* Its samples, listed into its runs, given their ids in DB and
+  ** reserved.  From its smallest id: a part's ids may start anywhere in a
+  ** chunk of its index, whose empty slots before them need not be read.
+  ** Every slot its index holds must be found from there. */
   IdPlan *a = &p->plans[i];
-  if (rc == PAGEDB_OK && o->nsample > 0) {
-    /* Sized once for the samples its catalog counts, up to 2^24 (a count
-    ** from disk; the lists grow past it as they must). */
-    uint64_t want = o->nsample < ((uint64_t)1 << 24) ? o->nsample : (uint64_t)1 << 24;
-    c.buf = pdb_malloc((size_t)want * (size_t)db->nw * sizeof *c.buf);
-    a->s = pdb_malloc((size_t)want * sizeof *a->s);
-    if (!c.buf || !a->s) rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing its samples");
-    else c.cap = a->cap = want;
-  }
-  /* From its smallest id: a part's ids may start anywhere in a chunk of
-  ** its index, whose empty slots before them need not be read.  Every slot
-  ** its index holds must be found from there. */
   int64_t lo = -1;
   if (rc == PAGEDB_OK) rc = cat_id_min(o->cat, em, &lo);
-  if (rc == PAGEDB_OK && (rc = idx_scan_from(o->idx, lo, copy_slot, &c)) != PAGEDB_OK)
-    rc = pdb_err(db, em, rc, "cannot list its samples: %s", rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(o));
-  if (rc == PAGEDB_OK && c.n != idx_count(o->idx))
-    rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "its index holds %llu samples, %llu of them from id %lld, the smallest"
-                 " its catalog lists", (unsigned long long)idx_count(o->idx), (unsigned long long)c.n, (long long)lo);
   cat_snap_close(cs);
-  p->slotbuf[i] = c.buf;
-  for (uint64_t t = 0; rc == PAGEDB_OK && t < c.n; t++) {
-    const uint64_t *s = c.buf + t * (size_t)db->nw;
-    rc = ids_collect(a, (int64_t)s[0], s);
-    if (rc != PAGEDB_OK) rc = pdb_err(db, em, rc, "out of memory listing its samples");
-  }
+  if (rc == PAGEDB_OK) rc = list_runs(p, i, o, runs, nrun, lo);
   if (rc == PAGEDB_OK) rc = ids_plan(a, policy, pp->offset);
   if (rc == PAGEDB_OK) p->nplanned = (int)i + 1;
-  if (rc == PAGEDB_OK) rc = build_runs(p, i, o, runs, nrun);
+  /* The slots take their ids in DB (they are ours: list_runs's block). */
+  for (uint64_t t = 0; rc == PAGEDB_OK && t < a->n; t++) ((uint64_t *)a->s[t].slot)[0] = (uint64_t)a->s[t].nid;
   if (rc == PAGEDB_OK) rc = make_uri(db, em, pp->path, &p->uris[i]);
   if (rc == PAGEDB_OK) {
     DxPart *d = &p->pc.dx[i];
@@ -997,10 +1016,18 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
     cp->data_end = data_end;
     cp->samples = a->n;
     cp->id_min = cp->id_max = -1;
+    /* Its rows by reference when its ids map to DB's by one constant
+    ** (doc/format.md, "Parts' rows by reference"): always under KEEP and
+    ** OFFSET, under AFTER when they are consecutive; else copied.  Its rows
+    ** are read from its catalog, beside its data file (catref.c). */
+    cp->rows = a->n > 0;
+    cp->id_delta = a->n ? a->s[0].nid - a->s[0].id : 0;
     for (uint64_t t = 0; t < a->n; t++) {
       if (cp->id_min < 0 || a->s[t].nid < cp->id_min) cp->id_min = a->s[t].nid;
       if (a->s[t].nid > cp->id_max) cp->id_max = a->s[t].nid;
+      if (a->s[t].nid - a->s[t].id != cp->id_delta) cp->rows = 0;
     }
+    if (!cp->rows) cp->id_delta = 0;
     cp->seal = seal;
     cp->committed = (int64_t)time(NULL);
     p->pc.nsamples += a->n;
@@ -1017,7 +1044,6 @@ static void prep_free(Prep *p, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (p->runbuf) pdb_free(p->runbuf[i]);   /* every PageRecs of lists[i] */
     if (p->plans) pdb_free(p->plans[i].s);
-    if (p->slotbuf) pdb_free(p->slotbuf[i]);
     if (p->uris) pdb_free(p->uris[i]);
     if (p->names) pdb_free(p->names[i]);
     if (p->vals) pdb_free(p->vals[i]);
@@ -1027,7 +1053,6 @@ static void prep_free(Prep *p, size_t n) {
   pdb_free(p->by_uuid);
   pdb_free(p->by_name);
   pdb_free(p->plans);
-  pdb_free(p->slotbuf);
   pdb_free(p->uris);
   pdb_free(p->names);
   pdb_free(p->vals);
@@ -1042,17 +1067,22 @@ int parts_stage_rows(pagedb *db, pdb_msg *m) {
   uint64_t ps = pager_page_size(db->pager), p0 = pc->dx[0].k;
   int rc = PAGEDB_OK;
   const PageRecs *r = pc->runs;
+  int byref = 0;
+  for (size_t i = 0; i < pc->n; i++) byref |= pc->cat[i].rows;
   for (size_t i = 0; i < pc->n && rc == PAGEDB_OK; i++) {
     rc = cat_insert_part(db->cat, m, p0 == 0 && i == 0, &pc->cat[i]);
     if (rc != PAGEDB_OK) break;
     uint64_t lo = pc->cat[i].first_page, hi = lo + ((uint64_t)1 << DX_WIN_BITS) / ps;
+    /* A part by reference has its page rows here, its sample rows in its
+    ** own catalog (doc/format.md, "Parts' rows by reference"). */
     for (; r && r->d.pgno >= lo && r->d.pgno < hi && rc == PAGEDB_OK; r = (const PageRecs *)r->d.next)
-      rc = cat_insert_run(db->cat, m, &r->d, r->slots, db->fields, db->nfield, (uint32_t)ps);
+      rc = pc->cat[i].rows ? cat_insert_page(db->cat, m, &r->d)
+                           : cat_insert_run(db->cat, m, &r->d, r->slots, db->fields, db->nfield, (uint32_t)ps);
   }
   if (rc == PAGEDB_OK && NEVER(r != NULL))
     rc = pdb_err(db, m, PAGEDB_MISUSE, "%s: a part's run lies outside its window", db->path);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "parts", (int64_t)(p0 + pc->n));
-  if (rc == PAGEDB_OK) rc = cat_features_update(db->cat, m, CAT_FEATURE_PARTS, 0);
+  if (rc == PAGEDB_OK) rc = cat_features_update(db->cat, m, CAT_FEATURE_PARTS | (byref ? CAT_FEATURE_PARTROWS : 0), 0);
   if (rc == PAGEDB_OK && pc->deleted) rc = cat_add_meta(db->cat, m, "deleted_bytes", (int64_t)pc->deleted);
   /* A commit into a remote dataset (partsremote.c): the index object it
   ** uploads, named in the same transaction. */
@@ -1064,6 +1094,8 @@ void parts_committed(pagedb *db, int ok) {
   PartCommit *pc = db->pcommit;
   if (!ok) return;
   db->features |= CAT_FEATURE_PARTS;
+  for (size_t i = 0; i < pc->n; i++)
+    if (pc->cat[i].rows) db->features |= CAT_FEATURE_PARTROWS;
   cat_note_parts(db->cat);
   atomic_fetch_add(&db->moved, pc->moved);
 }
@@ -1087,7 +1119,6 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   size_t un = (size_t)n;
   p.lists = pdb_calloc(un, sizeof *p.lists);
   p.plans = pdb_calloc(un, sizeof *p.plans);
-  p.slotbuf = pdb_calloc(un, sizeof *p.slotbuf);
   p.runbuf = pdb_calloc(un, sizeof *p.runbuf);
   for (p.mask = 1; p.mask < 2 * un; p.mask <<= 1) {
   }
@@ -1100,7 +1131,7 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
   p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
   p.pc.n = un;
-  if (!p.lists || !p.plans || !p.slotbuf || !p.runbuf || !p.by_uuid || !p.by_name || !p.uris || !p.names || !p.vals || !p.pc.dx || !p.pc.cat) {
+  if (!p.lists || !p.plans || !p.runbuf || !p.by_uuid || !p.by_name || !p.uris || !p.names || !p.vals || !p.pc.dx || !p.pc.cat) {
     prep_free(&p, 0);
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
   }

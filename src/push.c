@@ -13,8 +13,9 @@
 **       API from a read transaction: no half-done commit in it), LAST.
 **
 ** PARTS (doc/format.md "Parts"): a part whose uri is relative (NAME.parts/U)
-** has its data file -- all a reader reads of it -- uploaded in (1) to the
-** same uri beside DEST; a part by URL stays where it is; a part by an
+** has its data file -- all a reader reads of it -- and its catalog (where
+** SQL reads the rows of a part by reference) uploaded in (1) to the same
+** uri beside DEST; a part by URL stays where it is; a part by an
 ** absolute local path refuses the push before (0), naming it.  Uploaded to
 ** a server, each part's ETag as uploaded (a HEAD after its PUT) is set as
 ** its validator in the snapshot, never in the local catalog, so every
@@ -28,7 +29,9 @@
 ** PULL downloads the catalog first under a temporary name, reads from it
 ** the parts and meta.index_file, downloads the data file, the index (the
 ** object meta.index_file names, else NAME-index) as DEST-index, and each
-** relative part's data file to the same uri beside DEST, and renames the
+** relative part's data file and catalog to the same uri beside DEST (a
+** part's catalog absent on the server, pushed before parts' rows by
+** reference, is no error), and renames the
 ** catalog in LAST, without meta.index_file (the index is DEST-index).
 ** Validators are kept: they agree with the index's part records, and a
 ** validator is only ever compared for a remote file.
@@ -235,6 +238,14 @@ static int make_dirs(const char *name, const char *uri, char *msg) {
   return rc;
 }
 
+/* P + "-catalog" (pdb_malloc'd; NULL without memory). */
+static char *catalog_of(const char *p) {
+  size_t n = strlen(p) + sizeof "-catalog";
+  char *c = pdb_malloc(n);
+  if (c) snprintf(c, n, "%s-catalog", p);
+  return c;
+}
+
 /* The parts a push uploads (relative uris), or a pull downloads. */
 typedef struct PartList {
   size_t n, cap;
@@ -316,6 +327,13 @@ static int push_parts(const char *src, const char *to, PartList *l, char *msg) {
       rmt_close(o);
     }
 #endif
+    /* Its catalog beside it: the rows of a part by reference are read
+    ** there (doc/format.md, "Parts' rows by reference"). */
+    char *sc = rc == PAGEDB_OK ? catalog_of(s) : NULL, *tc = sc ? catalog_of(t) : NULL;
+    if (rc == PAGEDB_OK && !tc) rc = PAGEDB_NOMEM;
+    if (tc && stat(sc, &st) == 0) rc = put(sc, (uint64_t)st.st_size, tc, msg);
+    pdb_free(sc);
+    pdb_free(tc);
     pdb_free(s);
     pdb_free(t);
   }
@@ -531,7 +549,22 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
     rc = a && b ? make_dirs(to, parts.uri[pgot], msg) : PAGEDB_NOMEM;
     if (rc == PAGEDB_OK) rc = rmt_get_file(a, b, UINT64_MAX, NULL, 0, msg, sizeof msg);
     if (rc == PAGEDB_OK) rc = sync_dir(b, msg);
-    else if (rc == PAGEDB_NOMEM && !msg[0]) snprintf(msg, sizeof msg, "out of memory pulling %s", src);
+    /* And its catalog (a push uploads it; one made before parts' rows by
+    ** reference may lack it). */
+    char *ac = rc == PAGEDB_OK ? catalog_of(a) : NULL, *bc = ac ? catalog_of(b) : NULL;
+    if (rc == PAGEDB_OK && !bc) rc = PAGEDB_NOMEM;
+    if (bc) {
+      rc = rmt_get_file(ac, bc, UINT64_MAX, NULL, 0, msg, sizeof msg);
+      if (rc == PAGEDB_CANTOPEN_NOENT) {
+        rc = PAGEDB_OK;
+        msg[0] = 0;
+      } else if (rc == PAGEDB_OK) {
+        rc = sync_dir(bc, msg);
+      }
+    }
+    pdb_free(ac);
+    pdb_free(bc);
+    if (rc == PAGEDB_NOMEM && !msg[0]) snprintf(msg, sizeof msg, "out of memory pulling %s", src);
     pdb_free(a);
     pdb_free(b);
     if (rc != PAGEDB_OK) break;
@@ -554,8 +587,10 @@ int pagedb_pull(const char *src, const char *dest, char *errmsg, size_t cap) {
       unlink(t);
     }
   for (size_t i = 0; rc != PAGEDB_OK && i < pgot; i++) {
-    char *b = beside(to, parts.uri[i]);
+    char *b = beside(to, parts.uri[i]), *bc = b ? catalog_of(b) : NULL;
     if (b) unlink(b);   /* the one that failed: rmt_get_file removed it */
+    if (bc) unlink(bc);
+    pdb_free(bc);
     pdb_free(b);
   }
   if (tcat && (got & (1 << 3))) unlink(tcat);

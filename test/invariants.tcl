@@ -304,7 +304,11 @@ proc kill_child {chan acked} {
 #      orphans (pagedb_parts_orphans, any age) exactly when the recovered
 #      state is the old one, and no committed part ever is;
 #   P8 it goes on: in the old state the parts commit again; then own samples
-#      are written, and a read-only reopen has the same count.
+#      are written, and a read-only reopen has the same count;
+#   P9 SQL sees every sample once: count(*) of sample (own rows and the
+#      parts' by reference, doc/format.md) is meta.samples and the count, and
+#      a part by reference has its samples' count of rows at its ids, its
+#      id_delta the constant of P4.
 
 proc inv_file {path} {
   set fd [open $path rb]
@@ -362,8 +366,25 @@ proc check_parts_invariants {path old new parts files} {
         # P3, P4: its samples as the part reads them, at its ids.
         set r [inv_parts_same ::invdb $pp $off]
         if {$r ne "ok"} { lappend bad "part $k: $r" }
+        # P9, per part
+        set rows 0
+        if {[::invdb sql {SELECT count(*) FROM pragma_table_info('part') WHERE name = 'rows'}]} {
+          lassign [::invdb sql "SELECT rows, id_delta FROM part WHERE part = $k"] rows delta
+        }
+        if {$rows == 1} {
+          set seen [::invdb sql "SELECT count(*) FROM sample WHERE id BETWEEN [expr {$lo + $off}] AND [expr {$hi + $off}]"]
+          if {$delta != $off || $seen != $n} {
+            lappend bad "P9: part $k by reference: id_delta $delta (not $off), $seen rows at its ids (not $n)"
+          }
+        }
         incr k
       }
+    }
+    # P9
+    set nsql [::invdb sql {SELECT count(*) FROM sample}]
+    set nmeta [::invdb sql {SELECT value FROM meta WHERE key = 'samples'}]
+    if {$nsql != $nmeta || $nsql != [::invdb count]} {
+      lappend bad "P9: count(*) of sample $nsql, meta.samples $nmeta, count [::invdb count]"
     }
     # P3, P6
     lassign [::invdb check] nprob probs

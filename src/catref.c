@@ -1,0 +1,620 @@
+/*
+** catref.c -- the sample rows of parts committed by reference (doc/format.md,
+** "Parts' rows by reference"): an SQLite virtual table, temp.pdb_part_rows,
+** that reads them from the parts' own catalogs, so that SQL over a dataset
+** of parts sees every sample although the commit copied no sample row.
+**
+** INVARIANTS
+**   1. Nothing of it is in the catalog's file.  The virtual table (and, on
+**      pagedb_sql's connection, the views that put the union in the place
+**      of sample, extent and sample_info) live in the connection's temp
+**      schema, made by catr_ready when the catalog as the connection sees it
+**      has feature bit 2 (value 4), and made again when main's schema
+**      changed since (a field added changes the columns).
+**   2. pdb_part_rows has main.sample's columns, in order.  A part's row is
+**      its own with id + id_delta and page + first_page (its window); a
+**      column the part lacks (a field added after its commit) is NULL.
+**   3. A part's catalog is read only once it is found to be the one
+**      committed: its uuid, committed pages and sample count are its row's
+**      in table part; else the statement fails, naming the part.  Every
+**      row is checked as it is read: an integer id and page, the page one
+**      of the part's.  What a row's values hold is checked where pagedb
+**      reads them (the open's scan, pagedb_check), as for own rows.
+**   4. Deleted part samples are left out by the union (main.part_deleted),
+**      not here: this table yields the parts' rows as they lie.
+**   5. A cursor holds at most one part catalog open, and keeps it while it
+**      is re-filtered on the same part (a join's lookups by id).
+** The part catalogs are opened read-only, hardened as the dataset's own, and
+** through the dataset's VFS (a part's location is relative to the
+** dataset's directory), or through the VFS of the scheme a location names.
+*/
+#include "catalogInt.h"
+#include "os.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+struct CatRef {
+  Catalog *c;
+  sqlite3 *conn;
+  int views;                /* this connection's users' SQL: sample, extent, sample_info shadowed */
+  int64_t ver;              /* main's schema_version when the temp objects were made; -1: none */
+  int ncol;
+  char **cols;              /* main.sample's columns, for the next xCreate */
+};
+
+/* A part whose rows the table reads (table part, rows = 1). */
+typedef struct RefPart {
+  int64_t k, first_page, pages, samples, delta;
+  char uuid[33];
+  char *uri;
+} RefPart;
+
+typedef struct RefTab {
+  sqlite3_vtab base;
+  CatRef *r;
+  int ncol;
+  char **cols;              /* its columns (main.sample's when it was made) */
+} RefTab;
+
+typedef struct RefCur {
+  sqlite3_vtab_cursor base;
+  RefTab *t;
+  RefPart *parts;           /* the parts this filter reads, by number */
+  size_t nparts, at;        /* parts[at] is the one being read */
+  int64_t lo, hi;           /* the ids wanted, in the dataset */
+  sqlite3 *pconn;           /* parts[at]'s catalog (or the last one's, kept) */
+  int64_t pk;               /* the part PCONN is, -1 none */
+  int *map;                 /* per column: the column of ST, -1 none */
+  sqlite3_stmt *st;         /* the part's rows, on PCONN */
+  int eof;
+} RefCur;
+
+static char *str_dup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = sqlite3_malloc64(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+static void free_cols(char **cols, int n) {
+  for (int i = 0; i < n; i++) sqlite3_free(cols[i]);
+  sqlite3_free(cols);
+}
+
+/* --- the virtual table -------------------------------------------------- */
+
+static int ref_connect(sqlite3 *conn, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
+  (void)argc, (void)argv, (void)err;
+  CatRef *r = aux;
+  if (r->ncol < 3) return SQLITE_ERROR;
+  RefTab *t = sqlite3_malloc(sizeof *t);
+  if (!t) return SQLITE_NOMEM;
+  memset(t, 0, sizeof *t);
+  sqlite3_str *s = sqlite3_str_new(conn);
+  sqlite3_str_appendall(s, "CREATE TABLE x(");
+  for (int i = 0; i < r->ncol; i++) sqlite3_str_appendf(s, "%s\"%w\"", i ? ", " : "", r->cols[i]);
+  sqlite3_str_appendall(s, ")");
+  char *sql = sqlite3_str_finish(s);
+  int src = sql ? sqlite3_declare_vtab(conn, sql) : SQLITE_NOMEM;
+  sqlite3_free(sql);
+  if (src == SQLITE_OK) {
+    /* Its own copy of the columns: catr_ready may replace R's. */
+    t->cols = sqlite3_malloc64((size_t)r->ncol * sizeof *t->cols);
+    if (!t->cols) src = SQLITE_NOMEM;
+    for (int i = 0; src == SQLITE_OK && i < r->ncol; i++, t->ncol++)
+      if (!(t->cols[i] = str_dup(r->cols[i]))) src = SQLITE_NOMEM;
+  }
+  if (src != SQLITE_OK) {
+    free_cols(t->cols, t->ncol);
+    sqlite3_free(t);
+    return src;
+  }
+  t->r = r;
+  *out = &t->base;
+  return SQLITE_OK;
+}
+
+/* Not an eponymous table (see catbulk.c). */
+static int ref_create(sqlite3 *conn, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
+  return ref_connect(conn, aux, argc, argv, out, err);
+}
+
+static int ref_disconnect(sqlite3_vtab *v) {
+  RefTab *t = (RefTab *)v;
+  free_cols(t->cols, t->ncol);
+  sqlite3_free(t);
+  return SQLITE_OK;
+}
+
+/* idxNum: 1 id = ?, 2 a lower bound on id, 4 an upper one (in that order
+** in argv); 8 the lower one is strict (>), 16 the upper one (<). */
+static int ref_best(sqlite3_vtab *v, sqlite3_index_info *info) {
+  (void)v;
+  int eq = -1, lo = -1, hi = -1;
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+    if (!c->usable || c->iColumn != 0) continue;
+    if (c->op == SQLITE_INDEX_CONSTRAINT_EQ) eq = i;
+    else if (c->op == SQLITE_INDEX_CONSTRAINT_GT || c->op == SQLITE_INDEX_CONSTRAINT_GE) lo = i;
+    else if (c->op == SQLITE_INDEX_CONSTRAINT_LT || c->op == SQLITE_INDEX_CONSTRAINT_LE) hi = i;
+  }
+  int strict = 0;
+  if (lo >= 0 && info->aConstraint[lo].op == SQLITE_INDEX_CONSTRAINT_GT) strict |= 8;
+  if (hi >= 0 && info->aConstraint[hi].op == SQLITE_INDEX_CONSTRAINT_LT) strict |= 16;
+  /* SQLite checks every constraint again (omit stays 0): the bounds only
+  ** narrow what is read. */
+  int n = 0;
+  info->idxNum = 0;
+  if (eq >= 0) {
+    info->idxNum = 1;
+    info->aConstraintUsage[eq].argvIndex = ++n;
+    info->estimatedCost = 20;
+    info->estimatedRows = 1;
+    return SQLITE_OK;
+  }
+  info->idxNum = strict;
+  if (lo >= 0) {
+    info->idxNum |= 2;
+    info->aConstraintUsage[lo].argvIndex = ++n;
+  }
+  if (hi >= 0) {
+    info->idxNum |= 4;
+    info->aConstraintUsage[hi].argvIndex = ++n;
+  }
+  info->estimatedCost = n ? 1e5 : 1e7;
+  info->estimatedRows = n ? 10000 : 1000000;
+  return SQLITE_OK;
+}
+
+static int ref_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
+  RefCur *c = sqlite3_malloc(sizeof *c);
+  if (!c) return SQLITE_NOMEM;
+  memset(c, 0, sizeof *c);
+  c->t = (RefTab *)v;
+  c->pk = -1;
+  *out = &c->base;
+  return SQLITE_OK;
+}
+
+static void free_parts(RefCur *c) {
+  for (size_t i = 0; i < c->nparts; i++) sqlite3_free(c->parts[i].uri);
+  sqlite3_free(c->parts);
+  c->parts = NULL;
+  c->nparts = c->at = 0;
+}
+
+static void close_part(RefCur *c) {
+  sqlite3_finalize(c->st);
+  c->st = NULL;
+  sqlite3_close(c->pconn);
+  c->pconn = NULL;
+  c->pk = -1;
+  sqlite3_free(c->map);
+  c->map = NULL;
+}
+
+static int ref_close(sqlite3_vtab_cursor *cur) {
+  RefCur *c = (RefCur *)cur;
+  close_part(c);
+  free_parts(c);
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+
+/* Fail the statement with CODE and a message naming part P. */
+static int part_fail(RefCur *c, const RefPart *p, int code, const char *fmt, const char *detail) {
+  char what[512];
+  snprintf(what, sizeof what, fmt, detail);
+  sqlite3_free(c->t->base.zErrMsg);
+  c->t->base.zErrMsg = sqlite3_mprintf("part %lld (%s): %s", (long long)p->k, p->uri, what);
+  return code;
+}
+
+/* Where part P's catalog is: its location, relative to the directory of
+** the dataset's catalog unless absolute or a URL, and "-catalog". */
+static char *part_catalog_path(CatRef *r, const RefPart *p) {
+  const char *cp = catx_path(r->c), *slash = strrchr(cp, '/');
+  if (p->uri[0] == '/' || pdb_path_scheme(p->uri, NULL, 0) || !slash) return sqlite3_mprintf("%s-catalog", p->uri);
+  return sqlite3_mprintf("%.*s/%s-catalog", (int)(slash - cp), cp, p->uri);
+}
+
+/* One integer of the part's meta (*V -1 when absent or not one). */
+static int part_meta(sqlite3 *pc, const char *key, int64_t *v, char *text, size_t cap) {
+  sqlite3_stmt *st;
+  *v = -1;
+  if (text) text[0] = 0;
+  int src = sqlite3_prepare_v2(pc, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL);
+  if (src != SQLITE_OK) return src;
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  src = sqlite3_step(st);
+  if (src == SQLITE_ROW) {
+    if (sqlite3_column_type(st, 0) == SQLITE_INTEGER) *v = sqlite3_column_int64(st, 0);
+    if (text && sqlite3_column_type(st, 0) == SQLITE_TEXT)
+      snprintf(text, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    src = SQLITE_OK;
+  } else if (src == SQLITE_DONE) {
+    src = SQLITE_OK;
+  }
+  sqlite3_finalize(st);
+  return src;
+}
+
+/* Open part P's catalog into C (invariant 3), and map the table's columns
+** to the part's. */
+static int open_part(RefCur *c, const RefPart *p) {
+  CatRef *r = c->t->r;
+  close_part(c);
+  char *path = part_catalog_path(r, p);
+  if (!path) return SQLITE_NOMEM;
+  pagedb_vfs *vfs = catx_vfs(r->c);
+  char why[256];
+  if (pdb_path_scheme(path, NULL, 0) && pdb_vfs_choose(path, NULL, 0, &vfs, why, sizeof why) != PAGEDB_OK) {
+    sqlite3_free(path);
+    return part_fail(c, p, SQLITE_CANTOPEN, "its catalog: %s", why);
+  }
+  /* Immutable (invariant 3: a part does not change after its commit): read
+  ** with no lock and no -shm or -wal made beside it, so a part's directory
+  ** may be read-only and is left as it was.  A catalog whose last commit
+  ** still sat in a WAL would show its older meta, and be refused below. */
+  sqlite3_str *u = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(u, "file:");
+  for (const char *q = path; *q; q++) {
+    if (*q == '?' || *q == '#' || *q == '%') sqlite3_str_appendf(u, "%%%02X", (unsigned char)*q);
+    else sqlite3_str_appendchar(u, 1, *q);
+  }
+  sqlite3_str_appendall(u, "?immutable=1");
+  char *uri = sqlite3_str_finish(u);
+  sqlite3_free(path);
+  if (!uri) return SQLITE_NOMEM;
+  int src = sqlite3_open_v2(uri, &c->pconn, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                            catvfs_name(vfs));
+  sqlite3_free(uri);
+  if (src == SQLITE_OK) src = catx_harden_conn(c->pconn);
+  if (src == SQLITE_OK) src = sqlite3_exec(c->pconn, "PRAGMA query_only=1", NULL, NULL, NULL);
+  char uuid[64];
+  int64_t pages = -1, samples = -1, dummy;
+  if (src == SQLITE_OK) src = part_meta(c->pconn, "uuid", &dummy, uuid, sizeof uuid);
+  if (src == SQLITE_OK) src = part_meta(c->pconn, "committed_pages", &pages, NULL, 0);
+  if (src == SQLITE_OK) src = part_meta(c->pconn, "samples", &samples, NULL, 0);
+  if (src != SQLITE_OK) {
+    int rc = part_fail(c, p, src == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_CANTOPEN, "cannot read its catalog (%s)",
+                       c->pconn ? sqlite3_errmsg(c->pconn) : sqlite3_errstr(src));
+    close_part(c);
+    return rc;
+  }
+  if (strcmp(uuid, p->uuid) != 0 || pages != p->pages || samples != p->samples) {
+    char what[200];
+    snprintf(what, sizeof what, "uuid %.32s, %lld pages, %lld samples, not the %lld pages and %lld samples committed",
+             uuid, (long long)pages, (long long)samples, (long long)p->pages, (long long)p->samples);
+    close_part(c);
+    return part_fail(c, p, SQLITE_CORRUPT, "its catalog changed since it was committed (%s): its rows cannot be"
+                     " read by reference", what);
+  }
+  /* Its columns, by name: the part has the dataset's fields as of its commit. */
+  int n = c->t->ncol;
+  c->map = sqlite3_malloc64((size_t)n * sizeof *c->map);
+  sqlite3_stmt *ti = NULL;
+  if (!c->map || (src = sqlite3_prepare_v2(c->pconn, "SELECT name FROM pragma_table_info('sample') ORDER BY cid", -1,
+                                           &ti, NULL)) != SQLITE_OK) {
+    close_part(c);
+    return SQLITE_NOMEM;
+  }
+  for (int i = 0; i < n; i++) c->map[i] = -1;
+  sqlite3_str *q = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(q, "SELECT ");
+  int got = 0;
+  while (sqlite3_step(ti) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(ti, 0);
+    for (int i = 0; name && i < n; i++)
+      if (c->map[i] < 0 && sqlite3_stricmp(name, c->t->cols[i]) == 0) {
+        sqlite3_str_appendf(q, "%s\"%w\"", got ? ", " : "", name);
+        c->map[i] = got++;
+        break;
+      }
+  }
+  sqlite3_finalize(ti);
+  sqlite3_str_appendall(q, " FROM sample WHERE id >= ?1 AND id <= ?2 ORDER BY id");
+  char *sql = sqlite3_str_finish(q);
+  if (!sql) {
+    close_part(c);
+    return SQLITE_NOMEM;
+  }
+  if (c->map[0] != 0 || c->map[1] != 1 || c->map[2] != 2) {
+    sqlite3_free(sql);
+    close_part(c);
+    return part_fail(c, p, SQLITE_CORRUPT, "%s", "its table sample lacks columns id, page, off");
+  }
+  src = sqlite3_prepare_v2(c->pconn, sql, -1, &c->st, NULL);
+  sqlite3_free(sql);
+  if (src != SQLITE_OK) {
+    int rc = part_fail(c, p, SQLITE_CORRUPT, "cannot read its rows (%s)", sqlite3_errmsg(c->pconn));
+    close_part(c);
+    return rc;
+  }
+  c->pk = p->k;
+  return SQLITE_OK;
+}
+
+/* A - B, or the end of int64_t's range it overflows towards. */
+static int64_t sub_sat(int64_t a, int64_t b) {
+  int64_t d;
+  if (__builtin_sub_overflow(a, b, &d)) return b < 0 ? INT64_MAX : INT64_MIN;
+  return d;
+}
+
+/* Step to the next row: the current part's, else the next parts'. */
+static int advance(RefCur *c) {
+  for (;;) {
+    if (c->st) {
+      int src = sqlite3_step(c->st);
+      if (src == SQLITE_ROW) {
+        const RefPart *p = &c->parts[c->at];
+        int64_t pg = sqlite3_column_int64(c->st, 1);
+        if (sqlite3_column_type(c->st, 0) != SQLITE_INTEGER || sqlite3_column_type(c->st, 1) != SQLITE_INTEGER
+            || pg < 0 || pg >= p->pages) {
+          char id[32];
+          snprintf(id, sizeof id, "%lld", (long long)sqlite3_column_int64(c->st, 0));
+          return part_fail(c, p, SQLITE_CORRUPT, "sample %s of its catalog has no page of the part", id);
+        }
+        return SQLITE_OK;
+      }
+      if (src != SQLITE_DONE)
+        return part_fail(c, &c->parts[c->at], src, "reading its rows (%s)", sqlite3_errmsg(c->pconn));
+      sqlite3_reset(c->st);
+      c->at++;
+    }
+    if (c->at >= c->nparts) {
+      c->eof = 1;
+      return SQLITE_OK;
+    }
+    const RefPart *p = &c->parts[c->at];
+    if (c->pk != p->k) {
+      int src = open_part(c, p);
+      if (src != SQLITE_OK) return src;
+    }
+    sqlite3_bind_int64(c->st, 1, sub_sat(c->lo, p->delta));
+    sqlite3_bind_int64(c->st, 2, sub_sat(c->hi, p->delta));
+  }
+}
+
+/* The bound an id constraint's value V gives (LOWER: a lower one); 0 when
+** V is no integer, and the bound is left out (SQLite checks it). */
+static int id_bound(sqlite3_value *v, int64_t *out) {
+  if (sqlite3_value_type(v) != SQLITE_INTEGER) return 0;
+  *out = sqlite3_value_int64(v);
+  return 1;
+}
+
+static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int argc, sqlite3_value **argv) {
+  (void)str;
+  RefCur *c = (RefCur *)cur;
+  sqlite3 *conn = c->t->r->conn;
+  free_parts(c);
+  if (c->st) sqlite3_reset(c->st);
+  c->eof = 0;
+  c->lo = 0;
+  c->hi = INT64_MAX;
+  int a = 0;
+  int64_t v;
+  if ((idx & 1) && a < argc && id_bound(argv[a++], &v)) c->lo = c->hi = v;
+  if ((idx & 2) && a < argc && id_bound(argv[a++], &v)) {
+    if ((idx & 8) && v == INT64_MAX) c->eof = 1;
+    c->lo = idx & 8 ? v + !c->eof : v;
+  }
+  if ((idx & 4) && a < argc && id_bound(argv[a++], &v)) {
+    if ((idx & 16) && v == INT64_MIN) c->eof = 1;
+    c->hi = idx & 16 ? v - !c->eof : v;
+  }
+  if (c->eof || c->lo > c->hi) {
+    c->eof = 1;
+    return SQLITE_OK;
+  }
+  /* The parts whose ids may hold the ones wanted, read in this statement's
+  ** own snapshot (the same connection). */
+  sqlite3_stmt *st;
+  int src = sqlite3_prepare_v2(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta FROM main.part"
+                               " WHERE rows = 1 AND id_max >= ?1 AND id_min <= ?2 ORDER BY part", -1, &st, NULL);
+  if (src != SQLITE_OK) return src;
+  sqlite3_bind_int64(st, 1, c->lo);
+  sqlite3_bind_int64(st, 2, c->hi);
+  size_t cap = 0;
+  while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    for (int i = 0; i < 7; i++)
+      if (sqlite3_column_type(st, i) != (i == 1 || i == 2 ? SQLITE_TEXT : SQLITE_INTEGER)) src = SQLITE_CORRUPT;
+    if (src == SQLITE_CORRUPT) break;
+    if (c->nparts == cap) {
+      cap = cap ? 2 * cap : 16;
+      RefPart *np = sqlite3_realloc64(c->parts, cap * sizeof *np);
+      if (!np) {
+        src = SQLITE_NOMEM;
+        break;
+      }
+      c->parts = np;
+    }
+    RefPart *p = &c->parts[c->nparts];
+    memset(p, 0, sizeof *p);
+    p->k = sqlite3_column_int64(st, 0);
+    snprintf(p->uuid, sizeof p->uuid, "%s", (const char *)sqlite3_column_text(st, 1));
+    p->first_page = sqlite3_column_int64(st, 3);
+    p->pages = sqlite3_column_int64(st, 4);
+    p->samples = sqlite3_column_int64(st, 5);
+    p->delta = sqlite3_column_int64(st, 6);
+    if (!(p->uri = str_dup((const char *)sqlite3_column_text(st, 2)))) {
+      src = SQLITE_NOMEM;
+      break;
+    }
+    c->nparts++;
+  }
+  sqlite3_finalize(st);
+  if (src == SQLITE_CORRUPT) {
+    sqlite3_free(c->t->base.zErrMsg);
+    c->t->base.zErrMsg = sqlite3_mprintf("table part has a row of the wrong types");
+  }
+  if (src != SQLITE_DONE) return src;
+  c->at = 0;
+  if (c->st && (c->nparts == 0 || c->parts[0].k != c->pk)) close_part(c);
+  if (c->st) {
+    sqlite3_bind_int64(c->st, 1, sub_sat(c->lo, c->parts[0].delta));
+    sqlite3_bind_int64(c->st, 2, sub_sat(c->hi, c->parts[0].delta));
+  }
+  return advance(c);
+}
+
+static int ref_next(sqlite3_vtab_cursor *cur) { return advance((RefCur *)cur); }
+
+static int ref_eof(sqlite3_vtab_cursor *cur) { return ((RefCur *)cur)->eof; }
+
+static int ref_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  RefCur *c = (RefCur *)cur;
+  const RefPart *p = &c->parts[c->at];
+  if (col == 0) {
+    sqlite3_result_int64(ctx, sqlite3_column_int64(c->st, 0) + p->delta);
+  } else if (col == 1) {
+    sqlite3_result_int64(ctx, sqlite3_column_int64(c->st, 1) + p->first_page);
+  } else if (col < c->t->ncol && c->map[col] >= 0) {
+    sqlite3_result_value(ctx, sqlite3_column_value(c->st, c->map[col]));
+  }
+  return SQLITE_OK;
+}
+
+static int ref_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+  RefCur *c = (RefCur *)cur;
+  *rowid = sqlite3_column_int64(c->st, 0) + c->parts[c->at].delta;
+  return SQLITE_OK;
+}
+
+static const sqlite3_module kRef = {
+  .iVersion = 0,
+  .xCreate = ref_create,
+  .xConnect = ref_connect,
+  .xDestroy = ref_disconnect,
+  .xBestIndex = ref_best,
+  .xDisconnect = ref_disconnect,
+  .xOpen = ref_open,
+  .xClose = ref_close,
+  .xFilter = ref_filter,
+  .xNext = ref_next,
+  .xEof = ref_eof,
+  .xColumn = ref_column,
+  .xRowid = ref_rowid,
+};
+
+/* --- the connection's temp objects --------------------------------------- */
+
+static void ref_free(void *p) {
+  CatRef *r = p;
+  if (!r) return;
+  free_cols(r->cols, r->ncol);
+  sqlite3_free(r);
+}
+
+int catr_attach(Catalog *c, sqlite3 *conn, int views, CatRef **out) {
+  *out = NULL;
+  CatRef *r = sqlite3_malloc(sizeof *r);
+  if (!r) return SQLITE_NOMEM;
+  memset(r, 0, sizeof *r);
+  r->c = c;
+  r->conn = conn;
+  r->views = views;
+  r->ver = -1;
+  /* The module owns R: freed when CONN closes. */
+  int src = sqlite3_create_module_v2(conn, "pdb_part_rows", &kRef, r, ref_free);
+  if (src == SQLITE_OK) *out = r;
+  return src;
+}
+
+/* main.sample's columns into R. */
+static int read_cols(CatRef *r) {
+  sqlite3_stmt *st;
+  int src = sqlite3_prepare_v2(r->conn, "SELECT name FROM pragma_table_info('sample', 'main') ORDER BY cid", -1, &st,
+                               NULL);
+  if (src != SQLITE_OK) return src;
+  free_cols(r->cols, r->ncol);
+  r->cols = NULL;
+  r->ncol = 0;
+  int cap = 0;
+  while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    if (r->ncol == cap) {
+      cap = cap ? 2 * cap : 16;
+      char **nc = sqlite3_realloc64(r->cols, (size_t)cap * sizeof *nc);
+      if (!nc) {
+        src = SQLITE_NOMEM;
+        break;
+      }
+      r->cols = nc;
+    }
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    if (!name || !(r->cols[r->ncol] = str_dup(name))) {
+      src = SQLITE_NOMEM;
+      break;
+    }
+    r->ncol++;
+  }
+  sqlite3_finalize(st);
+  return src == SQLITE_DONE ? SQLITE_OK : src;
+}
+
+/* The views of pagedb_sql's connection: sample the union, extent and
+** sample_info main's own text made temporary (their unqualified "sample"
+** then names temp.sample: SQLite looks in temp first). */
+static int make_views(CatRef *r) {
+  int src = sqlite3_exec(r->conn, "CREATE TEMP VIEW sample AS SELECT * FROM main.sample UNION ALL SELECT * FROM"
+                         " temp.pdb_part_rows WHERE id NOT IN (SELECT id FROM main.part_deleted)", NULL, NULL, NULL);
+  sqlite3_stmt *st = NULL;
+  if (src == SQLITE_OK)
+    src = sqlite3_prepare_v2(r->conn, "SELECT sql FROM main.sqlite_schema WHERE type = 'view' AND name IN ('extent',"
+                             " 'sample_info')", -1, &st, NULL);
+  while (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *text = (const char *)sqlite3_column_text(st, 0);
+    /* cat_load checked that they are the views pagedb makes. */
+    if (!text || sqlite3_strnicmp(text, "CREATE VIEW ", 12) != 0) {
+      src = SQLITE_CORRUPT;
+      break;
+    }
+    char *sql = sqlite3_mprintf("CREATE TEMP VIEW %s", text + 12);
+    src = sql ? sqlite3_exec(r->conn, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+  }
+  sqlite3_finalize(st);
+  return src == SQLITE_DONE ? SQLITE_OK : src;
+}
+
+int catr_ready(CatRef *r, pdb_msg *m, int *on) {
+  Catalog *c = r->c;
+  *on = 0;
+  sqlite3_stmt *st;
+  int64_t features = 0, ver = -1;
+  int qo = 0;
+  int src = sqlite3_prepare_v2(r->conn, "SELECT (SELECT value FROM main.meta WHERE key = 'features'),"
+                               " (SELECT schema_version FROM pragma_schema_version),"
+                               " (SELECT query_only FROM pragma_query_only)", -1, &st, NULL);
+  if (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    features = sqlite3_column_int64(st, 0);
+    ver = sqlite3_column_int64(st, 1);
+    qo = sqlite3_column_int(st, 2);
+    src = SQLITE_OK;
+  }
+  sqlite3_finalize(st);
+  if (src != SQLITE_OK) return catx_fail(c, m, r->conn, src, "reading meta");
+  if (!(features & CAT_FEATURE_PARTROWS)) return PAGEDB_OK;
+  *on = 1;
+  /* Made for this schema and still there (a rolled-back transaction
+  ** takes temp objects made in it away). */
+  if (r->ver == ver && sqlite3_table_column_metadata(r->conn, "temp", "pdb_part_rows", "id", NULL, NULL, NULL, NULL,
+                                                     NULL) == SQLITE_OK)
+    return PAGEDB_OK;
+  src = read_cols(r);
+  /* A query_only connection (pagedb_sql's, a snapshot's) may not change
+  ** even its temp schema: lifted for the moment. */
+  if (src == SQLITE_OK && qo) src = sqlite3_exec(r->conn, "PRAGMA query_only=0", NULL, NULL, NULL);
+  if (src == SQLITE_OK)
+    src = sqlite3_exec(r->conn, "DROP VIEW IF EXISTS temp.sample; DROP VIEW IF EXISTS temp.extent;"
+                       " DROP VIEW IF EXISTS temp.sample_info; DROP TABLE IF EXISTS temp.pdb_part_rows;"
+                       " CREATE VIRTUAL TABLE temp.pdb_part_rows USING pdb_part_rows", NULL, NULL, NULL);
+  if (src == SQLITE_OK && r->views) src = make_views(r);
+  if (qo) sqlite3_exec(r->conn, "PRAGMA query_only=1", NULL, NULL, NULL);
+  if (src != SQLITE_OK) return catx_fail(c, m, r->conn, src, "making the view of the parts' rows");
+  r->ver = ver;
+  return PAGEDB_OK;
+}
