@@ -83,6 +83,7 @@ set shares {
   partsmulti.test   {20 40}
   partsbound.test   {15 30}
   partsmore.test    {5 10}
+  partsrows.test    {5 10}
   partsremote.test  {100 150}
   threads.test      {30 45}
   corpus.test       {30 45}
