@@ -10,13 +10,15 @@
 ** open where it lies.
 **
 ** THE COMMIT (pagedb_parts_commit) in two halves:
-**   1. Here, without commit_mu: each part is opened read-only (one at a
-**      time, so that a thousand parts never hold a thousand catalogs
-**      open), checked (not DB itself, schema, no parts of its own, the
-**      seal it was given, a data region within a window) and its samples
-**      given their ids in DB by the attach policies (ids_plan: every id
-**      reserved before anything is written), its runs and slots built at
-**      part-local addresses.
+**   1. Here, without commit_mu: each part is opened read-only (on two
+**      threads, each one part at a time, so that a thousand parts never
+**      hold a thousand catalogs open), checked (not DB itself, schema, no
+**      parts of its own, the seal it was given, a data region within a
+**      window), its slots listed once into its runs at part-local
+**      addresses (list_runs), and its samples given their ids in DB by
+**      the attach policies (ids_plan: every id reserved before anything is
+**      written; in parallel under KEEP and OFFSET, in part order under
+**      AFTER and for a part given twice or colliding: prep_plan).
 **   2. api_commit_parts (main.c), under commit_mu and cat_mu: the parts
 **      get their numbers P, P+1..., their runs and slots move into their
 **      windows, and commit_locked writes the rows (parts_stage_rows), the
@@ -50,6 +52,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* --- reading: the parts' data files ------------------------------------ */
 
@@ -729,7 +732,17 @@ typedef struct Prep {
   void **runbuf;            /* per part: one block holding every PageRecs of lists[i] */
   char **uris, **names;
   char **vals;              /* per part: its data object's validator (remote), or NULL */
-  int nplanned;             /* plans[0, nplanned) hold reservations */
+  uint8_t *planned;         /* per part: its ids are planned (and reserved) */
+  /* The first half's parts on several threads (prep_worker): the next part
+  ** to take, a failure seen (stop taking), MU for what they share (the
+  ** sums, dictionaries, the failure), and the failure of the lowest part. */
+  _Atomic size_t next;
+  _Atomic int stop;
+  pthread_mutex_t mu;
+  size_t fail_at;
+  pdb_msg fail_em;
+  const pagedb_part *parts;
+  int policy;
   /* The parts prepared so far by uuid and by name: open-addressed tables
   ** of 1 + part index (0 empty), 2^k >= 2N slots, so that finding a part
   ** given twice costs O(1) a part, not a pass over the ones before it. */
@@ -808,6 +821,7 @@ static int make_uri(pagedb *db, pdb_msg *m, const char *path, char **out) {
 */
 typedef struct Lister {
   Prep *p;
+  pdb_msg *em;
   pagedb *o;
   const CatRun *runs;
   uint64_t nrun, last, ps;
@@ -836,15 +850,15 @@ static int list_slot(void *ctx, int64_t id, const uint64_t *slot) {
   pagedb *db = l->p->db;
   int64_t r = run_of(l, slot);
   if (r < 0)
-    return pdb_err(db, &l->p->em, PAGEDB_CORRUPT, "%s: sample %lld lies on page %llu, which starts no run", l->o->path,
+    return pdb_err(db, l->em, PAGEDB_CORRUPT, "%s: sample %lld lies on page %llu, which starts no run", l->o->path,
                    (long long)id, (unsigned long long)(slot[1] / l->ps));
   const CatRun *run = &l->runs[r];
   uint64_t off = slot[1] - run->pgno * l->ps, len = api_record_len(l->o, slot);
   if (run->used == 0 || off < PDB_PAGE_HDR || len > run->used || off > run->used - len)
-    return pdb_err(db, &l->p->em, PAGEDB_CORRUPT, "%s: sample %lld lies outside the bytes written on page %llu",
+    return pdb_err(db, l->em, PAGEDB_CORRUPT, "%s: sample %lld lies outside the bytes written on page %llu",
                    l->o->path, (long long)id, (unsigned long long)run->pgno);
   if (l->count[r] == UINT32_MAX || l->a->n == l->a->cap)
-    return pdb_err(db, &l->p->em, PAGEDB_CORRUPT_INDEX, "%s: its index lists more samples than it counts (%llu)",
+    return pdb_err(db, l->em, PAGEDB_CORRUPT_INDEX, "%s: its index lists more samples than it counts (%llu)",
                    l->o->path, (unsigned long long)l->a->cap);
   l->count[r]++;
   /* NID holds the run until the slot is placed (list_runs). */
@@ -855,27 +869,27 @@ static int list_slot(void *ctx, int64_t id, const uint64_t *slot) {
 /* Part I's runs (part-local pages and addresses) from its page table RUNS
 ** and its index from id LO: its slots listed (above) into P->runbuf[i],
 ** linked from P->lists[i], and into P->plans[i]. */
-static int list_runs(Prep *p, size_t i, pagedb *o, const CatRun *runs, uint64_t nrun, int64_t lo) {
+static int list_runs(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *runs, uint64_t nrun, int64_t lo) {
   pagedb *db = p->db;
   int nw = db->nw;
   uint64_t n = idx_count(o->idx);
-  Lister l = { .p = p, .o = o, .runs = runs, .nrun = nrun, .last = UINT64_MAX, .ps = pager_page_size(o->pager),
+  Lister l = { .p = p, .em = em, .o = o, .runs = runs, .nrun = nrun, .last = UINT64_MAX, .ps = pager_page_size(o->pager),
                .a = &p->plans[i] };
   l.count = pdb_calloc(nrun ? nrun : 1, sizeof *l.count);
   uint64_t **at = pdb_malloc((nrun ? nrun : 1) * sizeof *at);
-  int rc = l.count && at ? PAGEDB_OK : pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory listing the samples of %s",
+  int rc = l.count && at ? PAGEDB_OK : pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing the samples of %s",
                                                o->path);
   if (rc == PAGEDB_OK && n && !(l.a->s = pdb_malloc((size_t)n * sizeof *l.a->s)))
-    rc = pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory listing the samples of %s", o->path);
+    rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing the samples of %s", o->path);
   l.a->cap = l.a->s ? n : 0;
-  if (rc == PAGEDB_OK && (rc = idx_scan_from(o->idx, lo, list_slot, &l)) != PAGEDB_OK && p->em.rc == PAGEDB_OK)
-    rc = pdb_err(db, &p->em, rc, "cannot list its samples: %s", rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(o));
+  if (rc == PAGEDB_OK && (rc = idx_scan_from(o->idx, lo, list_slot, &l)) != PAGEDB_OK && em->rc == PAGEDB_OK)
+    rc = pdb_err(db, em, rc, "cannot list its samples: %s", rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(o));
   if (rc == PAGEDB_OK && l.a->n != n)
-    rc = pdb_err(db, &p->em, PAGEDB_CORRUPT_INDEX, "its index holds %llu samples, %llu of them from id %lld, the"
+    rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "its index holds %llu samples, %llu of them from id %lld, the"
                  " smallest its catalog lists", (unsigned long long)n, (unsigned long long)l.a->n, (long long)lo);
   size_t rec = sizeof(PageRecs), cap = (size_t)nrun * rec + (size_t)n * (size_t)nw * sizeof(uint64_t);
   if (rc == PAGEDB_OK && nrun && !(p->runbuf[i] = pdb_malloc(cap)))
-    rc = pdb_err(db, &p->em, PAGEDB_NOMEM, "out of memory for the runs of %s", o->path);
+    rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory for the runs of %s", o->path);
   if (rc == PAGEDB_OK) {
     PageRecs **tail = &p->lists[i];
     size_t used = 0;
@@ -911,10 +925,41 @@ static int list_runs(Prep *p, size_t i, pagedb *o, const CatRun *runs, uint64_t 
   return rc;
 }
 
-/* Open, check and plan part I (PP); the failure's message names it. */
-static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
+/* Part I's ids planned (P->plans[i], reserved): its slots take their ids
+** in DB (they are ours: list_runs's block), and its row its id range and,
+** when one constant maps its ids, its rows by reference (doc/format.md,
+** "Parts' rows by reference": always under KEEP and OFFSET, under AFTER
+** when they are consecutive; else copied).  Its rows are read from its
+** catalog, beside its data file (catref.c). */
+static void plan_done(Prep *p, size_t i) {
+  IdPlan *a = &p->plans[i];
+  CatPart *cp = &p->pc.cat[i];
+  p->planned[i] = 1;
+  for (uint64_t t = 0; t < a->n; t++) ((uint64_t *)a->s[t].slot)[0] = (uint64_t)a->s[t].nid;
+  cp->id_min = cp->id_max = -1;
+  cp->rows = a->n > 0;
+  cp->id_delta = a->n ? a->s[0].nid - a->s[0].id : 0;
+  for (uint64_t t = 0; t < a->n; t++) {
+    if (cp->id_min < 0 || a->s[t].nid < cp->id_min) cp->id_min = a->s[t].nid;
+    if (a->s[t].nid > cp->id_max) cp->id_max = a->s[t].nid;
+    if (a->s[t].nid - a->s[t].id != cp->id_delta) cp->rows = 0;
+  }
+  if (!cp->rows) cp->id_delta = 0;
+}
+
+/*
+** The first half's work on part I alone, on any thread (EM the thread's):
+** open it, check it by itself (not DB, schema, no parts, its seal, its
+** data region), list its slots into its runs, and fill its records.  Under
+** KEEP and OFFSET its ids are planned and reserved here too (each part's
+** ids are its own plus a constant); a collision is left for prep_plan to
+** find again, after its checks by name (so that a part given twice is
+** said to be, not "id already used").  Under AFTER, prep_plan plans, in
+** the order of the parts.
+*/
+static int prep_alone(Prep *p, size_t i, pdb_msg *em) {
   pagedb *db = p->db, *o = NULL;
-  pdb_msg *em = &p->em;
+  const pagedb_part *pp = &p->parts[i];
   if (!pp->path || !pp->path[0]) return pdb_err(db, em, PAGEDB_MISUSE, "no path given");
   int rc = pagedb_open(pp->path, &o, PAGEDB_OPEN_READONLY, pdb_path_scheme(pp->path, NULL, 0) ? NULL : db->vfs->zName);
   if (rc != PAGEDB_OK) {
@@ -927,30 +972,19 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
   uint64_t nrun = 0, seal = 0, deleted = 0;
   if (memcmp(pager_uuid(o->pager), pager_uuid(db->pager), 16) == 0)
     rc = pdb_err(db, em, PAGEDB_MISUSE, "it is %s itself", db->path);
-  /* Named twice -- in the set, or already in DB -- before its ids are
-  ** planned, so that the message says so rather than "id already used". */
   pdb_uuid_hex(pager_uuid(o->pager), p->pc.cat[i].uuid);
-  long twin = rc == PAGEDB_OK ? seen_add(p, p->by_uuid, p->pc.cat[i].uuid, i, uuid_key) : -1;
-  if (twin >= 0) rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is given twice in the set (as parts %ld and %zu)", twin, i);
   if (rc == PAGEDB_OK && pp->name && !(p->names[i] = pdb_strdup(pp->name)))
     rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory");
-  if (rc == PAGEDB_OK && pp->name && seen_add(p, p->by_name, pp->name, i, name_key) >= 0)
-    rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "its name '%s' is given twice in the set", pp->name);
-  if (rc == PAGEDB_OK && (db->features & CAT_FEATURE_PARTS)) {
-    char what[64];
-    pthread_mutex_lock(&db->cat_mu);
-    rc = cat_part_known(db->cat, em, p->pc.cat[i].uuid, pp->name, what, sizeof what);
-    pthread_mutex_unlock(&db->cat_mu);
-    if (rc == PAGEDB_OK && what[0])
-      rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is already in %s (%s)", db->path, what);
-  }
   if (rc == PAGEDB_OK) rc = attach_check_schema(db, o, em);
   /* Its dictionaries, with their ids (its values' frames carry them),
   ** stored by this commit's transaction (dict_stage; dict.c invariant 3),
   ** as pagedb_attach does; a part whose dictionary has an id DB already
-  ** uses for other bytes is refused (PAGEDB_MISMATCH, naming both). */
+  ** uses for other bytes is refused (PAGEDB_MISMATCH, naming both).  One
+  ** part at a time: they change DB's set. */
+  pthread_mutex_lock(&p->mu);
   for (int f = 0; f < db->nfield && rc == PAGEDB_OK; f++)
     if (codec_uses_dict(db->fields[f].codec)) rc = dict_import(db, em, f, o, f, 0);
+  pthread_mutex_unlock(&p->mu);
   if (rc == PAGEDB_OK && (o->features & CAT_FEATURE_PARTS))
     rc = pdb_err(db, em, PAGEDB_MISMATCH, "it has parts of its own (vacuum it first)");
   /* Its seal, page table, deleted bytes and smallest id from one read
@@ -980,19 +1014,14 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
     rc = pdb_err(db, em, PAGEDB_CORRUPT_TRUNCATED, "its data file is %llu bytes, shorter than the %llu its runs use",
                  (unsigned long long)size, (unsigned long long)(pager_data_off(o->pager) + data_end));
   if (rc == PAGEDB_OK) rc = snap_int(cs, em, "deleted_bytes", &deleted);
-  /* Its samples, listed into its runs, given their ids in DB and
-  ** reserved.  From its smallest id: a part's ids may start anywhere in a
-  ** chunk of its index, whose empty slots before them need not be read.
-  ** Every slot its index holds must be found from there. */
-  IdPlan *a = &p->plans[i];
+  /* Its samples, listed into its runs.  From its smallest id: a part's
+  ** ids may start anywhere in a chunk of its index, whose empty slots
+  ** before them need not be read.  Every slot its index holds must be
+  ** found from there. */
   int64_t lo = -1;
   if (rc == PAGEDB_OK) rc = cat_id_min(o->cat, em, &lo);
   cat_snap_close(cs);
-  if (rc == PAGEDB_OK) rc = list_runs(p, i, o, runs, nrun, lo);
-  if (rc == PAGEDB_OK) rc = ids_plan(a, policy, pp->offset);
-  if (rc == PAGEDB_OK) p->nplanned = (int)i + 1;
-  /* The slots take their ids in DB (they are ours: list_runs's block). */
-  for (uint64_t t = 0; rc == PAGEDB_OK && t < a->n; t++) ((uint64_t *)a->s[t].slot)[0] = (uint64_t)a->s[t].nid;
+  if (rc == PAGEDB_OK) rc = list_runs(p, em, i, o, runs, nrun, lo);
   if (rc == PAGEDB_OK) rc = make_uri(db, em, pp->path, &p->uris[i]);
   if (rc == PAGEDB_OK) {
     DxPart *d = &p->pc.dx[i];
@@ -1002,45 +1031,128 @@ static int prep_part(Prep *p, size_t i, const pagedb_part *pp, int policy) {
     d->data_off = pager_data_off(o->pager);
     d->data_end = data_end;
     d->pages = committed;
-    d->samples = a->n;
+    d->samples = p->plans[i].n;
     d->seal = seal;
     d->uri = p->uris[i];
     d->validator = p->vals[i];
     memset(cp, 0, sizeof *cp);
-    pdb_uuid_hex(d->uuid, cp->uuid);   /* as prep_part set it */
+    pdb_uuid_hex(d->uuid, cp->uuid);
     cp->uri = p->uris[i];
     cp->validator = p->vals[i];
     cp->name = p->names[i];
     cp->pages = committed;
     cp->data_off = d->data_off;
     cp->data_end = data_end;
-    cp->samples = a->n;
-    cp->id_min = cp->id_max = -1;
-    /* Its rows by reference when its ids map to DB's by one constant
-    ** (doc/format.md, "Parts' rows by reference"): always under KEEP and
-    ** OFFSET, under AFTER when they are consecutive; else copied.  Its rows
-    ** are read from its catalog, beside its data file (catref.c). */
-    cp->rows = a->n > 0;
-    cp->id_delta = a->n ? a->s[0].nid - a->s[0].id : 0;
-    for (uint64_t t = 0; t < a->n; t++) {
-      if (cp->id_min < 0 || a->s[t].nid < cp->id_min) cp->id_min = a->s[t].nid;
-      if (a->s[t].nid > cp->id_max) cp->id_max = a->s[t].nid;
-      if (a->s[t].nid - a->s[t].id != cp->id_delta) cp->rows = 0;
-    }
-    if (!cp->rows) cp->id_delta = 0;
+    cp->samples = p->plans[i].n;
     cp->seal = seal;
     cp->committed = (int64_t)time(NULL);
-    p->pc.nsamples += a->n;
+    pthread_mutex_lock(&p->mu);
+    p->pc.nsamples += p->plans[i].n;
     p->pc.deleted += deleted;
     p->pc.moved += o->moved_committed;
+    pthread_mutex_unlock(&p->mu);
+  }
+  /* KEEP and OFFSET: the ids now, in parallel (a collision: prep_plan). */
+  if (rc == PAGEDB_OK && p->policy != PAGEDB_ATTACH_AFTER) {
+    IdPlan *a = &p->plans[i];
+    a->em = em;
+    int prc = ids_plan(a, p->policy, pp->offset);
+    a->em = &p->em;
+    if (prc == PAGEDB_OK) plan_done(p, i);
+    else if (prc != PAGEDB_CONSTRAINT) rc = prc;
   }
   pdb_free(runs);
   pagedb_close(o);
   return rc;
 }
 
-static void prep_free(Prep *p, size_t n) {
-  for (int i = p->nplanned; i-- > 0;) ids_release(&p->plans[i]);
+/* The first half's threads: each takes the next part until none is left
+** or one failed; the failure of the lowest part is kept (it is the one
+** reported, as if the parts were taken one by one). */
+static void *prep_worker(void *arg) {
+  Prep *p = arg;
+  pdb_msg em;
+  for (;;) {
+    if (atomic_load(&p->stop)) break;
+    size_t i = atomic_fetch_add(&p->next, 1);
+    if (i >= p->pc.n) break;
+    memset(&em, 0, sizeof em);
+    int rc = prep_alone(p, i, &em);
+    if (rc != PAGEDB_OK) {
+      atomic_store(&p->stop, 1);
+      pthread_mutex_lock(&p->mu);
+      if (i < p->fail_at) {
+        p->fail_at = i;
+        if (em.rc == PAGEDB_OK) pdb_err(p->db, &em, rc, "%s", pagedb_errstr(rc));
+        p->fail_em = em;
+      }
+      pthread_mutex_unlock(&p->mu);
+    }
+  }
+  return NULL;
+}
+
+/* The first half's work on part I that needs the parts before it, in
+** order, on the committing thread: named twice (in the set, or already in
+** DB), and its ids, if prep_alone did not plan them. */
+static int prep_plan(Prep *p, size_t i) {
+  pagedb *db = p->db;
+  pdb_msg *em = &p->em;
+  const pagedb_part *pp = &p->parts[i];
+  int rc = PAGEDB_OK;
+  long twin = seen_add(p, p->by_uuid, p->pc.cat[i].uuid, i, uuid_key);
+  if (twin >= 0) rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is given twice in the set (as parts %ld and %zu)", twin, i);
+  if (rc == PAGEDB_OK && pp->name && seen_add(p, p->by_name, pp->name, i, name_key) >= 0)
+    rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "its name '%s' is given twice in the set", pp->name);
+  if (rc == PAGEDB_OK && (db->features & CAT_FEATURE_PARTS)) {
+    char what[64];
+    pthread_mutex_lock(&db->cat_mu);
+    rc = cat_part_known(db->cat, em, p->pc.cat[i].uuid, pp->name, what, sizeof what);
+    pthread_mutex_unlock(&db->cat_mu);
+    if (rc == PAGEDB_OK && what[0])
+      rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is already in %s (%s)", db->path, what);
+  }
+  if (rc == PAGEDB_OK && !p->planned[i]) {
+    /* Parts after it may hold ids it wants (KEEP, OFFSET: planned in
+    ** parallel): they are planned again after it, in order, so that the
+    ** later part is the one refused, as when the parts went one by one. */
+    for (size_t j = p->pc.n; j-- > i + 1;)
+      if (p->planned[j]) {
+        ids_release(&p->plans[j]);
+        p->planned[j] = 0;
+      }
+    rc = ids_plan(&p->plans[i], p->policy, pp->offset);
+    if (rc == PAGEDB_OK) plan_done(p, i);
+  }
+  return rc;
+}
+
+/* The first half: every part prepared, on up to 2 threads (the machine's
+** processors, at most; the parts' opens and scans are independent), then
+** planned in order.  The failure reported is the lowest part's. */
+static int prep_all(Prep *p, size_t *failed) {
+  size_t n = p->pc.n;
+  long np = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nt = np > 1 ? 2 : 1;
+  if (nt > n) nt = n;
+  p->fail_at = SIZE_MAX;
+  pthread_t th;
+  int helper = nt > 1 && pthread_create(&th, NULL, prep_worker, p) == 0;
+  prep_worker(p);
+  if (helper) pthread_join(th, NULL);
+  for (size_t i = 0; i < n; i++) {
+    *failed = i;
+    if (i == p->fail_at) return pdb_err_copy(p->db, &p->em, &p->fail_em);
+    int rc = prep_plan(p, i);
+    if (rc != PAGEDB_OK) return rc;
+  }
+  return PAGEDB_OK;
+}
+
+/* Free P's N parts' state; with RELEASE, their reserved ids given back
+** (the last part's first: AFTER's blocks return only in that order). */
+static void prep_free(Prep *p, size_t n, int release) {
+  for (size_t i = n; release && p->plans && i-- > 0;) ids_release(&p->plans[i]);
   for (size_t i = 0; i < n; i++) {
     if (p->runbuf) pdb_free(p->runbuf[i]);   /* every PageRecs of lists[i] */
     if (p->plans) pdb_free(p->plans[i].s);
@@ -1056,6 +1168,8 @@ static void prep_free(Prep *p, size_t n) {
   pdb_free(p->uris);
   pdb_free(p->names);
   pdb_free(p->vals);
+  pdb_free(p->planned);
+  pthread_mutex_destroy(&p->mu);
   pdb_free(p->pc.dx);
   pdb_free(p->pc.cat);
 }
@@ -1115,7 +1229,8 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
                    " _AFTER", policy);
   if ((uint64_t)n > DX_PART_MAX)
     return pdb_err(db, m, PAGEDB_FULL, "pagedb_parts_commit: %d parts are more than a dataset can have", n);
-  Prep p = { .db = db };
+  Prep p = { .db = db, .parts = parts, .policy = policy };
+  pthread_mutex_init(&p.mu, NULL);
   size_t un = (size_t)n;
   p.lists = pdb_calloc(un, sizeof *p.lists);
   p.plans = pdb_calloc(un, sizeof *p.plans);
@@ -1130,19 +1245,18 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   p.vals = pdb_calloc(un, sizeof *p.vals);
   p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
   p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
+  p.planned = pdb_calloc(un, sizeof *p.planned);
   p.pc.n = un;
-  if (!p.lists || !p.plans || !p.runbuf || !p.by_uuid || !p.by_name || !p.uris || !p.names || !p.vals || !p.pc.dx || !p.pc.cat) {
-    prep_free(&p, 0);
+  if (!p.lists || !p.plans || !p.runbuf || !p.by_uuid || !p.by_name || !p.uris || !p.names || !p.vals || !p.pc.dx
+      || !p.pc.cat || !p.planned) {
+    prep_free(&p, 0, 0);
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
   }
   for (size_t i = 0; i < un; i++) p.plans[i] = (IdPlan){ .db = db, .em = &p.em, .after = -1 };
-  size_t i;
-  for (i = 0; i < un && rc == PAGEDB_OK; i++) {
-    rc = prep_part(&p, i, &parts[i], policy);
-  }
+  size_t i = 0;
+  rc = prep_all(&p, &i);
   if (rc == PAGEDB_OK) {
     rc = api_commit_parts(db, &p.pc, p.lists);
-    if (rc == PAGEDB_OK) p.nplanned = 0;   /* the ids are the committed samples' now */
     if (rc == PAGEDB_OK && ncommitted) *ncommitted = (int64_t)p.pc.nsamples;
     if (rc != PAGEDB_OK) {
       char why[PDB_MSG_MAX];
@@ -1150,10 +1264,11 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
       rc = pdb_err(db, m, rc, "cannot commit %d parts into %s: %s; nothing was committed", n, db->path, why);
     }
   } else {
-    pdb_err(db, m, rc, "cannot commit part %s into %s: %s; nothing was committed", parts[i - 1].path, db->path,
+    pdb_err(db, m, rc, "cannot commit part %s into %s: %s; nothing was committed", parts[i].path, db->path,
             p.em.rc != PAGEDB_OK ? p.em.text : pagedb_errstr(rc));
   }
-  /* The runs (linked into pc.runs, or still in lists) live in runbuf. */
-  prep_free(&p, un);
+  /* The runs (linked into pc.runs, or still in lists) live in runbuf; on
+  ** success the ids are the committed samples' now. */
+  prep_free(&p, un, rc != PAGEDB_OK);
   return rc;
 }
