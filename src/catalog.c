@@ -744,7 +744,8 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   else if (rc == PAGEDB_OK) {
     int has = 0;
     rc = has_table(c, m, "part_deleted", &has);
-    if (rc == PAGEDB_OK && has) rc = corrupt(c, m, "%s", "table part_deleted without feature bit 2 (part rows by reference)");
+    if (rc == PAGEDB_OK && has)
+      rc = corrupt(c, m, "%s", "table part_deleted without feature bit 2 (part rows by reference)");
   }
   c->has_parts = rc == PAGEDB_OK && (meta->features & CAT_FEATURE_PARTS);
   if (rc == PAGEDB_OK) rc = load_fields(c, m, meta->features, fields, nfield);

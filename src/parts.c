@@ -873,8 +873,8 @@ static int list_runs(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *ru
   pagedb *db = p->db;
   int nw = db->nw;
   uint64_t n = idx_count(o->idx);
-  Lister l = { .p = p, .em = em, .o = o, .runs = runs, .nrun = nrun, .last = UINT64_MAX, .ps = pager_page_size(o->pager),
-               .a = &p->plans[i] };
+  Lister l = { .p = p, .em = em, .o = o, .runs = runs, .nrun = nrun, .last = UINT64_MAX,
+               .ps = pager_page_size(o->pager), .a = &p->plans[i] };
   l.count = pdb_calloc(nrun ? nrun : 1, sizeof *l.count);
   uint64_t **at = pdb_malloc((nrun ? nrun : 1) * sizeof *at);
   int rc = l.count && at ? PAGEDB_OK : pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing the samples of %s",
@@ -1101,7 +1101,8 @@ static int prep_plan(Prep *p, size_t i) {
   const pagedb_part *pp = &p->parts[i];
   int rc = PAGEDB_OK;
   long twin = seen_add(p, p->by_uuid, p->pc.cat[i].uuid, i, uuid_key);
-  if (twin >= 0) rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is given twice in the set (as parts %ld and %zu)", twin, i);
+  if (twin >= 0)
+    rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "it is given twice in the set (as parts %ld and %zu)", twin, i);
   if (rc == PAGEDB_OK && pp->name && seen_add(p, p->by_name, pp->name, i, name_key) >= 0)
     rc = pdb_err(db, em, PAGEDB_CONSTRAINT, "its name '%s' is given twice in the set", pp->name);
   if (rc == PAGEDB_OK && (db->features & CAT_FEATURE_PARTS)) {
