@@ -1,6 +1,8 @@
 /*
 ** catpart.c -- table part of the catalog (doc/format.md, "Parts"): one row
-** per committed part, made by the commit that adds it and never changed;
+** per committed part, made by the commit that adds it and never changed
+** (but for rows and id_delta, zeroed once by the update that copies a part
+** by reference's rows in: catsql.c);
 ** its UNIQUE constraints refuse a part named twice (by uuid, location or
 ** name) inside the commit's transaction.  Every row read is checked for
 ** its types before it is trusted.  Through catalogInt.h's helpers only.
