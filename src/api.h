@@ -270,7 +270,7 @@ void ids_release(IdPlan *a);
 int attach_check_schema(pagedb *db, pagedb *o, pdb_msg *em);
 
 /*
-** A commit of parts (parts.c), as commit_locked (main.c) takes it: the
+** A commit of parts (partscommit.c), as commit_locked (main.c) takes it: the
 ** parts' runs at their window pages with their slots (new ids, window
 ** addresses), their part records, and what they add to meta.
 */
@@ -284,13 +284,16 @@ typedef struct PartCommit {
 
 /* Commit the parts of PC (their runs at part-local addresses, LISTS[i]
 ** part i's), numbered from the parts DB has, as one commit with what the
-** handle wrote (parts.c's second half). */
+** handle wrote (partscommit.c's second half). */
 int api_commit_parts(pagedb *db, PartCommit *pc, PageRecs **lists);
 
 /* In the catalog's open write transaction: the rows of the parts of
 ** db->pcommit (table part, page, sample) and meta's parts, features and
 ** format, deleted_bytes and moved_samples.  commit_mu and cat_mu held. */
 int parts_stage_rows(pagedb *db, pdb_msg *m);
+/* Whether file F is remote (parts.c): its validator (ETag, else
+** Last-Modified) into OUT (CAP bytes); 0 for a local file. */
+int parts_validator(pagedb_file *f, char *out, size_t cap);
 /* pagedb_parts_commit on a read-only handle of a remote dataset
 ** (partsremote.c): the commit on object storage, doc/format.md. */
 int parts_commit_remote(pagedb *db, const pagedb_part *parts, int n, int policy, int64_t *ncommitted);

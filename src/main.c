@@ -308,7 +308,7 @@ static int commit_locked(pagedb *db) {
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "moved_samples", (int64_t)moved);
   /* The dictionaries the landed values name (dict.c invariant 3). */
   if (rc == PAGEDB_OK) rc = dict_stage(db, m);
-  /* Parts: their rows (table part, page, sample) and meta (parts.c). */
+  /* Parts: their rows (table part, page, sample) and meta (partscommit.c). */
   if (rc == PAGEDB_OK && pc) rc = parts_stage_rows(db, m);
   /* The data and the index entries synced before the catalog records them
   ** (pager.c invariant 4, dindex.c invariant 2), the two at once; without
