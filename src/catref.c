@@ -295,10 +295,16 @@ static int open_part(RefCur *c, const RefPart *p) {
   int n = c->t->ncol;
   c->map = sqlite3_malloc64((size_t)n * sizeof *c->map);
   sqlite3_stmt *ti = NULL;
-  if (!c->map || (src = sqlite3_prepare_v2(c->pconn, "SELECT name FROM pragma_table_info('sample') ORDER BY cid", -1,
-                                           &ti, NULL)) != SQLITE_OK) {
+  if (!c->map) {
     close_part(c);
     return SQLITE_NOMEM;
+  }
+  src = sqlite3_prepare_v2(c->pconn, "SELECT name FROM pragma_table_info('sample') ORDER BY cid", -1, &ti, NULL);
+  if (src != SQLITE_OK) {
+    int rc = part_fail(c, p, src == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_CORRUPT, "cannot read its schema (%s)",
+                       sqlite3_errmsg(c->pconn));
+    close_part(c);
+    return rc;
   }
   for (int i = 0; i < n; i++) c->map[i] = -1;
   sqlite3_str *q = sqlite3_str_new(NULL);
