@@ -211,6 +211,8 @@ void cat_close(Catalog *c) {
   ** writer's close below cannot take the EXCLUSIVE lock with which SQLite
   ** knows it is the last connection, and so would neither checkpoint nor
   ** delete the WAL; the read-only one, closing last, cannot do either. */
+  catr_detach(c->rref);
+  catr_detach(c->wref);
   sqlite3_close(c->r);
   sqlite3_close(c->w);
   pthread_mutex_destroy(&c->rmu);
@@ -1283,6 +1285,7 @@ static int read_conn(Catalog *c, pdb_msg *m) {
   if (rc == PAGEDB_OK && catr_attach(c, c->r, 1, &c->rref) != SQLITE_OK)
     rc = sq_fail(c, m, c->r, sqlite3_errcode(c->r), "registering pdb_part_rows");
   if (rc != PAGEDB_OK) {
+    catr_detach(c->rref);
     sqlite3_close(c->r);
     c->r = NULL;
     c->rref = NULL;
@@ -1358,7 +1361,10 @@ int cat_snap_backup(CatSnap *s, pdb_msg *m, const char *path) {
 void cat_snap_close(CatSnap *s) {
   if (!s) return;
   if (s->conn && !sqlite3_get_autocommit(s->conn)) sqlite3_exec(s->conn, "COMMIT", NULL, NULL, NULL);
-  if (!s->borrowed) sqlite3_close(s->conn);
+  if (!s->borrowed) {
+    catr_detach(s->ref);
+    sqlite3_close(s->conn);
+  }
   pdb_free(s);
 }
 

@@ -45,6 +45,9 @@ int catx_harden_conn(sqlite3 *conn);
 typedef struct CatRef CatRef;
 int catr_attach(Catalog *c, sqlite3 *conn, int views, CatRef **out);
 int catr_ready(CatRef *r, pdb_msg *m, int *on);
+/* Finalize what R keeps prepared on its connection: before that
+** connection's sqlite3_close (NULL: nothing). */
+void catr_detach(CatRef *r);
 CatRef *catx_wref(Catalog *c);
 const char *catx_path(Catalog *c);
 

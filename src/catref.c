@@ -41,6 +41,8 @@ struct CatRef {
   int64_t ver;              /* main's schema_version when the temp objects were made; -1: none */
   int ncol;
   char **cols;              /* main.sample's columns, for the next xCreate */
+  sqlite3_stmt *probe;      /* catr_ready's look at meta.features and the schema version, kept
+                            ** prepared: it runs before every statement of pagedb_sql */
 };
 
 /* A part whose rows the table reads (table part, rows = 1). */
@@ -586,22 +588,27 @@ static int make_views(CatRef *r) {
   return src == SQLITE_DONE ? SQLITE_OK : src;
 }
 
+void catr_detach(CatRef *r) {
+  if (!r) return;
+  sqlite3_finalize(r->probe);
+  r->probe = NULL;
+}
+
 int catr_ready(CatRef *r, pdb_msg *m, int *on) {
   Catalog *c = r->c;
   *on = 0;
-  sqlite3_stmt *st;
   int64_t features = 0, ver = -1;
-  int qo = 0;
-  int src = sqlite3_prepare_v2(r->conn, "SELECT (SELECT value FROM main.meta WHERE key = 'features'),"
-                               " (SELECT schema_version FROM pragma_schema_version),"
-                               " (SELECT query_only FROM pragma_query_only)", -1, &st, NULL);
-  if (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
-    features = sqlite3_column_int64(st, 0);
-    ver = sqlite3_column_int64(st, 1);
-    qo = sqlite3_column_int(st, 2);
+  int src = SQLITE_OK;
+  if (!r->probe)
+    src = sqlite3_prepare_v3(r->conn, "SELECT (SELECT value FROM main.meta WHERE key = 'features'),"
+                             " (SELECT schema_version FROM pragma_schema_version)", -1, SQLITE_PREPARE_PERSISTENT,
+                             &r->probe, NULL);
+  if (src == SQLITE_OK && (src = sqlite3_step(r->probe)) == SQLITE_ROW) {
+    features = sqlite3_column_int64(r->probe, 0);
+    ver = sqlite3_column_int64(r->probe, 1);
     src = SQLITE_OK;
   }
-  sqlite3_finalize(st);
+  if (r->probe) sqlite3_reset(r->probe);   /* no read left open by it */
   if (src != SQLITE_OK) return catx_fail(c, m, r->conn, src, "reading meta");
   if (!(features & CAT_FEATURE_PARTROWS)) return PAGEDB_OK;
   *on = 1;
@@ -610,9 +617,14 @@ int catr_ready(CatRef *r, pdb_msg *m, int *on) {
   if (r->ver == ver && sqlite3_table_column_metadata(r->conn, "temp", "pdb_part_rows", "id", NULL, NULL, NULL, NULL,
                                                      NULL) == SQLITE_OK)
     return PAGEDB_OK;
-  src = read_cols(r);
   /* A query_only connection (pagedb_sql's, a snapshot's) may not change
   ** even its temp schema: lifted for the moment. */
+  int qo = 0;
+  sqlite3_stmt *st = NULL;
+  src = sqlite3_prepare_v2(r->conn, "PRAGMA query_only", -1, &st, NULL);
+  if (src == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) qo = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (src == SQLITE_OK) src = read_cols(r);
   if (src == SQLITE_OK && qo) src = sqlite3_exec(r->conn, "PRAGMA query_only=0", NULL, NULL, NULL);
   if (src == SQLITE_OK)
     src = sqlite3_exec(r->conn, "DROP VIEW IF EXISTS temp.sample; DROP VIEW IF EXISTS temp.extent;"
