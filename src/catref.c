@@ -423,7 +423,11 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
   sqlite3_stmt *st;
   int src = sqlite3_prepare_v2(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta FROM main.part"
                                " WHERE rows = 1 AND id_max >= ?1 AND id_min <= ?2 ORDER BY part", -1, &st, NULL);
-  if (src != SQLITE_OK) return src;
+  if (src != SQLITE_OK) {
+    sqlite3_free(c->t->base.zErrMsg);
+    c->t->base.zErrMsg = sqlite3_mprintf("cannot read table part (%s)", sqlite3_errmsg(conn));
+    return src;
+  }
   sqlite3_bind_int64(st, 1, c->lo);
   sqlite3_bind_int64(st, 2, c->hi);
   size_t cap = 0;
@@ -454,11 +458,13 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
     }
     c->nparts++;
   }
-  sqlite3_finalize(st);
-  if (src == SQLITE_CORRUPT) {
+  if (src != SQLITE_DONE) {
     sqlite3_free(c->t->base.zErrMsg);
-    c->t->base.zErrMsg = sqlite3_mprintf("table part has a row of the wrong types");
+    c->t->base.zErrMsg = src == SQLITE_CORRUPT ? sqlite3_mprintf("table part has a row of the wrong types")
+                       : src == SQLITE_NOMEM ? sqlite3_mprintf("out of memory listing the parts")
+                       : sqlite3_mprintf("cannot read table part (%s)", sqlite3_errmsg(conn));
   }
+  sqlite3_finalize(st);
   if (src != SQLITE_DONE) return src;
   c->at = 0;
   if (c->st && (c->nparts == 0 || c->parts[0].k != c->pk)) close_part(c);
