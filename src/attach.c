@@ -184,6 +184,7 @@ int ids_plan(IdPlan *a, int policy, int64_t offset) {
         s->nid = s->id + offset;
     }
   }
+  if (rc == PAGEDB_OK && a->n) idx_expect(db->idx, a->s[0].nid, a->s[a->n - 1].nid, a->n);
   for (uint64_t i = 0; i < a->n && rc == PAGEDB_OK; i++) {
     Sample *s = &a->s[i];
     rc = idx_reserve(db->idx, s->nid);

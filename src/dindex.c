@@ -348,6 +348,11 @@ int64_t dx_next_id(const Dx *x) {
   return d ? (int64_t)d[6] : 0;
 }
 
+int64_t dx_chunk_end(const Dx *x) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  return d ? (int64_t)(d[2] * DX_C) : 0;
+}
+
 uint64_t dx_id(const Dx *x) { return x->fid; }
 
 void dx_space(const Dx *x, uint64_t *dead, uint64_t *live) {
@@ -356,25 +361,28 @@ void dx_space(const Dx *x, uint64_t *dead, uint64_t *live) {
 }
 
 int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
-  return dx_scan_from(x, 0, xcb, ctx);
+  return dx_scan_range(x, 0, INT64_MAX, xcb, ctx);
 }
 
-int dx_scan_from(const Dx *x, int64_t lo, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
+int dx_scan_range(const Dx *x, int64_t lo, int64_t last, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot),
+                  void *ctx) {
   const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
   if (!d) return PAGEDB_OK;
   const uint8_t *base = (const uint8_t *)d - d[1];
   /* Chunks and slots below LO are not read at all: a part whose ids start
   ** high has a chunk of empty slots before them (and no page of them need
   ** be touched, or fetched). */
-  uint64_t ulo = lo > 0 ? (uint64_t)lo : 0;
-  for (uint64_t c = ulo / DX_C; c < d[2]; c++) {
+  if (last < lo || last < 0) return PAGEDB_OK;
+  uint64_t ulo = lo > 0 ? (uint64_t)lo : 0, ulast = (uint64_t)last;
+  for (uint64_t c = ulo / DX_C; c < d[2] && c * DX_C <= ulast; c++) {
     const uint64_t *e = d + x->dirw + 2 * c;
-    uint64_t i0 = c == ulo / DX_C ? ulo % DX_C : 0;
-    if (i0 >= e[1]) continue;
-    if (!readable(x, e[0] + i0 * x->wsb, (e[1] - i0) * x->wsb))
+    uint64_t i0 = c == ulo / DX_C ? ulo % DX_C : 0, i1 = e[1];
+    if (ulast - c * DX_C < i1) i1 = ulast - c * DX_C + 1;
+    if (i0 >= i1) continue;
+    if (!readable(x, e[0] + i0 * x->wsb, (i1 - i0) * x->wsb))
       return pdb_err(x->db, NULL, PAGEDB_IOERR_REMOTE, "index %s: cannot fetch the entries of chunk %llu", x->path,
                      (unsigned long long)c);
-    for (uint64_t i = i0; i < e[1]; i++) {
+    for (uint64_t i = i0; i < i1; i++) {
       const uint64_t *s = (const uint64_t *)(base + e[0] + i * x->wsb);
       if (!s[x->nw]) continue;
       int64_t id = (int64_t)(c * DX_C + i);
@@ -395,7 +403,7 @@ int dx_scan_from(const Dx *x, int64_t lo, int (*xcb)(void *ctx, int64_t id, cons
       if (verify(x, d, s, (int64_t)s[0]) == DX_BAD || (i && (int64_t)s[-(int)x->nw - 1] >= (int64_t)s[0]))
         return pdb_err(x->db, NULL, PAGEDB_CORRUPT_INDEX, "index %s: entry %llu of segment %llu is damaged", x->path,
                        (unsigned long long)i, (unsigned long long)k);
-      if ((int64_t)s[0] < lo) continue;
+      if ((int64_t)s[0] < lo || (int64_t)s[0] > last) continue;
       int rc = xcb(ctx, (int64_t)s[0], s);
       if (rc != PAGEDB_OK) return rc;
     }

@@ -170,15 +170,19 @@ const uint64_t *dx_find_memo(const Dx *x, int64_t id, DxMemo *m);
 /* Samples in the snapshot in force; 1 + its largest id (0 if none). */
 uint64_t dx_count(const Dx *x);
 int64_t dx_next_id(const Dx *x);
+/* The first id past the chunks in use: ids from it on are in segments. */
+int64_t dx_chunk_end(const Dx *x);
 
 /* Call XCB with every sample of the snapshot in force: chunked ids in
 ** increasing order, then the others, segment by segment, each in
 ** increasing order.  A damaged entry stops the scan with
 ** PAGEDB_CORRUPT_INDEX. */
 int dx_scan(const Dx *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
-/* dx_scan of the samples whose id is LO or more only: no entry below LO is
-** read. */
-int dx_scan_from(const Dx *x, int64_t lo, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
+/* dx_scan of the samples whose id is LO or more and LAST or less only
+** (INT64_MAX: to the end): no chunk entry outside them is read (segments
+** are, and filtered). */
+int dx_scan_range(const Dx *x, int64_t lo, int64_t last, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot),
+                  void *ctx);
 
 /*
 ** Give the map of a read-only index the madvise(2) advice MADV, the one

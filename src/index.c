@@ -36,8 +36,8 @@
 **
 ** D only grows: once when a persistent index is set (idx_set_disk, before
 ** any reservation: past a dense dataset's largest id), then only under the
-** exclusive side of the rwlock, when an id arrives just past it ([D, 2D)):
-** it doubles, and the hash entries that now
+** exclusive side of the rwlock, when an id arrives just past it ([D, 2D)),
+** or when idx_expect is told of dense enough ids past it: it doubles, and the hash entries that now
 ** fall below it are copied into the dense arena before the new D is
 ** published.  Hash operations hold the shared side, so none runs during the
 ** copy; dense operations need no lock, because an id below D stays below D.
@@ -232,13 +232,14 @@ static int migrate(Index *x, uint64_t id, const Entry *e) {
 ** it is half full.  Takes the exclusive lock; the caller holds none.  A
 ** failure leaves both as they were (they stay usable, only fuller).
 */
-static int grow(Index *x, int64_t id) {
+static int grow_to(Index *x, int64_t id, uint64_t upto) {
   int rc = PAGEDB_OK;
   pthread_rwlock_wrlock(&x->lock);
   Table *t = atomic_load_explicit(&x->tab, memory_order_relaxed);
   uint64_t d = atomic_load_explicit(&x->dense, memory_order_relaxed);
   uint64_t nd = d;
   while (id >= 0 && (uint64_t)id >= nd && (uint64_t)id < 2 * nd && 2 * nd <= x->max) nd *= 2;
+  while (nd <= upto && 2 * nd <= x->max) nd *= 2;
   if (nd != d) {
     for (uint64_t i = 0; i <= t->mask && rc == PAGEDB_OK; i++) {
       uint64_t k = atomic_load_explicit(&t->e[i].key, memory_order_relaxed);
@@ -277,6 +278,19 @@ static int grow(Index *x, int64_t id) {
   }
   pthread_rwlock_unlock(&x->lock);
   return rc;
+}
+
+static int grow(Index *x, int64_t id) { return grow_to(x, id, 0); }
+
+void idx_expect(Index *x, int64_t lo, int64_t hi, uint64_t n) {
+  /* Only when the ids would be at least half dense below HI (with the
+  ** samples there already): a dense chunk is allocated where an id is
+  ** reserved, so at most 8 bytes an id of about two ids a sample, as the
+  ** bound idx_set_disk keeps.  Else the ids go one by one, as ever. */
+  uint64_t have = n + atomic_load_explicit(&x->count, memory_order_relaxed) + (x->dx ? dx_count(x->dx) : 0);
+  if (lo < 0 || hi < lo || n == 0 || (uint64_t)hi / 2 >= have) return;
+  if ((uint64_t)hi < atomic_load_explicit(&x->dense, memory_order_acquire)) return;
+  grow_to(x, -1, (uint64_t)hi);   /* a failure only leaves the ids to the hash table */
 }
 
 /* Claim KEY in the hash table; the caller holds the shared lock. */
@@ -444,13 +458,15 @@ uint64_t idx_count(Index *x) {
 }
 
 int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
-  return idx_scan_from(x, 0, xcb, ctx);
+  return idx_scan_range(x, 0, INT64_MAX, xcb, ctx);
 }
 
-int idx_scan_from(Index *x, int64_t lo, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx) {
-  if (x->dx) return dx_scan_from(x->dx, lo, xcb, ctx);
+int idx_scan_range(Index *x, int64_t lo, int64_t last, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot),
+                   void *ctx) {
+  if (x->dx) return dx_scan_range(x->dx, lo, last, xcb, ctx);
+  if (last < lo || last < 0) return PAGEDB_OK;
   uint64_t d = atomic_load_explicit(&x->dense, memory_order_acquire);
-  for (uint64_t id = lo > 0 ? (uint64_t)lo : 0; id < d; id++) {
+  for (uint64_t id = lo > 0 ? (uint64_t)lo : 0; id < d && id <= (uint64_t)last; id++) {
     uint64_t *s = arena_slot(x, &x->darena, id, 0);
     if (!s) {
       id |= ((uint64_t)1 << x->bits) - 1;    /* skip an absent chunk */
@@ -464,7 +480,7 @@ int idx_scan_from(Index *x, int64_t lo, int (*xcb)(void *ctx, int64_t id, const 
     const uint64_t *s = arena_slot(x, &x->sarena, n, 0);
     /* A sparse slot whose id now lies below D was copied to the dense
     ** arena (and visited there). */
-    if (s[0] < d || (int64_t)s[0] < lo || idx_find(x, (int64_t)s[0]) != s) continue;
+    if (s[0] < d || (int64_t)s[0] < lo || (int64_t)s[0] > last || idx_find(x, (int64_t)s[0]) != s) continue;
     int rc = xcb(ctx, (int64_t)s[0], s);
     if (rc != PAGEDB_OK) return rc;
   }

@@ -49,6 +49,14 @@ void idx_free(Index *x);
 ** committed or reserved already.  Thread-safe.
 */
 int idx_reserve(Index *x, int64_t id);
+/*
+** About to reserve N ids from LO to HI (a commit of parts, an attach): when
+** they are dense enough, the dense arena is grown past HI first, so that
+** each takes a compare-and-swap there and not a hash entry (the table
+** would otherwise grow, and its entries move, N times over).  Only a hint:
+** nothing is reserved.  Thread-safe.
+*/
+void idx_expect(Index *x, int64_t lo, int64_t hi, uint64_t n);
 /* Give back a reservation that will not be published.  Thread-safe. */
 void idx_release(Index *x, int64_t id);
 /*
@@ -78,8 +86,10 @@ const uint64_t *idx_find(Index *x, int64_t id);
 ** stops the scan and is returned.  Not to be run concurrently with
 ** idx_publish. */
 int idx_scan(Index *x, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
-/* idx_scan of the samples whose id is LO or more only. */
-int idx_scan_from(Index *x, int64_t lo, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot), void *ctx);
+/* idx_scan of the samples whose id is LO or more and LAST or less only
+** (INT64_MAX: to the end). */
+int idx_scan_range(Index *x, int64_t lo, int64_t last, int (*xcb)(void *ctx, int64_t id, const uint64_t *slot),
+                   void *ctx);
 
 /* Committed samples. */
 uint64_t idx_count(Index *x);

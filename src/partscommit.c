@@ -17,7 +17,8 @@
 **      addresses (list_runs), and its samples given their ids in DB by
 **      the attach policies (ids_plan: every id reserved before anything is
 **      written; in parallel under KEEP and OFFSET, in part order under
-**      AFTER and for a part given twice or colliding: prep_plan).
+**      AFTER and for a part given twice or colliding: prep_plan).  A
+**      large part that is the last to take is listed on both threads.
 **   2. api_commit_parts (main.c), under commit_mu and cat_mu: the parts
 **      get their numbers P, P+1..., their runs and slots move into their
 **      windows, and commit_locked writes the rows (parts_stage_rows), the
@@ -139,6 +140,8 @@ typedef struct Prep {
   ** to take, a failure seen (stop taking), MU for what they share (the
   ** sums, dictionaries, the failure), and the failure of the lowest part. */
   _Atomic size_t next;
+  _Atomic int busy;         /* threads preparing a part now */
+  long ncpu;                /* processors online */
   _Atomic int stop;
   pthread_mutex_t mu;
   size_t fail_at;
@@ -268,24 +271,108 @@ static int list_slot(void *ctx, int64_t id, const uint64_t *slot) {
   return PAGEDB_OK;
 }
 
+/* A part this large is listed on two threads when the other prep thread
+** has no part left to take (a commit of one large part): the upper half of
+** its ids by a helper, into a list of its own, then appended. */
+#define LIST_SPLIT ((uint64_t)1 << 17)
+
+/* The helper's half: its samples from LO to LAST listed into its own
+** list and counts (L), then, once the runs are laid out, its slots copied
+** from position FROM of the part's list to the cursors AT. */
+typedef struct Half {
+  Lister l;
+  IdPlan a;
+  pdb_msg em;
+  Index *ix;
+  int64_t lo, last;
+  uint64_t from, to, **at;
+  int nw, rc;
+} Half;
+
+static void *half_list(void *arg) {
+  Half *h = arg;
+  h->rc = idx_scan_range(h->ix, h->lo, h->last, list_slot, &h->l);
+  /* The part's message is this thread's (error.c keeps it per thread). */
+  if (h->rc != PAGEDB_OK && h->em.rc == PAGEDB_OK)
+    pdb_err(h->l.p->db, &h->em, h->rc, "cannot list its samples: %s",
+            h->rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(h->l.o));
+  return NULL;
+}
+
+/* Slots S[FROM, TO) into their runs at the cursors AT: each is copied and
+** the list then points at the copy (ours: the part's map goes at its
+** close), NID back to the sample's id (it held the run). */
+static void place_slots(IdSample *s, uint64_t from, uint64_t to, uint64_t **at, int nw) {
+  for (uint64_t t = from; t < to; t++) {
+    IdSample *x = &s[t];
+    uint64_t *w = at[x->nid];
+    at[x->nid] += nw;
+    memcpy(w, x->slot, (size_t)nw * sizeof *w);
+    w[0] = (uint64_t)x->id;
+    x->slot = w;
+    x->nid = x->id;
+  }
+}
+
+static void *half_place(void *arg) {
+  Half *h = arg;
+  place_slots(h->a.s, h->from, h->to, h->at, h->nw);
+  return NULL;
+}
+
 /* Part I's runs (part-local pages and addresses) from its page table RUNS
 ** and its index from id LO: its slots listed (above) into P->runbuf[i],
 ** linked from P->lists[i], and into P->plans[i]. */
 static int list_runs(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *runs, uint64_t nrun, int64_t lo) {
   pagedb *db = p->db;
   int nw = db->nw;
-  uint64_t n = idx_count(o->idx);
+  uint64_t n = idx_count(o->idx), nrc = nrun ? nrun : 1;
   Lister l = { .p = p, .em = em, .o = o, .runs = runs, .nrun = nrun, .last = UINT64_MAX,
                .ps = pager_page_size(o->pager), .a = &p->plans[i] };
-  l.count = pdb_calloc(nrun ? nrun : 1, sizeof *l.count);
-  uint64_t **at = pdb_malloc((nrun ? nrun : 1) * sizeof *at);
+  /* The helper's half, if any: ids from MID, half way to the largest id
+  ** in a chunk (ids in segments, far above, go to either by value). */
+  Dx *ox = idx_disk(o->idx);
+  int64_t top = ox ? dx_next_id(ox) : 0;
+  if (ox && dx_chunk_end(ox) < top) top = dx_chunk_end(ox);
+  int64_t mid = lo >= 0 && top > lo ? lo + (top - lo) / 2 : 0;
+  int split = ox && n >= LIST_SPLIT && mid > lo && p->ncpu > 1 && atomic_load(&p->next) >= p->pc.n
+              && atomic_load(&p->busy) <= 1;
+  Half h = { .l = l, .ix = o->idx, .lo = mid, .last = INT64_MAX, .nw = nw };
+  h.l.em = &h.em;
+  h.l.a = &h.a;
+  pthread_t th;
+  l.count = pdb_calloc(nrc, sizeof *l.count);
+  uint64_t **at = pdb_malloc(nrc * sizeof *at);
   int rc = l.count && at ? PAGEDB_OK : pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing the samples of %s",
                                                o->path);
   if (rc == PAGEDB_OK && n && !(l.a->s = pdb_malloc((size_t)n * sizeof *l.a->s)))
     rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing the samples of %s", o->path);
   l.a->cap = l.a->s ? n : 0;
-  if (rc == PAGEDB_OK && (rc = idx_scan_from(o->idx, lo, list_slot, &l)) != PAGEDB_OK && em->rc == PAGEDB_OK)
+  if (rc == PAGEDB_OK && split) {
+    h.l.count = pdb_calloc(nrc, sizeof *h.l.count);
+    h.a.s = pdb_malloc((size_t)n * sizeof *h.a.s);
+    h.a.cap = n;
+    h.at = pdb_malloc(nrc * sizeof *h.at);
+    split = h.l.count && h.a.s && h.at && pthread_create(&th, NULL, half_list, &h) == 0;
+  }
+  if (rc == PAGEDB_OK && (rc = idx_scan_range(o->idx, lo, split ? mid - 1 : INT64_MAX, list_slot, &l)) != PAGEDB_OK
+      && em->rc == PAGEDB_OK)
     rc = pdb_err(db, em, rc, "cannot list its samples: %s", rc == PAGEDB_NOMEM ? "out of memory" : pagedb_errmsg(o));
+  uint64_t na = l.a->n;
+  if (split) {
+    pthread_join(th, NULL);
+    /* The lower half's failure first: it is the one a single scan meets. */
+    if (rc == PAGEDB_OK && h.rc != PAGEDB_OK) rc = pdb_err_copy(db, em, &h.em);
+    if (rc == PAGEDB_OK && h.a.n > n - na)
+      rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "%s: its index lists more samples than it counts (%llu)", o->path,
+                   (unsigned long long)n);
+    if (rc == PAGEDB_OK) {
+      memcpy(l.a->s + na, h.a.s, (size_t)h.a.n * sizeof *h.a.s);
+      l.a->n = na + h.a.n;
+    }
+    pdb_free(h.a.s);
+    h.a.s = NULL;
+  }
   if (rc == PAGEDB_OK && l.a->n != n)
     rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "its index holds %llu samples, %llu of them from id %lld, the"
                  " smallest its catalog lists", (unsigned long long)n, (unsigned long long)l.a->n, (long long)lo);
@@ -297,31 +384,33 @@ static int list_runs(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *ru
     size_t used = 0;
     for (uint64_t r = 0; r < nrun; r++) {
       PageRecs *pr = (PageRecs *)((uint8_t *)p->runbuf[i] + used);
-      used += rec + (size_t)l.count[r] * (size_t)nw * sizeof(uint64_t);
+      uint32_t c = l.count[r] + (split ? h.l.count[r] : 0);
+      used += rec + (size_t)c * (size_t)nw * sizeof(uint64_t);
       assert(used <= cap);
       memset(&pr->d, 0, sizeof pr->d);
       pr->d.pgno = runs[r].pgno;
       pr->d.npages = runs[r].npages;
-      pr->d.nsamples = l.count[r];
+      pr->d.nsamples = c;
       pr->d.used = runs[r].used;
       at[r] = pr->slots;
+      /* A run's slots: the lower half's, then the helper's. */
+      if (split) h.at[r] = pr->slots + (size_t)l.count[r] * (size_t)nw;
       *tail = pr;
       tail = (PageRecs **)&pr->d.next;
     }
-    /* Each slot into its run; the list then points at the copy (ours, the
-    ** part's map goes at its close), NID back to the sample's id. */
-    for (uint64_t t = 0; t < l.a->n; t++) {
-      IdSample *s = &l.a->s[t];
-      uint64_t *w = at[s->nid];
-      at[s->nid] += nw;
-      memcpy(w, s->slot, (size_t)nw * sizeof *w);
-      w[0] = (uint64_t)s->id;
-      s->slot = w;
-      s->nid = s->id;
-    }
+    h.a.s = l.a->s;   /* the helper places the upper half's slots, where they now are */
+    h.from = na;
+    h.to = l.a->n;
+    int helped = split && pthread_create(&th, NULL, half_place, &h) == 0;
+    place_slots(l.a->s, 0, helped ? na : l.a->n, at, nw);
+    if (helped) pthread_join(th, NULL);
+    h.a.s = NULL;
   } else {
     l.a->n = 0;   /* their slots point into the part's map */
   }
+  pdb_free(h.a.s);
+  pdb_free(h.l.count);
+  pdb_free(h.at);
   pdb_free(l.count);
   pdb_free(at);
   return rc;
@@ -476,10 +565,17 @@ static void *prep_worker(void *arg) {
   pdb_msg em;
   for (;;) {
     if (atomic_load(&p->stop)) break;
+    /* Busy before taking: a thread that sees no part left and one busy
+    ** knows the other has none (list_runs then splits its part). */
+    atomic_fetch_add(&p->busy, 1);
     size_t i = atomic_fetch_add(&p->next, 1);
-    if (i >= p->pc.n) break;
+    if (i >= p->pc.n) {
+      atomic_fetch_sub(&p->busy, 1);
+      break;
+    }
     memset(&em, 0, sizeof em);
     int rc = prep_alone(p, i, &em);
+    atomic_fetch_sub(&p->busy, 1);
     if (rc != PAGEDB_OK) {
       atomic_store(&p->stop, 1);
       pthread_mutex_lock(&p->mu);
@@ -537,6 +633,7 @@ static int prep_all(Prep *p, size_t *failed) {
   size_t n = p->pc.n;
   long np = sysconf(_SC_NPROCESSORS_ONLN);
   size_t nt = np > 1 ? 2 : 1;
+  p->ncpu = np;
   if (nt > n) nt = n;
   p->fail_at = SIZE_MAX;
   pthread_t th;
