@@ -1162,10 +1162,70 @@ static int tok_stage(Dx *x, pdb_msg *m, TokCh *tc, size_t n, int final) {
   return rc;
 }
 
+/*
+** Sort the N changes CH by id.  They usually come sorted (one writer's
+** pages, a part's listing): one pass sees it.  Else, when their ids are
+** dense (chunks at most 4 times as many as they fill), by chunk -- a
+** count, a scatter, then each chunk's put in order through their places
+** in it: O(n), where a sort of a million changes written by two threads
+** took 6% of a commit of parts; else a sort.
+*/
+static void sort_changes(DxChange *ch, size_t n) {
+  size_t i = 1;
+  int64_t top = n ? ch[0].id : 0;
+  for (; i < n && ch[i - 1].id < ch[i].id; i++) {}
+  if (i >= n) return;
+  for (size_t j = 0; j < n; j++)
+    if (ch[j].id > top) top = ch[j].id;
+  uint64_t nc = top >= 0 ? ((uint64_t)top >> DX_CBITS) + 1 : 0;
+  int dense = n >= DX_C && nc <= 4 * (n / DX_C + 1);
+  for (size_t j = 0; dense && j < n; j++) dense = ch[j].id >= 0;
+  size_t *at = dense ? pdb_calloc(nc + 1, sizeof *at) : NULL;
+  DxChange *t = at ? pdb_malloc(n * sizeof *t) : NULL;
+  if (!t) {
+    pdb_free(at);
+    pdb_sort(ch, n, sizeof *ch, by_change_id);
+    return;
+  }
+  int32_t *pos = pdb_malloc(DX_C * sizeof *pos);
+  if (!pos) {
+    pdb_free(t);
+    pdb_free(at);
+    pdb_sort(ch, n, sizeof *ch, by_change_id);
+    return;
+  }
+  for (size_t j = 0; j < n; j++) at[((uint64_t)ch[j].id >> DX_CBITS) + 1]++;
+  for (uint64_t c = 0; c < nc; c++) at[c + 1] += at[c];
+  for (size_t j = 0; j < n; j++) t[at[(uint64_t)ch[j].id >> DX_CBITS]++] = ch[j];
+  /* at[c] is now the end of chunk c's changes in T.  Each chunk's go back
+  ** into CH in id order through their positions in the chunk; an id given
+  ** twice sorts them instead, side by side, for dx_stage to refuse. */
+  for (uint64_t c = 0, b = 0; c < nc; b = at[c++]) {
+    size_t e = at[c], w = b;
+    int twice = 0;
+    memset(pos, 0xff, DX_C * sizeof *pos);
+    for (size_t j = b; j < e && !twice; j++) {
+      uint64_t k = (uint64_t)t[j].id & (DX_C - 1);
+      twice = pos[k] >= 0;
+      pos[k] = (int32_t)(j - b);
+    }
+    if (twice) {
+      memcpy(ch + b, t + b, (e - b) * sizeof *t);
+      pdb_sort(ch + b, e - b, sizeof *ch, by_change_id);
+      continue;
+    }
+    for (uint64_t k = 0; k < DX_C && w < e; k++)
+      if (pos[k] >= 0) ch[w++] = t[b + (size_t)pos[k]];
+  }
+  pdb_free(pos);
+  pdb_free(t);
+  pdb_free(at);
+}
+
 int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t pages, uint64_t data_end,
              DxMeta *out) {
   assert(x->writable);
-  pdb_sort(ch, n, sizeof *ch, by_change_id);
+  sort_changes(ch, n);
   int rc = ensure_map(x, m, x->end);
   if (rc != PAGEDB_OK) return rc;
   /* Sort the changes into chunk changes (CC), changes of segment ids (SC,
