@@ -154,37 +154,53 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* A read-only open of PATH in a fresh process: ms, RSS added (kB); with
-** ALL, the RSS added after one read of every sample too (else -1). */
+/* -open-child PATH N ALL MODE FD: open_child's measurement, in its own
+** process, written to FD as "seconds rss rss_all". */
+static int open_measure(char **argv) {
+  const char *path = argv[0];
+  int64_t nsamples = atoll(argv[1]);
+  int all = atoi(argv[2]), mode = atoi(argv[3]), fd = atoi(argv[4]);
+  long r0 = rss_kb();
+  double t0 = clock_s();
+  pagedb *db;
+  int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
+  if (rc) die("open", db, rc);
+  double t = clock_s() - t0;
+  long r1 = rss_kb(), r2 = -1;
+  if (all) {
+    pagedb_reader *r;
+    if ((rc = pagedb_reader_open(db, mode, &r))) die("reader", db, rc);
+    volatile uint8_t sink = 0;
+    for (int64_t id = 0; id < nsamples; id++) {
+      const void *p;
+      size_t sz;
+      if ((rc = pagedb_read(r, id, 0, &p, &sz))) die("read", db, rc);
+      sink ^= ((const uint8_t *)p)[0];
+    }
+    r2 = rss_kb();
+  }
+  char line[128];
+  int n = snprintf(line, sizeof line, "%.9f %ld %ld\n", t, r1 - r0, r2 < 0 ? -1 : r2 - r0);
+  return write(fd, line, (size_t)n) == n ? 0 : 1;
+}
+
+/* A read-only open of PATH in a fresh process (exec'd: nothing of this
+** one's is initialized or mapped there, as in a new reader): ms, RSS added
+** (kB); with ALL, the RSS added after one read of every sample too (else
+** -1). */
 static void open_child(const char *path, int64_t nsamples, int all, double *ms, long *rss, long *rss_all) {
   int fd[2];
   if (pipe(fd) != 0) die("pipe", NULL, PAGEDB_IOERR);
   pid_t pid = fork();
   if (pid == 0) {
     close(fd[0]);
-    long r0 = rss_kb();
-    double t0 = clock_s();
-    pagedb *db;
-    int rc = pagedb_open(path, &db, PAGEDB_OPEN_READONLY, NULL);
-    if (rc) die("open", db, rc);
-    double t = clock_s() - t0;
-    long r1 = rss_kb(), r2 = -1;
-    if (all) {
-      pagedb_reader *r;
-      if ((rc = pagedb_reader_open(db, read_mode, &r))) die("reader", db, rc);
-      volatile uint8_t sink = 0;
-      for (int64_t id = 0; id < nsamples; id++) {
-        const void *p;
-        size_t sz;
-        if ((rc = pagedb_read(r, id, 0, &p, &sz))) die("read", db, rc);
-        sink ^= ((const uint8_t *)p)[0];
-      }
-      r2 = rss_kb();
-    }
-    char line[128];
-    int n = snprintf(line, sizeof line, "%.9f %ld %ld\n", t, r1 - r0, r2 < 0 ? -1 : r2 - r0);
-    if (write(fd[1], line, (size_t)n) != n) _exit(1);
-    _exit(0);
+    char n[32], a[8], m[8], f[16];
+    snprintf(n, sizeof n, "%lld", (long long)nsamples);
+    snprintf(a, sizeof a, "%d", all);
+    snprintf(m, sizeof m, "%d", read_mode);
+    snprintf(f, sizeof f, "%d", fd[1]);
+    execl("/proc/self/exe", "pagedb-partsbench", "-open-child", path, n, a, m, f, (char *)NULL);
+    _exit(127);
   }
   close(fd[1]);
   char line[128] = { 0 };
@@ -481,6 +497,7 @@ int main(int argc, char **argv) {
   int reads = 200000, rounds = 3, keep = 0, status = 0, jobs = 8;
   const char *ingest = NULL;
   if (argc == 8 && !strcmp(argv[1], "-write-part")) return write_part(argv + 2);
+  if (argc == 7 && !strcmp(argv[1], "-open-child")) return open_measure(argv + 2);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-dir") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "-parts") && i + 1 < argc) plist = argv[++i];
