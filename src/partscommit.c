@@ -376,6 +376,10 @@ static int list_runs(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *ru
   if (rc == PAGEDB_OK && l.a->n != n)
     rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "its index holds %llu samples, %llu of them from id %lld, the"
                  " smallest its catalog lists", (unsigned long long)n, (unsigned long long)l.a->n, (long long)lo);
+  for (uint64_t r = 0; split && rc == PAGEDB_OK && r < nrun; r++)
+    if ((uint64_t)l.count[r] + h.l.count[r] > UINT32_MAX)
+      rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "%s: its index lists more samples on page %llu than a run can hold",
+                   o->path, (unsigned long long)runs[r].pgno);
   size_t rec = sizeof(PageRecs), cap = (size_t)nrun * rec + (size_t)n * (size_t)nw * sizeof(uint64_t);
   if (rc == PAGEDB_OK && nrun && !(p->runbuf[i] = pdb_malloc(cap)))
     rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory for the runs of %s", o->path);
