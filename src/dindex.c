@@ -1182,13 +1182,8 @@ static void sort_changes(DxChange *ch, size_t n) {
   for (size_t j = 0; dense && j < n; j++) dense = ch[j].id >= 0;
   size_t *at = dense ? pdb_calloc(nc + 1, sizeof *at) : NULL;
   DxChange *t = at ? pdb_malloc(n * sizeof *t) : NULL;
-  if (!t) {
-    pdb_free(at);
-    pdb_sort(ch, n, sizeof *ch, by_change_id);
-    return;
-  }
-  int32_t *pos = pdb_malloc(DX_C * sizeof *pos);
-  if (!pos) {
+  int32_t *pos = t ? pdb_malloc(DX_C * sizeof *pos) : NULL;
+  if (!pos) {   /* sparse ids, or no memory for the buckets */
     pdb_free(t);
     pdb_free(at);
     pdb_sort(ch, n, sizeof *ch, by_change_id);

@@ -338,6 +338,18 @@ static void *feed(void *arg) {
   return NULL;
 }
 
+/* Ids LO.. below HI of W written into DB by NT (1 or 2) writer threads,
+** ids interleaved among them. */
+static void feed_all(pagedb *db, const wl_t *w, int64_t lo, int64_t hi, int nt) {
+  pthread_t th[2];
+  Feed f[2];
+  for (int t = 0; t < nt; t++) {
+    f[t] = (Feed){ db, w, lo + t, hi, nt };
+    if (pthread_create(&th[t], NULL, feed, &f[t]) != 0) die("a writer thread", db, PAGEDB_ERROR);
+  }
+  for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
+}
+
 static pagedb *create_wl(const char *path, const wl_t *w) {
   pagedb *db;
   int rc = pagedb_open(path, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, NULL);
@@ -354,13 +366,7 @@ static double ingest_one(const char *base, const wl_t *w) {
   snprintf(path, sizeof path, "%s/one.pagedb", base);
   double t0 = clock_s();
   pagedb *db = create_wl(path, w);
-  pthread_t th[2];
-  Feed f[2];
-  for (int i = 0; i < 2; i++) {
-    f[i] = (Feed){ db, w, i, w->count, 2 };
-    pthread_create(&th[i], NULL, feed, &f[i]);
-  }
-  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  feed_all(db, w, 0, w->count, 2);
   int rc = pagedb_close(db);
   if (rc) die("close", NULL, rc);
   double t = clock_s() - t0;
@@ -436,13 +442,7 @@ static int write_part(char **argv) {
   int64_t lo = atoll(argv[2]), hi = atoll(argv[3]);
   if (write(ready, "r", 1) != 1 || read(go, &c, 1) != 0) return 2;
   pagedb *db = create_wl(argv[0], &w);
-  pthread_t th[2];
-  Feed f[2];
-  for (int t = 0; t < nt; t++) {
-    f[t] = (Feed){ db, &w, lo + t, hi, nt };
-    if (pthread_create(&th[t], NULL, feed, &f[t]) != 0) return 1;
-  }
-  for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
+  feed_all(db, &w, lo, hi, nt);
   int rc = pagedb_close(db);
   wl_free(&w);
   return rc == PAGEDB_OK ? 0 : 1;
