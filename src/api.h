@@ -274,8 +274,22 @@ int attach_check_schema(pagedb *db, pagedb *o, pdb_msg *em);
 ** parts' runs at their window pages with their slots (new ids, window
 ** addresses), their part records, and what they add to meta.
 */
+/*
+** A part whose slots are lent (partscommit.c): read in place from its
+** index map, which its handle, kept open, keeps until the commit ends --
+** not copied into its runs.  Its runs are then headers alone (the counts
+** and pages its page rows need) and its rows are by reference.
+*/
+typedef struct PartLent {
+  PageRecs *runs;           /* linked by d.next; no slots */
+  const IdSample *s;        /* its samples in id order: slot in its map, nid the id in DB */
+  uint64_t n;
+  uint64_t win;             /* its window's first byte, added to each slot's word 1 */
+} PartLent;
+
 typedef struct PartCommit {
-  PageRecs *runs;           /* linked by d.next */
+  PageRecs *runs;           /* linked by d.next: the parts' whose slots are copied */
+  PartLent *lent;           /* per part: n 0 unless its slots are lent */
   DxPart *dx;               /* the part records, numbered from the parts so far */
   CatPart *cat;             /* ...and their rows of table part */
   size_t n;
@@ -283,8 +297,8 @@ typedef struct PartCommit {
 } PartCommit;
 
 /* Commit the parts of PC (their runs at part-local addresses, LISTS[i]
-** part i's), numbered from the parts DB has, as one commit with what the
-** handle wrote (partscommit.c's second half). */
+** part i's, or PC->lent[i].runs), numbered from the parts DB has, as one
+** commit with what the handle wrote (partscommit.c's second half). */
 int api_commit_parts(pagedb *db, PartCommit *pc, PageRecs **lists);
 
 /* In the catalog's open write transaction: the rows of the parts of

@@ -168,6 +168,7 @@ struct Dx {
   uint64_t nparts;
   uint64_t count, live, next, end;
   uint64_t staged_dir;      /* the directory dx_stage wrote, 0 if none */
+  uint64_t wo_lo, wo_hi;    /* bytes written since the last writeout hint (put) */
   /* Token maps (version 2; TOKEN MAPS below).  TOKES[f]: bytes a token
   ** of field f if it is a token field, else 0; TF[0..NTF): those fields in
   ** order.  The working state's maps, per token field k: TM[k] = offset,
@@ -814,9 +815,23 @@ static int by_change_id(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Written bytes this many at a time are handed to writeback as they come
+** (PAGEDB_ADVISE_WRITEOUT), so that the commit's sync, which must wait
+** for all of them, finds most already on their way: a million samples'
+** index (80 MB) took 0.12 s to sync after it was written, on this VM's
+** disk, time the commit can spend building the rest instead. */
+#define DX_WRITEOUT ((uint64_t)8 << 20)
+
 static int put(Dx *x, pdb_msg *m, const void *buf, uint64_t n, uint64_t off) {
   int rc = pdb_os_write(x->f, buf, (size_t)n, off);
-  return rc == PAGEDB_OK ? rc : ioerr(x, m, rc, "cannot write it");
+  if (rc != PAGEDB_OK) return ioerr(x, m, rc, "cannot write it");
+  if (x->wo_hi == x->wo_lo || off < x->wo_lo) x->wo_lo = off;
+  if (off + n > x->wo_hi) x->wo_hi = off + n;
+  if (x->wo_hi - x->wo_lo >= DX_WRITEOUT) {
+    pdb_os_writeout(x->f, x->wo_lo, x->wo_hi - x->wo_lo);
+    x->wo_lo = x->wo_hi = 0;
+  }
+  return PAGEDB_OK;
 }
 
 /* Fill disk slot T from change C (or zero it for a deletion). */
@@ -827,6 +842,7 @@ static void fill(const Dx *x, uint64_t *t, const DxChange *c) {
   }
   memcpy(t, c->slot, (size_t)x->nw * 8);
   t[0] = (uint64_t)c->id;
+  t[1] += c->add;
   t[x->nw] = slot_sum(t, x->nw);
 }
 
@@ -1170,16 +1186,20 @@ static int tok_stage(Dx *x, pdb_msg *m, TokCh *tc, size_t n, int final) {
 ** in it: O(n), where a sort of a million changes written by two threads
 ** took 6% of a commit of parts; else a sort.
 */
-static void sort_changes(DxChange *ch, size_t n) {
+void dx_sort(DxChange *ch, size_t n) {
   size_t i = 1;
-  int64_t top = n ? ch[0].id : 0;
+  int64_t top = n ? ch[0].id : 0, low = top;
   for (; i < n && ch[i - 1].id < ch[i].id; i++) {}
   if (i >= n) return;
-  for (size_t j = 0; j < n; j++)
+  for (size_t j = 0; j < n; j++) {
     if (ch[j].id > top) top = ch[j].id;
-  uint64_t nc = top >= 0 ? ((uint64_t)top >> DX_CBITS) + 1 : 0;
-  int dense = n >= DX_C && nc <= 4 * (n / DX_C + 1);
-  for (size_t j = 0; dense && j < n; j++) dense = ch[j].id >= 0;
+    if (ch[j].id < low) low = ch[j].id;
+  }
+  /* Chunks c0..c0+nc-1: a batch of a rebuild (BUILD_BATCH) is dense in
+  ** its own span of ids, wherever that span starts. */
+  uint64_t c0 = low >= 0 ? (uint64_t)low >> DX_CBITS : 0;
+  uint64_t nc = low >= 0 ? ((uint64_t)top >> DX_CBITS) - c0 + 1 : 0;
+  int dense = low >= 0 && n >= DX_C && nc <= 4 * (n / DX_C + 1);
   size_t *at = dense ? pdb_calloc(nc + 1, sizeof *at) : NULL;
   DxChange *t = at ? pdb_malloc(n * sizeof *t) : NULL;
   int32_t *pos = t ? pdb_malloc(DX_C * sizeof *pos) : NULL;
@@ -1189,9 +1209,9 @@ static void sort_changes(DxChange *ch, size_t n) {
     pdb_sort(ch, n, sizeof *ch, by_change_id);
     return;
   }
-  for (size_t j = 0; j < n; j++) at[((uint64_t)ch[j].id >> DX_CBITS) + 1]++;
+  for (size_t j = 0; j < n; j++) at[((uint64_t)ch[j].id >> DX_CBITS) - c0 + 1]++;
   for (uint64_t c = 0; c < nc; c++) at[c + 1] += at[c];
-  for (size_t j = 0; j < n; j++) t[at[(uint64_t)ch[j].id >> DX_CBITS]++] = ch[j];
+  for (size_t j = 0; j < n; j++) t[at[((uint64_t)ch[j].id >> DX_CBITS) - c0]++] = ch[j];
   /* at[c] is now the end of chunk c's changes in T.  Each chunk's go back
   ** into CH in id order through their positions in the chunk; an id given
   ** twice sorts them instead, side by side, for dx_stage to refuse. */
@@ -1217,22 +1237,40 @@ static void sort_changes(DxChange *ch, size_t n) {
   pdb_free(at);
 }
 
+/* Room for one more change in list *V of N (capacity *CAP), and in its
+** keys *K if K: 0 when there is no memory (the lists stay valid). */
+static int room(DxChange **v, uint64_t **k, size_t n, size_t *cap) {
+  if (n < *cap) return 1;
+  size_t c = *cap ? 2 * *cap : 64;
+  DxChange *nv = pdb_realloc(*v, c * sizeof *nv);
+  if (!nv) return 0;
+  *v = nv;
+  uint64_t *nk = k ? pdb_realloc(*k, c * sizeof *nk) : NULL;
+  if (k && !nk) return 0;
+  if (k) *k = nk;
+  *cap = c;
+  return 1;
+}
+
 int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t pages, uint64_t data_end,
              DxMeta *out) {
   assert(x->writable);
-  sort_changes(ch, n);
+  dx_sort(ch, n);
   int rc = ensure_map(x, m, x->end);
   if (rc != PAGEDB_OK) return rc;
   /* Sort the changes into chunk changes (CC), changes of segment ids (SC,
-  ** with their segment numbers in SK) and new non-chunk ids (NC). */
-  DxChange *cc = pdb_malloc((n ? n : 1) * 3 * sizeof *cc), *sc = cc + n, *nc = cc + 2 * n;
-  uint64_t *sk = pdb_malloc((n ? n : 1) * sizeof *sk);
+  ** with their segment numbers in SK) and new non-chunk ids (NC).  Most
+  ** are chunk changes; the other two lists grow as they fill, so that a
+  ** commit of a million samples allocates (and first touches) 24 MB here,
+  ** not three times that. */
+  DxChange *cc = pdb_malloc((n ? n : 1) * sizeof *cc), *sc = NULL, *nc = NULL;
+  uint64_t *sk = NULL;
+  size_t capsc = 0, capnc = 0;
   /* The documents of token fields the changes touch (TOKEN MAPS). */
   size_t ntc = 0;
   TokCh *tc = x->tmaps && n ? pdb_malloc(n * (size_t)x->ntf * sizeof *tc) : NULL;
-  if (!cc || !sk || (x->tmaps && n && !tc)) {
+  if (!cc || (x->tmaps && n && !tc)) {
     pdb_free(cc);
-    pdb_free(sk);
     pdb_free(tc);
     return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
   }
@@ -1256,12 +1294,19 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
       rc = pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: sample %lld, to be deleted, is not in it", x->path,
                    (long long)id);
     } else if (s && k >= 0) {
+      if (!room(&sc, &sk, nsc, &capsc)) {
+        rc = pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+        break;
+      }
       sc[nsc] = ch[i];
       sk[nsc++] = (uint64_t)k;
     } else if (s || (c < x->nch && x->ch[2 * c + 1]) || c < 2 * inuse + 4) {
       if (!s && c != lastc && !(c < x->nch && x->ch[2 * c + 1])) inuse++;
       lastc = c;
       cc[ncc++] = ch[i];
+    } else if (!room(&nc, NULL, nnc, &capnc)) {
+      rc = pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
+      break;
     } else {
       nc[nnc++] = ch[i];
     }
@@ -1286,6 +1331,8 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
     if (rc == PAGEDB_OK) rc = merge_segments(x, m);
   }
   pdb_free(cc);
+  pdb_free(sc);
+  pdb_free(nc);
   pdb_free(sk);
   if (rc == PAGEDB_OK) rc = ensure_map(x, m, x->end);
   if (rc == PAGEDB_OK) rc = tok_stage(x, m, tc, ntc, final);

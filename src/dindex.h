@@ -49,11 +49,14 @@ typedef struct DxMeta {
   uint64_t parts;           /* version 2: the parts it records, meta.parts (0 in version 1) */
 } DxMeta;
 
-/* A change to the index: a new or changed slot (NW words, word 0 the id)
-** or, with SLOT NULL, the deletion of ID. */
+/* A change to the index: a new or changed slot (NW words; word 0 is
+** written from ID, word 1, the record's address, plus ADD) or, with SLOT
+** NULL, the deletion of ID.  ADD lets a part's slots be read in place from
+** its own index map, where their addresses are the part's (partscommit.c). */
 typedef struct DxChange {
   int64_t id;
   const uint64_t *slot;
+  uint64_t add;
 } DxChange;
 
 /*
@@ -118,6 +121,11 @@ int dx_install(Dx *x, pdb_msg *m);
 
 /* Close; a created index not installed is deleted.  NULL is a no-op. */
 void dx_close(Dx *x);
+
+/* Sort the N changes CH by id, in O(N) when their ids are dense (what
+** dx_stage does first; a rewrite in batches sorts once, then cuts its
+** batches where a chunk ends, so that each chunk is written once). */
+void dx_sort(DxChange *ch, size_t n);
 
 /*
 ** Write the N changes CH (any order; sorted in place by id) after the

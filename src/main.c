@@ -175,7 +175,7 @@ static void add_slots(const pagedb *db, const PageRecs *r, DxChange *ch, size_t 
   for (; r; r = (const PageRecs *)r->d.next)
     for (uint32_t i = 0; i < r->d.nsamples; i++) {
       const uint64_t *s = r->slots + (size_t)i * db->nw;
-      ch[(*k)++] = (DxChange){ (int64_t)s[0], s };
+      ch[(*k)++] = (DxChange){ (int64_t)s[0], s, 0 };
     }
 }
 
@@ -185,15 +185,30 @@ static size_t count_slots(const PageRecs *r) {
   return n;
 }
 
+/* The samples of PC's parts whose slots are lent, appended to CH at *K:
+** their ids in DB, their slots in the parts' maps, their windows added. */
+static void add_lent(const PartCommit *pc, DxChange *ch, size_t *k) {
+  for (size_t i = 0; pc && pc->lent && i < pc->n; i++)
+    for (uint64_t t = 0; t < pc->lent[i].n; t++)
+      ch[(*k)++] = (DxChange){ pc->lent[i].s[t].nid, pc->lent[i].s[t].slot, pc->lent[i].win };
+}
+
+static size_t count_lent(const PartCommit *pc) {
+  size_t n = 0;
+  for (size_t i = 0; pc && pc->lent && i < pc->n; i++) n += pc->lent[i].n;
+  return n;
+}
+
 static int stage_index(pagedb *db, pdb_msg *m, Dx *dx, uint64_t ndel, uint64_t end, DxMeta *xm) {
   PartCommit *pc = db->pcommit;
-  size_t n = ndel + count_slots(db->inserted) + (pc ? count_slots(pc->runs) : 0);
+  size_t n = ndel + count_slots(db->inserted) + (pc ? count_slots(pc->runs) : 0) + count_lent(pc);
   DxChange *ch = pdb_malloc((n ? n : 1) * sizeof *ch);
   if (!ch) return pdb_err(db, m, PAGEDB_NOMEM, "%s: out of memory indexing %zu samples", db->path, n);
   size_t k = 0;
   add_slots(db, db->inserted, ch, &k);
   if (pc) add_slots(db, pc->runs, ch, &k);
-  for (uint64_t i = 0; i < ndel; i++) ch[k++] = (DxChange){ db->del[i], NULL };
+  add_lent(pc, ch, &k);
+  for (uint64_t i = 0; i < ndel; i++) ch[k++] = (DxChange){ db->del[i], NULL, 0 };
   uint64_t ps = pager_page_size(db->pager);
   int rc = pc ? dx_stage_parts(dx, m, pc->dx, pc->n) : PAGEDB_OK;
   if (rc == PAGEDB_OK) rc = dx_stage(dx, m, ch, n, 1, end, end * ps, xm);
@@ -361,6 +376,8 @@ static int commit_locked(pagedb *db) {
       for (uint32_t i = 0; i < r->d.nsamples; i++) idx_release(db->idx, (int64_t)r->slots[(size_t)i * db->nw]);
     for (PageRecs *r = pc ? pc->runs : NULL; r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next)
       for (uint32_t i = 0; i < r->d.nsamples; i++) idx_release(db->idx, (int64_t)r->slots[(size_t)i * db->nw]);
+    for (size_t i = 0; pc && pc->lent && i < pc->n && rc == PAGEDB_OK; i++)
+      for (uint64_t t = 0; t < pc->lent[i].n; t++) idx_release(db->idx, pc->lent[i].s[t].nid);
   }
   for (PageRecs *r = db->inserted; !dx && !nx && r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next) {
     for (uint32_t i = 0; i < r->d.nsamples && rc == PAGEDB_OK; i++)
@@ -469,6 +486,9 @@ int api_commit_parts(pagedb *db, PartCommit *pc, PageRecs **lists) {
         r->d.pgno += w / ps;
         for (uint32_t j = 0; j < r->d.nsamples; j++) r->slots[(size_t)j * db->nw + 1] += w;
       }
+      /* Lent slots stay as the part wrote them: the index adds W (fill). */
+      for (PageRecs *r = pc->lent ? pc->lent[i].runs : NULL; r; r = (PageRecs *)r->d.next) r->d.pgno += w / ps;
+      if (pc->lent) pc->lent[i].win = w;
       *tail = lists[i];
       while (*tail) tail = (PageRecs **)&(*tail)->d.next;
       lists[i] = NULL;
@@ -842,10 +862,43 @@ static int build_one(void *ctx, int64_t id, const uint64_t *s) {
     widen_slot(t, id, s, b->db->nfield);
     s = t;
   }
-  b->ch[b->n++] = (DxChange){ id, s };
+  b->ch[b->n++] = (DxChange){ id, s, 0 };
   if (b->n < b->cap) return PAGEDB_OK;
   int rc = dx_stage(b->x, b->m, b->ch, b->n, 0, 0, 0, NULL);
   b->n = 0;
+  return rc;
+}
+
+/*
+** The samples of the commit under way (written runs and parts' runs) into
+** B's file, *N how many: sorted by id first, then staged in batches cut
+** where a chunk ends.  They come in page order, which for pages written by
+** two threads alternates between two runs of ids; batches of that order
+** cut chunks in two, and a chunk given more in a later batch than it
+** already holds is copied anew: a million samples' index was written
+** twice over (168 MB for 80).
+*/
+static int build_runs(Build *b, uint64_t *n) {
+  pagedb *db = b->db;
+  const PageRecs *lists[2] = { db->inserted, db->pcommit ? db->pcommit->runs : NULL };
+  size_t k = count_slots(lists[0]) + count_slots(lists[1]) + count_lent(db->pcommit);
+  *n = k;
+  if (k == 0) return PAGEDB_OK;
+  DxChange *ch = pdb_malloc(k * sizeof *ch);
+  if (!ch) return pdb_err(db, b->m, PAGEDB_NOMEM, "out of memory indexing %zu samples", k);
+  k = 0;
+  for (int li = 0; li < 2; li++) add_slots(db, lists[li], ch, &k);
+  add_lent(db->pcommit, ch, &k);
+  dx_sort(ch, k);
+  /* What idx_scan left in the batch goes first: its ids are the old ones. */
+  int rc = b->n ? dx_stage(b->x, b->m, b->ch, b->n, 0, 0, 0, NULL) : PAGEDB_OK;
+  b->n = 0;
+  for (size_t a = 0, e; a < k && rc == PAGEDB_OK; a = e) {
+    e = k - a > BUILD_BATCH ? a + BUILD_BATCH : k;
+    while (e < k && (uint64_t)ch[e].id >> DX_CBITS == (uint64_t)ch[e - 1].id >> DX_CBITS) e++;
+    rc = dx_stage(b->x, b->m, ch + a, e - a, 0, 0, 0, NULL);
+  }
+  pdb_free(ch);
   return rc;
 }
 
@@ -909,11 +962,7 @@ static int write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, i
     rc = cat_parts(db->cat, m, part_row, &pr);
   if (rc == PAGEDB_OK) rc = idx_scan(src, build_one, &b);
   uint64_t extra = 0;
-  const PageRecs *lists[2] = { db->inserted, db->pcommit ? db->pcommit->runs : NULL };
-  for (int li = 0; li < 2 && version >= 2 && !widen && !copy; li++)
-    for (const PageRecs *r = lists[li]; r && rc == PAGEDB_OK; r = (const PageRecs *)r->d.next)
-      for (uint32_t i = 0; i < r->d.nsamples && rc == PAGEDB_OK; i++, extra++)
-        rc = build_one(&b, (int64_t)r->slots[(size_t)i * db->nw], r->slots + (size_t)i * db->nw);
+  if (rc == PAGEDB_OK && version >= 2 && !widen && !copy) rc = build_runs(&b, &extra);
   if (rc == PAGEDB_OK) rc = dx_stage(b.x, m, b.ch, b.n, 1, end, end * pager_page_size(db->pager), xm);
   if (rc == PAGEDB_OK && NEVER(xm->samples != idx_count(src) + extra))
     rc = pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "index %s: wrote %llu samples of %llu", path,
@@ -1690,7 +1739,7 @@ static int update_disk(pagedb *db, Dx *dx, const uint64_t *src, size_t n) {
       if (slot_has(u, f)) slot_set(t, f);
       else slot_clear(t, f);
     }
-    ch[i] = (DxChange){ (int64_t)u[0], t };
+    ch[i] = (DxChange){ (int64_t)u[0], t, 0 };
   }
   uint64_t end = atomic_load(&db->committed);
   DxMeta xm;

@@ -1762,6 +1762,13 @@ typedef struct pagedb_aio {
 #define PAGEDB_ADVISE_RANDOM      2
 #define PAGEDB_ADVISE_WILLNEED    3
 #define PAGEDB_ADVISE_DONTNEED    4
+#define PAGEDB_ADVISE_WRITEOUT    5   /* start writing the range's written bytes to
+                                      ** storage now, so that a later xSync waits
+                                      ** for less; durable only after that xSync.
+                                      ** pagedb ignores a failure of this hint, so a
+                                      ** backend may refuse it (PAGEDB_MISUSE).  The
+                                      ** index's writer gives it (xAdvise only:
+                                      ** pagedb_advise refuses it) */
 
 /* xDeviceCharacteristics bits. */
 #define PAGEDB_IOCAP_DIRECT        0x01  /* bypasses the page cache: align I/O */

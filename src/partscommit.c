@@ -14,7 +14,9 @@
 **      hold a thousand catalogs open), checked (not DB itself, schema, no
 **      parts of its own, the seal it was given, a data region within a
 **      window), its slots listed once into its runs at part-local
-**      addresses (list_runs), and its samples given their ids in DB by
+**      addresses (list_runs) -- or, for a large part, lent: left in its
+**      index map, its handle kept open until the commit ends (may_lend)
+**      -- and its samples given their ids in DB by
 **      the attach policies (ids_plan: every id reserved before anything is
 **      written; in parallel under KEEP and OFFSET, in part order under
 **      AFTER and for a part given twice or colliding: prep_plan).  A
@@ -141,6 +143,8 @@ typedef struct Prep {
   ** sums, dictionaries, the failure), and the failure of the lowest part. */
   _Atomic size_t next;
   _Atomic int busy;         /* threads preparing a part now */
+  _Atomic int nlent;        /* parts whose slots are lent (may_lend) */
+  pagedb **keep;            /* per part: its handle, kept open while its slots are lent */
   long ncpu;                /* processors online */
   _Atomic int stop;
   pthread_mutex_t mu;
@@ -320,6 +324,36 @@ static void *half_place(void *arg) {
   return NULL;
 }
 
+/*
+** Lending: a large part's slots are read in place from its index map by
+** the commit's index writer (PartLent, api.h), instead of copied into its
+** runs -- a copy of every slot (72 bytes a sample and more), first touches
+** of fresh memory, which on this project's VM cost a third of the commit
+** of a million samples.  Its handle then stays open until the commit ends
+** (prep_free): at most LEND_MAX parts at once, each of LEND_MIN samples or
+** more, so that a commit of many small parts holds no more open than
+** before.  A lent part's rows must be by reference (its slots are never
+** made rows here): under AFTER, so only when its ids are consecutive.
+*/
+#define LEND_MIN ((uint64_t)1 << 14)
+#define LEND_MAX 16
+
+static int may_lend(Prep *p, const IdPlan *a) {
+  if (a->n < LEND_MIN) return 0;
+  if (p->policy == PAGEDB_ATTACH_AFTER) {
+    /* Each id once (the listing checked), so consecutive when they span n. */
+    int64_t lo = a->s[0].id, hi = lo;
+    for (uint64_t t = 1; t < a->n; t++) {
+      if (a->s[t].id < lo) lo = a->s[t].id;
+      if (a->s[t].id > hi) hi = a->s[t].id;
+    }
+    if ((uint64_t)(hi - lo) != a->n - 1) return 0;
+  }
+  if (atomic_fetch_add(&p->nlent, 1) < LEND_MAX) return 1;
+  atomic_fetch_sub(&p->nlent, 1);
+  return 0;
+}
+
 /* Part I's runs (part-local pages and addresses) from its page table RUNS
 ** and its index from id LO: its slots listed (above) into P->runbuf[i],
 ** linked from P->lists[i], and into P->plans[i]. */
@@ -380,16 +414,23 @@ static int list_runs(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *ru
     if ((uint64_t)l.count[r] + h.l.count[r] > UINT32_MAX)
       rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "%s: its index lists more samples on page %llu than a run can hold",
                    o->path, (unsigned long long)runs[r].pgno);
-  size_t rec = sizeof(PageRecs), cap = (size_t)nrun * rec + (size_t)n * (size_t)nw * sizeof(uint64_t);
+  int lend = rc == PAGEDB_OK && may_lend(p, l.a);
+  size_t rec = sizeof(PageRecs), sw = lend ? 0 : (size_t)nw * sizeof(uint64_t);
+  size_t cap = (size_t)nrun * rec + (size_t)n * sw;
   if (rc == PAGEDB_OK && nrun && !(p->runbuf[i] = pdb_malloc(cap)))
     rc = pdb_err(db, em, PAGEDB_NOMEM, "out of memory for the runs of %s", o->path);
+  if (rc == PAGEDB_OK && lend) {
+    p->pc.lent[i].s = l.a->s;
+    p->pc.lent[i].n = l.a->n;
+    for (uint64_t t = 0; t < l.a->n; t++) l.a->s[t].nid = l.a->s[t].id;   /* it held the run */
+  }
   if (rc == PAGEDB_OK) {
-    PageRecs **tail = &p->lists[i];
+    PageRecs **tail = lend ? &p->pc.lent[i].runs : &p->lists[i];
     size_t used = 0;
     for (uint64_t r = 0; r < nrun; r++) {
       PageRecs *pr = (PageRecs *)((uint8_t *)p->runbuf[i] + used);
       uint32_t c = l.count[r] + (split ? h.l.count[r] : 0);
-      used += rec + (size_t)c * (size_t)nw * sizeof(uint64_t);
+      used += rec + (size_t)c * sw;
       assert(used <= cap);
       memset(&pr->d, 0, sizeof pr->d);
       pr->d.pgno = runs[r].pgno;
@@ -405,8 +446,8 @@ static int list_runs(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *ru
     h.a.s = l.a->s;   /* the helper places the upper half's slots, where they now are */
     h.from = na;
     h.to = l.a->n;
-    int helped = split && pthread_create(&th, NULL, half_place, &h) == 0;
-    place_slots(l.a->s, 0, helped ? na : l.a->n, at, nw);
+    int helped = !lend && split && pthread_create(&th, NULL, half_place, &h) == 0;
+    if (!lend) place_slots(l.a->s, 0, helped ? na : l.a->n, at, nw);
     if (helped) pthread_join(th, NULL);
     h.a.s = NULL;
   } else {
@@ -430,7 +471,9 @@ static void plan_done(Prep *p, size_t i) {
   IdPlan *a = &p->plans[i];
   CatPart *cp = &p->pc.cat[i];
   p->planned[i] = 1;
-  for (uint64_t t = 0; t < a->n; t++) ((uint64_t *)a->s[t].slot)[0] = (uint64_t)a->s[t].nid;
+  /* (A lent part's slots are in its map, read only: the index writes
+  ** their ids from nid.) */
+  for (uint64_t t = 0; !p->pc.lent[i].n && t < a->n; t++) ((uint64_t *)a->s[t].slot)[0] = (uint64_t)a->s[t].nid;
   cp->id_min = cp->id_max = -1;
   cp->rows = a->n > 0;
   cp->id_delta = a->n ? a->s[0].nid - a->s[0].id : 0;
@@ -557,7 +600,14 @@ static int prep_alone(Prep *p, size_t i, pdb_msg *em) {
     else if (prc != PAGEDB_CONSTRAINT) rc = prc;
   }
   pdb_free(runs);
-  pagedb_close(o);
+  /* A lent part's handle keeps its map for the commit (prep_free closes it). */
+  if (rc == PAGEDB_OK && p->pc.lent[i].n) {
+    p->keep[i] = o;
+  } else {
+    p->pc.lent[i].s = NULL;   /* (the commit fails: nothing may read them) */
+    p->pc.lent[i].n = 0;
+    pagedb_close(o);
+  }
   return rc;
 }
 
@@ -658,6 +708,7 @@ static int prep_all(Prep *p, size_t *failed) {
 static void prep_free(Prep *p, size_t n, int release) {
   for (size_t i = n; release && p->plans && i-- > 0;) ids_release(&p->plans[i]);
   for (size_t i = 0; i < n; i++) {
+    if (p->keep) pagedb_close(p->keep[i]);   /* the lent slots' maps: the commit is over */
     if (p->runbuf) pdb_free(p->runbuf[i]);   /* every PageRecs of lists[i] */
     if (p->plans) pdb_free(p->plans[i].s);
     if (p->uris) pdb_free(p->uris[i]);
@@ -674,6 +725,8 @@ static void prep_free(Prep *p, size_t n, int release) {
   pdb_free(p->vals);
   pdb_free(p->planned);
   pthread_mutex_destroy(&p->mu);
+  pdb_free(p->keep);
+  pdb_free(p->pc.lent);
   pdb_free(p->pc.dx);
   pdb_free(p->pc.cat);
 }
@@ -692,7 +745,12 @@ int parts_stage_rows(pagedb *db, pdb_msg *m) {
     if (rc != PAGEDB_OK) break;
     uint64_t lo = pc->cat[i].first_page, hi = lo + ((uint64_t)1 << DX_WIN_BITS) / ps;
     /* A part by reference has its page rows here, its sample rows in its
-    ** own catalog (doc/format.md, "Parts' rows by reference"). */
+    ** own catalog (doc/format.md, "Parts' rows by reference"); a lent
+    ** part's runs (headers alone) are its own list, and its rows are by
+    ** reference (may_lend). */
+    for (const PageRecs *l = pc->lent[i].runs; l && rc == PAGEDB_OK; l = (const PageRecs *)l->d.next)
+      rc = NEVER(!pc->cat[i].rows) ? pdb_err(db, m, PAGEDB_MISUSE, "%s: a lent part's rows would be copied", db->path)
+                                   : cat_insert_page(db->cat, m, &l->d);
     for (; r && r->d.pgno >= lo && r->d.pgno < hi && rc == PAGEDB_OK; r = (const PageRecs *)r->d.next)
       rc = pc->cat[i].rows ? cat_insert_page(db->cat, m, &r->d)
                            : cat_insert_run(db->cat, m, &r->d, r->slots, db->fields, db->nfield, (uint32_t)ps);
@@ -749,10 +807,12 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   p.vals = pdb_calloc(un, sizeof *p.vals);
   p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
   p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
+  p.pc.lent = pdb_calloc(un, sizeof *p.pc.lent);
+  p.keep = pdb_calloc(un, sizeof *p.keep);
   p.planned = pdb_calloc(un, sizeof *p.planned);
   p.pc.n = un;
   if (!p.lists || !p.plans || !p.runbuf || !p.by_uuid || !p.by_name || !p.uris || !p.names || !p.vals || !p.pc.dx
-      || !p.pc.cat || !p.planned) {
+      || !p.pc.cat || !p.pc.lent || !p.keep || !p.planned) {
     prep_free(&p, 0, 0);
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
   }

@@ -124,6 +124,11 @@ static inline int pdb_os_write(pagedb_file *f, const void *buf, size_t n, uint64
 static inline int pdb_os_truncate(pagedb_file *f, uint64_t size) {
   return f->pMethods->xTruncate(f, size);
 }
+/* Start writeback of [OFF, OFF+N) (PAGEDB_ADVISE_WRITEOUT): a hint, whose
+** failure or absence changes nothing but how long the next sync waits. */
+static inline void pdb_os_writeout(pagedb_file *f, uint64_t off, uint64_t n) {
+  if (f->pMethods->xAdvise) (void)f->pMethods->xAdvise(f, off, n, PAGEDB_ADVISE_WRITEOUT);
+}
 static inline int pdb_os_sync(pagedb_file *f, int flags) {
   return f->pMethods->xSync(f, flags);
 }

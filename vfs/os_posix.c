@@ -279,6 +279,12 @@ static int px_advise(pagedb_file *f, uint64_t off, uint64_t n, int hint) {
     [PAGEDB_ADVISE_WILLNEED] = POSIX_FADV_WILLNEED,
     [PAGEDB_ADVISE_DONTNEED] = POSIX_FADV_DONTNEED,
   };
+  if (hint == PAGEDB_ADVISE_WRITEOUT) {
+    /* Writeback started, not waited for: the later fsync waits for what
+    ** is left, and is what makes the bytes durable (invariant of xSync).
+    ** A failure is not recorded for xLastErrno: the caller ignores it. */
+    return sync_file_range(p->fd, (off_t)off, (off_t)n, SYNC_FILE_RANGE_WRITE) == 0 ? PAGEDB_OK : PAGEDB_IOERR;
+  }
   if (hint < 0 || hint > PAGEDB_ADVISE_DONTNEED) return PAGEDB_MISUSE;
   int e = posix_fadvise(p->fd, (off_t)off, (off_t)n, adv[hint]);
   if (e != 0) {
