@@ -144,6 +144,16 @@ int cat_insert_part(Catalog *c, pdb_msg *m, int first, const CatPart *p);
 */
 int cat_part_rows_on(Catalog *c, pdb_msg *m);
 
+/*
+** In the open write transaction, after the commit's part rows: the index
+** on part(id_min) made if missing, and meta.part_id_span raised to SPAN
+** (the widest id_max - id_min of the commit's parts), or, where the key is
+** missing (parts committed before it), to the widest of every part's.  A
+** part holding id X then has id_min in [X - part_id_span, X], a range of
+** the index (catref.c's lookups by id; doc/format.md).
+*/
+int cat_part_span(Catalog *c, pdb_msg *m, int64_t span);
+
 /* Add V to meta KEY in the open write transaction (begun if needed). */
 int cat_add_meta(Catalog *c, pdb_msg *m, const char *key, int64_t v);
 

@@ -119,6 +119,21 @@ int cat_part_rows_on(Catalog *c, pdb_msg *m) {
   return rc;
 }
 
+int cat_part_span(Catalog *c, pdb_msg *m, int64_t span) {
+  int rc = catx_exec(c, m, "CREATE INDEX IF NOT EXISTS part_id_min ON part(id_min)", "indexing table part");
+  sqlite3_stmt *st;
+  if (rc == PAGEDB_OK)
+    rc = catx_prepare(c, m, catx_w(c), "INSERT OR REPLACE INTO meta(key, value) VALUES('part_id_span',"
+                      " max(coalesce((SELECT value FROM meta WHERE key = 'part_id_span' AND typeof(value) = 'integer'"
+                      " AND value >= 0), (SELECT max(id_max - id_min) FROM part), 0), ?1))", &st);
+  if (rc != PAGEDB_OK) return rc;
+  sqlite3_bind_int64(st, 1, span);
+  int src = sqlite3_step(st);
+  if (src != SQLITE_DONE) rc = catx_fail(c, m, catx_w(c), src, "recording the parts' id span");
+  sqlite3_finalize(st);
+  return rc;
+}
+
 int cat_parts(Catalog *c, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx) {
   return catx_parts_on(c, catx_w(c), m, xrow, ctx);
 }

@@ -386,6 +386,11 @@ static int advance(RefCur *c) {
   }
 }
 
+static int by_part(const void *a, const void *b) {
+  int64_t x = ((const RefPart *)a)->k, y = ((const RefPart *)b)->k;
+  return x < y ? -1 : x > y;
+}
+
 /* The bound an id constraint's value V gives (LOWER: a lower one); 0 when
 ** V is no integer, and the bound is left out (SQLite checks it). */
 static int id_bound(sqlite3_value *v, int64_t *out) {
@@ -419,10 +424,20 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
     return SQLITE_OK;
   }
   /* The parts whose ids may hold the ones wanted, read in this statement's
-  ** own snapshot (the same connection). */
+  ** own snapshot (the same connection).  A part holding an id from LO on
+  ** has id_min >= LO - meta.part_id_span (the widest part, which every
+  ** commit of parts keeps: cat_part_span), a range of the index on
+  ** id_min: a lookup by id reads the parts near it, not table part whole.
+  ** Without the key (parts committed before it) every part is a candidate. */
   sqlite3_stmt *st;
-  int src = sqlite3_prepare_v2(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta FROM main.part"
-                               " WHERE rows = 1 AND id_max >= ?1 AND id_min <= ?2 ORDER BY part", -1, &st, NULL);
+  int64_t span = -1;
+  int src = sqlite3_prepare_v2(conn, "SELECT value FROM main.meta WHERE key = 'part_id_span'"
+                               " AND typeof(value) = 'integer' AND value >= 0", -1, &st, NULL);
+  if (src == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) span = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  if (src == SQLITE_OK)
+    src = sqlite3_prepare_v2(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta FROM main.part"
+                             " WHERE rows = 1 AND id_min BETWEEN ?3 AND ?2 AND id_max >= ?1", -1, &st, NULL);
   if (src != SQLITE_OK) {
     sqlite3_free(c->t->base.zErrMsg);
     c->t->base.zErrMsg = sqlite3_mprintf("cannot read table part (%s)", sqlite3_errmsg(conn));
@@ -430,6 +445,7 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
   }
   sqlite3_bind_int64(st, 1, c->lo);
   sqlite3_bind_int64(st, 2, c->hi);
+  sqlite3_bind_int64(st, 3, span >= 0 ? sub_sat(c->lo, span) : INT64_MIN);
   size_t cap = 0;
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
     for (int i = 0; i < 7; i++)
@@ -466,6 +482,8 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
   }
   sqlite3_finalize(st);
   if (src != SQLITE_DONE) return src;
+  /* Part by part, as the rows come without ORDER BY (doc/format.md). */
+  if (c->nparts > 1) qsort(c->parts, c->nparts, sizeof *c->parts, by_part);
   c->at = 0;
   if (c->st && (c->nparts == 0 || c->parts[0].k != c->pk)) close_part(c);
   if (c->st) {

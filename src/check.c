@@ -289,6 +289,7 @@ static void check_index(Check *k) {
 typedef struct PartCheck {
   Check *k;
   uint64_t n;               /* rows */
+  int64_t span;             /* the widest id_max - id_min */
 } PartCheck;
 
 static int part_row_check(void *ctx, const CatPart *p) {
@@ -298,6 +299,7 @@ static int part_row_check(void *ctx, const CatPart *p) {
     report(k, -1, -1, -1, "table part: row %" PRIu64 " is numbered %" PRIu64 " (parts are numbered 0, 1, 2...)", pc->n,
            p->k);
   pc->n++;
+  if (p->id_min >= 0 && p->id_max >= p->id_min && p->id_max - p->id_min > pc->span) pc->span = p->id_max - p->id_min;
   if (p->first_page != dx_window(p->k) / k->ps)
     report(k, -1, -1, -1, "table part: part %" PRIu64 " has first_page %" PRIu64 ", not its window's %" PRIu64, p->k,
            p->first_page, dx_window(p->k) / k->ps);
@@ -323,9 +325,19 @@ static int check_parts(Check *k, CatSnap *s) {
   char text[8];
   int rc = cat_snap_meta(s, &k->m, "parts", &v, text, sizeof text);
   if (rc != PAGEDB_OK || v.type == CAT_NULL) return rc;
-  PartCheck pc = { k, 0 };
+  PartCheck pc = { k, 0, 0 };
   rc = cat_snap_parts(s, &k->m, part_row_check, &pc);
   if (rc != PAGEDB_OK) return rc;
+  /* SQL finds a part's rows by id through meta.part_id_span (catref.c):
+  ** narrower than a part, it would miss rows of that part. */
+  CatVal sv;
+  rc = cat_snap_meta(s, &k->m, "part_id_span", &sv, text, sizeof text);
+  if (rc != PAGEDB_OK) return rc;
+  if (sv.type != CAT_NULL && sv.type != CAT_INTEGER)
+    report(k, -1, -1, -1, "catalog: meta.part_id_span is not an integer");
+  else if (sv.type == CAT_INTEGER && sv.i < pc.span)
+    report(k, -1, -1, -1, "catalog: meta.part_id_span is %" PRId64 ", less than the %" PRId64 " ids a part spans:"
+           " lookups by id in SQL would miss its samples", sv.i, pc.span);
   if (v.type != CAT_INTEGER || (uint64_t)v.i != pc.n)
     report(k, -1, -1, -1, "catalog: meta.parts is %s, but table part has %" PRIu64 " rows",
            v.type == CAT_INTEGER ? "another number" : "not an integer", pc.n);

@@ -757,6 +757,11 @@ int parts_stage_rows(pagedb *db, pdb_msg *m) {
   }
   if (rc == PAGEDB_OK && NEVER(r != NULL))
     rc = pdb_err(db, m, PAGEDB_MISUSE, "%s: a part's run lies outside its window", db->path);
+  int64_t span = 0;
+  for (size_t i = 0; i < pc->n; i++)
+    if (pc->cat[i].id_min >= 0 && pc->cat[i].id_max - pc->cat[i].id_min > span)
+      span = pc->cat[i].id_max - pc->cat[i].id_min;
+  if (rc == PAGEDB_OK) rc = cat_part_span(db->cat, m, span);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "parts", (int64_t)(p0 + pc->n));
   if (rc == PAGEDB_OK) rc = cat_features_update(db->cat, m, CAT_FEATURE_PARTS | (byref ? CAT_FEATURE_PARTROWS : 0), 0);
   if (rc == PAGEDB_OK && pc->deleted) rc = cat_add_meta(db->cat, m, "deleted_bytes", (int64_t)pc->deleted);

@@ -308,7 +308,9 @@ proc kill_child {chan acked} {
 #   P9 SQL sees every sample once: count(*) of sample (own rows and the
 #      parts' by reference, doc/format.md) is meta.samples and the count, and
 #      a part by reference has its samples' count of rows at its ids, its
-#      id_delta the constant of P4.
+#      id_delta the constant of P4, and its first and last ids found one by
+#      one (lookups by id through meta.part_id_span, which P6's check finds
+#      wide enough for every part).
 
 proc inv_file {path} {
   set fd [open $path rb]
@@ -375,6 +377,11 @@ proc check_parts_invariants {path old new parts files} {
           set seen [::invdb sql "SELECT count(*) FROM sample WHERE id BETWEEN [expr {$lo + $off}] AND [expr {$hi + $off}]"]
           if {$delta != $off || $seen != $n} {
             lappend bad "P9: part $k by reference: id_delta $delta (not $off), $seen rows at its ids (not $n)"
+          }
+          foreach id [list [expr {$lo + $off}] [expr {$hi + $off}]] {
+            if {[::invdb sql "SELECT count(*) FROM sample WHERE id = $id"] != 1} {
+              lappend bad "P9: part $k by reference: its sample $id is not found by id"
+            }
           }
         }
         incr k
