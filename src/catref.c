@@ -428,16 +428,14 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
   ** has id_min >= LO - meta.part_id_span (the widest part, which every
   ** commit of parts keeps: cat_part_span), a range of the index on
   ** id_min: a lookup by id reads the parts near it, not table part whole.
-  ** Without the key (parts committed before it) every part is a candidate. */
+  ** Without the key (parts committed before it) every part is a candidate.
+  ** (?3, LO at least 0 as every id is, minus a span of at most INT64_MAX
+  ** cannot overflow.) */
   sqlite3_stmt *st;
-  int64_t span = -1;
-  int src = sqlite3_prepare_v2(conn, "SELECT value FROM main.meta WHERE key = 'part_id_span'"
-                               " AND typeof(value) = 'integer' AND value >= 0", -1, &st, NULL);
-  if (src == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) span = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  if (src == SQLITE_OK)
-    src = sqlite3_prepare_v2(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta FROM main.part"
-                             " WHERE rows = 1 AND id_min BETWEEN ?3 AND ?2 AND id_max >= ?1", -1, &st, NULL);
+  int src = sqlite3_prepare_v2(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta FROM main.part"
+                               " WHERE rows = 1 AND id_min BETWEEN ?3 - coalesce((SELECT value FROM main.meta"
+                               " WHERE key = 'part_id_span' AND typeof(value) = 'integer' AND value >= 0),"
+                               " 9223372036854775807) AND ?2 AND id_max >= ?1", -1, &st, NULL);
   if (src != SQLITE_OK) {
     sqlite3_free(c->t->base.zErrMsg);
     c->t->base.zErrMsg = sqlite3_mprintf("cannot read table part (%s)", sqlite3_errmsg(conn));
@@ -445,7 +443,7 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
   }
   sqlite3_bind_int64(st, 1, c->lo);
   sqlite3_bind_int64(st, 2, c->hi);
-  sqlite3_bind_int64(st, 3, span >= 0 ? sub_sat(c->lo, span) : INT64_MIN);
+  sqlite3_bind_int64(st, 3, c->lo > 0 ? c->lo : 0);
   size_t cap = 0;
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
     for (int i = 0; i < 7; i++)

@@ -233,9 +233,10 @@ static uint64_t *arena_slot(const Index *x, _Atomic(Arena *) *ap, uint64_t n, in
 ** The absent chunks of arena AP over slots LO..HI, allocated as one block
 ** when they are at least PREFILL_MIN (else they come one by one, as ids
 ** arrive): a block of 4 MiB or more takes huge pages (mem.c), whose first
-** touch costs a 50th of 4 KiB pages' on this project's VM, where a
-** million reservations in 1 MiB chunks faulted 2,048 pages (30 ms, a
-** tenth of a commit of a million samples' parts).  A chunk some thread
+** touch costs a twentieth of 4 KiB pages' or less on this project's VM.
+** A million reservations in 1 MiB chunks faulted 2,048 such pages: the
+** reservation of a part's million ids took 52-54 ms, 28-32 ms with this
+** (three commits each, timed by phase).  A chunk some thread
 ** installs meanwhile keeps its own; the block's room for it goes unused.
 ** A failure changes nothing: the chunks then come one by one.
 */

@@ -165,11 +165,6 @@ static int ix_failed(pagedb *db, int rc) {
   return rc;
 }
 
-/*
-** Write the index entries of the runs inserted and of the deletions DEL[0..
-** NDEL) after the index in force and sync them (dx_stage), for a commit of
-** END pages; *XM receives what the catalog must record.  commit_mu held.
-*/
 /* The slots of the runs of list R, appended to CH at *K. */
 static void add_slots(const pagedb *db, const PageRecs *r, DxChange *ch, size_t *k) {
   for (; r; r = (const PageRecs *)r->d.next)
@@ -199,16 +194,38 @@ static size_t count_lent(const PartCommit *pc) {
   return n;
 }
 
+/*
+** Every sample the commit under way adds -- the runs written, the parts'
+** runs, the parts' lent slots -- as changes to the index, *N of them, with
+** room for EXTRA more after them; NULL without memory (said in M).
+*/
+static DxChange *commit_changes(pagedb *db, pdb_msg *m, size_t extra, size_t *n) {
+  PartCommit *pc = db->pcommit;
+  size_t k = count_slots(db->inserted) + (pc ? count_slots(pc->runs) : 0) + count_lent(pc);
+  DxChange *ch = pdb_malloc((k + extra ? k + extra : 1) * sizeof *ch);
+  if (!ch) {
+    pdb_err(db, m, PAGEDB_NOMEM, "%s: out of memory indexing %zu samples", db->path, k + extra);
+    return NULL;
+  }
+  *n = 0;
+  add_slots(db, db->inserted, ch, n);
+  if (pc) add_slots(db, pc->runs, ch, n);
+  add_lent(pc, ch, n);
+  return ch;
+}
+
+/*
+** Write the index entries of the commit's samples and of the deletions
+** DEL[0..NDEL) after the index in force and sync them (dx_stage), for a
+** commit of END pages; *XM receives what the catalog must record.
+** commit_mu held.
+*/
 static int stage_index(pagedb *db, pdb_msg *m, Dx *dx, uint64_t ndel, uint64_t end, DxMeta *xm) {
   PartCommit *pc = db->pcommit;
-  size_t n = ndel + count_slots(db->inserted) + (pc ? count_slots(pc->runs) : 0) + count_lent(pc);
-  DxChange *ch = pdb_malloc((n ? n : 1) * sizeof *ch);
-  if (!ch) return pdb_err(db, m, PAGEDB_NOMEM, "%s: out of memory indexing %zu samples", db->path, n);
-  size_t k = 0;
-  add_slots(db, db->inserted, ch, &k);
-  if (pc) add_slots(db, pc->runs, ch, &k);
-  add_lent(pc, ch, &k);
-  for (uint64_t i = 0; i < ndel; i++) ch[k++] = (DxChange){ db->del[i], NULL, 0 };
+  size_t n;
+  DxChange *ch = commit_changes(db, m, ndel, &n);
+  if (!ch) return PAGEDB_NOMEM;
+  for (uint64_t i = 0; i < ndel; i++) ch[n++] = (DxChange){ db->del[i], NULL, 0 };
   uint64_t ps = pager_page_size(db->pager);
   int rc = pc ? dx_stage_parts(dx, m, pc->dx, pc->n) : PAGEDB_OK;
   if (rc == PAGEDB_OK) rc = dx_stage(dx, m, ch, n, 1, end, end * ps, xm);
@@ -879,16 +896,10 @@ static int build_one(void *ctx, int64_t id, const uint64_t *s) {
 ** twice over (168 MB for 80).
 */
 static int build_runs(Build *b, uint64_t *n) {
-  pagedb *db = b->db;
-  const PageRecs *lists[2] = { db->inserted, db->pcommit ? db->pcommit->runs : NULL };
-  size_t k = count_slots(lists[0]) + count_slots(lists[1]) + count_lent(db->pcommit);
+  size_t k;
+  DxChange *ch = commit_changes(b->db, b->m, 0, &k);
+  if (!ch) return PAGEDB_NOMEM;
   *n = k;
-  if (k == 0) return PAGEDB_OK;
-  DxChange *ch = pdb_malloc(k * sizeof *ch);
-  if (!ch) return pdb_err(db, b->m, PAGEDB_NOMEM, "out of memory indexing %zu samples", k);
-  k = 0;
-  for (int li = 0; li < 2; li++) add_slots(db, lists[li], ch, &k);
-  add_lent(db->pcommit, ch, &k);
   dx_sort(ch, k);
   /* What idx_scan left in the batch goes first: its ids are the old ones. */
   int rc = b->n ? dx_stage(b->x, b->m, b->ch, b->n, 0, 0, 0, NULL) : PAGEDB_OK;

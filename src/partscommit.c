@@ -328,8 +328,9 @@ static void *half_place(void *arg) {
 ** Lending: a large part's slots are read in place from its index map by
 ** the commit's index writer (PartLent, api.h), instead of copied into its
 ** runs -- a copy of every slot (72 bytes a sample and more), first touches
-** of fresh memory, which on this project's VM cost a third of the commit
-** of a million samples.  Its handle then stays open until the commit ends
+** of fresh memory, which in profiles of the commit of a million samples
+** here took 5% to 40% of it (zeroing pages under the listing: how much
+** depends on the host at the moment).  Its handle then stays open until the commit ends
 ** (prep_free): at most LEND_MAX parts at once, each of LEND_MIN samples or
 ** more, so that a commit of many small parts holds no more open than
 ** before.  A lent part's rows must be by reference (its slots are never
