@@ -317,6 +317,43 @@ int parts_commit_remote(pagedb *db, const pagedb_part *parts, int n, int policy,
 void parts_committed(pagedb *db, int ok);
 
 /*
+** The table of the parts this process touched (parts.c): a two-level array
+** of entries, each leaf allocated on first use.  A part's entry holds its
+** handle and what a zero-copy read of it needs (its map's base and the
+** bytes in use) side by side, so that a read of a part already mapped
+** costs the two loads of the table and this one line -- not a load of the
+** handle, allocated apart.  Here so that the reader inlines that read
+** (parts_mapped): called through two functions it cost 90 instructions
+** more a read than the one file's (callgrind, doc/benchmarks.md).
+*/
+#define PT_LEAF 1024u
+#define PT_TOP  ((DX_PART_MAX + PT_LEAF - 1) / PT_LEAF)
+typedef struct PartEnt {
+  _Atomic(struct Part *) pt;       /* release: END is set */
+  _Atomic(const uint8_t *) base;   /* release: its data region in the map, whole (NULL: not mapped, or filled on demand) */
+  uint64_t end;                    /* the handle's END: bytes of its data region in use */
+  uint64_t pad;
+} PartEnt;
+/* The first member of parts.c's struct PartTab. */
+typedef struct PartLeaves {
+  _Atomic(PartEnt *) leaf[PT_TOP];
+} PartLeaves;
+
+/* The bytes [OFF, OFF+LEN) of an address in a part's window if the part is
+** mapped whole and they lie within what it uses, else NULL (parts_stored
+** then opens, maps or refuses).  Lock-free: entries are published with
+** release stores and never freed before pagedb_close. */
+static inline const uint8_t *parts_mapped(pagedb *db, uint64_t off, uint64_t len) {
+  uint64_t k = dx_part_of(off);
+  const PartLeaves *t = (const PartLeaves *)atomic_load_explicit(&db->ptab, memory_order_acquire);
+  PartEnt *leaf = t && k < DX_PART_MAX ? atomic_load_explicit(&t->leaf[k / PT_LEAF], memory_order_acquire) : NULL;
+  const uint8_t *base = leaf ? atomic_load_explicit(&leaf[k % PT_LEAF].base, memory_order_acquire) : NULL;
+  if (!base) return NULL;
+  uint64_t rel = off - dx_window(k), end = leaf[k % PT_LEAF].end;
+  return rel <= end && len <= end - rel ? base + rel : NULL;
+}
+
+/*
 ** The stored bytes [OFF, OFF+LEN) of an address in a part's window, as
 ** stored_bytes gives the own file's (reader.c): in zero-copy mode a
 ** pointer into the part's map, else read into *BUF.  The part's data file

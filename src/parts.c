@@ -33,9 +33,6 @@
 
 /* --- reading: the parts' data files ------------------------------------ */
 
-#define PT_LEAF 1024u
-#define PT_TOP  ((DX_PART_MAX + PT_LEAF - 1) / PT_LEAF)
-
 typedef struct Part {
   /* The part's data file, read-only, mapped when zero-copy reads want it;
   ** NULL while the bound on open parts has closed it (never once mapped). */
@@ -53,17 +50,6 @@ typedef struct Part {
   int fills;                /* the map must be filled before a read (pager_map_fills) */
 } Part;
 
-/* A part's entry in the table: its handle, and what a zero-copy read of
-** it needs (its map's base and the bytes in use) side by side, so that a
-** read of a part already mapped costs the two loads of the table and this
-** one line -- not a load of the handle, allocated apart (issue 26). */
-typedef struct PartEnt {
-  _Atomic(Part *) pt;       /* release: END is set */
-  _Atomic(const uint8_t *) base;   /* release: its data region in the map, whole (NULL: not mapped, or filled on demand) */
-  uint64_t end;             /* the handle's END */
-  uint64_t pad;
-} PartEnt;
-
 /*
 ** The bound on open parts (doc/format.md, open question 1): the parts whose
 ** file is open and not mapped are SET (N of CAP, CAP the bound), and a part
@@ -75,7 +61,7 @@ typedef struct PartEnt {
 ** zero-copy pointer lives until pagedb_close, so their maps and files stay.
 */
 struct PartTab {
-  _Atomic(PartEnt *) leaf[PT_TOP];
+  PartLeaves lv;            /* first: parts_mapped (api.h) reads it as the table */
   _Atomic unsigned open_mu; /* tab_lock: 0 free, else 1 + the fork generation of its holder */
   Part **set;
   size_t n, cap, hand;
@@ -424,11 +410,11 @@ static PartEnt *part_ent(pagedb *db, uint64_t k) {
       t = nt;
     }
   }
-  PartEnt *leaf = atomic_load_explicit(&t->leaf[k / PT_LEAF], memory_order_acquire);
+  PartEnt *leaf = atomic_load_explicit(&t->lv.leaf[k / PT_LEAF], memory_order_acquire);
   if (!leaf) {
     PartEnt *nl = pdb_calloc(PT_LEAF, sizeof *nl);
     if (!nl) return NULL;
-    if (!atomic_compare_exchange_strong(&t->leaf[k / PT_LEAF], &leaf, nl)) pdb_free(nl);
+    if (!atomic_compare_exchange_strong(&t->lv.leaf[k / PT_LEAF], &leaf, nl)) pdb_free(nl);
     else leaf = nl;
   }
   return &leaf[k % PT_LEAF];
@@ -467,7 +453,7 @@ void parts_close(pagedb *db) {
   struct PartTab *t = atomic_exchange(&db->ptab, NULL);
   if (!t) return;
   for (uint64_t i = 0; i < PT_TOP; i++) {
-    PartEnt *leaf = t->leaf[i];
+    PartEnt *leaf = t->lv.leaf[i];
     if (!leaf) continue;
     for (uint64_t j = 0; j < PT_LEAF; j++)
       if (leaf[j].pt) part_free(leaf[j].pt);
@@ -543,18 +529,9 @@ static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, con
 int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, uint8_t **buf, size_t *cap,
                  const uint8_t **src) {
   if (mmap) {
-    /* The hot path: the part's entry, mapped whole, and the bound. */
-    uint64_t k = dx_part_of(off);
-    struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
-    PartEnt *leaf = t && k < DX_PART_MAX ? atomic_load_explicit(&t->leaf[k / PT_LEAF], memory_order_acquire) : NULL;
-    const uint8_t *base = leaf ? atomic_load_explicit(&leaf[k % PT_LEAF].base, memory_order_acquire) : NULL;
-    if (LIKELY(base != NULL)) {
-      uint64_t rel = off - dx_window(k), end = leaf[k % PT_LEAF].end;
-      if (LIKELY(rel <= end && len <= end - rel)) {
-        *src = base + rel;
-        return PAGEDB_OK;
-      }
-    }
+    /* The hot path (the reader inlines it too): the part's entry, mapped
+    ** whole, and the bound. */
+    if (LIKELY((*src = parts_mapped(db, off, len)) != NULL)) return PAGEDB_OK;
     return stored_mapped(db, m, off, len, src);
   }
   Part *pt = NULL;
@@ -580,7 +557,7 @@ int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end) {
 
 void parts_file_done(pagedb *db, uint64_t k) {
   struct PartTab *t = atomic_load(&db->ptab);
-  PartEnt *leaf = t && k < DX_PART_MAX ? atomic_load(&t->leaf[k / PT_LEAF]) : NULL;
+  PartEnt *leaf = t && k < DX_PART_MAX ? atomic_load(&t->lv.leaf[k / PT_LEAF]) : NULL;
   Part *pt = leaf ? atomic_load(&leaf[k % PT_LEAF].pt) : NULL;
   if (NEVER(!pt)) return;
   part_unpin(pt);

@@ -178,6 +178,9 @@ static inline int stored_bytes(pagedb_reader *r, uint64_t off, uint64_t len, con
     *src = r->base + off;
     return PAGEDB_OK;
   }
+  /* A part's sample, its part mapped: one pointer, as the own file's. */
+  if (r->mode == PAGEDB_READ_MMAP && off >= PDB_MAX_DATA && (*src = parts_mapped(r->db, off, len)) != NULL)
+    return PAGEDB_OK;
   return stored_slow(r, off, len, src);
 }
 
@@ -185,7 +188,7 @@ static int finish_one(pagedb_reader *r, int64_t id, int field, const uint64_t *s
 
 /* The corridor: lookup, extent, pointer (or copy), then api_finish's work
 ** if the field or the reader asks for it. */
-static inline int read_one(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
+static inline __attribute__((always_inline)) int read_one(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
   const uint8_t *src;
   const uint64_t *s = NULL;
   uint64_t off = 0, len = 0;
@@ -203,7 +206,7 @@ static inline int read_one(pagedb_reader *r, int64_t id, int field, const void *
 /* A read of a reader given an order: read-ahead is told of the position,
 ** and serves it from a window if it has one (copy reads of a direct or
 ** remote file); else the corridor reads it. */
-static int read_ahead(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
+static __attribute__((noinline)) int read_ahead(pagedb_reader *r, int64_t id, int field, const void **data, size_t *n) {
   if (!pf_read(r, id, field, data, n)) return read_one(r, id, field, data, n);
   int rc = api_must_finish(r, field) ? finish_one(r, id, field, NULL, data, n) : PAGEDB_OK;
   if (rc != PAGEDB_OK) {
