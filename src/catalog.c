@@ -43,6 +43,7 @@ struct Catalog {
   int in_txn;               /* the long write transaction is open */
   int has_align;            /* table field has column align (else every alignment is 1) */
   int has_parts;            /* meta.features has the parts bit: table part is pagedb's */
+  int sealed;               /* cat_sealed: leave the catalog in rollback mode at the close */
   CatRef *wref, *rref;      /* the part rows' virtual table on W and R (catref.c) */
   sqlite3_stmt *ins_sample;  /* INSERT INTO sample ... SELECT ... FROM pdb_rows */
   sqlite3_stmt *ins_page;
@@ -87,8 +88,10 @@ static int sq_fail(Catalog *c, pdb_msg *m, sqlite3 *conn, int src, const char *d
     default: rc = PAGEDB_ERROR; break;
   }
   const char *why = conn ? sqlite3_errmsg(conn) : sqlite3_errstr(src);
-  /* pagedb never leaves a rollback journal (its catalogs are WAL): one is
-  ** stray, and SQLite must replay it before anyone may read. */
+  /* A catalog in WAL mode never has a rollback journal; a sealed part's
+  ** has one only while its close switches it to rollback mode (cat_sealed):
+  ** a writer stopped then leaves it hot, and SQLite must replay it before
+  ** anyone may read. */
   if (conn && sqlite3_extended_errcode(conn) == SQLITE_READONLY_ROLLBACK)
     return pdb_err(c->db, m, PAGEDB_CANTOPEN, "catalog %s has a hot rollback journal (%s-journal) that a read-only"
                    " connection cannot replay: a read-write open replays it", c->path, c->path);
@@ -214,6 +217,17 @@ void cat_close(Catalog *c) {
   catr_detach(c->rref);
   catr_detach(c->wref);
   sqlite3_close(c->r);
+  if (c->sealed && c->w && sqlite3_get_autocommit(c->w) && !sqlite3_db_readonly(c->w, "main")) {
+    /* A sealed part's catalog, now that nothing will write it: rollback
+    ** mode, so that the commit's and SQL's read-only opens of it create no
+    ** -wal and -shm beside it (32 KiB and two files a part, left there, as
+    ** a read-only connection cannot delete them).  SQLite checkpoints, then
+    ** rewrites the header under a rollback journal.  Another connection
+    ** on it (BUSY at once: no wait) or an error leaves it in WAL mode, as
+    ** every catalog was before: nothing is lost either way. */
+    sqlite3_busy_timeout(c->w, 0);
+    sqlite3_exec(c->w, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
+  }
   sqlite3_close(c->w);
   pthread_mutex_destroy(&c->rmu);
   pdb_free(c->path);
@@ -1267,6 +1281,8 @@ int cat_checkpoint(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path) {
     rc = pdb_err(db, m, PAGEDB_IOERR_CATALOG, "catalog %s: closing it after a checkpoint failed", path);
   return rc;
 }
+
+void cat_sealed(Catalog *c) { c->sealed = 1; }
 
 void cat_rollback(Catalog *c) {
   /* Whether or not in_txn says so: a BEGIN that ran out of memory can fail

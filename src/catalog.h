@@ -89,6 +89,11 @@ typedef struct CatRun {
 ** its file I/O goes through VFS, the dataset's (see catvfs.c). */
 int cat_open(pagedb *db, pagedb_vfs *vfs, pdb_msg *m, const char *path, int mode, Catalog **pc);
 void cat_close(Catalog *c);
+/* The catalog is a sealed part's (pagedb_part_seal): its close leaves it in
+** rollback-journal mode, if no other connection has it open, so that the
+** read-only opens of whoever commits or queries the part create no -wal
+** and -shm files beside it.  A later read-write open returns it to WAL. */
+void cat_sealed(Catalog *c);
 /* A read-write catalog's close by its writer: merge its WAL into the
 ** catalog file (copied, synced, the WAL emptied), so that PATH-catalog
 ** alone holds every commit (doc/remote.md: a dataset is uploaded as NAME

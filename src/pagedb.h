@@ -1242,7 +1242,13 @@ typedef struct pagedb_part {
 ** or change to PART through pagedb changes.  A read-write handle commits
 ** what its writers wrote first.  The writer of a part gives it, with the
 ** part's path, to whoever commits it, so that a part changed in between is
-** refused.  Results: PAGEDB_OK; those of pagedb_commit; PAGEDB_MISUSE.
+** refused.  A read-write PART is taken to be finished: its close leaves its
+** catalog in rollback-journal mode (unless another connection has it open
+** then), so that the read-only opens of whoever commits, queries or reads
+** it create no NAME-catalog-wal and -shm (32 KiB) beside it; a read-write
+** open returns it to WAL mode, and writing after the seal is allowed (the
+** seal then no longer matches).  Results: PAGEDB_OK; those of
+** pagedb_commit; PAGEDB_MISUSE.
 */
 PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 

@@ -122,6 +122,8 @@ int pagedb_part_seal(pagedb *part, uint64_t *seal) {
   }
   pthread_mutex_lock(&part->commit_mu);
   rc = seal_of(part, &part->err, seal);
+  /* Its writer is done with it: rollback mode at its close (cat_sealed). */
+  if (rc == PAGEDB_OK && !part->readonly) cat_sealed(part->cat);
   pthread_mutex_unlock(&part->commit_mu);
   return rc;
 }

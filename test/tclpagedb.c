@@ -1662,7 +1662,11 @@ static int dbCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const obj
       uint64_t seal = 0;
       rc = pagedb_part_seal(db, &seal);
       if( rc != PAGEDB_OK ) return pdbError(interp, rc, pagedb_errmsg(db));
-      Tcl_SetObjResult(interp, Tcl_ObjPrintf("%016llx", (unsigned long long)seal));
+      /* snprintf: Tcl_ObjPrintf prints a seal with its top bit set as a
+      ** negative number ("-29b0..."). */
+      char hex[17];
+      snprintf(hex, sizeof hex, "%016llx", (unsigned long long)seal);
+      Tcl_SetObjResult(interp, Tcl_NewStringObj(hex, -1));
       return TCL_OK;
     }
     case D_PART_COUNT:

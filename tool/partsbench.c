@@ -6,8 +6,10 @@
 **
 ** For each P (default 1,1000): P part datasets of PER tiny samples (16-64
 ** bytes and an INT label; with -size S, S/2..3S/2 bytes, W-small's 1 KiB
-** at S = 1024; part k holds ids k*PER..k*PER+PER-1) are written
-** by J processes (default 8; part k by process k % J), and the same P*PER
+** at S = 1024; part k holds ids k*PER..k*PER+PER-1) are written and
+** sealed (pagedb_part_seal, as pagedb.dask's writers do: each part's
+** catalog is then left in rollback mode) by J processes (default 8; part k
+** by process k % J), and the same P*PER
 ** samples into one file by one writer (the reference); then one
 ** pagedb_parts_commit of the P parts (KEEP) into a new dataset.  Printed per P:
 **   make    wall time per part written, and per sample of the reference
@@ -458,7 +460,11 @@ static int write_part(char **argv) {
   if (write(ready, "r", 1) != 1 || read(go, &c, 1) != 0) return 2;
   pagedb *db = create_wl(argv[0], &w);
   feed_all(db, &w, lo, hi, nt);
-  int rc = pagedb_close(db);
+  /* Sealed, as pagedb.dask's and .import --jobs's writers seal theirs. */
+  uint64_t seal;
+  int rc = pagedb_part_seal(db, &seal);
+  int crc = pagedb_close(db);
+  if (rc == PAGEDB_OK) rc = crc;
   wl_free(&w);
   return rc == PAGEDB_OK ? 0 : 1;
 }
@@ -565,8 +571,10 @@ int main(int argc, char **argv) {
           snprintf(path, sizeof path, "%s/%07lld", pdir, (long long)k);
           pagedb *db = create(path);
           put(db, k * per, per);
-          int rc = pagedb_close(db);
-          if (rc) die("close", NULL, rc);
+          uint64_t seal;   /* as pagedb.dask's writers seal theirs */
+          int rc = pagedb_part_seal(db, &seal);
+          if (rc) die("seal", db, rc);
+          if ((rc = pagedb_close(db))) die("close", NULL, rc);
         }
         _exit(0);
       }
