@@ -1,5 +1,5 @@
 /*
-** api.h -- the handles behind the public API (main.c, writer.c, reader.c,
+** api.h -- the handles behind the public API (main.c, commit.c, schema.c, writer.c, reader.c,
 ** prefetch.c).
 */
 #ifndef PAGEDB_API_H
@@ -63,7 +63,7 @@ struct pagedb {
   DxMeta ixmeta;
   /* Per field: 0 for INT and REAL, else (BYTES, TEXT: stored in pages) the
   ** alignment of its values, 1..PAGEDB_MAX_ALIGN (api_extent): G, the
-  ** largest any of them asks for, the same for all (main.c, set_isbytes). */
+  ** largest any of them asks for, the same for all (main.c, api_set_isbytes). */
   uint8_t isbytes[PAGEDB_MAX_FIELDS];
   /* Token maps (tokens.c): set once a stream reads a map stored in the
   ** index file, whose entries it reads in place; from then on an index
@@ -270,7 +270,7 @@ void ids_release(IdPlan *a);
 int attach_check_schema(pagedb *db, pagedb *o, pdb_msg *em);
 
 /*
-** A commit of parts (partscommit.c), as commit_locked (main.c) takes it: the
+** A commit of parts (partscommit.c), as api_commit_locked (commit.c) takes it: the
 ** parts' runs at their window pages with their slots (new ids, window
 ** addresses), their part records, and what they add to meta.
 */
@@ -471,6 +471,40 @@ void api_start_thread(pagedb *db);
 
 /* Wake the catalog thread: runs have entered the written prefix. */
 void api_wake(pagedb *db);
+/* Stop the catalog thread (pagedb_close). */
+void api_stop_thread(pagedb *db);
+
+/* --- between the open (main.c), the commit (commit.c) and the schema
+** (schema.c) --- */
+
+/* Free a list of runs. */
+void api_free_runs(PageRecs *r);
+/* The commit, commit_mu held: pagedb_commit's work (commit.c). */
+int api_commit_locked(pagedb *db);
+/* Stage in the open catalog transaction what makes the index file valid
+** (XM all zero: no valid index). */
+int api_stage_ix_meta(pagedb *db, pdb_msg *m, const DxMeta *xm);
+/* The failure RC of writing the index: a failed sync leaves it in doubt,
+** as for the data file, so the handle is poisoned. */
+int api_ix_failed(pagedb *db, int rc);
+/* Every sample the commit under way adds (the runs written, the parts'
+** runs and lent slots) as changes to the index, *N of them, with room for
+** EXTRA more; NULL without memory (said in M). */
+DxChange *api_commit_changes(pagedb *db, pdb_msg *m, size_t extra, size_t *n);
+/* Write a new index file (NAME-index.new) of index SRC's samples, NF the
+** schema's new field if one is being added (main.c, where the comment
+** says the rest); the caller commits XM and installs OUT. */
+int api_write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int version, uint64_t end,
+                    const ApiIxCopy *copy, Dx **out, DxMeta *xm);
+/* Put the new index file X (written by api_write_index, XM committed) in
+** force under DB. */
+int api_install_index(pagedb *db, pdb_msg *m, Dx *x);
+/* The alignment every stored value of DB's records gets. */
+int api_records_align(const pagedb *db);
+/* db->isbytes and the slots' layout from db->fields. */
+void api_set_isbytes(pagedb *db);
+/* Re-lay out slot S of NF fields for NF+1 fields (index.h). */
+void api_widen_slot(uint64_t *t, int64_t id, const uint64_t *s, int nf);
 
 /* Free a writer (flushing it) or a reader without touching db's lists
 ** (db->mu held).  A writer's failure is copied to OUT. */

@@ -21,7 +21,7 @@
 **      written; in parallel under KEEP and OFFSET, in part order under
 **      AFTER and for a part given twice or colliding: prep_plan).  A
 **      large part that is the last to take is listed on both threads.
-**   2. api_commit_parts (main.c), under commit_mu and cat_mu: the parts
+**   2. api_commit_parts (commit.c), under commit_mu and cat_mu: the parts
 **      get their numbers P, P+1..., their runs and slots move into their
 **      windows, and commit_locked writes the rows (parts_stage_rows), the
 **      index (the slots and part records, or a new version-2 file at the
@@ -734,7 +734,7 @@ static void prep_free(Prep *p, size_t n, int release) {
   pdb_free(p->pc.cat);
 }
 
-/* --- the commit, second half (main.c's commit_locked calls these) ------- */
+/* --- the commit, second half (commit.c's api_commit_locked calls these) ------- */
 
 int parts_stage_rows(pagedb *db, pdb_msg *m) {
   PartCommit *pc = db->pcommit;

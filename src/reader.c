@@ -60,7 +60,7 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
     return pdb_err(db, &db->err, PAGEDB_MISUSE, "%s: unknown read mode %d", db->path, mode);
   if (mode == PAGEDB_READ_MMAP) {
     /* Announce first, then map what is committed now: a commit either sees
-    ** the announcement or has already committed what we map (main.c). */
+    ** the announcement or has already committed what we map (commit.c). */
     atomic_store(&db->want_map, 1);
     uint64_t end = atomic_load(&db->committed) * pager_page_size(db->pager);
     int rc = pager_map_ensure(db->pager, &db->err, end, 0);
@@ -160,7 +160,7 @@ static int stored_slow(pagedb_reader *r, uint64_t off, uint64_t len, const uint8
   if (r->mode == PAGEDB_READ_MMAP) {
     if (len > 0 && r->fill) rc = pager_map_fill(p, &r->err, 1, &off, &len);
     r->base = pager_map_span(p, &r->lim);
-    assert(r->base && off + len <= r->lim);   /* commits map what they commit (main.c) */
+    assert(r->base && off + len <= r->lim);   /* commits map what they commit (commit.c) */
     *src = r->base + off;
     return rc;
   }
