@@ -239,7 +239,7 @@ static inline __attribute__((always_inline)) uint64_t slot_sum(const uint64_t *s
 ** (parts.c: part_at, parts_stored): a random read of a part's sample then
 ** touches one line of per-part state, the part's table entry, not two
 ** (with the entry's read inlined, tiny samples' random reads went from
-** 92-94% of the one file's to 96-97%, block by block: doc/benchmarks.md).
+** 91-94% of the one file's to 96-97%, block by block: doc/benchmarks.md).
 */
 static int part_end(const Dx *x, const uint64_t *d, uint64_t k, uint64_t *pend);
 
