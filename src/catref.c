@@ -23,7 +23,17 @@
 **   4. Deleted part samples are left out by the union (main.part_deleted),
 **      not here: this table yields the parts' rows as they lie.
 **   5. A cursor holds at most one part catalog open, and keeps it while it
-**      is re-filtered on the same part (a join's lookups by id).
+**      is re-filtered on the same part (a join's lookups by id).  When it
+**      moves on, the part's connection goes back to its CatRef, which keeps
+**      the REF_KEEP last used (least recently used out) for the next
+**      statements: a lookup by id that meets a part read a moment ago opens
+**      nothing.  Only a filter of one part at most (a lookup by id, a narrow
+**      range) gives its part back: a scan of every part would churn the set
+**      for nothing, and hold REF_KEEP more descriptors than it needs.  A kept catalog is taken again only while its file is the
+**      one opened (device, inode, size, modification time: it is read
+**      immutable, so a change under it must not meet its page cache) and
+**      the table's columns are those it was mapped for; else it is closed
+**      and the part opened, and checked, anew.
 ** The part catalogs are opened read-only, hardened as the dataset's own, and
 ** through the dataset's VFS (a part's location is relative to the
 ** dataset's directory), or through the VFS of the scheme a location names.
@@ -33,6 +43,28 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+
+/* Part catalogs a connection keeps open between statements (invariant 5). */
+#define REF_KEEP 8
+
+/* A part's catalog open for reading its rows: its connection, the
+** statement of its rows, and the map from the table's columns to it. */
+typedef struct RefOpen {
+  int64_t k, pages, samples;
+  char uuid[33];
+  char *uri;
+  sqlite3 *pconn;
+  sqlite3_stmt *st;         /* SELECT * FROM sample WHERE id >= ?1 AND id <= ?2 ORDER BY id */
+  int *map;                 /* per column of the table: the column of ST, -1 none */
+  int ncol;                 /* the table's columns MAP is for */
+  int64_t ver;              /* its CatRef's VER when opened */
+  int local;                /* a local file, whose identity is below: it may be kept */
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtime;
+} RefOpen;
 
 struct CatRef {
   Catalog *c;
@@ -43,6 +75,9 @@ struct CatRef {
   char **cols;              /* main.sample's columns, for the next xCreate */
   sqlite3_stmt *probe;      /* catr_ready's look at meta.features and the schema version, kept
                             ** prepared: it runs before every statement of pagedb_sql */
+  sqlite3_stmt *cand;       /* the candidate parts of a filter (ref_filter), kept prepared */
+  RefOpen *keep[REF_KEEP];  /* part catalogs kept open, least recently used first */
+  int nkeep;
 };
 
 /* A part whose rows the table reads (table part, rows = 1). */
@@ -65,10 +100,8 @@ typedef struct RefCur {
   RefPart *parts;           /* the parts this filter reads, by number */
   size_t nparts, at;        /* parts[at] is the one being read */
   int64_t lo, hi;           /* the ids wanted, in the dataset */
-  sqlite3 *pconn;           /* parts[at]'s catalog (or the last one's, kept) */
-  int64_t pk;               /* the part PCONN is, -1 none */
-  int *map;                 /* per column: the column of ST, -1 none */
-  sqlite3_stmt *st;         /* the part's rows, on PCONN */
+  RefOpen *o;               /* parts[at]'s catalog (or the last one's, kept), NULL: none */
+  int keepable;             /* this filter reads one part at most: O goes back to the CatRef */
   int eof;
 } RefCur;
 
@@ -174,7 +207,6 @@ static int ref_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
   if (!c) return SQLITE_NOMEM;
   memset(c, 0, sizeof *c);
   c->t = (RefTab *)v;
-  c->pk = -1;
   *out = &c->base;
   return SQLITE_OK;
 }
@@ -186,14 +218,67 @@ static void free_parts(RefCur *c) {
   c->nparts = c->at = 0;
 }
 
+static void open_free(RefOpen *o) {
+  if (!o) return;
+  sqlite3_finalize(o->st);
+  sqlite3_close(o->pconn);
+  sqlite3_free(o->map);
+  sqlite3_free(o->uri);
+  sqlite3_free(o);
+}
+
+/* The catalogs R keeps, closed. */
+static void keep_flush(CatRef *r) {
+  for (int i = 0; i < r->nkeep; i++) open_free(r->keep[i]);
+  r->nkeep = 0;
+}
+
+/* O (the cursor is done with it) kept by R as its most recently used, the
+** least recently used closed when R keeps REF_KEEP already; or closed, if
+** it may not be kept. */
+static void keep_put(CatRef *r, RefOpen *o) {
+  if (!o) return;
+  if (!o->local || o->ver != r->ver) {
+    open_free(o);
+    return;
+  }
+  sqlite3_reset(o->st);   /* no read transaction left open on the part */
+  if (r->nkeep == REF_KEEP) {
+    open_free(r->keep[0]);
+    memmove(r->keep, r->keep + 1, (REF_KEEP - 1) * sizeof *r->keep);
+    r->nkeep--;
+  }
+  r->keep[r->nkeep++] = o;
+}
+
+/* Whether the file at PATH is still the one O opened. */
+static int same_file(const RefOpen *o, const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && st.st_dev == o->dev && st.st_ino == o->ino && st.st_size == o->size
+      && st.st_mtim.tv_sec == o->mtime.tv_sec && st.st_mtim.tv_nsec == o->mtime.tv_nsec;
+}
+
+/* Part P's catalog at PATH if R keeps it open, unchanged, for NCOL columns
+** (taken out of R), else NULL (a kept one that changed is closed). */
+static RefOpen *keep_take(CatRef *r, const RefPart *p, const char *path, int ncol) {
+  for (int i = r->nkeep; i-- > 0;) {
+    RefOpen *o = r->keep[i];
+    if (o->k != p->k || o->pages != p->pages || o->samples != p->samples || strcmp(o->uuid, p->uuid) != 0
+        || strcmp(o->uri, p->uri) != 0)
+      continue;
+    memmove(r->keep + i, r->keep + i + 1, (size_t)(r->nkeep - i - 1) * sizeof *r->keep);
+    r->nkeep--;
+    if (o->ver == r->ver && o->ncol == ncol && same_file(o, path)) return o;
+    open_free(o);
+    return NULL;
+  }
+  return NULL;
+}
+
 static void close_part(RefCur *c) {
-  sqlite3_finalize(c->st);
-  c->st = NULL;
-  sqlite3_close(c->pconn);
-  c->pconn = NULL;
-  c->pk = -1;
-  sqlite3_free(c->map);
-  c->map = NULL;
+  if (c->keepable) keep_put(c->t->r, c->o);
+  else open_free(c->o);
+  c->o = NULL;
 }
 
 static int ref_close(sqlite3_vtab_cursor *cur) {
@@ -221,44 +306,60 @@ static char *part_catalog_path(CatRef *r, const RefPart *p) {
   return sqlite3_mprintf("%.*s/%s-catalog", (int)(slash - cp), cp, p->uri);
 }
 
-/* One integer of the part's meta (*V -1 when absent or not one). */
-static int part_meta(sqlite3 *pc, const char *key, int64_t *v, char *text, size_t cap) {
+/* Part P's meta as its row in table part must match: its uuid (into
+** UUID, CAP bytes), committed pages and samples (-1 when absent). */
+static int part_meta(sqlite3 *pc, char *uuid, size_t cap, int64_t *pages, int64_t *samples) {
   sqlite3_stmt *st;
-  *v = -1;
-  if (text) text[0] = 0;
-  int src = sqlite3_prepare_v2(pc, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL);
+  *pages = *samples = -1;
+  uuid[0] = 0;
+  int src = sqlite3_prepare_v2(pc, "SELECT (SELECT value FROM meta WHERE key = 'uuid'), (SELECT value FROM meta"
+                               " WHERE key = 'committed_pages'), (SELECT value FROM meta WHERE key = 'samples')",
+                               -1, &st, NULL);
   if (src != SQLITE_OK) return src;
-  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   src = sqlite3_step(st);
   if (src == SQLITE_ROW) {
-    if (sqlite3_column_type(st, 0) == SQLITE_INTEGER) *v = sqlite3_column_int64(st, 0);
-    if (text && sqlite3_column_type(st, 0) == SQLITE_TEXT)
-      snprintf(text, cap, "%s", (const char *)sqlite3_column_text(st, 0));
-    src = SQLITE_OK;
-  } else if (src == SQLITE_DONE) {
+    if (sqlite3_column_type(st, 0) == SQLITE_TEXT) snprintf(uuid, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    if (sqlite3_column_type(st, 1) == SQLITE_INTEGER) *pages = sqlite3_column_int64(st, 1);
+    if (sqlite3_column_type(st, 2) == SQLITE_INTEGER) *samples = sqlite3_column_int64(st, 2);
     src = SQLITE_OK;
   }
   sqlite3_finalize(st);
   return src;
 }
 
-/* Open part P's catalog into C (invariant 3), and map the table's columns
-** to the part's. */
-static int open_part(RefCur *c, const RefPart *p) {
+/* Part P's catalog at PATH (through VFS) opened into a new *OUT (invariant
+** 3), its rows' statement prepared and the table's columns mapped to it. */
+static int open_new(RefCur *c, const RefPart *p, const char *path, pagedb_vfs *vfs, RefOpen **out) {
   CatRef *r = c->t->r;
-  close_part(c);
-  char *path = part_catalog_path(r, p);
-  if (!path) return SQLITE_NOMEM;
-  pagedb_vfs *vfs = catx_vfs(r->c);
-  char why[256];
-  if (pdb_path_scheme(path, NULL, 0) && pdb_vfs_choose(path, NULL, 0, &vfs, why, sizeof why) != PAGEDB_OK) {
-    sqlite3_free(path);
-    return part_fail(c, p, SQLITE_CANTOPEN, "its catalog: %s", why);
+  *out = NULL;
+  RefOpen *o = sqlite3_malloc(sizeof *o);
+  if (!o) return SQLITE_NOMEM;
+  memset(o, 0, sizeof *o);
+  o->k = p->k;
+  o->pages = p->pages;
+  o->samples = p->samples;
+  memcpy(o->uuid, p->uuid, sizeof o->uuid);
+  o->ver = r->ver;
+  o->ncol = c->t->ncol;
+  if (!(o->uri = str_dup(p->uri))) {
+    open_free(o);
+    return SQLITE_NOMEM;
+  }
+  /* Its identity before it is opened: a file replaced meanwhile then
+  ** differs at the next take, and is opened again. */
+  struct stat sb;
+  if (!pdb_path_scheme(path, NULL, 0) && stat(path, &sb) == 0) {
+    o->local = 1;
+    o->dev = sb.st_dev;
+    o->ino = sb.st_ino;
+    o->size = sb.st_size;
+    o->mtime = sb.st_mtim;
   }
   /* Immutable (invariant 3: a part does not change after its commit): read
   ** with no lock and no -shm or -wal made beside it, so a part's directory
   ** may be read-only and is left as it was.  A catalog whose last commit
-  ** still sat in a WAL would show its older meta, and be refused below. */
+  ** still sat in a WAL would show its older meta, and be refused below.
+  ** (Read-only: no statement can write through it.) */
   sqlite3_str *u = sqlite3_str_new(NULL);
   sqlite3_str_appendall(u, "file:");
   for (const char *q = path; *q; q++) {
@@ -267,81 +368,76 @@ static int open_part(RefCur *c, const RefPart *p) {
   }
   sqlite3_str_appendall(u, "?immutable=1");
   char *uri = sqlite3_str_finish(u);
-  sqlite3_free(path);
-  if (!uri) return SQLITE_NOMEM;
-  int src = sqlite3_open_v2(uri, &c->pconn, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+  if (!uri) {
+    open_free(o);
+    return SQLITE_NOMEM;
+  }
+  int src = sqlite3_open_v2(uri, &o->pconn, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
                             catvfs_name(vfs));
   sqlite3_free(uri);
-  if (src == SQLITE_OK) src = catx_harden_conn(c->pconn);
-  if (src == SQLITE_OK) src = sqlite3_exec(c->pconn, "PRAGMA query_only=1", NULL, NULL, NULL);
+  if (src == SQLITE_OK) src = catx_harden_conn(o->pconn);
   char uuid[64];
-  int64_t pages = -1, samples = -1, dummy;
-  if (src == SQLITE_OK) src = part_meta(c->pconn, "uuid", &dummy, uuid, sizeof uuid);
-  if (src == SQLITE_OK) src = part_meta(c->pconn, "committed_pages", &pages, NULL, 0);
-  if (src == SQLITE_OK) src = part_meta(c->pconn, "samples", &samples, NULL, 0);
+  int64_t pages, samples;
+  if (src == SQLITE_OK) src = part_meta(o->pconn, uuid, sizeof uuid, &pages, &samples);
   if (src != SQLITE_OK) {
     int rc = part_fail(c, p, src == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_CANTOPEN, "cannot read its catalog (%s)",
-                       c->pconn ? sqlite3_errmsg(c->pconn) : sqlite3_errstr(src));
-    close_part(c);
+                       o->pconn ? sqlite3_errmsg(o->pconn) : sqlite3_errstr(src));
+    open_free(o);
     return rc;
   }
   if (strcmp(uuid, p->uuid) != 0 || pages != p->pages || samples != p->samples) {
     char what[200];
     snprintf(what, sizeof what, "uuid %.32s, %lld pages, %lld samples, not the %lld pages and %lld samples committed",
              uuid, (long long)pages, (long long)samples, (long long)p->pages, (long long)p->samples);
-    close_part(c);
+    open_free(o);
     return part_fail(c, p, SQLITE_CORRUPT, "its catalog changed since it was committed (%s): its rows cannot be"
                      " read by reference", what);
   }
-  /* Its columns, by name: the part has the dataset's fields as of its commit. */
-  int n = c->t->ncol;
-  c->map = sqlite3_malloc64((size_t)n * sizeof *c->map);
-  sqlite3_stmt *ti = NULL;
-  if (!c->map) {
-    close_part(c);
-    return SQLITE_NOMEM;
-  }
-  src = sqlite3_prepare_v2(c->pconn, "SELECT name FROM pragma_table_info('sample') ORDER BY cid", -1, &ti, NULL);
+  src = sqlite3_prepare_v2(o->pconn, "SELECT * FROM sample WHERE id >= ?1 AND id <= ?2 ORDER BY id", -1, &o->st, NULL);
   if (src != SQLITE_OK) {
-    int rc = part_fail(c, p, src == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_CORRUPT, "cannot read its schema (%s)",
-                       sqlite3_errmsg(c->pconn));
-    close_part(c);
+    int rc = part_fail(c, p, src == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_CORRUPT, "cannot read its rows (%s)",
+                       sqlite3_errmsg(o->pconn));
+    open_free(o);
     return rc;
   }
-  for (int i = 0; i < n; i++) c->map[i] = -1;
-  sqlite3_str *q = sqlite3_str_new(NULL);
-  sqlite3_str_appendall(q, "SELECT ");
-  int got = 0;
-  while (sqlite3_step(ti) == SQLITE_ROW) {
-    const char *name = (const char *)sqlite3_column_text(ti, 0);
-    for (int i = 0; name && i < n; i++)
-      if (c->map[i] < 0 && sqlite3_stricmp(name, c->t->cols[i]) == 0) {
-        sqlite3_str_appendf(q, "%s\"%w\"", got ? ", " : "", name);
-        c->map[i] = got++;
+  /* Its columns, by name: the part has the dataset's fields as of its commit. */
+  int n = c->t->ncol, pn = sqlite3_column_count(o->st);
+  if (!(o->map = sqlite3_malloc64((size_t)n * sizeof *o->map))) {
+    open_free(o);
+    return SQLITE_NOMEM;
+  }
+  for (int i = 0; i < n; i++) {
+    o->map[i] = -1;
+    for (int j = 0; j < pn; j++) {
+      const char *name = sqlite3_column_name(o->st, j);
+      if (name && sqlite3_stricmp(name, c->t->cols[i]) == 0) {
+        o->map[i] = j;
         break;
       }
+    }
   }
-  sqlite3_finalize(ti);
-  sqlite3_str_appendall(q, " FROM sample WHERE id >= ?1 AND id <= ?2 ORDER BY id");
-  char *sql = sqlite3_str_finish(q);
-  if (!sql) {
-    close_part(c);
-    return SQLITE_NOMEM;
-  }
-  if (c->map[0] != 0 || c->map[1] != 1 || c->map[2] != 2) {
-    sqlite3_free(sql);
-    close_part(c);
+  if (o->map[0] != 0 || o->map[1] != 1 || o->map[2] != 2) {
+    open_free(o);
     return part_fail(c, p, SQLITE_CORRUPT, "%s", "its table sample lacks columns id, page, off");
   }
-  src = sqlite3_prepare_v2(c->pconn, sql, -1, &c->st, NULL);
-  sqlite3_free(sql);
-  if (src != SQLITE_OK) {
-    int rc = part_fail(c, p, SQLITE_CORRUPT, "cannot read its rows (%s)", sqlite3_errmsg(c->pconn));
-    close_part(c);
-    return rc;
-  }
-  c->pk = p->k;
+  *out = o;
   return SQLITE_OK;
+}
+
+/* Part P's catalog into C: the one its CatRef keeps, else opened. */
+static int open_part(RefCur *c, const RefPart *p) {
+  CatRef *r = c->t->r;
+  close_part(c);
+  char *path = part_catalog_path(r, p);
+  if (!path) return SQLITE_NOMEM;
+  pagedb_vfs *vfs = catx_vfs(r->c);
+  char why[256];
+  int src = SQLITE_OK;
+  if (pdb_path_scheme(path, NULL, 0) && pdb_vfs_choose(path, NULL, 0, &vfs, why, sizeof why) != PAGEDB_OK)
+    src = part_fail(c, p, SQLITE_CANTOPEN, "its catalog: %s", why);
+  if (src == SQLITE_OK && !(c->o = keep_take(r, p, path, c->t->ncol))) src = open_new(c, p, path, vfs, &c->o);
+  sqlite3_free(path);
+  return src;
 }
 
 /* A - B, or the end of int64_t's range it overflows towards. */
@@ -354,22 +450,23 @@ static int64_t sub_sat(int64_t a, int64_t b) {
 /* Step to the next row: the current part's, else the next parts'. */
 static int advance(RefCur *c) {
   for (;;) {
-    if (c->st) {
-      int src = sqlite3_step(c->st);
+    if (c->o) {
+      sqlite3_stmt *st = c->o->st;
+      int src = sqlite3_step(st);
       if (src == SQLITE_ROW) {
         const RefPart *p = &c->parts[c->at];
-        int64_t pg = sqlite3_column_int64(c->st, 1);
-        if (sqlite3_column_type(c->st, 0) != SQLITE_INTEGER || sqlite3_column_type(c->st, 1) != SQLITE_INTEGER
+        int64_t pg = sqlite3_column_int64(st, 1);
+        if (sqlite3_column_type(st, 0) != SQLITE_INTEGER || sqlite3_column_type(st, 1) != SQLITE_INTEGER
             || pg < 0 || pg >= p->pages) {
           char id[32];
-          snprintf(id, sizeof id, "%lld", (long long)sqlite3_column_int64(c->st, 0));
+          snprintf(id, sizeof id, "%lld", (long long)sqlite3_column_int64(st, 0));
           return part_fail(c, p, SQLITE_CORRUPT, "sample %s of its catalog has no page of the part", id);
         }
         return SQLITE_OK;
       }
       if (src != SQLITE_DONE)
-        return part_fail(c, &c->parts[c->at], src, "reading its rows (%s)", sqlite3_errmsg(c->pconn));
-      sqlite3_reset(c->st);
+        return part_fail(c, &c->parts[c->at], src, "reading its rows (%s)", sqlite3_errmsg(c->o->pconn));
+      sqlite3_reset(st);
       c->at++;
     }
     if (c->at >= c->nparts) {
@@ -377,12 +474,12 @@ static int advance(RefCur *c) {
       return SQLITE_OK;
     }
     const RefPart *p = &c->parts[c->at];
-    if (c->pk != p->k) {
+    if (!c->o || c->o->k != p->k) {
       int src = open_part(c, p);
       if (src != SQLITE_OK) return src;
     }
-    sqlite3_bind_int64(c->st, 1, sub_sat(c->lo, p->delta));
-    sqlite3_bind_int64(c->st, 2, sub_sat(c->hi, p->delta));
+    sqlite3_bind_int64(c->o->st, 1, sub_sat(c->lo, p->delta));
+    sqlite3_bind_int64(c->o->st, 2, sub_sat(c->hi, p->delta));
   }
 }
 
@@ -404,7 +501,7 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
   RefCur *c = (RefCur *)cur;
   sqlite3 *conn = c->t->r->conn;
   free_parts(c);
-  if (c->st) sqlite3_reset(c->st);
+  if (c->o) sqlite3_reset(c->o->st);
   c->eof = 0;
   c->lo = 0;
   c->hi = INT64_MAX;
@@ -431,11 +528,15 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
   ** Without the key (parts committed before it) every part is a candidate.
   ** (?3, LO at least 0 as every id is, minus a span of at most INT64_MAX
   ** cannot overflow.) */
-  sqlite3_stmt *st;
-  int src = sqlite3_prepare_v2(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta FROM main.part"
-                               " WHERE rows = 1 AND id_min BETWEEN ?3 - coalesce((SELECT value FROM main.meta"
-                               " WHERE key = 'part_id_span' AND typeof(value) = 'integer' AND value >= 0),"
-                               " 9223372036854775807) AND ?2 AND id_max >= ?1", -1, &st, NULL);
+  CatRef *r = c->t->r;
+  int src = SQLITE_OK;
+  if (!r->cand)
+    src = sqlite3_prepare_v3(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta FROM main.part"
+                             " WHERE rows = 1 AND id_min BETWEEN ?3 - coalesce((SELECT value FROM main.meta"
+                             " WHERE key = 'part_id_span' AND typeof(value) = 'integer' AND value >= 0),"
+                             " 9223372036854775807) AND ?2 AND id_max >= ?1", -1, SQLITE_PREPARE_PERSISTENT,
+                             &r->cand, NULL);
+  sqlite3_stmt *st = r->cand;
   if (src != SQLITE_OK) {
     sqlite3_free(c->t->base.zErrMsg);
     c->t->base.zErrMsg = sqlite3_mprintf("cannot read table part (%s)", sqlite3_errmsg(conn));
@@ -478,15 +579,16 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
                        : src == SQLITE_NOMEM ? sqlite3_mprintf("out of memory listing the parts")
                        : sqlite3_mprintf("cannot read table part (%s)", sqlite3_errmsg(conn));
   }
-  sqlite3_finalize(st);
+  sqlite3_reset(st);   /* kept for the next filter, of this cursor or another */
   if (src != SQLITE_DONE) return src;
   /* Part by part, as the rows come without ORDER BY (doc/format.md). */
   if (c->nparts > 1) qsort(c->parts, c->nparts, sizeof *c->parts, by_part);
+  c->keepable = c->nparts <= 1;
   c->at = 0;
-  if (c->st && (c->nparts == 0 || c->parts[0].k != c->pk)) close_part(c);
-  if (c->st) {
-    sqlite3_bind_int64(c->st, 1, sub_sat(c->lo, c->parts[0].delta));
-    sqlite3_bind_int64(c->st, 2, sub_sat(c->hi, c->parts[0].delta));
+  if (c->o && (c->nparts == 0 || c->parts[0].k != c->o->k)) close_part(c);
+  if (c->o) {
+    sqlite3_bind_int64(c->o->st, 1, sub_sat(c->lo, c->parts[0].delta));
+    sqlite3_bind_int64(c->o->st, 2, sub_sat(c->hi, c->parts[0].delta));
   }
   return advance(c);
 }
@@ -498,19 +600,20 @@ static int ref_eof(sqlite3_vtab_cursor *cur) { return ((RefCur *)cur)->eof; }
 static int ref_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
   RefCur *c = (RefCur *)cur;
   const RefPart *p = &c->parts[c->at];
+  sqlite3_stmt *st = c->o->st;
   if (col == 0) {
-    sqlite3_result_int64(ctx, sqlite3_column_int64(c->st, 0) + p->delta);
+    sqlite3_result_int64(ctx, sqlite3_column_int64(st, 0) + p->delta);
   } else if (col == 1) {
-    sqlite3_result_int64(ctx, sqlite3_column_int64(c->st, 1) + p->first_page);
-  } else if (col < c->t->ncol && c->map[col] >= 0) {
-    sqlite3_result_value(ctx, sqlite3_column_value(c->st, c->map[col]));
+    sqlite3_result_int64(ctx, sqlite3_column_int64(st, 1) + p->first_page);
+  } else if (col < c->t->ncol && c->o->map[col] >= 0) {
+    sqlite3_result_value(ctx, sqlite3_column_value(st, c->o->map[col]));
   }
   return SQLITE_OK;
 }
 
 static int ref_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
   RefCur *c = (RefCur *)cur;
-  *rowid = sqlite3_column_int64(c->st, 0) + c->parts[c->at].delta;
+  *rowid = sqlite3_column_int64(c->o->st, 0) + c->parts[c->at].delta;
   return SQLITE_OK;
 }
 
@@ -535,6 +638,7 @@ static const sqlite3_module kRef = {
 static void ref_free(void *p) {
   CatRef *r = p;
   if (!r) return;
+  keep_flush(r);
   free_cols(r->cols, r->ncol);
   sqlite3_free(r);
 }
@@ -614,6 +718,9 @@ void catr_detach(CatRef *r) {
   if (!r) return;
   sqlite3_finalize(r->probe);
   r->probe = NULL;
+  sqlite3_finalize(r->cand);
+  r->cand = NULL;
+  keep_flush(r);
 }
 
 int catr_ready(CatRef *r, pdb_msg *m, int *on) {
@@ -646,6 +753,8 @@ int catr_ready(CatRef *r, pdb_msg *m, int *on) {
   src = sqlite3_prepare_v2(r->conn, "PRAGMA query_only", -1, &st, NULL);
   if (src == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) qo = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
+  /* The kept part catalogs were mapped for the columns before. */
+  keep_flush(r);
   if (src == SQLITE_OK) src = read_cols(r);
   if (src == SQLITE_OK && qo) src = sqlite3_exec(r->conn, "PRAGMA query_only=0", NULL, NULL, NULL);
   if (src == SQLITE_OK)
