@@ -384,10 +384,10 @@ static int busy_timeout(Pager *p, pdb_msg *m, int64_t *ms) {
   return PAGEDB_OK;
 }
 
-static int64_t now_ms(void) {
+static int64_t now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 /* The lock, waiting up to the busy timeout for it: naps from 1 ms,
@@ -399,12 +399,14 @@ int pager_lock(Pager *p, pdb_msg *m) {
   if (rc != PAGEDB_OK) return rc;
   rc = pdb_os_lock(p->fd, PAGEDB_LOCK_EXCLUSIVE);
   if (rc == PAGEDB_BUSY_LOCKED && ms > 0) {
-    int64_t t0 = now_ms(), nap = 1, left;
-    while (rc == PAGEDB_BUSY_LOCKED && (left = ms - (now_ms() - t0)) > 0) {
+    /* In nanoseconds: a wait counted in whole milliseconds gave up to one
+    ** early, and a caller timing it saw less than the timeout. */
+    int64_t end = now_ns() + ms * 1000000, nap = 1000000, left;
+    while (rc == PAGEDB_BUSY_LOCKED && (left = end - now_ns()) > 0) {
       int64_t d = nap < left ? nap : left;
-      struct timespec ts = { (time_t)(d / 1000), (long)(d % 1000) * 1000000 };
+      struct timespec ts = { (time_t)(d / 1000000000), (long)(d % 1000000000) };
       while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-      if (nap < 50) nap = nap * 2 < 50 ? nap * 2 : 50;
+      if (nap < 50000000) nap = nap * 2 < 50000000 ? nap * 2 : 50000000;
       rc = pdb_os_lock(p->fd, PAGEDB_LOCK_EXCLUSIVE);
     }
   }
