@@ -373,6 +373,10 @@ void parts_file_done(pagedb *db, uint64_t k);
 /* The bound on open parts (PAGEDB_CONFIG_PARTS_OPEN): PAGEDB_MISUSE unless
 ** -1 or 1..PARTS_OPEN_MAX. */
 #define PARTS_OPEN_MAX 1000000
+/* The largest part copied whole (PAGEDB_CONFIG_PARTS_COPY): PAGEDB_MISUSE
+** unless -1 or 0..PARTS_COPY_MAX. */
+#define PARTS_COPY_MAX ((int64_t)1 << 20)
+int parts_copy_config(int64_t n);
 int parts_open_config(int64_t n);
 
 /* The data file of address OFF (the own one, or a part's) and OFF as an

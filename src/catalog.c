@@ -1446,6 +1446,11 @@ int cat_snap_pages(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatVal *
   return rc;
 }
 
+int cat_snap_seal(CatSnap *s, pdb_msg *m, const uint8_t uuid[16], uint64_t ps, uint64_t d, uint64_t *seal) {
+  int src = catx_seal(s->conn, uuid, ps, d, seal);
+  return src == SQLITE_OK ? PAGEDB_OK : sq_fail(s->c, m, s->conn, src, "reading its meta and page table for its seal");
+}
+
 int cat_snap_samples(CatSnap *s, pdb_msg *m, const CatField *fields, int nfield,
                      int (*xrow)(void *ctx, const CatVal *v, int n), void *ctx) {
   int parts = 0, rc = catr_ready(s->ref, m, &parts);

@@ -345,6 +345,10 @@ int cat_snap_meta(CatSnap *s, pdb_msg *m, const char *key, CatVal *v, char *text
 ** the page table, by pgno.  A non-OK return from XROW stops and is returned. */
 int cat_snap_pages(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatVal *v), void *ctx);
 
+/* The seal of the part S is a snapshot of (catx_seal), given its uuid,
+** page size and data offset from its data file's header. */
+int cat_snap_seal(CatSnap *s, pdb_msg *m, const uint8_t uuid[16], uint64_t ps, uint64_t d, uint64_t *seal);
+
 /* The rows of table part as snapshot S sees them (cat_parts). */
 int cat_snap_parts(CatSnap *s, pdb_msg *m, int (*xrow)(void *ctx, const CatPart *p), void *ctx);
 

@@ -29,6 +29,14 @@ pagedb_vfs *catx_vfs(Catalog *c);
 ** necessarily write (catalog.c): SQLITE_MISUSE if SQLite refuses a
 ** defensive setting, else an SQLite result. */
 int catx_harden_conn(sqlite3 *conn);
+/* The seal of the part whose catalog CONN reads, in its current read
+** transaction (doc/format.md, "The seal"): its uuid UUID, page size PS and
+** data offset D (its data file's header's, or its row of table part's),
+** then its meta (committed_pages, samples, deleted_bytes, index_id,
+** index_dir: 0 when absent or not an integer) and its page table.  An
+** SQLite code; SQLITE_NOMEM.  (catref.c: the one implementation, for the
+** commit's check and for SQL's reads of rows by reference.) */
+int catx_seal(sqlite3 *conn, const uint8_t uuid[16], uint64_t ps, uint64_t d, uint64_t *seal);
 
 /*
 ** catref.c: the rows of parts committed by reference (doc/format.md).
@@ -45,6 +53,13 @@ int catx_harden_conn(sqlite3 *conn);
 typedef struct CatRef CatRef;
 int catr_attach(Catalog *c, sqlite3 *conn, int views, CatRef **out);
 int catr_ready(CatRef *r, pdb_msg *m, int *on);
+/* ON 1: the temp views of the union on R's connection (made by catr_ready
+** when it was attached with VIEWS) made for the moment, after catr_ready
+** found the catalog with part rows by reference; ON 0: dropped again.  For
+** the write connection, while pagedb_sql_user's statements run: a view
+** naming main.sample must not outlive them there (an ALTER TABLE sample of
+** a field add would check it while its columns lag). */
+int catr_views(CatRef *r, pdb_msg *m, int on);
 /* Finalize what R keeps prepared on its connection: before that
 ** connection's sqlite3_close (NULL: nothing). */
 void catr_detach(CatRef *r);

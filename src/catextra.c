@@ -116,10 +116,11 @@ static int is_user_table(const char *t, int parts) {
 static int authorize_user(void *ctx, int action, const char *a1, const char *a2, const char *db, const char *trig) {
   int parts = ctx != NULL;  /* the catalog has parts (table part is pagedb's) */
   (void)trig;
+  /* Reads anywhere: temp holds the union of the parts' rows (catr_views). */
+  if (action == SQLITE_SELECT || action == SQLITE_READ || action == SQLITE_FUNCTION || action == SQLITE_RECURSIVE)
+    return SQLITE_OK;
   if (db && sqlite3_stricmp(db, "main") != 0) return SQLITE_DENY;
   switch (action) {
-    case SQLITE_SELECT: case SQLITE_READ: case SQLITE_FUNCTION: case SQLITE_RECURSIVE:
-      return SQLITE_OK;
     case SQLITE_CREATE_TABLE: case SQLITE_DROP_TABLE:
       return is_user_table(a1, parts) ? SQLITE_OK : SQLITE_DENY;
     case SQLITE_CREATE_INDEX: case SQLITE_DROP_INDEX: case SQLITE_ALTER_TABLE:
@@ -142,12 +143,23 @@ int cat_user_sql(Catalog *c, pdb_msg *m, const char *sql, int64_t *nchanged) {
   ** write transaction, if one is open, holds nothing else. */
   int rc = catx_begin_write(c, m);
   if (rc != PAGEDB_OK) return rc;
+  /* Table sample (and extent, sample_info) is the union of the own rows and
+  ** the parts' by reference, as in pagedb_sql, for these statements only
+  ** (catr_views: the write connection keeps no view naming main.sample). */
+  int parts = 0;
+  rc = catr_ready(catx_wref(c), m, &parts);
+  if (rc == PAGEDB_OK && parts) rc = catr_views(catx_wref(c), m, 1);
   sqlite3_set_authorizer(w, authorize_user, catx_has_parts(c) ? (void *)c : NULL);
   sqlite3_int64 before = sqlite3_total_changes64(w);
-  rc = catx_run(c, m, sql, "pagedb_sql_user may create, change and drop user tables only, not pagedb's own"
-                " tables, views, triggers or settings", "running SQL on user tables");
+  if (rc == PAGEDB_OK)
+    rc = catx_run(c, m, sql, "pagedb_sql_user may create, change and drop user tables only, not pagedb's own"
+                  " tables, views, triggers or settings", "running SQL on user tables");
   sqlite3_set_authorizer(w, NULL, NULL);
   *nchanged = sqlite3_total_changes64(w) - before;
+  if (parts) {
+    int drc = catr_views(catx_wref(c), m, 0);
+    if (rc == PAGEDB_OK) rc = drc;
+  }
   if (rc == PAGEDB_OK) rc = catx_exec(c, m, "COMMIT", "committing user tables");
   if (rc != PAGEDB_OK) {
     if (!sqlite3_get_autocommit(w)) sqlite3_exec(w, "ROLLBACK", NULL, NULL, NULL);

@@ -16,7 +16,8 @@
 **      column the part lacks (a field added after its commit) is NULL.
 **   3. A part's catalog is read only once it is found to be the one
 **      committed: its uuid, committed pages and sample count are its row's
-**      in table part; else the statement fails, naming the part.  Every
+**      in table part, and so is its seal (catx_seal: its meta and page
+**      table, O(its runs)); else the statement fails, naming the part.  Every
 **      row is checked as it is read: an integer id and page, the page one
 **      of the part's.  What a row's values hold is checked where pagedb
 **      reads them (the open's scan, pagedb_check), as for own rows.
@@ -51,7 +52,7 @@
 /* A part's catalog open for reading its rows: its connection, the
 ** statement of its rows, and the map from the table's columns to it. */
 typedef struct RefOpen {
-  int64_t k, pages, samples;
+  int64_t k, pages, samples, seal;
   char uuid[33];
   char *uri;
   sqlite3 *pconn;
@@ -82,7 +83,7 @@ struct CatRef {
 
 /* A part whose rows the table reads (table part, rows = 1). */
 typedef struct RefPart {
-  int64_t k, first_page, pages, samples, delta;
+  int64_t k, first_page, pages, samples, delta, data_off, seal;
   char uuid[33];
   char *uri;
 } RefPart;
@@ -263,7 +264,8 @@ static int same_file(const RefOpen *o, const char *path) {
 static RefOpen *keep_take(CatRef *r, const RefPart *p, const char *path, int ncol) {
   for (int i = r->nkeep; i-- > 0;) {
     RefOpen *o = r->keep[i];
-    if (o->k != p->k || o->pages != p->pages || o->samples != p->samples || strcmp(o->uuid, p->uuid) != 0
+    if (o->k != p->k || o->pages != p->pages || o->samples != p->samples || o->seal != p->seal
+        || strcmp(o->uuid, p->uuid) != 0
         || strcmp(o->uri, p->uri) != 0)
       continue;
     memmove(r->keep + i, r->keep + i + 1, (size_t)(r->nkeep - i - 1) * sizeof *r->keep);
@@ -306,21 +308,77 @@ static char *part_catalog_path(CatRef *r, const RefPart *p) {
   return sqlite3_mprintf("%.*s/%s-catalog", (int)(slash - cp), cp, p->uri);
 }
 
+/* --- the seal ------------------------------------------------------------ */
+
+typedef struct SealBuf {
+  uint64_t *w;
+  size_t n, cap;
+} SealBuf;
+
+static int seal_word(SealBuf *s, uint64_t v) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 64;
+    uint64_t *w = sqlite3_realloc64(s->w, cap * sizeof *w);
+    if (!w) return SQLITE_NOMEM;
+    s->w = w;
+    s->cap = cap;
+  }
+  s->w[s->n++] = v;
+  return SQLITE_OK;
+}
+
+int catx_seal(sqlite3 *conn, const uint8_t uuid[16], uint64_t ps, uint64_t d, uint64_t *seal) {
+  SealBuf s = { 0 };
+  int src = seal_word(&s, pdb_get64((const uint8_t *)"PDBSEAL1"));
+  if (src == SQLITE_OK) src = seal_word(&s, pdb_get64(uuid));
+  if (src == SQLITE_OK) src = seal_word(&s, pdb_get64(uuid + 8));
+  if (src == SQLITE_OK) src = seal_word(&s, ps);
+  if (src == SQLITE_OK) src = seal_word(&s, d);
+  sqlite3_stmt *st = NULL;
+  if (src == SQLITE_OK)
+    src = sqlite3_prepare_v2(conn, "SELECT (SELECT value FROM meta WHERE key = 'committed_pages'), (SELECT value"
+                             " FROM meta WHERE key = 'samples'), (SELECT value FROM meta WHERE key = 'deleted_bytes'),"
+                             " (SELECT value FROM meta WHERE key = 'index_id'), (SELECT value FROM meta WHERE key ="
+                             " 'index_dir')", -1, &st, NULL);
+  if (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    src = SQLITE_OK;
+    for (int i = 0; i < 5 && src == SQLITE_OK; i++)
+      src = seal_word(&s, sqlite3_column_type(st, i) == SQLITE_INTEGER ? (uint64_t)sqlite3_column_int64(st, i) : 0);
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  if (src == SQLITE_OK)
+    src = sqlite3_prepare_v2(conn, "SELECT pgno, npages, used, nsamples FROM page ORDER BY pgno", -1, &st, NULL);
+  while (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    src = SQLITE_OK;
+    for (int i = 0; i < 4 && src == SQLITE_OK; i++) src = seal_word(&s, (uint64_t)sqlite3_column_int64(st, i));
+  }
+  if (src == SQLITE_DONE) src = SQLITE_OK;
+  sqlite3_finalize(st);
+  if (src == SQLITE_OK) *seal = pdb_sum(s.w, s.n * sizeof *s.w);
+  sqlite3_free(s.w);
+  return src;
+}
+
+/* --- a part's catalog ------------------------------------------------------- */
+
 /* Part P's meta as its row in table part must match: its uuid (into
-** UUID, CAP bytes), committed pages and samples (-1 when absent). */
-static int part_meta(sqlite3 *pc, char *uuid, size_t cap, int64_t *pages, int64_t *samples) {
+** UUID, CAP bytes), committed pages, samples and page size (-1 when
+** absent). */
+static int part_meta(sqlite3 *pc, char *uuid, size_t cap, int64_t *pages, int64_t *samples, int64_t *ps) {
   sqlite3_stmt *st;
-  *pages = *samples = -1;
+  *pages = *samples = *ps = -1;
   uuid[0] = 0;
   int src = sqlite3_prepare_v2(pc, "SELECT (SELECT value FROM meta WHERE key = 'uuid'), (SELECT value FROM meta"
-                               " WHERE key = 'committed_pages'), (SELECT value FROM meta WHERE key = 'samples')",
-                               -1, &st, NULL);
+                               " WHERE key = 'committed_pages'), (SELECT value FROM meta WHERE key = 'samples'),"
+                               " (SELECT value FROM meta WHERE key = 'page_size')", -1, &st, NULL);
   if (src != SQLITE_OK) return src;
   src = sqlite3_step(st);
   if (src == SQLITE_ROW) {
     if (sqlite3_column_type(st, 0) == SQLITE_TEXT) snprintf(uuid, cap, "%s", (const char *)sqlite3_column_text(st, 0));
     if (sqlite3_column_type(st, 1) == SQLITE_INTEGER) *pages = sqlite3_column_int64(st, 1);
     if (sqlite3_column_type(st, 2) == SQLITE_INTEGER) *samples = sqlite3_column_int64(st, 2);
+    if (sqlite3_column_type(st, 3) == SQLITE_INTEGER) *ps = sqlite3_column_int64(st, 3);
     src = SQLITE_OK;
   }
   sqlite3_finalize(st);
@@ -338,6 +396,7 @@ static int open_new(RefCur *c, const RefPart *p, const char *path, pagedb_vfs *v
   o->k = p->k;
   o->pages = p->pages;
   o->samples = p->samples;
+  o->seal = p->seal;
   memcpy(o->uuid, p->uuid, sizeof o->uuid);
   o->ver = r->ver;
   o->ncol = c->t->ncol;
@@ -360,14 +419,14 @@ static int open_new(RefCur *c, const RefPart *p, const char *path, pagedb_vfs *v
   ** may be read-only and is left as it was.  A catalog whose last commit
   ** still sat in a WAL would show its older meta, and be refused below.
   ** (Read-only: no statement can write through it.) */
-  sqlite3_str *u = sqlite3_str_new(NULL);
-  sqlite3_str_appendall(u, "file:");
+  sqlite3_str *us = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(us, "file:");
   for (const char *q = path; *q; q++) {
-    if (*q == '?' || *q == '#' || *q == '%') sqlite3_str_appendf(u, "%%%02X", (unsigned char)*q);
-    else sqlite3_str_appendchar(u, 1, *q);
+    if (*q == '?' || *q == '#' || *q == '%') sqlite3_str_appendf(us, "%%%02X", (unsigned char)*q);
+    else sqlite3_str_appendchar(us, 1, *q);
   }
-  sqlite3_str_appendall(u, "?immutable=1");
-  char *uri = sqlite3_str_finish(u);
+  sqlite3_str_appendall(us, "?immutable=1");
+  char *uri = sqlite3_str_finish(us);
   if (!uri) {
     open_free(o);
     return SQLITE_NOMEM;
@@ -377,18 +436,30 @@ static int open_new(RefCur *c, const RefPart *p, const char *path, pagedb_vfs *v
   sqlite3_free(uri);
   if (src == SQLITE_OK) src = catx_harden_conn(o->pconn);
   char uuid[64];
-  int64_t pages, samples;
-  if (src == SQLITE_OK) src = part_meta(o->pconn, uuid, sizeof uuid, &pages, &samples);
+  int64_t pages = -1, samples = -1, ps = -1;
+  uint64_t seal = 0;
+  uint8_t u[16];
+  /* (Immutable: no lock is taken, so no transaction would make these
+  ** statements one state; a part must not change after its commit, and one
+  ** changed meanwhile is caught by its seal or at its next take.) */
+  if (src == SQLITE_OK) src = part_meta(o->pconn, uuid, sizeof uuid, &pages, &samples, &ps);
+  if (src == SQLITE_OK && strcmp(uuid, p->uuid) == 0 && pdb_uuid_parse(uuid, u) && ps > 0)
+    src = catx_seal(o->pconn, u, (uint64_t)ps, (uint64_t)p->data_off, &seal);
   if (src != SQLITE_OK) {
     int rc = part_fail(c, p, src == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_CANTOPEN, "cannot read its catalog (%s)",
                        o->pconn ? sqlite3_errmsg(o->pconn) : sqlite3_errstr(src));
     open_free(o);
     return rc;
   }
-  if (strcmp(uuid, p->uuid) != 0 || pages != p->pages || samples != p->samples) {
-    char what[200];
-    snprintf(what, sizeof what, "uuid %.32s, %lld pages, %lld samples, not the %lld pages and %lld samples committed",
-             uuid, (long long)pages, (long long)samples, (long long)p->pages, (long long)p->samples);
+  /* Its seal (O(its runs)) catches what the counts do not: a value changed
+  ** in place through pagedb (pagedb_sql_update records the index anew, at
+  ** another index_dir), a run rewritten, a deletion and an append that
+  ** leave the count as it was. */
+  if (strcmp(uuid, p->uuid) != 0 || pages != p->pages || samples != p->samples || (int64_t)seal != p->seal) {
+    char what[240];
+    snprintf(what, sizeof what, "uuid %.32s, %lld pages, %lld samples, seal %016llx, not the %lld pages, %lld"
+             " samples and seal %016llx committed", uuid, (long long)pages, (long long)samples,
+             (unsigned long long)seal, (long long)p->pages, (long long)p->samples, (unsigned long long)p->seal);
     open_free(o);
     return part_fail(c, p, SQLITE_CORRUPT, "its catalog changed since it was committed (%s): its rows cannot be"
                      " read by reference", what);
@@ -531,7 +602,8 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
   CatRef *r = c->t->r;
   int src = SQLITE_OK;
   if (!r->cand)
-    src = sqlite3_prepare_v3(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta FROM main.part"
+    src = sqlite3_prepare_v3(conn, "SELECT part, uuid, uri, first_page, pages, samples, id_delta, data_off, seal"
+                             " FROM main.part"
                              " WHERE rows = 1 AND id_min BETWEEN ?3 - coalesce((SELECT value FROM main.meta"
                              " WHERE key = 'part_id_span' AND typeof(value) = 'integer' AND value >= 0),"
                              " 9223372036854775807) AND ?2 AND id_max >= ?1", -1, SQLITE_PREPARE_PERSISTENT,
@@ -547,7 +619,7 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
   sqlite3_bind_int64(st, 3, c->lo > 0 ? c->lo : 0);
   size_t cap = 0;
   while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 9; i++)
       if (sqlite3_column_type(st, i) != (i == 1 || i == 2 ? SQLITE_TEXT : SQLITE_INTEGER)) src = SQLITE_CORRUPT;
     if (src == SQLITE_CORRUPT) break;
     if (c->nparts == cap) {
@@ -567,6 +639,8 @@ static int ref_filter(sqlite3_vtab_cursor *cur, int idx, const char *str, int ar
     p->pages = sqlite3_column_int64(st, 4);
     p->samples = sqlite3_column_int64(st, 5);
     p->delta = sqlite3_column_int64(st, 6);
+    p->data_off = sqlite3_column_int64(st, 7);
+    p->seal = sqlite3_column_int64(st, 8);
     if (!(p->uri = str_dup((const char *)sqlite3_column_text(st, 2)))) {
       src = SQLITE_NOMEM;
       break;
@@ -712,6 +786,14 @@ static int make_views(CatRef *r) {
   }
   sqlite3_finalize(st);
   return src == SQLITE_DONE ? SQLITE_OK : src;
+}
+
+int catr_views(CatRef *r, pdb_msg *m, int on) {
+  int src = sqlite3_exec(r->conn, "DROP VIEW IF EXISTS temp.sample; DROP VIEW IF EXISTS temp.extent;"
+                         " DROP VIEW IF EXISTS temp.sample_info", NULL, NULL, NULL);
+  if (src == SQLITE_OK && on) src = make_views(r);
+  return src == SQLITE_OK ? PAGEDB_OK
+                          : catx_fail(r->c, m, r->conn, src, on ? "making the view of the parts' rows" : "dropping it");
 }
 
 void catr_detach(CatRef *r) {

@@ -809,10 +809,13 @@ static int run_check(Check *k) {
     if (rc == PAGEDB_OK && k->committed >= 0 && (uint64_t)k->committed != k->next)
       report(k, -1, -1, -1, "catalog: meta.committed_pages is %" PRId64 ", but the page table covers pages 0 to %" PRIu64
              " (%" PRIu64 " pages)", k->committed, k->next ? k->next - 1 : 0, k->next);
+    /* Table part before the samples: a part's rows by reference are read
+    ** only if its row (its seal) is its own (catref.c), so a damaged row
+    ** is said here before the samples' read stops on it. */
+    if (rc == PAGEDB_OK) rc = check_parts(k, s);
     if (rc == PAGEDB_OK) rc = cat_snap_samples(s, &k->m, k->db->fields, k->db->nfield, sample_row, k);
     while (rc == PAGEDB_OK && k->cur < k->nrun) rc = finish_run(k, &k->runs[k->cur++]);
     if (rc == PAGEDB_OK && k->dx) check_index(k);
-    if (rc == PAGEDB_OK) rc = check_parts(k, s);
     if (rc == PAGEDB_OK && k->nsample >= 0 && (uint64_t)k->nsample != k->nrows)
       report(k, -1, -1, -1, "catalog: meta.samples is %" PRId64 ", but table sample has %" PRIu64 " rows", k->nsample,
              k->nrows);

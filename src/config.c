@@ -4,7 +4,7 @@
 **   1..6   the allocator, the pool, the memory limit   src/mem.c
 **   7..23  the remote settings                          vfs/rconfig.c
 **   24     the busy timeout                             src/pager.c
-**   25     the bound on open parts                      src/parts.c
+**   25, 26 the bound on open parts, small parts' copies  src/parts.c
 **
 ** The allocator and pool ops may be used only while the library is not
 ** initialized (mem.c checks); MEMLIMIT and the remote settings at any
@@ -27,6 +27,7 @@ int pagedb_config(int op, ...) {
     rc = pdb_rconf_set(op, ap);
   else if (op == PAGEDB_CONFIG_BUSY_TIMEOUT) rc = pager_busy_config(va_arg(ap, int64_t));
   else if (op == PAGEDB_CONFIG_PARTS_OPEN) rc = parts_open_config(va_arg(ap, int64_t));
+  else if (op == PAGEDB_CONFIG_PARTS_COPY) rc = parts_copy_config(va_arg(ap, int64_t));
   else rc = pdb_mem_config(op, ap);
   va_end(ap);
   return rc;

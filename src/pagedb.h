@@ -1258,7 +1258,8 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** none of their data bytes is copied or written (reads of their samples
 ** open each part's data file where it lies, the first time this process
 ** reads it; copy-mode reads keep at most PAGEDB_CONFIG_PARTS_OPEN of them
-** open, zero-copy ones every part they touched until pagedb_close).
+** open, zero-copy ones every part they touched until pagedb_close, mapped,
+** or, for small local parts, copied: PAGEDB_CONFIG_PARTS_COPY).
 ** Afterwards DB reads as one: every read API, SQL over table
 ** sample, pagedb_order, pagedb_delete and pagedb_vacuum (which copies every
 ** sample, parts' included, into one file, format 2 again).  Table part of
@@ -1291,8 +1292,9 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** of the samples' bytes go on.  Other parts' rows are copied into DB's
 ** catalog as before.  pagedb_delete of a part's sample records its id in
 ** table part_deleted; the first pagedb_sql_update after such a commit copies
-** every part's rows into DB's catalog first (once).  pagedb_sql_user sees
-** DB's own rows only.  Without an ORDER BY, DB's own rows come first, then
+** every part's rows into DB's catalog first (once).  pagedb_sql_user's
+** statements read the same union (a user table made from sample holds the
+** parts' rows too).  Without an ORDER BY, DB's own rows come first, then
 ** each part's.
 **
 ** The first commit of parts into a dataset rewrites its index file (into
@@ -1525,7 +1527,9 @@ PAGEDB_API int pagedb_sql_update(pagedb *db, const char *sql, int64_t *nchanged)
 ** any table whose name is not one of pagedb's objects (meta, field, page,
 ** sample, extent, sample_info, in any case) and does not begin with "sqlite_" or
 ** "pagedb_".  SQL may create, fill, change, index, alter and drop user
-** tables and read anything; an authorizer refuses everything else when a
+** tables and read anything (in a dataset of parts, table sample and the
+** views extent and sample_info are the union that pagedb_sql reads: see
+** pagedb_parts_commit); an authorizer refuses everything else when a
 ** statement is prepared, before anything runs: changes to pagedb's tables,
 ** views, triggers, virtual and temporary tables, PRAGMA, ATTACH and
 ** transaction statements.  Whatever this handle's writers wrote is
@@ -2246,12 +2250,30 @@ struct pagedb_pool_methods {
 ** value is PAGEDB_MISUSE and leaves the setting as it was.
 */
 #define PAGEDB_CONFIG_PARTS_OPEN           25
+/*
+** int64_t bytes, 0..1048576 (issue 26; environment PAGEDB_PARTS_COPY,
+** default 16384): a local part whose data region (the bytes its committed
+** runs use) is at most this many bytes is copied whole into the handle's
+** memory the first time a zero-copy reader (PAGEDB_READ_MMAP) touches it,
+** instead of mapped: zero-copy pointers into it then point into that copy,
+** which lives, unchanged, until pagedb_close as a map would.  Small parts
+** then cost no map, and no descriptor once the bound above closes their
+** file, and their samples lie side by side in memory (random reads of
+** many small parts no longer touch a page of a map per part).  At most 256
+** MiB a handle are so copied; parts past that are mapped.  0: every part is
+** mapped.  -1 forgets the setting (the environment's, else 16384, applies
+** again).  Process-wide; a handle reads it when a zero-copy read first
+** touches a part.  Another value is PAGEDB_MISUSE and leaves the setting as
+** it was.
+*/
+#define PAGEDB_CONFIG_PARTS_COPY           26
 
 /*
 ** Configure the library.  Results: PAGEDB_OK; PAGEDB_MISUSE (an unknown
 ** op, a bad argument, or an allocator or pool op (1..6 but MEMLIMIT) while
 ** the library is initialized: MEMLIMIT, the remote settings (7..23) and
-** the busy timeout (24) and the bound on open parts (25) may be used at any time); PAGEDB_NOMEM
+** the busy timeout (24), the bound on open parts (25) and the copy of small parts (26) may be used at
+** any time); PAGEDB_NOMEM
 ** (PAGEDB_CONFIG_HEAP: an arena too small to hold its own bookkeeping and
 ** one block); PAGEDB_CANTOPEN
 ** (GETREMOTE: see there).

@@ -46,29 +46,6 @@
 
 /* --- the seal ----------------------------------------------------------- */
 
-typedef struct Sealer {
-  uint64_t *w;
-  size_t n, cap;
-} Sealer;
-
-static int seal_word(Sealer *s, uint64_t v) {
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? 2 * s->cap : 64;
-    uint64_t *w = pdb_realloc(s->w, cap * sizeof *w);
-    if (!w) return PAGEDB_NOMEM;
-    s->w = w;
-    s->cap = cap;
-  }
-  s->w[s->n++] = v;
-  return PAGEDB_OK;
-}
-
-static int seal_row(void *ctx, const CatVal *v) {
-  int rc = PAGEDB_OK;
-  for (int i = 0; i < 4 && rc == PAGEDB_OK; i++) rc = seal_word(ctx, (uint64_t)v[i].i);
-  return rc;
-}
-
 /* Meta KEY of snapshot S as an integer (0 when absent). */
 static int snap_int(CatSnap *s, pdb_msg *m, const char *key, uint64_t *out) {
   CatVal v;
@@ -78,27 +55,10 @@ static int snap_int(CatSnap *s, pdb_msg *m, const char *key, uint64_t *out) {
 }
 
 /* The seal of part O (doc/format.md, "The seal"), from its header and the
-** read transaction CS of its catalog. */
+** read transaction CS of its catalog (catx_seal, catref.c, which SQL's
+** reads of its rows by reference compute too). */
 static int seal_in(pagedb *o, CatSnap *cs, pdb_msg *m, uint64_t *seal) {
-  Sealer s = { 0 };
-  uint64_t v[6];
-  static const char *const keys[] = { "committed_pages", "samples", "deleted_bytes", "index_id", "index_dir" };
-  int rc = PAGEDB_OK;
-  const uint8_t *u = pager_uuid(o->pager);
-  if (rc == PAGEDB_OK) rc = seal_word(&s, pdb_get64((const uint8_t *)"PDBSEAL1"));
-  if (rc == PAGEDB_OK) rc = seal_word(&s, pdb_get64(u));
-  if (rc == PAGEDB_OK) rc = seal_word(&s, pdb_get64(u + 8));
-  if (rc == PAGEDB_OK) rc = seal_word(&s, pager_page_size(o->pager));
-  if (rc == PAGEDB_OK) rc = seal_word(&s, pager_data_off(o->pager));
-  for (int i = 0; i < 5 && rc == PAGEDB_OK; i++) {
-    rc = snap_int(cs, m, keys[i], &v[i]);
-    if (rc == PAGEDB_OK) rc = seal_word(&s, v[i]);
-  }
-  if (rc == PAGEDB_OK) rc = cat_snap_pages(cs, m, seal_row, &s);
-  if (rc == PAGEDB_NOMEM) rc = pdb_err(o, m, rc, "out of memory sealing %s", o->path);
-  if (rc == PAGEDB_OK) *seal = pdb_sum(s.w, s.n * sizeof *s.w);
-  pdb_free(s.w);
-  return rc;
+  return cat_snap_seal(cs, m, pager_uuid(o->pager), pager_page_size(o->pager), pager_data_off(o->pager), seal);
 }
 
 /* The seal of part O, from one read transaction of its catalog. */

@@ -1866,9 +1866,10 @@ static int kill9Cmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const 
   return TCL_OK;
 }
 
-/* pagedb_busy_timeout MS, pagedb_parts_open N: pagedb_config of the int64
-** op CD (PAGEDB_CONFIG_BUSY_TIMEOUT, PAGEDB_CONFIG_PARTS_OPEN) with the
-** value; returns the result's name. */
+/* pagedb_busy_timeout MS, pagedb_parts_open N, pagedb_parts_copy BYTES:
+** pagedb_config of the int64 op CD (PAGEDB_CONFIG_BUSY_TIMEOUT,
+** PAGEDB_CONFIG_PARTS_OPEN, PAGEDB_CONFIG_PARTS_COPY) with the value;
+** returns the result's name. */
 static int configIntCmd(ClientData cd, Tcl_Interp *interp, int objc, Tcl_Obj *const objv[]){
   Tcl_WideInt v;
   if( objc != 2 ){
@@ -1902,6 +1903,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tcl_CreateObjCommand(interp, "pagedb_kill9", kill9Cmd, 0, 0);
   Tcl_CreateObjCommand(interp, "pagedb_busy_timeout", configIntCmd, (ClientData)(intptr_t)PAGEDB_CONFIG_BUSY_TIMEOUT, 0);
   Tcl_CreateObjCommand(interp, "pagedb_parts_open", configIntCmd, (ClientData)(intptr_t)PAGEDB_CONFIG_PARTS_OPEN, 0);
+  Tcl_CreateObjCommand(interp, "pagedb_parts_copy", configIntCmd, (ClientData)(intptr_t)PAGEDB_CONFIG_PARTS_COPY, 0);
   Tclfault_Init(interp);
   Tclmem_Init(interp);
   if( Tclpool_Init(interp) != TCL_OK ) return TCL_ERROR;
