@@ -49,9 +49,44 @@ static struct {
   int sqlite_ours;                   /* SQLite allocates through us */
   sqlite3_mem_methods sqlite_old;    /* ...and this was its allocator before */
   _Atomic int64_t limit;             /* 0: none */
-  _Atomic int64_t used, used_high;
-  _Atomic int64_t count, count_high;
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/*
+** The counters (bytes and blocks outstanding, and their high-water marks),
+** in NSHARD shards of a cache line each: a thread counts in the shard of
+** its own (given round-robin at its first count), so that two threads
+** allocating at once do not take one cache line from each other at every
+** call -- with one line, the commit of 1,000 small parts, whose two threads
+** open catalogs through SQLite and so through here, spent a quarter of its
+** CPU in these counters (doc/benchmarks.md).  A counter is the sum of its
+** shards: exact whenever no call is in progress (a block freed by another
+** thread than its allocator's is taken from that one's shard: sums stay
+** right, a shard may go negative).  A high-water mark is the sum of the
+** shards' own marks: exact while one thread at a time allocates since the
+** last reset, an upper bound otherwise (the shards need not peak together).
+*/
+#define NSHARD 16
+typedef struct Shard {
+  _Alignas(64) _Atomic int64_t used, used_high, count, count_high;
+} Shard;
+static Shard shard[NSHARD];
+static _Atomic unsigned shard_next;
+/* 1 + this thread's shard, 0 until its first count.  Initial-exec: one load
+** (as pool.c's me_p). */
+static _Thread_local unsigned shard_of_me __attribute__((tls_model("initial-exec")));
+
+static inline Shard *my_shard(void) {
+  unsigned s = shard_of_me;
+  if (!s) shard_of_me = s = 1 + atomic_fetch_add_explicit(&shard_next, 1, memory_order_relaxed) % NSHARD;
+  return &shard[s - 1];
+}
+
+/* The sum of counter OFF (offsetof in Shard) over the shards. */
+static int64_t sum_of(size_t off) {
+  int64_t v = 0;
+  for (int i = 0; i < NSHARD; i++) v += atomic_load_explicit((_Atomic int64_t *)((char *)&shard[i] + off), memory_order_relaxed);
+  return v;
+}
 
 _Atomic int pdb_handles;
 
@@ -175,11 +210,12 @@ static void raise_high(_Atomic int64_t *high, int64_t v) {
 }
 
 static void count(int64_t bytes, int64_t blocks, int high) {
-  int64_t u = atomic_fetch_add_explicit(&g.used, bytes, memory_order_relaxed) + bytes;
-  if (bytes > 0 && high) raise_high(&g.used_high, u);
+  Shard *s = my_shard();
+  int64_t u = atomic_fetch_add_explicit(&s->used, bytes, memory_order_relaxed) + bytes;
+  if (bytes > 0 && high) raise_high(&s->used_high, u);
   if (blocks) {
-    int64_t c = atomic_fetch_add_explicit(&g.count, blocks, memory_order_relaxed) + blocks;
-    if (blocks > 0) raise_high(&g.count_high, c);
+    int64_t c = atomic_fetch_add_explicit(&s->count, blocks, memory_order_relaxed) + blocks;
+    if (blocks > 0) raise_high(&s->count_high, c);
   }
 }
 
@@ -188,10 +224,10 @@ static int room_for(size_t n) {
   if ((uint64_t)n > (uint64_t)INT64_MAX / 2) return 0;   /* the counters are int64_t */
   int64_t limit = atomic_load_explicit(&g.limit, memory_order_relaxed);
   if (limit <= 0) return 1;
-  int64_t used = atomic_load_explicit(&g.used, memory_order_relaxed);
+  int64_t used = sum_of(offsetof(Shard, used));
   if (used + (int64_t)n <= limit) return 1;
   pool_trim((size_t)(used + (int64_t)n - limit));
-  used = atomic_load_explicit(&g.used, memory_order_relaxed);
+  used = sum_of(offsetof(Shard, used));
   return used + (int64_t)n <= limit;
 }
 
@@ -201,7 +237,10 @@ int pdb_mem_charge(size_t n) {
   return PAGEDB_OK;
 }
 
-void pdb_mem_settle(void) { raise_high(&g.used_high, atomic_load(&g.used)); }
+void pdb_mem_settle(void) {
+  Shard *s = my_shard();
+  raise_high(&s->used_high, atomic_load(&s->used));
+}
 
 void pdb_mem_uncharge(size_t n) { count(-(int64_t)n, 0, 0); }
 
@@ -291,7 +330,7 @@ int pdb_mem_config(int op, va_list ap) {
   } else if (op == PAGEDB_CONFIG_HEAP) {
     void *arena = va_arg(ap, void *);
     size_t n = va_arg(ap, size_t), min = va_arg(ap, size_t);
-    if (atomic_load(&g.count) != 0) {
+    if (sum_of(offsetof(Shard, count)) != 0) {
       rc = PAGEDB_MISUSE;      /* blocks from the old allocator are live */
     } else {
       g.heap = arena ? buddy_init(arena, n, min) : NULL;
@@ -413,25 +452,32 @@ void pdb_buf_free(void *p) {
 
 /* ---- figures ---- */
 
-int64_t pagedb_memory_used(void) { return atomic_load(&g.used); }
+int64_t pagedb_memory_used(void) { return sum_of(offsetof(Shard, used)); }
 
-int64_t pagedb_memory_highwater(int reset) {
-  int64_t h = atomic_load(&g.used_high);
-  if (reset) atomic_store(&g.used_high, atomic_load(&g.used));
+/* The high-water mark of counter CUR (its HIGH in each shard); with RESET,
+** each shard's restarts from its value now. */
+static int64_t high_of(size_t cur, size_t high, int reset) {
+  int64_t h = 0;
+  for (int i = 0; i < NSHARD; i++) {
+    _Atomic int64_t *c = (_Atomic int64_t *)((char *)&shard[i] + cur), *hi = (_Atomic int64_t *)((char *)&shard[i] + high);
+    h += atomic_load(hi);
+    if (reset) atomic_store(hi, atomic_load(c));
+  }
   return h;
 }
+
+int64_t pagedb_memory_highwater(int reset) { return high_of(offsetof(Shard, used), offsetof(Shard, used_high), reset); }
 
 int pagedb_status(int op, int64_t *cur, int64_t *high, int reset) {
   if (!cur || !high) return PAGEDB_MISUSE;
   switch (op) {
     case PAGEDB_STATUS_MEMORY_USED:
-      *cur = atomic_load(&g.used);
+      *cur = sum_of(offsetof(Shard, used));
       *high = pagedb_memory_highwater(reset);
       return PAGEDB_OK;
     case PAGEDB_STATUS_MALLOC_COUNT:
-      *cur = atomic_load(&g.count);
-      *high = atomic_load(&g.count_high);
-      if (reset) atomic_store(&g.count_high, *cur);
+      *cur = sum_of(offsetof(Shard, count));
+      *high = high_of(offsetof(Shard, count), offsetof(Shard, count_high), reset);
       return PAGEDB_OK;
     case PAGEDB_STATUS_POOL_USED:
     case PAGEDB_STATUS_POOL_CACHED:

@@ -2340,16 +2340,22 @@ PAGEDB_API size_t pagedb_release_memory(size_t n);
 ** buffers in use or cached at their class size), and the most it has held
 ** since the start or the last reset.  Exact: after every handle is closed
 ** and every buffer freed, used returns to its value before they existed.
+** The counts are kept per thread and summed when read: exact whenever no
+** allocation is in progress; the high-water mark is exact while one thread
+** at a time allocates since the reset, and with several an upper bound
+** (their peaks summed, whether or not they came together).
 */
 PAGEDB_API int64_t pagedb_memory_used(void);
 PAGEDB_API int64_t pagedb_memory_highwater(int reset);
 
 /*
 ** Counters of pagedb_status(): *CUR the value now, *HIGH its high-water
-** mark.  POOL_USED and POOL_CACHED are sums of per-thread counts: exact
-** whenever no pool call is in progress; their high-water marks are exact
-** while one thread at a time uses the pool, and with several may miss a
-** moment when all were at their peaks together.
+** mark.  MEMORY_USED and MALLOC_COUNT are as pagedb_memory_used says
+** (per-thread counts, summed: a high-water mark with several threads
+** allocating is an upper bound).  POOL_USED and POOL_CACHED are sums of
+** per-thread counts: exact whenever no pool call is in progress; their
+** high-water marks are exact while one thread at a time uses the pool, and
+** with several may miss a moment when all were at their peaks together.
 */
 #define PAGEDB_STATUS_MEMORY_USED   1  /* as pagedb_memory_used */
 #define PAGEDB_STATUS_MALLOC_COUNT  2  /* general allocations outstanding */
