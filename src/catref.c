@@ -793,7 +793,7 @@ int catr_views(CatRef *r, pdb_msg *m, int on) {
                          " DROP VIEW IF EXISTS temp.sample_info", NULL, NULL, NULL);
   if (src == SQLITE_OK && on) src = make_views(r);
   return src == SQLITE_OK ? PAGEDB_OK
-                          : catx_fail(r->c, m, r->conn, src, on ? "making the view of the parts' rows" : "dropping it");
+                          : catx_fail(r->c, m, r->conn, src, on ? "making the views of the parts' rows" : "dropping the views of the parts' rows");
 }
 
 void catr_detach(CatRef *r) {

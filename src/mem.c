@@ -60,8 +60,8 @@ static struct {
 ** open catalogs through SQLite and so through here, spent a quarter of its
 ** CPU in these counters (doc/benchmarks.md).  A counter is the sum of its
 ** shards: exact whenever no call is in progress (a block freed by another
-** thread than its allocator's is taken from that one's shard: sums stay
-** right, a shard may go negative).  A high-water mark is the sum of the
+** thread than the one that allocated it is subtracted in the freeing
+** thread's shard: the sums stay right, a shard may go negative).  A high-water mark is the sum of the
 ** shards' own marks: exact while one thread at a time allocates since the
 ** last reset, an upper bound otherwise (the shards need not peak together).
 */
