@@ -260,6 +260,10 @@ typedef struct IdPlan {
   uint64_t n, cap;
   uint64_t nreserved;       /* s[0, nreserved) are reserved in DB (id order) */
   int64_t after;            /* AFTER: the first id of the block taken, or -1 */
+  uint64_t *store;          /* ids_collect copies each slot here (NW words, STORE_CAP slots) when set: a scan's
+                               translated slot of a referenced chunk lives only during its call (dindex.c) */
+  uint64_t store_cap;
+  _Atomic uint64_t *own;    /* if set, counts the ids this plan holds reserved (a commit's own: idx_reserve_range) */
 } IdPlan;
 int ids_collect(void *ctx, int64_t id, const uint64_t *slot);
 int ids_plan(IdPlan *a, int policy, int64_t offset);
@@ -285,16 +289,36 @@ typedef struct PartLent {
   const IdSample *s;        /* its samples in id order: slot in its map, nid the id in DB */
   uint64_t n;
   uint64_t win;             /* its window's first byte, added to each slot's word 1 */
+  int unreserved;           /* its ids are reserved as a range (PartRef), not one by one */
 } PartLent;
+
+/* A part whose index chunks are referenced (doc/format.md, "Parts' chunks
+** by reference"): the chunks C[0..N) (k set when the part is numbered),
+** the COUNT samples they hold, 1 + the largest id in DB the part gives
+** (NEXT), and the ids LO..HI reserved for it whole (idx_reserve_range).
+** Its other samples (its first and last chunk's) are its PartLent's S,
+** copied; its runs are its PartLent's too. */
+typedef struct PartRef {
+  DxRefChunk *c;
+  size_t n;
+  uint64_t count, next;
+  int64_t lo, hi;
+} PartRef;
 
 typedef struct PartCommit {
   PageRecs *runs;           /* linked by d.next: the parts' whose slots are copied */
   PartLent *lent;           /* per part: n 0 unless its slots are lent */
+  PartRef *ref;             /* per part: n 0 unless chunks of its index are referenced */
   DxPart *dx;               /* the part records, numbered from the parts so far */
   CatPart *cat;             /* ...and their rows of table part */
   size_t n;
   uint64_t nsamples, deleted, moved;
 } PartCommit;
+
+/* Stage into DX the chunks db->pcommit's parts have referenced
+** (dx_stage_refs), before any other change of the commit; *COUNT the
+** samples they hold. */
+int api_stage_refs(pagedb *db, pdb_msg *m, Dx *dx, uint64_t *count);
 
 /* Commit the parts of PC (their runs at part-local addresses, LISTS[i]
 ** part i's, or PC->lent[i].runs), numbered from the parts DB has, as one
@@ -538,6 +562,28 @@ static inline int api_token_bytes(const CatField *f) {
              ? f->tensor.esize
              : 0;
 }
+
+/* The index file's version for catalog FEATURES (doc/format.md,
+** "Versions and compatibility"): 3 with chunks by reference, 2 with any
+** other feature, else 1. */
+static inline int api_ix_version(uint64_t features) {
+  return features & CAT_FEATURE_CHUNKREF ? 3 : features ? 2 : 1;
+}
+
+/* Whether a first commit of parts into DB makes its index version 3 (chunks
+** by reference, bit 3): unless a field is a token field, whose token maps
+** are built from the slots (dindex.c). */
+static inline int api_parts_chunkref(const pagedb *db) {
+  if (db->features & CAT_FEATURE_PARTS) return (db->features & CAT_FEATURE_CHUNKREF) != 0;
+  for (int f = 0; f < db->nfield; f++)
+    if (api_token_bytes(&db->fields[f])) return 0;
+  return 1;
+}
+
+/* The index version a commit of parts into DB needs: 3 with chunks by
+** reference, else 2.  A first commit of parts writes the index anew when
+** it is older (a dataset of tensor fields has version 2 already). */
+static inline int api_parts_version(const pagedb *db) { return api_parts_chunkref(db) ? 3 : 2; }
 
 /* Whether field F is stored in pages. */
 static inline int api_is_bytes(const pagedb *db, int f) {

@@ -121,6 +121,12 @@ int ids_collect(void *ctx, int64_t id, const uint64_t *slot) {
     a->s = s;
     a->cap = cap;
   }
+  if (a->store) {
+    if (a->n >= a->store_cap) return PAGEDB_CORRUPT_INDEX;   /* more than its count */
+    uint64_t *t = a->store + a->n * (size_t)a->db->nw;
+    memcpy(t, slot, (size_t)a->db->nw * sizeof *t);
+    slot = t;
+  }
   a->s[a->n++] = (Sample){ id, id, slot };
   return PAGEDB_OK;
 }
@@ -138,6 +144,7 @@ static int by_offset(const void *x, const void *y) {
 /* Release the reserved ids, and AFTER's block if no id was taken after it. */
 void ids_release(IdPlan *a) {
   for (uint64_t i = 0; i < a->nreserved; i++) idx_release(a->db->idx, a->s[i].nid);
+  if (a->own) atomic_fetch_sub(a->own, a->nreserved);
   a->nreserved = 0;
   if (a->after >= 0) {
     int64_t end = a->after + (int64_t)a->n;
@@ -190,6 +197,7 @@ int ids_plan(IdPlan *a, int policy, int64_t offset) {
     rc = idx_reserve(db->idx, s->nid);
     if (rc == PAGEDB_OK) {
       a->nreserved = i + 1;
+      if (a->own) atomic_fetch_add(a->own, 1);
     } else if (rc == PAGEDB_CONSTRAINT) {
       char theirs[64] = "";
       if (s->nid != s->id) snprintf(theirs, sizeof theirs, " (its sample %lld)", (long long)s->id);
@@ -402,7 +410,14 @@ static void free_recs(PageRecs *r) {
 /* Steps 2 to 5 of the top comment, OTHER open and checked. */
 static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
   pagedb *db = a->db;
-  int rc = idx_scan(a->o->idx, ids_collect, &a->ids);
+  int rc = PAGEDB_OK;
+  Dx *ox = idx_disk(a->o->idx);
+  if (ox && dx_version(ox) >= 3) {
+    a->ids.store_cap = idx_count(a->o->idx);
+    if (!(a->ids.store = pdb_malloc((a->ids.store_cap ? a->ids.store_cap : 1) * (size_t)db->nw * sizeof(uint64_t))))
+      rc = PAGEDB_NOMEM;
+  }
+  if (rc == PAGEDB_OK) rc = idx_scan(a->o->idx, ids_collect, &a->ids);
   if (rc != PAGEDB_OK)
     return pdb_err(db, &a->em, rc, "out of memory listing its %llu samples", (unsigned long long)idx_count(a->o->idx));
   rc = ids_plan(&a->ids, policy, offset);
@@ -488,6 +503,7 @@ int pagedb_attach(pagedb *db, const char *other, int policy, int64_t offset, int
     pdb_err(db, m, rc, "cannot attach %s to %s: %s%s", other, db->path,
             a.em.rc != PAGEDB_OK ? a.em.text : pagedb_errstr(rc), a.copied ? "" : "; nothing was attached");
   pdb_free(a.ids.s);
+  pdb_free(a.ids.store);
   pdb_free(a.runs);
   pdb_free(a.copy);
   pagedb_close(a.o);

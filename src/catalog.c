@@ -750,6 +750,8 @@ int cat_load(Catalog *c, pdb_msg *m, CatMeta *meta, CatField *fields, int *nfiel
   int rows_by_ref = (meta->features & CAT_FEATURE_PARTROWS) != 0;
   if (rc == PAGEDB_OK && rows_by_ref && !(meta->features & CAT_FEATURE_PARTS))
     rc = corrupt(c, m, "%s", "meta.features has bit 2 (part rows by reference) without bit 1 (parts)");
+  if (rc == PAGEDB_OK && (meta->features & CAT_FEATURE_CHUNKREF) && !(meta->features & CAT_FEATURE_PARTS))
+    rc = corrupt(c, m, "%s", "meta.features has bit 3 (part chunks by reference) without bit 1 (parts)");
   if (rc == PAGEDB_OK && (meta->features & CAT_FEATURE_PARTS)) {
     rc = check_table(c, m, "part", kPartCols, (int)(sizeof kPartCols / sizeof *kPartCols) - (rows_by_ref ? 0 : 2));
     if (rc == PAGEDB_OK && meta->parts < 0) rc = corrupt(c, m, "%s", "meta lacks a valid 'parts' beside feature bit 1");

@@ -55,7 +55,8 @@ typedef struct CatMeta {
 #define CAT_FEATURE_TENSOR   1u   /* bit 0: a tensor field (issue 27) */
 #define CAT_FEATURE_PARTS    2u   /* bit 1: parts (issue 26) */
 #define CAT_FEATURE_PARTROWS 4u   /* bit 2: parts' sample rows by reference (issue 26) */
-#define CAT_FEATURES_KNOWN   (CAT_FEATURE_TENSOR | CAT_FEATURE_PARTS | CAT_FEATURE_PARTROWS)
+#define CAT_FEATURE_CHUNKREF 8u   /* bit 3: parts' index chunks by reference (issue 26; index version 3) */
+#define CAT_FEATURES_KNOWN   (CAT_FEATURE_TENSOR | CAT_FEATURE_PARTS | CAT_FEATURE_PARTROWS | CAT_FEATURE_CHUNKREF)
 
 /* A row of table part (doc/format.md, "Parts"). */
 typedef struct CatPart CatPart;

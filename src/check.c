@@ -218,8 +218,12 @@ static void check_index_row(Check *k, const CatVal *v, int64_t id, int64_t page,
     return;
   }
   if (s == DX_BAD) {
-    report(k, page, id, -1, "sample %" PRId64 ": its entry in the index file fails its checks (checksum, id or extent)",
-           id);
+    char why[PDB_MSG_MAX - 64];
+    if (dx_unfetched(k->dx, id, why, sizeof why) == 2)
+      report(k, page, id, -1, "sample %" PRId64 ": its entry is in a chunk referenced in %s", id, why);
+    else
+      report(k, page, id, -1, "sample %" PRId64 ": its entry in the index file fails its checks (checksum, id or"
+             " extent)", id);
     return;
   }
   k->nix++;

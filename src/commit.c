@@ -212,6 +212,19 @@ DxChange *api_commit_changes(pagedb *db, pdb_msg *m, size_t extra, size_t *n) {
   return ch;
 }
 
+int api_stage_refs(pagedb *db, pdb_msg *m, Dx *dx, uint64_t *count) {
+  PartCommit *pc = db->pcommit;
+  int rc = PAGEDB_OK;
+  *count = 0;
+  for (size_t i = 0; pc && pc->ref && i < pc->n && rc == PAGEDB_OK; i++) {
+    const PartRef *r = &pc->ref[i];
+    if (!r->n) continue;
+    rc = dx_stage_refs(dx, m, r->c, r->n, r->count, r->next);
+    *count += r->count;
+  }
+  return rc;
+}
+
 /*
 ** Write the index entries of the commit's samples and of the deletions
 ** DEL[0..NDEL) after the index in force and sync them (dx_stage), for a
@@ -226,6 +239,9 @@ static int stage_index(pagedb *db, pdb_msg *m, Dx *dx, uint64_t ndel, uint64_t e
   for (uint64_t i = 0; i < ndel; i++) ch[n++] = (DxChange){ db->del[i], NULL, 0 };
   uint64_t ps = pager_page_size(db->pager);
   int rc = pc ? dx_stage_parts(dx, m, pc->dx, pc->n) : PAGEDB_OK;
+  /* Referenced chunks before any other change (dx_stage_refs). */
+  uint64_t nref;
+  if (rc == PAGEDB_OK) rc = api_stage_refs(db, m, dx, &nref);
   if (rc == PAGEDB_OK) rc = dx_stage(dx, m, ch, n, 1, end, end * ps, xm);
   pdb_free(ch);
   return api_ix_failed(db, rc);
@@ -344,9 +360,9 @@ int api_commit_locked(pagedb *db) {
   ** the rows of this transaction. */
   Dx *dx = idx_disk(db->idx), *nx = NULL;
   DxMeta xm = { 0 };
-  if (rc == PAGEDB_OK && pc && (!dx || dx_version(dx) < 2)) {
+  if (rc == PAGEDB_OK && pc && (!dx || dx_version(dx) < api_parts_version(db))) {
     DxMeta wx;
-    rc = api_write_index(db, m, db->idx, NULL, 2, end, NULL, &nx, &wx);
+    rc = api_write_index(db, m, db->idx, NULL, api_parts_version(db), end, NULL, &nx, &wx);
     if (rc == PAGEDB_OK) rc = sync_data_and_index(db, m, NULL, ndel, end, &xm);
     xm = wx;
   } else if (rc == PAGEDB_OK) {
@@ -388,7 +404,7 @@ int api_commit_locked(pagedb *db) {
     for (PageRecs *r = pc ? pc->runs : NULL; r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next)
       for (uint32_t i = 0; i < r->d.nsamples; i++) idx_release(db->idx, (int64_t)r->slots[(size_t)i * db->nw]);
     for (size_t i = 0; pc && pc->lent && i < pc->n && rc == PAGEDB_OK; i++)
-      for (uint64_t t = 0; t < pc->lent[i].n; t++) idx_release(db->idx, pc->lent[i].s[t].nid);
+      for (uint64_t t = 0; !pc->lent[i].unreserved && t < pc->lent[i].n; t++) idx_release(db->idx, pc->lent[i].s[t].nid);
   }
   for (PageRecs *r = db->inserted; !dx && !nx && r && rc == PAGEDB_OK; r = (PageRecs *)r->d.next) {
     for (uint32_t i = 0; i < r->d.nsamples && rc == PAGEDB_OK; i++)
@@ -469,8 +485,8 @@ int api_commit_parts(pagedb *db, PartCommit *pc, PageRecs **lists) {
   pthread_mutex_lock(&db->cat_mu);
   Dx *dx = idx_disk(db->idx);
   int rc = PAGEDB_OK;
-  if (!dx || dx_version(dx) < 2) {
-    /* The first commit of parts writes the index anew (version 2) and
+  if (!dx || dx_version(dx) < api_parts_version(db)) {
+    /* The first commit of parts writes the index anew (version 3, or 2) and
     ** puts it in force under the handle: no reader or writer may hold the
     ** old one.  What was written and deleted is committed first. */
     pthread_mutex_lock(&db->mu);
@@ -500,6 +516,7 @@ int api_commit_parts(pagedb *db, PartCommit *pc, PageRecs **lists) {
       /* Lent slots stay as the part wrote them: the index adds W (fill). */
       for (PageRecs *r = pc->lent ? pc->lent[i].runs : NULL; r; r = (PageRecs *)r->d.next) r->d.pgno += w / ps;
       if (pc->lent) pc->lent[i].win = w;
+      for (size_t j = 0; pc->ref && j < pc->ref[i].n; j++) pc->ref[i].c[j].k = k;
       *tail = lists[i];
       while (*tail) tail = (PageRecs **)&(*tail)->d.next;
       lists[i] = NULL;

@@ -52,8 +52,11 @@
 **      in force (bytes written past it are garbage that nothing refers to
 **      and the next commit overwrites).
 **   3. A dense id is kept in a chunk when its chunk exists or when the
-**      chunk number c < 2 * (chunks in use) + 4, so the directory stays
-**      proportional to the chunks in use; other ids go to segments.
+**      chunk number c < B + 2 * (chunks in use) + 4, B the first chunk in
+**      use (or the id's own when none is) if below 2^17, else 0: so the
+**      directory stays proportional to the chunks in use, but for at most
+**      2 MiB of entries below ids that start high; other ids go to
+**      segments.  (A writer's policy: readers take any layout.)
 **   4. Changes are copy-on-write: a commit that deletes or changes a slot,
 **      or adds one below HI, writes a new copy of the chunk (or segment)
 **      and the directory points to it; one that adds ids at or past HI
@@ -101,13 +104,16 @@
 #include "os.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 
 #define DX_MAGIC     "pagedb index\0\0\0"   /* 16 bytes with the NUL */
 #define DX_C         ((uint64_t)1 << DX_CBITS)
 #define DX_DIR_MAGIC 0x3152494458424450ull  /* "PDBXIDR1" */
 #define DX_DIR_MAGIC2 0x3252494458424450ull /* "PDBXIDR2" */
+#define DX_DIR_MAGIC3 0x3352494458424450ull /* "PDBXIDR3" */
 #define DX_PRECB     (DX_PREC * 8u)         /* bytes of a part record */
 #define DX_WINDOW    ((uint64_t)64 << 20)   /* a writer's first map */
 
@@ -156,6 +162,15 @@ struct Dx {
   ** check of a part's slot then costs two loads, no hash and no touch of
   ** the record (a lookup leaves that bound to the read: verify). */
   _Atomic(_Atomic uint64_t *) pmemo[(DX_PART_MAX + DX_PMEMO - 1) / DX_PMEMO];
+  /* Version 3: the index files of parts whose chunks the directory
+  ** references (CHUNKS BY REFERENCE), per part k a DxRef in leaf
+  ** k / DX_PMEMO, opened by the first lookup that needs it under REF_MU
+  ** and published with a release store; &ref_failed when it could not be
+  ** opened or checked (REF_WHY says why).  Kept until dx_close. */
+  _Atomic(_Atomic(struct DxRef *) *) rtab[(DX_PART_MAX + DX_PMEMO - 1) / DX_PMEMO];
+  pthread_mutex_t ref_mu;
+  char ref_why[PDB_MSG_MAX];
+  uint64_t *wbuf;           /* the writer's translated slot (find_work) */
   Retired *retired;         /* older maps, unmapped at close */
   Dx *older;                /* dx_keep's: closed with this one */
   /* The writer's working state: the snapshot plus what dx_stage staged. */
@@ -243,9 +258,8 @@ static inline __attribute__((always_inline)) uint64_t slot_sum(const uint64_t *s
 */
 static int part_end(const Dx *x, const uint64_t *d, uint64_t k, uint64_t *pend);
 
-static inline __attribute__((always_inline)) const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id,
-                                                                    int strict) {
-  if (s[0] != (uint64_t)id || s[x->nw] != slot_sum(s, x->nw)) return DX_BAD;
+static inline __attribute__((always_inline)) const uint64_t *extent_ok(const Dx *x, const uint64_t *d, const uint64_t *s,
+                                                                       int strict) {
   /* The record's end, its values aligned as api_extent places them. */
   uint64_t lim = d[8], end = s[1];
   if (NEVER(end >= DX_WIN_BASE)) {
@@ -263,6 +277,12 @@ static inline __attribute__((always_inline)) const uint64_t *verify(const Dx *x,
     end += st;
   }
   return s;
+}
+
+static inline __attribute__((always_inline)) const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id,
+                                                                    int strict) {
+  if (s[0] != (uint64_t)id || s[x->nw] != slot_sum(s, x->nw)) return DX_BAD;
+  return extent_ok(x, d, s, strict);
 }
 
 static inline const uint64_t *seg_slot(const Dx *x, const uint8_t *base, uint64_t off, uint64_t i) {
@@ -287,15 +307,211 @@ static const uint64_t *seg_find(const Dx *x, const uint8_t *base, uint64_t off, 
   return NULL;
 }
 
-/* The slot of ID in directory D (the snapshot in force), as dx_find. */
-static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x, const uint64_t *d, int64_t id) {
+/* --- chunks by reference (version 3) ------------------------------------ */
+
+/*
+** CHUNKS BY REFERENCE (doc/format.md, "Parts' chunks by reference").  In a
+** version-3 directory the entry of chunk c may name a chunk copy in part
+** k's own index file instead of one of this file's: bit 63 of its first
+** word set, k in bits 42-62, the copy's offset / 8 in bits 0-41; its
+** second word HI in bits 0-13 and, above, DELTA (two's complement): the
+** slot of id i is that copy's slot of the part's id i - DELTA * 2^13, as
+** the part's writer wrote it (word 1 the record's offset in the part's
+** data region).  Nothing is ever written into a part's file: a change to
+** such a chunk copies its slots, translated, into a copy of this file's
+** (apply_chunk).  Callers never see a part's slot: lookups and scans hand
+** them a translated copy (id, window added, check word), so nothing above
+** this file knows a chunk was referenced.
+**
+** The part's index file is opened and mapped by the first lookup that
+** needs it, and checked before any slot is read: its header (magic,
+** checksum, version, slot shape) must name the part's uuid and the file
+** id its part record (word 13) holds, and the file must hold the bytes
+** the commit saw (word 14), within which every referenced copy lies (each
+** lookup checks its copy's bounds against that length).
+*/
+#define DX_REF       ((uint64_t)1 << 63)
+#define DX_HI(w)     ((w) & 0x3fffu)        /* HI of a chunk entry's second word */
+#define DX_REF_K(w)  (((w) >> DX_WIN_BITS) & (((uint64_t)1 << 21) - 1))
+#define DX_REF_OFF(w) (((w) & (((uint64_t)1 << DX_WIN_BITS) - 1)) * 8)
+
+typedef struct DxRef {
+  const uint8_t *map;       /* the part's index file, LEN bytes (or a heap copy) */
+  uint64_t lim;             /* the largest offset a chunk copy may start at: LEN less a chunk's bytes */
+  uint64_t len;
+  pagedb_file *f;
+  int heap;
+} DxRef;
+static DxRef ref_failed;
+
+static const uint64_t *part_in(const Dx *x, const uint64_t *d, uint64_t k);
+
+/* Open, check and map part K's index file (REF_MU held): the DxRef, or
+** NULL with X->ref_why saying why. */
+static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
+  char uri[4096], path[4096 + PDB_MSG_MAX];
+  const uint64_t *r = part_in(x, d, k);
+  const char *bad = NULL;
+  DxRef *ref = NULL;
+  uint8_t *h = NULL;
+  if (!r || dx_part_string(x, r, 0, uri, sizeof uri) != PAGEDB_OK) {
+    snprintf(x->ref_why, sizeof x->ref_why, "index %s: part %llu's record is damaged", x->path, (unsigned long long)k);
+    return NULL;
+  }
+  if (uri[0] == '/') {
+    snprintf(path, sizeof path, "%s-index", uri);
+  } else {
+    const char *slash = strrchr(x->path, '/');
+    if (slash) snprintf(path, sizeof path, "%.*s/%s-index", (int)(slash - x->path), x->path, uri);
+    else snprintf(path, sizeof path, "%s-index", uri);
+  }
+  if (!r[13] || pdb_path_scheme(uri, NULL, 0)) bad = "no index file of its chunks is recorded";
+  if (!bad && !(ref = pdb_calloc(1, sizeof *ref))) bad = "out of memory";
+  if (!bad && pdb_os_open(x->vfs, path, PAGEDB_VFS_READONLY | PAGEDB_VFS_PLAIN, &ref->f) != PAGEDB_OK) {
+    ref->f = NULL;
+    bad = "cannot open it";
+  }
+  uint64_t size = 0;
+  if (!bad && !(h = pdb_malloc(DX_HDR))) bad = "out of memory";
+  if (!bad && (pdb_os_size(ref->f, &size) != PAGEDB_OK || size < r[14] || r[14] < DX_HDR)) bad = "it is shorter than when it was committed";
+  if (!bad && pdb_os_read(ref->f, h, DX_HDR, 0) != PAGEDB_OK) bad = "cannot read its header";
+  if (!bad && (memcmp(h, DX_MAGIC, 16) != 0 || pdb_get64(h + 56) != pdb_checksum(h, 56)
+               || pdb_get32(h + 16) < 1 || pdb_get32(h + 16) > 2 || pdb_get32(h + 20) != (uint32_t)x->nw + 1
+               || pdb_get32(h + 24) != (uint32_t)x->nfield || pdb_get32(h + 28) != DX_CBITS
+               || memcmp(h + 32, &r[1], 16) != 0 || pdb_get64(h + 48) != r[13]))
+    bad = "it changed since the commit (its header is not the one committed)";
+  pdb_free(h);
+  if (!bad && r[14] < DX_HDR + DX_C * x->wsb) bad = "it is shorter than a chunk";
+  if (!bad) {
+    const void *p;
+    ref->len = r[14];
+    ref->lim = r[14] - DX_C * x->wsb;
+    if (pdb_os_map(ref->f, (size_t)ref->len, &p) == PAGEDB_OK) {
+      ref->map = p;
+    } else if (!(p = pdb_malloc((size_t)ref->len))) {
+      bad = "out of memory";
+    } else if (pdb_os_read(ref->f, (void *)p, (size_t)ref->len, 0) != PAGEDB_OK) {
+      pdb_free((void *)p);
+      bad = "cannot read it";
+    } else {
+      ref->map = p;
+      ref->heap = 1;
+    }
+  }
+  if (bad) {
+    snprintf(x->ref_why, sizeof x->ref_why, "part %llu: its index file %.300s: %s", (unsigned long long)k, path, bad);
+    if (ref) pdb_os_close(ref->f);
+    pdb_free(ref);
+    return NULL;
+  }
+  return ref;
+}
+
+static void ref_free(DxRef *ref) {
+  if (!ref || ref == &ref_failed) return;
+  if (ref->heap) pdb_free((void *)ref->map);
+  else pdb_os_unmap(ref->f, ref->map, (size_t)ref->len);
+  pdb_os_close(ref->f);
+  pdb_free(ref);
+}
+
+/* Part K's index file for directory D, opened on first use: NULL if it
+** cannot be (X->ref_why says why; the failure is remembered, so asked
+** again the answer is the same until the index is opened anew). */
+static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k);
+
+static inline __attribute__((always_inline)) DxRef *ref_get(const Dx *x, const uint64_t *d, uint64_t k) {
+  _Atomic(DxRef *) *leaf = k < DX_PART_MAX ? atomic_load_explicit(&x->rtab[k / DX_PMEMO], memory_order_acquire) : NULL;
+  DxRef *ref = leaf ? atomic_load_explicit(&leaf[k % DX_PMEMO], memory_order_acquire) : NULL;
+  if (LIKELY(ref != NULL)) return ref == &ref_failed ? NULL : ref;
+  return k < DX_PART_MAX ? ref_open_once((Dx *)x, d, k) : NULL;
+}
+
+static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
+  _Atomic(DxRef *) *leaf;
+  DxRef *ref;
+  pthread_mutex_lock(&x->ref_mu);
+  leaf = atomic_load_explicit(&x->rtab[k / DX_PMEMO], memory_order_acquire);
+  if (!leaf && (leaf = pdb_calloc(DX_PMEMO, sizeof *leaf)) != NULL)
+    atomic_store_explicit(&x->rtab[k / DX_PMEMO], leaf, memory_order_release);
+  ref = leaf ? atomic_load_explicit(&leaf[k % DX_PMEMO], memory_order_acquire) : NULL;
+  if (leaf && !ref) {
+    ref = ref_open(x, d, k);
+    atomic_store_explicit(&leaf[k % DX_PMEMO], ref ? ref : &ref_failed, memory_order_release);
+  } else if (!leaf) {
+    snprintf(x->ref_why, sizeof x->ref_why, "index %s: out of memory opening part %llu's index", x->path,
+             (unsigned long long)k);
+  }
+  pthread_mutex_unlock(&x->ref_mu);
+  return ref == &ref_failed ? NULL : ref;
+}
+
+/*
+** Slot I of referenced chunk C (entry E of directory D), translated into
+** OUT (NW + 1 words): its dataset id, its record's address in the part's
+** window, and, with SUM, its check word (else OUT[NW] is 1: a lookup's
+** callers read the NW words, and only a copy into this file, apply_chunk,
+** writes the check word).  NULL when the slot is empty; DX_BAD when the
+** part's file cannot be used or the slot fails its checks (the part's own:
+** check word, the part's id, a record within the part's window; then the
+** extent's, as any slot's, on the translation).
+*/
+static inline __attribute__((always_inline)) const uint64_t *ref_slot(const Dx *x, const uint64_t *d, const uint64_t *e,
+                                                                      uint64_t c, uint64_t i, uint64_t *out, int strict,
+                                                                      int sum) {
+  uint64_t k = DX_REF_K(e[0]), off = DX_REF_OFF(e[0]);
+  int64_t delta = (int64_t)e[1] >> 14;
+  if (k >= d[11]) return DX_BAD;
+  DxRef *ref = ref_get(x, d, k);
+  if (!ref || off < DX_HDR || off > ref->lim) return DX_BAD;
+  const uint64_t *s = (const uint64_t *)(ref->map + off + i * x->wsb);
+  if (!s[x->nw]) return NULL;
+  uint64_t id = c * DX_C + i;
+  if (s[0] != id - (uint64_t)delta * DX_C || s[x->nw] != slot_sum(s, x->nw) || s[1] >> DX_WIN_BITS) return DX_BAD;
+  /* (A loop: NW is a few words, and memcpy's call cost more than the copy.) */
+  out[0] = id;
+  out[1] = s[1] + dx_window(k);
+  uint64_t *restrict to = out;
+  const uint64_t *restrict from = s;
+  int w = 2, nw = x->nw;
+  for (; w + 2 <= nw; w += 2) __builtin_memcpy(to + w, from + w, 16);   /* one 16-byte move */
+  if (w < nw) to[w] = from[w];
+  out[x->nw] = sum ? slot_sum(out, x->nw) : 1;
+  return extent_ok(x, d, out, strict);
+}
+
+/* Room for a translated slot of dx_find's, valid until the thread's next:
+** allocated at a thread's first (a static TLS array of this size would not
+** fit the block a library loaded by dlopen(3) may take), freed at its exit.
+** A thread's scratch, like its stack: from malloc(3), not counted in
+** pagedb's memory, which reads 0 after pagedb_shutdown while threads that
+** looked samples up live on. */
+static pthread_key_t tslot_key;
+static pthread_once_t tslot_once = PTHREAD_ONCE_INIT;
+static void tslot_init(void) { pthread_key_create(&tslot_key, free); }
+
+static uint64_t *tslot(void) {
+  pthread_once(&tslot_once, tslot_init);
+  uint64_t *b = pthread_getspecific(tslot_key);
+  if (!b && (b = malloc(DX_SLOT_WORDS * sizeof *b)) != NULL && pthread_setspecific(tslot_key, b) != 0) {
+    free(b);
+    b = NULL;
+  }
+  return b;
+}
+
+/* The slot of ID in directory D (the snapshot in force), as dx_find; a
+** referenced slot translated into TBUF. */
+static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x, const uint64_t *d, int64_t id,
+                                                                     uint64_t *tbuf) {
   if (!d || id < 0) return NULL;
   const uint8_t *base = (const uint8_t *)d - d[1];
   uint64_t c = (uint64_t)id >> DX_CBITS;
   if (c < d[2]) {
     const uint64_t *e = d + x->dirw + 2 * c;
     uint64_t i = (uint64_t)id & (DX_C - 1);
-    if (i < e[1]) {
+    if (i < DX_HI(e[1])) {
+      if (NEVER(e[0] & DX_REF)) return tbuf ? ref_slot(x, d, e, c, i, tbuf, 0, 0) : DX_BAD;
       /* A slot that cannot be fetched reads as damaged: never a guess. */
       if (!readable(x, e[0] + i * x->wsb, x->wsb)) return DX_BAD;
       const uint64_t *s = (const uint64_t *)(base + e[0] + i * x->wsb);
@@ -312,14 +528,21 @@ static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x
 }
 
 int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  uint64_t c = (uint64_t)id >> DX_CBITS;
+  const uint64_t *e = d && id >= 0 && c < d[2] ? d + x->dirw + 2 * c : NULL;
+  if (e && (e[0] & DX_REF)) {
+    /* A referenced chunk whose part's index file cannot be used (a
+    ** failure is remembered, so asking again says the same). */
+    if (ref_get(x, d, DX_REF_K(e[0]))) return 0;
+    snprintf(why, n, "%s", x->ref_why);
+    return 2;
+  }
   if (!atomic_load(&x->unfetched)) return 0;
   /* Whether ID's own slot is what cannot be fetched (asked again: an
   ** earlier failure says nothing of this entry); an id in a segment, whose
   ** search touches many slots, is taken as unfetched. */
-  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
-  uint64_t c = (uint64_t)id >> DX_CBITS;
-  if (d && id >= 0 && c < d[2]) {
-    const uint64_t *e = d + x->dirw + 2 * c;
+  if (e) {
     uint64_t i = (uint64_t)id & (DX_C - 1);
     if (i < e[1] && readable(x, e[0] + i * x->wsb, x->wsb)) return 0;
   }
@@ -330,7 +553,9 @@ int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n) {
 const uint64_t *dx_find(const Dx *x, int64_t id) {
   /* Acquire: pairs with dx_publish's release, so the records the
   ** directory names are seen whole. */
-  return find_in(x, atomic_load_explicit(&x->snap, memory_order_acquire), id);
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  /* The thread's buffer only for a version-3 index (a reference). */
+  return find_in(x, d, id, x->version >= 3 ? tslot() : NULL);
 }
 
 const uint64_t *dx_find_memo(const Dx *x, int64_t id, DxMemo *m) {
@@ -340,11 +565,13 @@ const uint64_t *dx_find_memo(const Dx *x, int64_t id, DxMemo *m) {
   ** and checked through it reads the same until the pointer changes. */
   const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
   if (d == m->dir && id == m->id && d) return m->slot;
-  const uint64_t *s = find_in(x, d, id);
+  const uint64_t *s = find_in(x, d, id, m->buf);
   if (s && s != DX_BAD) {
     m->dir = d;
     m->id = id;
     m->slot = s;
+  } else if (m->slot == m->buf) {
+    m->dir = NULL;          /* a failed translation may have written over the one remembered */
   }
   return s;
 }
@@ -385,11 +612,31 @@ int dx_scan_range(const Dx *x, int64_t lo, int64_t last, int (*xcb)(void *ctx, i
   ** be touched, or fetched). */
   if (last < lo || last < 0) return PAGEDB_OK;
   uint64_t ulo = lo > 0 ? (uint64_t)lo : 0, ulast = (uint64_t)last;
+  uint64_t tbuf[DX_SLOT_WORDS];
   for (uint64_t c = ulo / DX_C; c < d[2] && c * DX_C <= ulast; c++) {
     const uint64_t *e = d + x->dirw + 2 * c;
-    uint64_t i0 = c == ulo / DX_C ? ulo % DX_C : 0, i1 = e[1];
+    uint64_t i0 = c == ulo / DX_C ? ulo % DX_C : 0, i1 = DX_HI(e[1]);
     if (ulast - c * DX_C < i1) i1 = ulast - c * DX_C + 1;
     if (i0 >= i1) continue;
+    if (e[0] & DX_REF) {
+      /* A referenced chunk: each slot translated, valid during the call. */
+      for (uint64_t i = i0; i < i1; i++) {
+        const uint64_t *s = ref_slot(x, d, e, c, i, tbuf, 1, 0);
+        if (!s) continue;
+        int64_t id = (int64_t)(c * DX_C + i);
+        if (s == DX_BAD) {
+          char why[PDB_MSG_MAX];
+          if (dx_unfetched(x, id, why, sizeof why) == 2)
+            return pdb_err(x->db, NULL, PAGEDB_CORRUPT_INDEX, "index %s: the entry of sample %lld: %s", x->path,
+                           (long long)id, why);
+          return pdb_err(x->db, NULL, PAGEDB_CORRUPT_INDEX, "index %s: the entry of sample %lld is damaged (in part"
+                         " %llu's index file)", x->path, (long long)id, (unsigned long long)DX_REF_K(e[0]));
+        }
+        int rc = xcb(ctx, id, s);
+        if (rc != PAGEDB_OK) return rc;
+      }
+      continue;
+    }
     if (!readable(x, e[0] + i0 * x->wsb, (i1 - i0) * x->wsb))
       return pdb_err(x->db, NULL, PAGEDB_IOERR_REMOTE, "index %s: cannot fetch the entries of chunk %llu", x->path,
                      (unsigned long long)c);
@@ -469,9 +716,10 @@ static int ensure_map(Dx *x, pdb_msg *m, uint64_t end) {
 
 static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_t *isbytes, const uint8_t *tokes,
                   int version) {
-  assert(version == 1 || version == 2);
+  assert(version >= 1 && version <= 3);
   Dx *x = pdb_calloc(1, sizeof *x);
   if (!x) return NULL;
+  pthread_mutex_init(&x->ref_mu, NULL);
   for (int f = 0; f < nfield && tokes && version >= 2; f++)
     if (tokes[f]) {
       x->tokes[f] = tokes[f];
@@ -492,7 +740,10 @@ static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_
     if (isbytes[f]) x->bf[x->nbf++] = (uint16_t)f;
   x->end = DX_HDR;
   x->path = pdb_strdup(path);
-  if (!x->path) {
+  if (version >= 3 && x->path) x->wbuf = pdb_malloc(x->wsb);
+  if (!x->path || (version >= 3 && !x->wbuf)) {
+    pdb_free(x->wbuf);
+    pdb_free(x->path);
     pdb_free(x);
     return NULL;
   }
@@ -515,6 +766,13 @@ void dx_close(Dx *x) {
     if (x->pmemo[i]) pdb_free((void *)x->pmemo[i]);
   if (x->map && !x->heap) pdb_os_unmap(x->f, x->map, x->maplen);
   if (x->heap) pdb_free((void *)x->map);
+  for (size_t i = 0; i < sizeof x->rtab / sizeof x->rtab[0]; i++) {
+    _Atomic(DxRef *) *leaf = x->rtab[i];
+    for (size_t j = 0; leaf && j < DX_PMEMO; j++) ref_free(leaf[j]);
+    pdb_free((void *)leaf);
+  }
+  pthread_mutex_destroy(&x->ref_mu);
+  pdb_free(x->wbuf);
   for (Retired *r = x->retired, *n; r; r = n) {
     n = r->next;
     pdb_os_unmap(x->f, r->p, r->n);
@@ -634,6 +892,10 @@ int dx_install(Dx *x, pdb_msg *m) {
 
 /* --- open ------------------------------------------------------------ */
 
+static uint64_t dir_magic(const Dx *x) {
+  return x->version >= 3 ? DX_DIR_MAGIC3 : x->version == 2 ? DX_DIR_MAGIC2 : DX_DIR_MAGIC;
+}
+
 static int stale(Dx *x, pdb_msg *m, const char *fmt, const char *what) {
   return pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: %s%s", x->path, fmt, what ? what : "");
 }
@@ -649,8 +911,8 @@ static int read_header(Dx *x, pdb_msg *m, const uint8_t uuid[16], uint64_t *fid)
   else if (memcmp(h, DX_MAGIC, 16) != 0) bad = "not an index file (bad magic)";
   else if (pdb_get64(h + 56) != pdb_checksum(h, 56)) bad = "header checksum mismatch";
   else if (pdb_get32(h + 16) != (uint32_t)x->version)
-    bad = pdb_get32(h + 16) == 1 || pdb_get32(h + 16) == 2 ? "its version does not match the catalog's features"
-                                                          : "unknown version";
+    bad = pdb_get32(h + 16) >= 1 && pdb_get32(h + 16) <= 3 ? "its version does not match the catalog's features"
+                                                           : "unknown version";
   else if (memcmp(h + 32, uuid, 16) != 0) bad = "it belongs to another dataset (uuid)";
   else if (pdb_get32(h + 20) != (uint32_t)x->nw + 1 || pdb_get32(h + 24) != (uint32_t)x->nfield
            || pdb_get32(h + 28) != DX_CBITS)
@@ -664,7 +926,7 @@ static int read_header(Dx *x, pdb_msg *m, const uint8_t uuid[16], uint64_t *fid)
 /* Check directory record D at OFF of a file in force of LEN bytes. */
 static int check_dir(Dx *x, pdb_msg *m, const uint64_t *d, uint64_t off, const DxMeta *meta) {
   uint64_t len = meta->len;
-  if (d[0] != (x->version >= 2 ? DX_DIR_MAGIC2 : DX_DIR_MAGIC) || d[1] != off)
+  if (d[0] != dir_magic(x) || d[1] != off)
     return stale(x, m, "no directory record where the catalog says", NULL);
   uint64_t room = (len - off) / 8;
   if ((uint64_t)x->dirw + 1 > room) return stale(x, m, "the directory record runs past the end", NULL);
@@ -700,6 +962,13 @@ static int check_dir(Dx *x, pdb_msg *m, const uint64_t *d, uint64_t off, const D
   }
   for (uint64_t c = 0; c < d[2]; c++) {
     const uint64_t *e = d + x->dirw + 2 * c;
+    if (x->version >= 3 && (e[0] & DX_REF)) {
+      /* A reference: its part exists; its copy's bounds are checked
+      ** against the part's file when a lookup first opens it (ref_slot). */
+      if (DX_REF_K(e[0]) >= d[11] || DX_HI(e[1]) > DX_C || !DX_HI(e[1]))
+        return stale(x, m, "a chunk entry references no part of it", NULL);
+      continue;
+    }
     if (e[1] > DX_C || (e[1] && (e[0] % 8 || e[0] < DX_HDR || e[0] > off || e[1] * x->wsb > off - e[0])))
       return stale(x, m, "a chunk lies outside the file", NULL);
   }
@@ -873,7 +1142,12 @@ static int grow_pairs(Dx *x, pdb_msg *m, uint64_t **v, uint64_t *cap, uint64_t w
 static const uint64_t *find_work(const Dx *x, int64_t id, int64_t *seg) {
   uint64_t c = (uint64_t)id >> DX_CBITS, i = (uint64_t)id & (DX_C - 1);
   *seg = -1;
-  if (c < x->nch && i < x->ch[2 * c + 1]) {
+  if (c < x->nch && i < DX_HI(x->ch[2 * c + 1])) {
+    if (x->ch[2 * c] & DX_REF) {
+      /* Translated into the writer's buffer (DX_BAD: the part's file). */
+      const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_relaxed);
+      return x->wbuf ? ref_slot(x, d, &x->ch[2 * c], c, i, x->wbuf, 0, 0) : DX_BAD;
+    }
     const uint64_t *s = (const uint64_t *)(x->map + x->ch[2 * c] + i * x->wsb);
     if (s[x->nw]) return s;
   }
@@ -893,14 +1167,32 @@ static int apply_chunk(Dx *x, pdb_msg *m, uint64_t c, const DxChange *ch, size_t
   int rc = grow_pairs(x, m, &x->ch, &x->capch, c + 1);
   if (rc != PAGEDB_OK) return rc;
   if (c >= x->nch) x->nch = c + 1;
-  uint64_t base = x->ch[2 * c], hi = x->ch[2 * c + 1];
+  uint64_t base = x->ch[2 * c], hi = DX_HI(x->ch[2 * c + 1]);
+  int ref = (base & DX_REF) != 0;
   uint64_t first = (uint64_t)ch[0].id & (DX_C - 1), last = (uint64_t)ch[n - 1].id & (DX_C - 1);
   uint64_t newhi = last + 1 > hi ? last + 1 : hi;
-  int inplace = hi > 0 && first >= hi;
+  int inplace = hi > 0 && first >= hi && !ref;
   uint64_t from = inplace ? hi : 0;
   uint64_t *buf = pdb_calloc(newhi - from, x->wsb);
   if (!buf) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
-  if (!inplace && hi) memcpy(buf, x->map + base, hi * x->wsb);
+  if (ref) {
+    /* A referenced chunk becomes an own copy: its slots translated (the
+    ** part's file is never written). */
+    const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_relaxed);
+    for (uint64_t i = 0; i < hi; i++) {
+      const uint64_t *s = ref_slot(x, d, &x->ch[2 * c], c, i, buf + i * (x->wsb / 8), 0, 1);
+      if (s == DX_BAD) {
+        pdb_free(buf);
+        char why[PDB_MSG_MAX];
+        snprintf(why, sizeof why, "%s", x->ref_why);
+        return pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: cannot copy chunk %llu from its part: %s", x->path,
+                       (unsigned long long)c, why[0] ? why : "a damaged entry");
+      }
+      if (!s) memset(buf + i * (x->wsb / 8), 0, x->wsb);
+    }
+  } else if (!inplace && hi) {
+    memcpy(buf, x->map + base, hi * x->wsb);
+  }
   for (size_t i = 0; i < n; i++) {
     uint64_t *t = buf + (((uint64_t)ch[i].id & (DX_C - 1)) - from) * (x->wsb / 8);
     if (ch[i].slot && !t[x->nw]) x->count++;
@@ -912,7 +1204,7 @@ static int apply_chunk(Dx *x, pdb_msg *m, uint64_t c, const DxChange *ch, size_t
   } else {
     rc = put(x, m, buf, newhi * x->wsb, x->end);
     if (rc == PAGEDB_OK) {
-      if (hi) x->live -= DX_C * x->wsb;
+      if (hi && !ref) x->live -= DX_C * x->wsb;
       x->live += DX_C * x->wsb;
       x->ch[2 * c] = x->end;
       x->end += DX_C * x->wsb;   /* room to grow in place; a hole until written */
@@ -993,8 +1285,21 @@ static int merge_segments(Dx *x, pdb_msg *m) {
 /* 1 + the largest id in the working state. */
 static uint64_t work_next(const Dx *x) {
   uint64_t next = 0;
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_relaxed);
   for (uint64_t c = x->nch; c-- > 0 && !next;) {
-    for (uint64_t i = x->ch[2 * c + 1]; i-- > 0;) {
+    for (uint64_t i = DX_HI(x->ch[2 * c + 1]); i-- > 0;) {
+      if (x->ch[2 * c] & DX_REF) {
+        /* A reference: its part's slot, or the whole chunk when the
+        ** part's file cannot be read (an upper bound: ids are never
+        ** reused below it). */
+        DxRef *ref = ref_get(x, d, DX_REF_K(x->ch[2 * c]));
+        const uint64_t *s = ref ? (const uint64_t *)(ref->map + DX_REF_OFF(x->ch[2 * c]) + i * x->wsb) : NULL;
+        if (!s || s[x->nw]) {
+          next = c * DX_C + i + 1;
+          break;
+        }
+        continue;
+      }
       if (((const uint64_t *)(x->map + x->ch[2 * c] + i * x->wsb))[x->nw]) {
         next = c * DX_C + i + 1;
         break;
@@ -1143,6 +1448,8 @@ static int tok_build(Dx *x, pdb_msg *m) {
     uint64_t o = 0;
     for (uint64_t c = 0; c < x->nch; c++)
       for (uint64_t i = 0; i < x->ch[2 * c + 1]; i++) {
+        /* (No chunk is referenced where a field is a token field.) */
+        if (NEVER(x->ch[2 * c] & DX_REF)) break;
         const uint64_t *s = (const uint64_t *)(x->map + x->ch[2 * c] + i * x->wsb);
         uint64_t n = s[x->nw] ? tok_len(x, s, f) : 0;
         if (n && o < x->count) buf[2 * o] = n, buf[2 * o++ + 1] = c * DX_C + i;
@@ -1247,6 +1554,18 @@ void dx_sort(DxChange *ch, size_t n) {
   pdb_free(at);
 }
 
+/* Invariant 3's base: the first chunk in use (FIRST), or C when none is,
+** if below DX_BASE_MAX; else 0.  Ids that start high (a part of a larger
+** dataset: its writer's ids are the dataset's) so fill chunks, not
+** segments, at the price of a directory entry (16 bytes) for each chunk
+** below them: at most 2 MiB.  Their chunks can then be referenced by the
+** dataset the part is committed into (CHUNKS BY REFERENCE). */
+#define DX_BASE_MAX ((uint64_t)1 << 17)
+static uint64_t dense_base(uint64_t first, uint64_t c) {
+  uint64_t b = first != UINT64_MAX ? first : c;
+  return b < DX_BASE_MAX ? b : 0;
+}
+
 /* Room for one more change in list *V of N (capacity *CAP), and in its
 ** keys *K if K: 0 when there is no memory (the lists stay valid). */
 static int room(DxChange **v, uint64_t **k, size_t n, size_t *cap) {
@@ -1285,8 +1604,12 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
     return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
   }
   size_t ncc = 0, nsc = 0, nnc = 0;
-  uint64_t inuse = 0, lastc = UINT64_MAX;
-  for (uint64_t c = 0; c < x->nch; c++) inuse += x->ch[2 * c + 1] > 0;
+  uint64_t inuse = 0, lastc = UINT64_MAX, first = UINT64_MAX;
+  for (uint64_t c = 0; c < x->nch; c++)
+    if (DX_HI(x->ch[2 * c + 1]) > 0) {
+      if (first == UINT64_MAX) first = c;
+      inuse++;
+    }
   int delmax = 0;
   for (size_t i = 0; i < n && rc == PAGEDB_OK; i++) {
     int64_t id = ch[i].id, k;
@@ -1296,6 +1619,11 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
     }
     const uint64_t *s = find_work(x, id, &k);
     uint64_t c = (uint64_t)id >> DX_CBITS;
+    if (s == DX_BAD) {
+      rc = pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: the entry of sample %lld: %s", x->path, (long long)id,
+                   x->ref_why[0] ? x->ref_why : "damaged in its part's index file");
+      break;
+    }
     for (int t = 0; tc && t < x->ntf; t++) {
       uint64_t a = tok_len(x, s, x->tf[t]), b = tok_len(x, ch[i].slot, x->tf[t]);
       if (a != b) tc[ntc++] = (TokCh){ t, id, a, b };
@@ -1310,8 +1638,11 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
       }
       sc[nsc] = ch[i];
       sk[nsc++] = (uint64_t)k;
-    } else if (s || (c < x->nch && x->ch[2 * c + 1]) || c < 2 * inuse + 4) {
-      if (!s && c != lastc && !(c < x->nch && x->ch[2 * c + 1])) inuse++;
+    } else if (s || (c < x->nch && DX_HI(x->ch[2 * c + 1])) || c < dense_base(first, c) + 2 * inuse + 4) {
+      if (!s && c != lastc && !(c < x->nch && DX_HI(x->ch[2 * c + 1]))) {
+        inuse++;
+        if (first == UINT64_MAX) first = c;
+      }
       lastc = c;
       cc[ncc++] = ch[i];
     } else if (!room(&nc, NULL, nnc, &capnc)) {
@@ -1356,7 +1687,7 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
   uint64_t *d = pdb_malloc((words + 1) * 8);
   if (!d) return pdb_err(x->db, m, PAGEDB_NOMEM, "out of memory updating index %s", x->path);
   uint64_t off = x->end;
-  d[0] = x->version >= 2 ? DX_DIR_MAGIC2 : DX_DIR_MAGIC;
+  d[0] = dir_magic(x);
   d[1] = off;
   d[2] = x->nch;
   d[3] = x->nsg;
@@ -1390,6 +1721,53 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
   x->staged_dir = off;
   *out = (DxMeta){ x->fid, off, x->end, x->count, pages, x->nparts };
   return PAGEDB_OK;
+}
+
+/* Whether own chunk C of the working state shows no slot (HI 0, or every
+** slot below it deleted). */
+static int own_empty(const Dx *x, uint64_t c) {
+  for (uint64_t i = 0; i < DX_HI(x->ch[2 * c + 1]); i++)
+    if (((const uint64_t *)(x->map + x->ch[2 * c] + i * x->wsb))[x->nw]) return 0;
+  return 1;
+}
+
+int dx_stage_refs(Dx *x, pdb_msg *m, const DxRefChunk *r, size_t n, uint64_t count, uint64_t next) {
+  assert(x->writable);
+  if (x->version < 3) return pdb_err(x->db, m, PAGEDB_MISUSE, "index %s: version %d references no chunk", x->path, x->version);
+  for (size_t j = 0; j < n; j++) {
+    uint64_t c = r[j].c;
+    /* Empty here: no slot of the dataset's own, nor another reference.
+    ** (Invariant 3 is not asked: a part far out makes the directory hold
+    ** 16 bytes for each chunk below its ids, 2 bytes per 1,024 ids.) */
+    int used = c < x->nch && ((x->ch[2 * c] & DX_REF) || !own_empty(x, c));
+    if (used || (j && c <= r[j - 1].c))
+      return pdb_err(x->db, m, PAGEDB_BUSY, "index %s: chunk %llu cannot be referenced (in use, or out of order)",
+                     x->path, (unsigned long long)c);
+    if (r[j].k >= x->nparts || r[j].off % 8 || r[j].off >> (DX_WIN_BITS + 3) || !r[j].hi || r[j].hi > DX_C
+        || r[j].delta < -((int64_t)1 << 49) || r[j].delta >= ((int64_t)1 << 49))
+      return pdb_err(x->db, m, PAGEDB_MISUSE, "index %s: a bad reference to part %llu", x->path,
+                     (unsigned long long)r[j].k);
+  }
+  int rc = n ? grow_pairs(x, m, &x->ch, &x->capch, r[n - 1].c + 1) : PAGEDB_OK;
+  if (rc != PAGEDB_OK) return rc;
+  for (size_t j = 0; j < n; j++) {
+    uint64_t c = r[j].c;
+    if (c >= x->nch) x->nch = c + 1;
+    if (DX_HI(x->ch[2 * c + 1])) x->live -= DX_C * x->wsb;   /* an own copy, every slot deleted */
+    x->ch[2 * c] = DX_REF | r[j].k << DX_WIN_BITS | r[j].off / 8;
+    x->ch[2 * c + 1] = r[j].hi | (uint64_t)r[j].delta << 14;
+  }
+  x->count += count;
+  if (next > x->next) x->next = next;
+  return PAGEDB_OK;
+}
+
+int dx_chunks(const Dx *x, DxChunks *out) {
+  const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
+  memset(out, 0, sizeof *out);
+  if (!d) return 0;
+  *out = (DxChunks){ d + x->dirw, d[2], d[3], d[4], d[6], d[7], x->fid, x->version };
+  return 1;
 }
 
 void dx_advise(Dx *x, int madv) {
@@ -1537,6 +1915,8 @@ int dx_stage_parts(Dx *x, pdb_msg *m, const DxPart *p, size_t n) {
     r[10] = vn ? so + at + un : 0;
     r[11] = vn;
     r[12] = strings_sum(sb + at, un, vn ? sb + at + un : NULL, vn);
+    r[13] = p[i].index_id;
+    r[14] = p[i].index_len;
     r[15] = slot_sum(r, 15);
     at += un + vn;
   }
@@ -1620,7 +2000,7 @@ int dx_tok_verify(const Dx *x, int field, char *why, size_t n) {
     }
     e[1] = (uint64_t)id;
     h = tok_sum(h, e);
-    const uint64_t *s = id > previd ? find_in(x, d, id) : NULL;
+    const uint64_t *s = id > previd ? find_in(x, d, id, tslot()) : NULL;
     uint64_t want = s && s != DX_BAD ? tok_len(x, s, field) : 0;
     if (id <= previd || e[0] <= prev || e[0] > (uint64_t)INT64_MAX || e[0] - prev != want) {
       snprintf(why, n, "entry %llu (sample %lld, end %llu) disagrees with the index: %s", (unsigned long long)k,

@@ -37,6 +37,7 @@ typedef struct DxPart {
   uint64_t data_off, data_end, pages, samples, seal;
   const char *uri;          /* 1..4095 bytes */
   const char *validator;    /* NULL: none */
+  uint64_t index_id, index_len;   /* version 3: its index file's id and length when chunks of it are referenced, else 0 */
 } DxPart;
 
 /* What the catalog records of the index (meta.index_*), all 0 if none. */
@@ -93,7 +94,7 @@ int dx_create(pagedb *db, pdb_msg *m, pagedb_vfs *vfs, const char *path, const u
 ** renamed in, else PATH. */
 const char *dx_file(const Dx *x);
 
-/* The index's version (1 or 2). */
+/* The index's version (1, 2, or 3: chunks by reference). */
 int dx_version(const Dx *x);
 
 /*
@@ -140,6 +141,35 @@ void dx_sort(DxChange *ch, size_t n);
 int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t pages, uint64_t data_end,
              DxMeta *out);
 
+/*
+** Version 3 (dindex.c, CHUNKS BY REFERENCE): chunk R[j].c of the working
+** state becomes a reference to the chunk copy at byte R[j].off of part
+** R[j].k's index file, of HI R[j].hi, its slots those of ids
+** c * 2^13 + i in the part, less R[j].delta * 2^13 (R sorted by c).  The
+** part record (dx_stage_parts, before) must hold that file's id and length.
+** COUNT samples and a largest id NEXT - 1 are added.  Nothing is written
+** until the final dx_stage writes the directory.  PAGEDB_BUSY (nothing
+** changed) when a chunk is not empty in the working state (the caller
+** reserved the part's ids: it never is).  Stage references before any other change of the commit: a
+** later change to a referenced chunk copies it (apply_chunk).
+*/
+typedef struct DxRefChunk {
+  uint64_t c, k, off, hi;
+  int64_t delta;
+} DxRefChunk;
+int dx_stage_refs(Dx *x, pdb_msg *m, const DxRefChunk *r, size_t n, uint64_t count, uint64_t next);
+
+/* The snapshot in force of X, for a commit that references its chunks:
+** E the chunk entries (offset, HI; 2 * NCH words, valid while X is open),
+** NSG its segments, COUNT its samples, NEXT 1 + its largest id, LEN the
+** file's bytes in force, FID its id, VERSION.  0 when it has none. */
+typedef struct DxChunks {
+  const uint64_t *e;
+  uint64_t nch, nsg, count, next, len, fid;
+  int version;
+} DxChunks;
+int dx_chunks(const Dx *x, DxChunks *out);
+
 /* The catalog committed what dx_stage staged: lookups see it now. */
 int dx_publish(Dx *x, pdb_msg *m);
 
@@ -152,13 +182,18 @@ void dx_space(const Dx *x, uint64_t *dead, uint64_t *live);
 
 /* The slot of ID as of the snapshot in force (NW words), or NULL; DX_BAD
 ** if the index holds an entry for ID that fails its checks (checksum, id,
-** extent outside the committed data).  Lock-free: a few loads. */
+** extent outside the committed data).  Lock-free: a few loads.  The slot
+** of a chunk referenced in a part's index file (version 3) is a translated
+** copy in a buffer of the calling thread's, valid until its next dx_find:
+** use it at once (every other slot lives as long as X). */
 extern const uint64_t dx_bad_slot[1];
 #define DX_BAD (dx_bad_slot)
 const uint64_t *dx_find(const Dx *x, int64_t id);
 /* Whether the DX_BAD dx_find gave for ID is a part of the map that could
-** not be fetched (a remote index, filled on demand), not a damaged entry;
-** then WHY (N bytes) receives the backend's reason. */
+** not be fetched (a remote index, filled on demand): 1, and WHY (N bytes)
+** receives the backend's reason; or, version 3, lies in a chunk referenced
+** in a part's index file that cannot be opened or no longer is the one
+** committed: 2, and WHY names the part and its file.  0: a damaged entry. */
 int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n);
 
 /*
@@ -166,12 +201,16 @@ int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n);
 ** sample's bytes, then its label): M remembers the last slot found (zeroed
 ** by the caller before the first call; one per thread, as a reader is) and
 ** is answered again, without a second check, while the snapshot in force
-** is the same.  A damaged entry or a missing id is never remembered.
+** is the same.  A damaged entry or a missing id is never remembered.  A
+** slot of a referenced chunk (version 3) is translated into M->buf, so the
+** pointer returned lives until the next call with M.
 */
+#define DX_SLOT_WORDS (2 + (PAGEDB_MAX_FIELDS + 63) / 64 + 3 * PAGEDB_MAX_FIELDS + 1)
 typedef struct DxMemo {
   const uint64_t *dir;      /* the directory it was found through, NULL: none */
   int64_t id;
   const uint64_t *slot;
+  uint64_t buf[DX_SLOT_WORDS];
 } DxMemo;
 const uint64_t *dx_find_memo(const Dx *x, int64_t id, DxMemo *m);
 

@@ -50,6 +50,7 @@
 #include "index.h"
 
 #define MAX_CHUNKS ((uint64_t)1 << 18)
+#define IDX_RANGES 64
 #define CHUNK_BYTES ((uint64_t)1 << 20)   /* about; a whole number of slots */
 #define TOMB       UINT64_MAX
 
@@ -98,6 +99,16 @@ struct Index {
   _Atomic uint64_t used;    /* keys in tab, tombstones included */
   _Atomic uint64_t count;   /* visible samples */
   Dx *dx;                   /* the persistent index, or NULL (idx_set_disk) */
+  /* RANGES (idx_reserve_range): ids reserved whole by commits of parts
+  ** whose index chunks are referenced, NRANGES of them under RANGE_MU;
+  ** PENDING counts the ids reserved one by one and not yet released or
+  ** published.  A range is published, then PENDING read; a reservation
+  ** counts itself, then reads NRANGES (both sequentially consistent): one
+  ** of the two sees the other. */
+  pthread_mutex_t range_mu;
+  _Atomic int nranges;
+  int64_t range[IDX_RANGES][2];
+  _Atomic uint64_t pending;
 };
 
 static Table *table_new(uint64_t cap) {
@@ -111,6 +122,7 @@ int idx_create(Index **pi, int nw) {
   Index *x = pdb_calloc(1, sizeof *x);
   if (!x) return PAGEDB_NOMEM;
   x->nw = nw;
+  pthread_mutex_init(&x->range_mu, NULL);
   x->bits = 8;
   while (((uint64_t)2 << x->bits) * (uint64_t)nw * 8 <= CHUNK_BYTES) x->bits++;
   x->max = ((uint64_t)1 << x->bits) * MAX_CHUNKS;
@@ -172,7 +184,7 @@ Dx *idx_take_disk(Index *x) {
 }
 
 int idx_damaged(Index *x, int64_t id) { return x->dx && dx_find(x->dx, id) == DX_BAD; }
-int idx_unfetched(Index *x, int64_t id, char *why, size_t n) { return x->dx && dx_unfetched(x->dx, id, why, n); }
+int idx_unfetched(Index *x, int64_t id, char *why, size_t n) { return x->dx ? dx_unfetched(x->dx, id, why, n) : 0; }
 
 void idx_free(Index *x) {
   if (!x) return;
@@ -184,6 +196,7 @@ void idx_free(Index *x) {
   arena_free(atomic_load_explicit(&x->darena, memory_order_relaxed));
   arena_free(atomic_load_explicit(&x->sarena, memory_order_relaxed));
   pthread_rwlock_destroy(&x->lock);
+  pthread_mutex_destroy(&x->range_mu);
   pdb_free(x);
 }
 
@@ -410,18 +423,70 @@ static int reserve_mem(Index *x, int64_t id) {
   }
 }
 
+/* Whether ID lies in a range reserved whole (RANGE_MU taken). */
+static void release_mem(Index *x, int64_t id);
+
+static int in_range(Index *x, int64_t id) {
+  int in = 0;
+  pthread_mutex_lock(&x->range_mu);
+  for (int i = 0; i < atomic_load(&x->nranges) && !in; i++) in = id >= x->range[i][0] && id <= x->range[i][1];
+  pthread_mutex_unlock(&x->range_mu);
+  return in;
+}
+
 int idx_reserve(Index *x, int64_t id) {
   int rc = reserve_mem(x, id);
+  if (rc == PAGEDB_OK) atomic_fetch_add(&x->pending, 1);
   /* Reserve first, then look in the snapshot: a commit publishes there
-  ** before it releases here, so one of the two sees the id taken. */
-  if (rc == PAGEDB_OK && x->dx && dx_find(x->dx, id)) {
+  ** before it releases here, so one of the two sees the id taken.  The
+  ** same for the ranges (RANGES above). */
+  if (rc == PAGEDB_OK && ((atomic_load(&x->nranges) && in_range(x, id)) || (x->dx && dx_find(x->dx, id)))) {
     idx_release(x, id);
     rc = PAGEDB_CONSTRAINT;
   }
   return rc;
 }
 
+int idx_reserve_range(Index *x, int64_t lo, int64_t hi, uint64_t own) {
+  int rc = PAGEDB_OK;
+  pthread_mutex_lock(&x->range_mu);
+  int n = atomic_load(&x->nranges);
+  for (int i = 0; i < n && rc == PAGEDB_OK; i++)
+    if (lo <= x->range[i][1] && hi >= x->range[i][0]) rc = PAGEDB_BUSY;
+  if (rc == PAGEDB_OK && n == IDX_RANGES) rc = PAGEDB_BUSY;
+  if (rc == PAGEDB_OK) {
+    x->range[n][0] = lo;
+    x->range[n][1] = hi;
+    atomic_store(&x->nranges, n + 1);
+  }
+  pthread_mutex_unlock(&x->range_mu);
+  /* Published: now no id reserved one by one but the caller's own. */
+  if (rc == PAGEDB_OK && atomic_load(&x->pending) > own) {
+    idx_release_range(x, lo, hi);
+    rc = PAGEDB_BUSY;
+  }
+  return rc;
+}
+
+void idx_release_range(Index *x, int64_t lo, int64_t hi) {
+  pthread_mutex_lock(&x->range_mu);
+  int n = atomic_load(&x->nranges);
+  for (int i = 0; i < n; i++)
+    if (x->range[i][0] == lo && x->range[i][1] == hi) {
+      x->range[i][0] = x->range[n - 1][0];
+      x->range[i][1] = x->range[n - 1][1];
+      atomic_store(&x->nranges, n - 1);
+      break;
+    }
+  pthread_mutex_unlock(&x->range_mu);
+}
+
 void idx_release(Index *x, int64_t id) {
+  atomic_fetch_sub(&x->pending, 1);
+  release_mem(x, id);
+}
+
+static void release_mem(Index *x, int64_t id) {
   if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
     uint64_t *s = arena_slot(x, &x->darena, (uint64_t)id, 0);
     assert(s && atomic_load(state(s)) == D_RESERVED);
@@ -431,7 +496,7 @@ void idx_release(Index *x, int64_t id) {
   pthread_rwlock_rdlock(&x->lock);
   if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_relaxed)) {
     pthread_rwlock_unlock(&x->lock);
-    idx_release(x, id);
+    release_mem(x, id);
     return;
   }
   Entry *e = probe(atomic_load_explicit(&x->tab, memory_order_relaxed), key_of(id));
@@ -440,7 +505,15 @@ void idx_release(Index *x, int64_t id) {
   pthread_rwlock_unlock(&x->lock);
 }
 
+static int publish_mem(Index *x, const uint64_t *slot);
+
 int idx_publish(Index *x, const uint64_t *slot) {
+  int rc = publish_mem(x, slot);
+  if (rc == PAGEDB_OK) atomic_fetch_sub(&x->pending, 1);
+  return rc;
+}
+
+static int publish_mem(Index *x, const uint64_t *slot) {
   uint64_t id = slot[0];
   if (id < atomic_load_explicit(&x->dense, memory_order_acquire)) {
     uint64_t *s = arena_slot(x, &x->darena, id, 0);
@@ -461,7 +534,7 @@ int idx_publish(Index *x, const uint64_t *slot) {
   if ((uint64_t)id < atomic_load_explicit(&x->dense, memory_order_relaxed)) {
     x->nsparse = n;         /* moved to the dense arena meanwhile: retry there */
     pthread_rwlock_unlock(&x->lock);
-    return idx_publish(x, slot);
+    return publish_mem(x, slot);
   }
   Entry *e = probe(atomic_load_explicit(&x->tab, memory_order_relaxed), key_of((int64_t)id));
   if (NEVER(!e)) {

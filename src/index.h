@@ -61,6 +61,19 @@ int idx_reserve(Index *x, int64_t id);
 void idx_expect(Index *x, int64_t lo, int64_t hi, uint64_t n);
 /* Give back a reservation that will not be published.  Thread-safe. */
 void idx_release(Index *x, int64_t id);
+
+/*
+** Reserve the ids LO..HI whole, for a commit of parts whose index chunks
+** are referenced (doc/format.md, "Parts' chunks by reference"): no id of
+** them can then be reserved (idx_reserve gives PAGEDB_CONSTRAINT) until
+** idx_release_range.  PAGEDB_BUSY, nothing reserved, when the range meets
+** another, or when more ids than OWN (the caller's own, reserved one by
+** one) are reserved at this moment: a writer might hold one inside it.
+** The caller checks that no committed sample lies in it after this.
+** Thread-safe.
+*/
+int idx_reserve_range(Index *x, int64_t lo, int64_t hi, uint64_t own);
+void idx_release_range(Index *x, int64_t lo, int64_t hi);
 /*
 ** Publish a reserved sample: copy SLOT (whose word 0 is the id) into the
 ** index and make it visible to idx_find().  One thread at a time (the
@@ -115,8 +128,9 @@ Dx *idx_take_disk(Index *x);
 ** checks (so idx_find said NULL for a damaged entry, not for no sample). */
 int idx_damaged(Index *x, int64_t id);
 /* Whether the damaged entry idx_damaged saw for ID is in fact a part of a
-** remote index that could not be fetched: WHY (N bytes) receives the
-** reason. */
+** remote index that could not be fetched (1), or a chunk referenced in a
+** part's index file that cannot be used (2): WHY (N bytes) receives the
+** reason; 0 otherwise. */
 int idx_unfetched(Index *x, int64_t id, char *why, size_t n);
 
 #endif /* PAGEDB_INDEX_H */

@@ -347,9 +347,11 @@ typedef struct Build {
   pdb_msg *m;
   Dx *x;
   DxChange *ch;             /* a batch of changes... */
-  uint64_t *store;          /* ...and, when widening, their slots */
+  uint64_t *store;          /* ...and, when widening or COPY, their slots */
   size_t n, cap;
   int widen;                /* the slots gain a field: old slots have nfield-1 */
+  int copy;                 /* the source's slots are copied as they come (a scan's translated slot of a
+                               referenced chunk lives only during its call: dindex.c) */
 } Build;
 
 #define BUILD_BATCH 65536
@@ -374,6 +376,10 @@ static int build_one(void *ctx, int64_t id, const uint64_t *s) {
   if (b->widen) {
     uint64_t *t = b->store + b->n * (size_t)slot_words(b->db->nfield + 1);
     api_widen_slot(t, id, s, b->db->nfield);
+    s = t;
+  } else if (b->copy) {
+    uint64_t *t = b->store + b->n * (size_t)slot_words(b->db->nfield + 1);
+    memcpy(t, s, (size_t)b->db->nw * sizeof *t);
     s = t;
   }
   b->ch[b->n++] = (DxChange){ id, s, 0 };
@@ -422,7 +428,14 @@ typedef struct PartRows {
 
 static int part_row(void *ctx, const CatPart *p) {
   PartRows *pr = ctx;
-  DxPart d = { p->k, { 0 }, p->data_off, p->data_end, p->pages, p->samples, p->seal, p->uri, p->validator };
+  DxPart d = { p->k, { 0 }, p->data_off, p->data_end, p->pages, p->samples, p->seal, p->uri, p->validator, 0, 0 };
+  /* A part of the commit under way: its index file as the commit saw it,
+  ** when chunks of it are referenced (the catalog does not keep that). */
+  const PartCommit *pc = pr->db->pcommit;
+  if (pc && pc->n && p->k >= pc->dx[0].k && p->k - pc->dx[0].k < pc->n) {
+    d.index_id = pc->dx[p->k - pc->dx[0].k].index_id;
+    d.index_len = pc->dx[p->k - pc->dx[0].k].index_len;
+  }
   const ApiIxCopy *cp = pr->copy;
   while (cp && pr->at < cp->n && cp->k[pr->at] < (int64_t)p->k) pr->at++;
   if (cp && pr->at < cp->n && cp->k[pr->at] == (int64_t)p->k) d.validator = cp->val[pr->at];
@@ -457,9 +470,10 @@ int api_write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int 
     for (int f = 0; f < db->nfield; f++) isbytes[f] = isbytes[f] ? (uint8_t)g : 0;
     isbytes[db->nfield] = widen > 1 ? (uint8_t)g : 0;
   }
-  Build b = { db, m, NULL, pdb_malloc(BUILD_BATCH * sizeof *b.ch), NULL, 0, BUILD_BATCH, widen };
-  if (widen) b.store = pdb_malloc(BUILD_BATCH * (size_t)slot_words(db->nfield + 1) * sizeof(uint64_t));
-  int rc = !b.ch || (widen && !b.store) ? pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing index %s", path)
+  Build b = { db, m, NULL, pdb_malloc(BUILD_BATCH * sizeof *b.ch), NULL, 0, BUILD_BATCH, widen,
+              idx_disk(src) && dx_version(idx_disk(src)) >= 3 };
+  if (widen || b.copy) b.store = pdb_malloc(BUILD_BATCH * (size_t)slot_words(db->nfield + 1) * sizeof(uint64_t));
+  int rc = !b.ch || ((widen || b.copy) && !b.store) ? pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing index %s", path)
          : dx_create(db, m, db->vfs, path, pager_uuid(db->pager), slot_words(db->nfield + (widen ? 1 : 0)),
                      db->nfield + (widen ? 1 : 0), isbytes, tokes, version, &b.x);
   /* Version 2: every part the catalog's write connection sees (those of
@@ -468,9 +482,14 @@ int api_write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int 
   PartRows pr = { db, m, b.x, copy, 0 };
   if (rc == PAGEDB_OK && version >= 2 && (db->pcommit || (db->features & CAT_FEATURE_PARTS)))
     rc = cat_parts(db->cat, m, part_row, &pr);
+  /* The commit's referenced chunks first (dx_stage_refs). */
+  uint64_t nref = 0;
+  if (rc == PAGEDB_OK && version >= 3 && !widen && !copy) rc = api_stage_refs(db, m, b.x, &nref);
   if (rc == PAGEDB_OK) rc = idx_scan(src, build_one, &b);
-  uint64_t extra = 0;
-  if (rc == PAGEDB_OK && version >= 2 && !widen && !copy) rc = build_runs(&b, &extra);
+  uint64_t extra = nref;
+  uint64_t nrun = 0;
+  if (rc == PAGEDB_OK && version >= 2 && !widen && !copy) rc = build_runs(&b, &nrun);
+  extra += nrun;
   if (rc == PAGEDB_OK) rc = dx_stage(b.x, m, b.ch, b.n, 1, end, end * pager_page_size(db->pager), xm);
   if (rc == PAGEDB_OK && NEVER(xm->samples != idx_count(src) + extra))
     rc = pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "index %s: wrote %llu samples of %llu", path,
@@ -510,7 +529,7 @@ int api_install_index(pagedb *db, pdb_msg *m, Dx *x) {
 static int rebuild_index(pagedb *db, pdb_msg *m) {
   Dx *x;
   DxMeta xm;
-  int rc = api_write_index(db, m, db->idx, NULL, db->features ? 2 : 1, atomic_load(&db->committed), NULL, &x, &xm);
+  int rc = api_write_index(db, m, db->idx, NULL, api_ix_version(db->features), atomic_load(&db->committed), NULL, &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = api_stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, atomic_load(&db->committed), db->nsample);
@@ -525,7 +544,8 @@ static int rebuild_index(pagedb *db, pdb_msg *m) {
 
 int api_index_copy(pagedb *db, pdb_msg *m, const ApiIxCopy *copy, Dx **out, DxMeta *xm) {
   pthread_mutex_lock(&db->cat_mu);   /* cat_parts reads on the write connection */
-  int rc = api_write_index(db, m, db->idx, NULL, db->features ? 2 : 1, atomic_load(&db->committed), copy, out, xm);
+  int rc = api_write_index(db, m, db->idx, NULL, api_ix_version(db->features), atomic_load(&db->committed), copy, out,
+                           xm);
   pthread_mutex_unlock(&db->cat_mu);
   return rc;
 }
@@ -603,7 +623,7 @@ static int open_index(pagedb *db, const CatMeta *meta) {
     uint8_t tokes[PAGEDB_MAX_FIELDS];
     token_bytes(db, NULL, tokes);
     rc = dx_open(db, &note, db->vfs, path, pager_uuid(db->pager), db->nw, db->nfield, db->isbytes, tokes, &db->ixmeta,
-                 !db->readonly, db->features ? 2 : 1, &x);
+                 !db->readonly, api_ix_version(db->features), &x);
   }
   pdb_free(path);
   if (rc == PAGEDB_OK) {

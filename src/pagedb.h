@@ -1297,9 +1297,27 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** parts' rows too).  Without an ORDER BY, DB's own rows come first, then
 ** each part's.
 **
+** INDEX CHUNKS (doc/format.md, "Parts' chunks by reference").  A local part
+** of 8,192 samples or more whose ids map to DB's by a multiple of 8,192
+** (KEEP; OFFSET by such an offset) has the chunks of its index between its
+** first and its last referenced by DB's index instead of copied: the
+** commit reads none of their entries (its cost for them is its chunks',
+** never its samples'), and reads of those samples look their entries up in
+** the part's index file, NAME-index beside its data file, which must then
+** stay as it was committed: if it is missing or changed, they fail with
+** PAGEDB_CORRUPT_INDEX naming the part and the file (pagedb_check reports
+** them).  While the commit runs, the ids from the part's first to its last
+** are held whole: a writer of DB gets PAGEDB_CONSTRAINT for one of them,
+** and a part of the same commit whose slots are copied may not have one
+** (PAGEDB_CONSTRAINT, naming both).  A part is copied instead when DB
+** already has or a writer holds one of those ids, when DB's index is of
+** version 2 (parts committed before this library), when a field of DB is a
+** token field, and under AFTER; the environment variable PAGEDB_PARTS_REF=0
+** copies every part (a benchmark's reference).
+**
 ** The first commit of parts into a dataset rewrites its index file (into
-** version 2), so it needs the handle to have no open reader or writer
-** (PAGEDB_MISUSE); later ones run beside them.  Two commits into DB
+** version 3, or 2 if a field is a token field), so it needs the handle to
+** have no open reader or writer (PAGEDB_MISUSE); later ones run beside them.  Two commits into DB
 ** cannot run at once: another process's pagedb_open read-write gets
 ** PAGEDB_BUSY_LOCKED while DB is open (after waiting up to the busy
 ** timeout, see pagedb_open), and commits of one handle take turns.

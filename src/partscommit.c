@@ -109,6 +109,8 @@ typedef struct Prep {
   pagedb **keep;            /* per part: its handle, kept open while its slots are lent */
   long ncpu;                /* processors online */
   _Atomic int stop;
+  int refok;                /* chunks may be referenced (may_ref) */
+  _Atomic uint64_t own;     /* ids this commit holds reserved one by one (IdPlan.own) */
   pthread_mutex_t mu;
   size_t fail_at;
   pdb_msg fail_em;
@@ -424,6 +426,166 @@ static int list_runs(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *ru
   return rc;
 }
 
+/*
+** Chunks by reference (doc/format.md, "Parts' chunks by reference"): a
+** large local part whose ids map to DB's by a multiple of 2^13 (KEEP, or
+** OFFSET by such an offset) has the chunks of its index between its first
+** and its last referenced by DB's index instead of copied: no slot of
+** them is read here, and the commit costs O(its chunks and runs) for them.
+** Its first and last chunk, which other parts or DB's own samples may
+** share, are listed and copied as any part's (into P->runbuf[i]).  Its ids
+** LO..HI are reserved whole (idx_reserve_range) when no writer holds one
+** and DB has none of them committed; else, or for a part that does not
+** qualify, the part is listed and copied whole (list_runs).
+** REF_MIN: the samples a part needs, so that a reader of many small parts
+** maps no index file of theirs (their slots are copied).
+*/
+#define REF_MIN ((uint64_t)1 << 13)
+#define DX_C_IDS ((uint64_t)1 << DX_CBITS)   /* ids of a chunk */
+
+/* Whether a commit into DB under POLICY may reference chunks: DB local,
+** its index version 3 (or made so by this, its first commit of parts), the
+** policy one that maps ids by a constant; and not turned off by the
+** environment (PAGEDB_PARTS_REF=0: every part's slots copied, as a
+** benchmark's reference). */
+static int may_ref(pagedb *db, int policy) {
+  const char *e = getenv("PAGEDB_PARTS_REF");
+  if (e && strcmp(e, "0") == 0) return 0;
+  if (db->remote_url || policy == PAGEDB_ATTACH_AFTER || !api_parts_chunkref(db)) return 0;
+  Dx *dx = idx_disk(db->idx);
+  return !dx || dx_version(dx) >= 3 || !(db->features & CAT_FEATURE_PARTS);
+}
+
+typedef struct RefList {
+  IdSample *s;
+  uint64_t n, cap, *slots;
+  int nw;
+  int64_t delta;
+  uint64_t data_end;
+  pagedb *o;
+  pdb_msg *em;
+  pagedb *db;
+} RefList;
+
+static int ref_collect(void *ctx, int64_t id, const uint64_t *slot) {
+  RefList *l = ctx;
+  uint64_t len = api_record_len(l->o, slot);
+  if (l->n == l->cap)
+    return pdb_err(l->db, l->em, PAGEDB_CORRUPT_INDEX, "%s: its first and last chunks list more samples than they"
+                   " can hold", l->o->path);
+  if (slot[1] > l->data_end || len > l->data_end - slot[1])
+    return pdb_err(l->db, l->em, PAGEDB_CORRUPT, "%s: sample %lld lies outside the bytes its runs use", l->o->path,
+                   (long long)id);
+  uint64_t *t = l->slots + l->n * (size_t)l->nw;
+  memcpy(t, slot, (size_t)l->nw * sizeof *t);
+  l->s[l->n++] = (IdSample){ id, id + l->delta, t };
+  return PAGEDB_OK;
+}
+
+static int found_one(void *ctx, int64_t id, const uint64_t *slot) {
+  (void)id, (void)slot;
+  *(int *)ctx = 1;
+  return PAGEDB_CONSTRAINT;   /* stops the scan: an id is taken */
+}
+
+/* Part I (O, its runs RUNS[0..NRUN), its data region's DATA_END bytes) by
+** reference if it qualifies: *DONE 1 when it is (P->pc.lent[i] and
+** P->pc.ref[i] filled, its ids reserved), 0 to list it whole instead. */
+static int ref_prep(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *runs, uint64_t nrun, uint64_t data_end,
+                    int *done) {
+  pagedb *db = p->db;
+  const pagedb_part *pp = &p->parts[i];
+  *done = 0;
+  int64_t delta = p->policy == PAGEDB_ATTACH_OFFSET ? pp->offset : 0;
+  Dx *ox = idx_disk(o->idx);
+  DxChunks dc;
+  if (!p->refok || pdb_path_scheme(pp->path, NULL, 0) || delta < 0 || delta % (int64_t)DX_C_IDS || !ox
+      || !dx_chunks(ox, &dc) || dc.version > 2 || dc.nsg || dc.count < REF_MIN || !dc.fid
+      || dc.next > (uint64_t)INT64_MAX - (uint64_t)delta)
+    return PAGEDB_OK;
+  /* Its chunks in use: the first and the last are listed, those between referenced. */
+  uint64_t c0 = UINT64_MAX, c1 = 0, nin = 0;
+  for (uint64_t c = 0; c < dc.nch; c++)
+    if (dc.e[2 * c + 1]) {
+      if (c0 == UINT64_MAX) c0 = c;
+      c1 = c;
+    }
+  for (uint64_t c = c0 + 1; c0 != UINT64_MAX && c < c1; c++) nin += dc.e[2 * c + 1] != 0;
+  if (c0 == UINT64_MAX || nin == 0) return PAGEDB_OK;
+  /* Its runs' samples are counted by its page table, which must agree with
+  ** its index (after deletions in the part it may not: then it is listed). */
+  uint64_t total = 0;
+  for (uint64_t r = 0; r < nrun; r++) total += runs[r].nsamples;
+  if (total != dc.count) return PAGEDB_OK;
+  /* The first and last chunk's samples, copied (their smallest id is the part's). */
+  RefList l = { .nw = db->nw, .delta = delta, .data_end = data_end, .o = o, .em = em, .db = db };
+  l.cap = dc.e[2 * c0 + 1] + dc.e[2 * c1 + 1];
+  size_t rec = sizeof(PageRecs), cap = (size_t)nrun * rec + (size_t)l.cap * (size_t)db->nw * sizeof(uint64_t);
+  uint8_t *blk = pdb_malloc(cap ? cap : 1);
+  l.s = pdb_malloc((size_t)l.cap * sizeof *l.s);
+  DxRefChunk *rc_ = pdb_malloc((size_t)nin * sizeof *rc_);
+  int rc = blk && l.s && rc_ ? PAGEDB_OK : pdb_err(db, em, PAGEDB_NOMEM, "out of memory listing the samples of %s",
+                                                   o->path);
+  if (rc == PAGEDB_OK) {
+    l.slots = (uint64_t *)(blk + (size_t)nrun * rec);
+    rc = idx_scan_range(o->idx, (int64_t)(c0 * DX_C_IDS), (int64_t)(c0 * DX_C_IDS + DX_C_IDS - 1), ref_collect, &l);
+    if (rc == PAGEDB_OK)
+      rc = idx_scan_range(o->idx, (int64_t)(c1 * DX_C_IDS), (int64_t)(c1 * DX_C_IDS + DX_C_IDS - 1), ref_collect, &l);
+    if (rc != PAGEDB_OK && em->rc == PAGEDB_OK)
+      rc = pdb_err(db, em, rc, "cannot list its samples: %s", pagedb_errmsg(o));
+  }
+  if (rc == PAGEDB_OK && (l.n == 0 || l.n >= dc.count))
+    rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "%s: its index holds %llu samples, %llu of them in its first and last"
+                 " chunk", o->path, (unsigned long long)dc.count, (unsigned long long)l.n);
+  int64_t lo = rc == PAGEDB_OK ? l.s[0].nid : 0, hi = (int64_t)dc.next - 1 + delta;
+  int reserved = 0, taken = 0;
+  if (rc == PAGEDB_OK) {
+    int r = idx_reserve_range(db->idx, lo, hi, atomic_load(&p->own));
+    reserved = r == PAGEDB_OK;
+    /* Published: now no writer can take one of them; none may be committed. */
+    if (reserved && (r = idx_scan_range(db->idx, lo, hi, found_one, &taken)) != PAGEDB_OK && !taken)
+      rc = pdb_err(db, em, r, "cannot look for ids %lld..%lld in %s: %s", (long long)lo, (long long)hi, db->path,
+                   pagedb_errmsg(db));
+  }
+  if (rc != PAGEDB_OK || !reserved || taken) {
+    if (reserved) idx_release_range(db->idx, lo, hi);
+    pdb_free(blk);
+    pdb_free(l.s);
+    pdb_free(rc_);
+    return rc;
+  }
+  /* Its runs, headers only: their samples are counted by its page table
+  ** (the seal covers it; reads bound each record by the part's data end). */
+  PageRecs **tail = &p->pc.lent[i].runs;
+  for (uint64_t r = 0; r < nrun; r++) {
+    PageRecs *pr = (PageRecs *)(blk + (size_t)r * rec);
+    memset(&pr->d, 0, sizeof pr->d);
+    pr->d.pgno = runs[r].pgno;
+    pr->d.npages = runs[r].npages;
+    pr->d.nsamples = runs[r].nsamples;
+    pr->d.used = runs[r].used;
+    *tail = pr;
+    tail = (PageRecs **)&pr->d.next;
+  }
+  uint64_t k = 0;
+  for (uint64_t c = c0 + 1; c < c1; c++)
+    if (dc.e[2 * c + 1])
+      rc_[k++] = (DxRefChunk){ c + (uint64_t)(delta / (int64_t)DX_C_IDS), 0, dc.e[2 * c], dc.e[2 * c + 1],
+                               delta / (int64_t)DX_C_IDS };
+  p->runbuf[i] = blk;
+  p->plans[i].s = l.s;      /* freed with the plans */
+  p->pc.lent[i].s = l.s;
+  p->pc.lent[i].n = l.n;
+  p->pc.lent[i].unreserved = 1;
+  p->pc.ref[i] = (PartRef){ rc_, nin, dc.count - l.n, (uint64_t)hi + 1, lo, hi };
+  p->planned[i] = 1;
+  /* Automatic ids stay above every id seen (as ids_plan). */
+  int64_t next = atomic_load(&db->next_auto), want = hi < INT64_MAX ? hi + 1 : INT64_MAX;
+  while (next < want && !atomic_compare_exchange_weak(&db->next_auto, &next, want)) {}
+  *done = 1;
+  return PAGEDB_OK;
+}
+
 /* Part I's ids planned (P->plans[i], reserved): its slots take their ids
 ** in DB (they are ours: list_runs's block), and its row its id range and,
 ** when one constant maps its ids, its rows by reference (doc/format.md,
@@ -522,7 +684,10 @@ static int prep_alone(Prep *p, size_t i, pdb_msg *em) {
   int64_t lo = -1;
   if (rc == PAGEDB_OK) rc = cat_id_min(o->cat, em, &lo);
   cat_snap_close(cs);
-  if (rc == PAGEDB_OK) rc = list_runs(p, em, i, o, runs, nrun, lo);
+  int byref = 0;
+  if (rc == PAGEDB_OK) rc = ref_prep(p, em, i, o, runs, nrun, data_end, &byref);
+  if (rc == PAGEDB_OK && !byref) rc = list_runs(p, em, i, o, runs, nrun, lo);
+  uint64_t nsamp = byref ? p->pc.ref[i].count + p->pc.lent[i].n : p->plans[i].n;
   if (rc == PAGEDB_OK) rc = make_uri(db, em, pp->path, &p->uris[i]);
   if (rc == PAGEDB_OK) {
     DxPart *d = &p->pc.dx[i];
@@ -532,7 +697,7 @@ static int prep_alone(Prep *p, size_t i, pdb_msg *em) {
     d->data_off = pager_data_off(o->pager);
     d->data_end = data_end;
     d->pages = committed;
-    d->samples = p->plans[i].n;
+    d->samples = nsamp;
     d->seal = seal;
     d->uri = p->uris[i];
     d->validator = p->vals[i];
@@ -544,17 +709,28 @@ static int prep_alone(Prep *p, size_t i, pdb_msg *em) {
     cp->pages = committed;
     cp->data_off = d->data_off;
     cp->data_end = data_end;
-    cp->samples = p->plans[i].n;
+    cp->samples = nsamp;
     cp->seal = seal;
     cp->committed = (int64_t)time(NULL);
+    if (byref) {
+      /* Its rows by reference, its ids its own plus the constant. */
+      DxChunks dc;
+      dx_chunks(idx_disk(o->idx), &dc);
+      d->index_id = dc.fid;
+      d->index_len = dc.len;
+      cp->rows = 1;
+      cp->id_delta = p->pc.lent[i].s[0].nid - p->pc.lent[i].s[0].id;
+      cp->id_min = p->pc.ref[i].lo;
+      cp->id_max = p->pc.ref[i].hi;
+    }
     pthread_mutex_lock(&p->mu);
-    p->pc.nsamples += p->plans[i].n;
+    p->pc.nsamples += nsamp;
     p->pc.deleted += deleted;
     p->pc.moved += o->moved_committed;
     pthread_mutex_unlock(&p->mu);
   }
   /* KEEP and OFFSET: the ids now, in parallel (a collision: prep_plan). */
-  if (rc == PAGEDB_OK && p->policy != PAGEDB_ATTACH_AFTER) {
+  if (rc == PAGEDB_OK && p->policy != PAGEDB_ATTACH_AFTER && !byref) {
     IdPlan *a = &p->plans[i];
     a->em = em;
     int prc = ids_plan(a, p->policy, pp->offset);
@@ -564,12 +740,14 @@ static int prep_alone(Prep *p, size_t i, pdb_msg *em) {
   }
   pdb_free(runs);
   /* A lent part's handle keeps its map for the commit (prep_free closes it). */
-  if (rc == PAGEDB_OK && p->pc.lent[i].n) {
+  if (rc == PAGEDB_OK && p->pc.lent[i].n && !byref) {
     p->keep[i] = o;
   } else {
-    p->pc.lent[i].s = NULL;   /* (the commit fails: nothing may read them) */
-    p->pc.lent[i].n = 0;
-    pagedb_close(o);
+    if (rc != PAGEDB_OK || !byref) {
+      p->pc.lent[i].s = NULL;   /* (the commit fails: nothing may read them) */
+      p->pc.lent[i].n = 0;
+    }
+    pagedb_close(o);          /* (a part by reference: its listed slots are copies) */
   }
   return rc;
 }
@@ -633,7 +811,7 @@ static int prep_plan(Prep *p, size_t i) {
     ** parallel): they are planned again after it, in order, so that the
     ** later part is the one refused, as when the parts went one by one. */
     for (size_t j = p->pc.n; j-- > i + 1;)
-      if (p->planned[j]) {
+      if (p->planned[j] && !p->pc.ref[j].n) {
         ids_release(&p->plans[j]);
         p->planned[j] = 0;
       }
@@ -663,6 +841,25 @@ static int prep_all(Prep *p, size_t *failed) {
     int rc = prep_plan(p, i);
     if (rc != PAGEDB_OK) return rc;
   }
+  /* A part copied whose ids were reserved before a part by reference
+  ** reserved its range (on the other thread) went unseen by it: the ranges
+  ** must hold none of the ids copied (a collision, or one in a hole of the
+  ** part by reference, which the range holds whole). */
+  for (size_t r = 0; r < n; r++) {
+    if (!p->pc.ref[r].n) continue;
+    for (size_t j = 0; j < n; j++) {
+      const IdPlan *a = &p->plans[j];
+      if (p->pc.ref[j].n || !a->n || p->pc.cat[j].id_max < p->pc.ref[r].lo || p->pc.cat[j].id_min > p->pc.ref[r].hi)
+        continue;
+      for (uint64_t t = 0; t < a->n; t++)
+        if (a->s[t].nid >= p->pc.ref[r].lo && a->s[t].nid <= p->pc.ref[r].hi) {
+          *failed = j > r ? j : r;
+          return pdb_err(p->db, &p->em, PAGEDB_CONSTRAINT, "sample id %lld of part %zu lies among the ids %lld..%lld"
+                         " of part %zu", (long long)a->s[t].nid, j, (long long)p->pc.ref[r].lo,
+                         (long long)p->pc.ref[r].hi, r);
+        }
+    }
+  }
   return PAGEDB_OK;
 }
 
@@ -670,6 +867,13 @@ static int prep_all(Prep *p, size_t *failed) {
 ** (the last part's first: AFTER's blocks return only in that order). */
 static void prep_free(Prep *p, size_t n, int release) {
   for (size_t i = n; release && p->plans && i-- > 0;) ids_release(&p->plans[i]);
+  /* The ranges of parts by reference: committed or not, they go now (a
+  ** committed part's ids are in the index in force). */
+  for (size_t i = 0; p->pc.ref && i < n; i++)
+    if (p->pc.ref[i].n) {
+      idx_release_range(p->db->idx, p->pc.ref[i].lo, p->pc.ref[i].hi);
+      pdb_free(p->pc.ref[i].c);
+    }
   for (size_t i = 0; i < n; i++) {
     if (p->keep) pagedb_close(p->keep[i]);   /* the lent slots' maps: the commit is over */
     if (p->runbuf) pdb_free(p->runbuf[i]);   /* every PageRecs of lists[i] */
@@ -690,6 +894,7 @@ static void prep_free(Prep *p, size_t n, int release) {
   pthread_mutex_destroy(&p->mu);
   pdb_free(p->keep);
   pdb_free(p->pc.lent);
+  pdb_free(p->pc.ref);
   pdb_free(p->pc.dx);
   pdb_free(p->pc.cat);
 }
@@ -726,7 +931,9 @@ int parts_stage_rows(pagedb *db, pdb_msg *m) {
       span = pc->cat[i].id_max - pc->cat[i].id_min;
   if (rc == PAGEDB_OK) rc = cat_part_span(db->cat, m, span);
   if (rc == PAGEDB_OK) rc = cat_stage_meta(db->cat, m, "parts", (int64_t)(p0 + pc->n));
-  if (rc == PAGEDB_OK) rc = cat_features_update(db->cat, m, CAT_FEATURE_PARTS | (byref ? CAT_FEATURE_PARTROWS : 0), 0);
+  if (rc == PAGEDB_OK)
+    rc = cat_features_update(db->cat, m, CAT_FEATURE_PARTS | (byref ? CAT_FEATURE_PARTROWS : 0)
+                                           | (api_parts_chunkref(db) ? CAT_FEATURE_CHUNKREF : 0), 0);
   if (rc == PAGEDB_OK && pc->deleted) rc = cat_add_meta(db->cat, m, "deleted_bytes", (int64_t)pc->deleted);
   /* A commit into a remote dataset (partsremote.c): the index object it
   ** uploads, named in the same transaction. */
@@ -737,7 +944,8 @@ int parts_stage_rows(pagedb *db, pdb_msg *m) {
 void parts_committed(pagedb *db, int ok) {
   PartCommit *pc = db->pcommit;
   if (!ok) return;
-  db->features |= CAT_FEATURE_PARTS;
+  /* (Asked before bit 1 is set: the first commit decides.) */
+  db->features |= CAT_FEATURE_PARTS | (api_parts_chunkref(db) ? CAT_FEATURE_CHUNKREF : 0);
   for (size_t i = 0; i < pc->n; i++)
     if (pc->cat[i].rows) db->features |= CAT_FEATURE_PARTROWS;
   cat_note_parts(db->cat);
@@ -776,15 +984,17 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
   p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
   p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
   p.pc.lent = pdb_calloc(un, sizeof *p.pc.lent);
+  p.pc.ref = pdb_calloc(un, sizeof *p.pc.ref);
   p.keep = pdb_calloc(un, sizeof *p.keep);
   p.planned = pdb_calloc(un, sizeof *p.planned);
   p.pc.n = un;
   if (!p.lists || !p.plans || !p.runbuf || !p.by_uuid || !p.by_name || !p.uris || !p.names || !p.vals || !p.pc.dx
-      || !p.pc.cat || !p.pc.lent || !p.keep || !p.planned) {
+      || !p.pc.cat || !p.pc.lent || !p.pc.ref || !p.keep || !p.planned) {
     prep_free(&p, 0, 0);
     return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
   }
-  for (size_t i = 0; i < un; i++) p.plans[i] = (IdPlan){ .db = db, .em = &p.em, .after = -1 };
+  for (size_t i = 0; i < un; i++) p.plans[i] = (IdPlan){ .db = db, .em = &p.em, .after = -1, .own = &p.own };
+  p.refok = may_ref(db, policy);
   size_t i = 0;
   rc = prep_all(&p, &i);
   if (rc == PAGEDB_OK) {

@@ -15,7 +15,8 @@
 ** PARTS (doc/format.md "Parts"): a part whose uri is relative (NAME.parts/U)
 ** has its data file -- all a reader reads of it -- and its catalog (where
 ** SQL reads the rows of a part by reference) uploaded in (1) to the same
-** uri beside DEST; a part by URL stays where it is; a part by an
+** uri beside DEST, and, into a directory, its index (whose chunks the
+** dataset's index, copied as it is, may reference); a part by URL stays where it is; a part by an
 ** absolute local path refuses the push before (0), naming it.  Uploaded to
 ** a server, each part's ETag as uploaded (a HEAD after its PUT) is set as
 ** its validator in the snapshot, never in the local catalog, so every
@@ -239,12 +240,14 @@ static int make_dirs(const char *name, const char *uri, char *msg) {
 }
 
 /* P + "-catalog" (pdb_malloc'd; NULL without memory). */
-static char *catalog_of(const char *p) {
-  size_t n = strlen(p) + sizeof "-catalog";
+static char *suffixed(const char *p, const char *suffix) {
+  size_t n = strlen(p) + strlen(suffix) + 1;
   char *c = pdb_malloc(n);
-  if (c) snprintf(c, n, "%s-catalog", p);
+  if (c) snprintf(c, n, "%s%s", p, suffix);
   return c;
 }
+
+static char *catalog_of(const char *p) { return suffixed(p, "-catalog"); }
 
 /* The parts a push uploads (relative uris), or a pull downloads. */
 typedef struct PartList {
@@ -334,6 +337,14 @@ static int push_parts(const char *src, const char *to, PartList *l, char *msg) {
     if (tc && stat(sc, &st) == 0) rc = put(sc, (uint64_t)st.st_size, tc, msg);
     pdb_free(sc);
     pdb_free(tc);
+    /* Its index beside it, into a directory: the dataset's index, copied
+    ** as it is, may reference its chunks (doc/format.md, "Parts' chunks by
+    ** reference").  A server gets an index of the copy's own instead. */
+    char *si = rc == PAGEDB_OK && !is_url(t) ? suffixed(s, "-index") : NULL, *ti = si ? suffixed(t, "-index") : NULL;
+    if (si && !ti) rc = PAGEDB_NOMEM;
+    if (ti && stat(si, &st) == 0) rc = put(si, (uint64_t)st.st_size, ti, msg);
+    pdb_free(si);
+    pdb_free(ti);
     pdb_free(s);
     pdb_free(t);
   }

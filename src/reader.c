@@ -89,7 +89,11 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
 static int no_slot(pagedb_reader *r, int64_t id, const uint64_t *s) {
   pagedb *db = r->db;
   char why[PDB_MSG_MAX];
-  if (s == DX_BAD && idx_unfetched(db->idx, id, why, sizeof why))
+  int u = s == DX_BAD ? idx_unfetched(db->idx, id, why, sizeof why) : 0;
+  if (u == 2)
+    return pdb_err(db, &r->err, PAGEDB_CORRUPT_INDEX, "%s-index: the entry of sample %lld: %s", db->path, (long long)id,
+                   why);
+  if (u)
     return pdb_err(db, &r->err, PAGEDB_IOERR_REMOTE, "%s-index: cannot fetch the entry of sample %lld: %s",
                    db->path, (long long)id, why[0] ? why : "the server failed");
   if (s == DX_BAD)

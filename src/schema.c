@@ -85,7 +85,7 @@ static int field_add_disk(pagedb *db, const CatField *f) {
   /* The first tensor field sets its feature bit in the same transaction
   ** (cat_field_add): the new file is the version the features will need. */
   uint64_t features = db->features | (f->type == PAGEDB_TENSOR ? CAT_FEATURE_TENSOR : 0);
-  int rc = api_write_index(db, m, db->idx, f, features ? 2 : 1,
+  int rc = api_write_index(db, m, db->idx, f, api_ix_version(features),
                        atomic_load(&db->committed), NULL, &x, &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = cat_field_add(db->cat, m, db->nfield, f);

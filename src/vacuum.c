@@ -204,6 +204,9 @@ typedef struct Copy {
   uint8_t recode[PAGEDB_MAX_FIELDS];   /* 1: values decoded and put anew */
   Live *s;                  /* the live samples, in file order */
   uint64_t n;
+  /* Version 3: the slots, copied as listed (a referenced chunk's are
+  ** translated copies valid only during the scan's call: dindex.c). */
+  uint64_t *store;
   /* Atomics for counts and flags only: no other memory is published
   ** through them (the first failure is kept under mu). */
   _Atomic uint64_t uncommitted;   /* bytes copied since the last commit of dst */
@@ -369,6 +372,11 @@ static int collect_one(void *ctx, int64_t id, const uint64_t *slot) {
   Copy *c = ctx;
   /* The count was read under commit_mu: the array has room. */
   if (NEVER(c->n == idx_count(c->db->idx))) return PAGEDB_MISUSE;
+  if (c->store) {
+    uint64_t *t = c->store + c->n * (size_t)c->db->nw;
+    memcpy(t, slot, (size_t)c->db->nw * sizeof *t);
+    slot = t;
+  }
   c->s[c->n++] = (Live){ id, slot };
   return PAGEDB_OK;
 }
@@ -470,12 +478,18 @@ static int copy_into(pagedb *db, const char *dest, uint32_t ps, const int *codec
                    db->path, dest);
   Copy c = { .db = db, .codec = codec };
   for (int f = 0; f < db->nfield; f++) c.recode[f] = named[f] || codec[f] != db->fields[f].codec;
-  c.s = pdb_malloc((idx_count(db->idx) ? idx_count(db->idx) : 1) * sizeof *c.s);
-  if (!c.s)
+  uint64_t cnt = idx_count(db->idx) ? idx_count(db->idx) : 1;
+  c.s = pdb_malloc(cnt * sizeof *c.s);
+  int refs = idx_disk(db->idx) && dx_version(idx_disk(db->idx)) >= 3;
+  if (c.s && refs) c.store = pdb_malloc(cnt * (size_t)db->nw * sizeof *c.store);
+  if (!c.s || (refs && !c.store)) {
+    pdb_free(c.s);
     return pdb_err(db, m, PAGEDB_NOMEM, "cannot vacuum %s: out of memory listing %llu samples", db->path,
                    (unsigned long long)idx_count(db->idx));
+  }
   int rc = idx_scan(db->idx, collect_one, &c);
   if (rc != PAGEDB_OK) {
+    pdb_free(c.store);
     pdb_free(c.s);
     return pdb_err(db, m, rc, "cannot vacuum %s: listing the samples failed", db->path);
   }
@@ -519,6 +533,7 @@ static int copy_into(pagedb *db, const char *dest, uint32_t ps, const int *codec
   if (rc == PAGEDB_OK && crc != PAGEDB_OK)
     rc = pdb_err(db, m, crc, "cannot vacuum %s into %s: closing it failed (%s)", db->path, dest, pagedb_errstr(crc));
   pdb_free(c.s);
+  pdb_free(c.store);
   if (rc != PAGEDB_OK) {
     remove_dataset(db, dest);   /* it did not exist before */
     /* pagedb_errmsg tells a thread's last failure: closing DST under the

@@ -310,7 +310,11 @@ proc kill_child {chan acked} {
 #      a part by reference has its samples' count of rows at its ids, its
 #      id_delta the constant of P4, and its first and last ids found one by
 #      one (lookups by id through meta.part_id_span, which P6's check finds
-#      wide enough for every part).
+#      wide enough for every part);
+#   P10 chunks by reference (doc/format.md): the dataset's index may name
+#      chunks in a committed part's index file, so every part of the commit
+#      keeps its index file (and P5: unchanged, when FILES lists it), and the
+#      reads of P3 and the check of P6 go through those references.
 
 proc inv_file {path} {
   set fd [open $path rb]
@@ -392,6 +396,10 @@ proc check_parts_invariants {path old new parts files} {
     set nmeta [::invdb sql {SELECT value FROM meta WHERE key = 'samples'}]
     if {$nsql != $nmeta || $nsql != [::invdb count]} {
       lappend bad "P9: count(*) of sample $nsql, meta.samples $nmeta, count [::invdb count]"
+    }
+    # P10
+    foreach {pp first} $parts {
+      if {[file exists $pp] && ![file exists $pp-index]} { lappend bad "P10: part $pp has no index file" }
     }
     # P3, P6
     lassign [::invdb check] nprob probs
