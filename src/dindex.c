@@ -165,11 +165,11 @@ struct Dx {
   /* Version 3: the index files of parts whose chunks the directory
   ** references (CHUNKS BY REFERENCE), per part k a DxRef in leaf
   ** k / DX_PMEMO, opened by the first lookup that needs it under REF_MU
-  ** and published with a release store; &ref_failed when it could not be
-  ** opened or checked (REF_WHY says why).  Kept until dx_close. */
+  ** and published with a release store: a DxRef without a map, its WHY
+  ** saying why, when it could not be opened or checked.  Kept until
+  ** dx_close. */
   _Atomic(_Atomic(struct DxRef *) *) rtab[(DX_PART_MAX + DX_PMEMO - 1) / DX_PMEMO];
   pthread_mutex_t ref_mu;
-  char ref_why[PDB_MSG_MAX];
   uint64_t *wbuf;           /* the writer's translated slot (find_work) */
   Retired *retired;         /* older maps, unmapped at close */
   Dx *older;                /* dx_keep's: closed with this one */
@@ -341,22 +341,34 @@ typedef struct DxRef {
   uint64_t len;
   pagedb_file *f;
   int heap;
+  const char *why;          /* MAP NULL: why the file cannot be used (pdb_malloc'd but in ref_failed) */
 } DxRef;
-static DxRef ref_failed;
+/* A failure whose DxRef could not be allocated (its WHY is generic). */
+static DxRef ref_failed = { .why = "out of memory opening its index file" };
 
 static const uint64_t *part_in(const Dx *x, const uint64_t *d, uint64_t k);
 
-/* Open, check and map part K's index file (REF_MU held): the DxRef, or
-** NULL with X->ref_why saying why. */
+/* Open, check and map part K's index file (REF_MU held): the DxRef, its
+** MAP NULL and WHY set when the file cannot be used. */
+static DxRef *ref_fail(const char *why) {
+  DxRef *ref = pdb_calloc(1, sizeof *ref);
+  if (ref && !(ref->why = pdb_strdup(why))) {
+    pdb_free(ref);
+    ref = NULL;
+  }
+  return ref ? ref : &ref_failed;
+}
+
 static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
   char uri[4096], path[4096 + PDB_MSG_MAX];
   const uint64_t *r = part_in(x, d, k);
   const char *bad = NULL;
   DxRef *ref = NULL;
   uint8_t *h = NULL;
+  char why[PDB_MSG_MAX];
   if (!r || dx_part_string(x, r, 0, uri, sizeof uri) != PAGEDB_OK) {
-    snprintf(x->ref_why, sizeof x->ref_why, "index %s: part %llu's record is damaged", x->path, (unsigned long long)k);
-    return NULL;
+    snprintf(why, sizeof why, "index %s: part %llu's record is damaged", x->path, (unsigned long long)k);
+    return ref_fail(why);
   }
   if (uri[0] == '/') {
     snprintf(path, sizeof path, "%s-index", uri);
@@ -399,10 +411,10 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
     }
   }
   if (bad) {
-    snprintf(x->ref_why, sizeof x->ref_why, "part %llu: its index file %.300s: %s", (unsigned long long)k, path, bad);
+    snprintf(why, sizeof why, "part %llu: its index file %.300s: %s", (unsigned long long)k, path, bad);
     if (ref) pdb_os_close(ref->f);
     pdb_free(ref);
-    return NULL;
+    return ref_fail(why);
   }
   return ref;
 }
@@ -410,21 +422,35 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
 static void ref_free(DxRef *ref) {
   if (!ref || ref == &ref_failed) return;
   if (ref->heap) pdb_free((void *)ref->map);
-  else pdb_os_unmap(ref->f, ref->map, (size_t)ref->len);
-  pdb_os_close(ref->f);
+  else if (ref->map) pdb_os_unmap(ref->f, ref->map, (size_t)ref->len);
+  if (ref->f) pdb_os_close(ref->f);
+  pdb_free((void *)ref->why);
   pdb_free(ref);
 }
 
-/* Part K's index file for directory D, opened on first use: NULL if it
-** cannot be (X->ref_why says why; the failure is remembered, so asked
-** again the answer is the same until the index is opened anew). */
+/* Part K's index file for directory D, opened on first use: its DxRef,
+** whose MAP is NULL if it cannot be used (WHY says why: the failure is
+** remembered, so asked again the answer is the same until the index is
+** opened anew). */
 static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k);
 
-static inline __attribute__((always_inline)) DxRef *ref_get(const Dx *x, const uint64_t *d, uint64_t k) {
+static inline __attribute__((always_inline)) DxRef *ref_any(const Dx *x, const uint64_t *d, uint64_t k) {
   _Atomic(DxRef *) *leaf = k < DX_PART_MAX ? atomic_load_explicit(&x->rtab[k / DX_PMEMO], memory_order_acquire) : NULL;
   DxRef *ref = leaf ? atomic_load_explicit(&leaf[k % DX_PMEMO], memory_order_acquire) : NULL;
-  if (LIKELY(ref != NULL)) return ref == &ref_failed ? NULL : ref;
-  return k < DX_PART_MAX ? ref_open_once((Dx *)x, d, k) : NULL;
+  if (LIKELY(ref != NULL)) return ref;
+  return k < DX_PART_MAX ? ref_open_once((Dx *)x, d, k) : &ref_failed;
+}
+
+/* ...or NULL if it cannot be used. */
+static inline __attribute__((always_inline)) DxRef *ref_get(const Dx *x, const uint64_t *d, uint64_t k) {
+  DxRef *ref = ref_any(x, d, k);
+  return ref->map ? ref : NULL;
+}
+
+/* Why part K's index file cannot be used (a failed ref_get's). */
+static const char *ref_why(const Dx *x, const uint64_t *d, uint64_t k) {
+  DxRef *ref = ref_any(x, d, k);
+  return ref->map ? "a damaged entry in its index file" : ref->why;
 }
 
 static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
@@ -437,13 +463,12 @@ static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
   ref = leaf ? atomic_load_explicit(&leaf[k % DX_PMEMO], memory_order_acquire) : NULL;
   if (leaf && !ref) {
     ref = ref_open(x, d, k);
-    atomic_store_explicit(&leaf[k % DX_PMEMO], ref ? ref : &ref_failed, memory_order_release);
+    atomic_store_explicit(&leaf[k % DX_PMEMO], ref, memory_order_release);
   } else if (!leaf) {
-    snprintf(x->ref_why, sizeof x->ref_why, "index %s: out of memory opening part %llu's index", x->path,
-             (unsigned long long)k);
+    ref = &ref_failed;      /* not remembered: asked again */
   }
   pthread_mutex_unlock(&x->ref_mu);
-  return ref == &ref_failed ? NULL : ref;
+  return ref;
 }
 
 /*
@@ -535,7 +560,7 @@ int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n) {
     /* A referenced chunk whose part's index file cannot be used (a
     ** failure is remembered, so asking again says the same). */
     if (ref_get(x, d, DX_REF_K(e[0]))) return 0;
-    snprintf(why, n, "%s", x->ref_why);
+    snprintf(why, n, "%s", ref_why(x, d, DX_REF_K(e[0])));
     return 2;
   }
   if (!atomic_load(&x->unfetched)) return 0;
@@ -1183,10 +1208,8 @@ static int apply_chunk(Dx *x, pdb_msg *m, uint64_t c, const DxChange *ch, size_t
       const uint64_t *s = ref_slot(x, d, &x->ch[2 * c], c, i, buf + i * (x->wsb / 8), 0, 1);
       if (s == DX_BAD) {
         pdb_free(buf);
-        char why[PDB_MSG_MAX];
-        snprintf(why, sizeof why, "%s", x->ref_why);
         return pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: cannot copy chunk %llu from its part: %s", x->path,
-                       (unsigned long long)c, why[0] ? why : "a damaged entry");
+                       (unsigned long long)c, ref_why(x, d, DX_REF_K(x->ch[2 * c])));
       }
       if (!s) memset(buf + i * (x->wsb / 8), 0, x->wsb);
     }
@@ -1621,7 +1644,7 @@ int dx_stage(Dx *x, pdb_msg *m, DxChange *ch, size_t n, int final, uint64_t page
     uint64_t c = (uint64_t)id >> DX_CBITS;
     if (s == DX_BAD) {
       rc = pdb_err(x->db, m, PAGEDB_CORRUPT_INDEX, "index %s: the entry of sample %lld: %s", x->path, (long long)id,
-                   x->ref_why[0] ? x->ref_why : "damaged in its part's index file");
+                   ref_why(x, atomic_load_explicit(&x->snap, memory_order_relaxed), DX_REF_K(x->ch[2 * c])));
       break;
     }
     for (int t = 0; tc && t < x->ntf; t++) {

@@ -65,7 +65,7 @@ static struct {
 ** shards' own marks: exact while one thread at a time allocates since the
 ** last reset, an upper bound otherwise (the shards need not peak together).
 */
-#define NSHARD 16
+#define NSHARD PDB_NSHARD
 typedef struct Shard {
   _Alignas(64) _Atomic int64_t used, used_high, count, count_high;
 } Shard;
@@ -80,6 +80,8 @@ static inline Shard *my_shard(void) {
   if (!s) shard_of_me = s = 1 + atomic_fetch_add_explicit(&shard_next, 1, memory_order_relaxed) % NSHARD;
   return &shard[s - 1];
 }
+
+unsigned pdb_shard(void) { return (unsigned)(my_shard() - shard); }
 
 /* The sum of counter OFF (offsetof in Shard) over the shards. */
 static int64_t sum_of(size_t off) {

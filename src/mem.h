@@ -24,6 +24,11 @@
 ** arguments: the ops src/config.c hands over. */
 int pdb_mem_config(int op, va_list ap);
 
+/* The calling thread's shard, 0 .. PDB_NSHARD-1 (given round-robin at its
+** first use): other modules' per-thread counters use the same (index.c). */
+#define PDB_NSHARD 16
+unsigned pdb_shard(void);
+
 void *pdb_malloc(size_t n);
 void *pdb_calloc(size_t n, size_t sz);
 void *pdb_realloc(void *p, size_t n);
