@@ -385,7 +385,8 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
   }
   uint64_t size = 0;
   if (!bad && !(h = pdb_malloc(DX_HDR))) bad = "out of memory";
-  if (!bad && (pdb_os_size(ref->f, &size) != PAGEDB_OK || size < r[14] || r[14] < DX_HDR)) bad = "it is shorter than when it was committed";
+  if (!bad && (pdb_os_size(ref->f, &size) != PAGEDB_OK || size < r[14] || r[14] < DX_HDR))
+    bad = "it is shorter than when it was committed";
   if (!bad && pdb_os_read(ref->f, h, DX_HDR, 0) != PAGEDB_OK) bad = "cannot read its header";
   if (!bad && (memcmp(h, DX_MAGIC, 16) != 0 || pdb_get64(h + 56) != pdb_checksum(h, 56)
                || pdb_get32(h + 16) < 1 || pdb_get32(h + 16) > 2 || pdb_get32(h + 20) != (uint32_t)x->nw + 1
@@ -1758,7 +1759,8 @@ static int own_empty(const Dx *x, uint64_t c) {
 
 int dx_stage_refs(Dx *x, pdb_msg *m, const DxRefChunk *r, size_t n, uint64_t count, uint64_t next) {
   assert(x->writable);
-  if (x->version < 3) return pdb_err(x->db, m, PAGEDB_MISUSE, "index %s: version %d references no chunk", x->path, x->version);
+  if (x->version < 3)
+    return pdb_err(x->db, m, PAGEDB_MISUSE, "index %s: version %d references no chunk", x->path, x->version);
   for (size_t j = 0; j < n; j++) {
     uint64_t c = r[j].c;
     /* Empty here: no slot of the dataset's own, nor another reference.

@@ -37,7 +37,9 @@ typedef struct DxPart {
   uint64_t data_off, data_end, pages, samples, seal;
   const char *uri;          /* 1..4095 bytes */
   const char *validator;    /* NULL: none */
-  uint64_t index_id, index_len;   /* version 3: its index file's id and length when chunks of it are referenced, else 0 */
+  /* Version 3: its index file's id and length when chunks of it are
+  ** referenced, else 0 (record words 13 and 14). */
+  uint64_t index_id, index_len;
 } DxPart;
 
 /* What the catalog records of the index (meta.index_*), all 0 if none. */

@@ -473,9 +473,10 @@ int api_write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int 
   Build b = { db, m, NULL, pdb_malloc(BUILD_BATCH * sizeof *b.ch), NULL, 0, BUILD_BATCH, widen,
               idx_disk(src) && dx_version(idx_disk(src)) >= 3 };
   if (widen || b.copy) b.store = pdb_malloc(BUILD_BATCH * (size_t)slot_words(db->nfield + 1) * sizeof(uint64_t));
-  int rc = !b.ch || ((widen || b.copy) && !b.store) ? pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing index %s", path)
-         : dx_create(db, m, db->vfs, path, pager_uuid(db->pager), slot_words(db->nfield + (widen ? 1 : 0)),
-                     db->nfield + (widen ? 1 : 0), isbytes, tokes, version, &b.x);
+  int rc = !b.ch || ((widen || b.copy) && !b.store)
+             ? pdb_err(db, m, PAGEDB_NOMEM, "out of memory writing index %s", path)
+             : dx_create(db, m, db->vfs, path, pager_uuid(db->pager), slot_words(db->nfield + (widen ? 1 : 0)),
+                         db->nfield + (widen ? 1 : 0), isbytes, tokes, version, &b.x);
   /* Version 2: every part the catalog's write connection sees (those of
   ** a commit under way included), then every sample, and those of the
   ** commit under way (written runs and parts' runs). */
@@ -529,7 +530,8 @@ int api_install_index(pagedb *db, pdb_msg *m, Dx *x) {
 static int rebuild_index(pagedb *db, pdb_msg *m) {
   Dx *x;
   DxMeta xm;
-  int rc = api_write_index(db, m, db->idx, NULL, api_ix_version(db->features), atomic_load(&db->committed), NULL, &x, &xm);
+  int rc = api_write_index(db, m, db->idx, NULL, api_ix_version(db->features), atomic_load(&db->committed), NULL, &x,
+                           &xm);
   if (rc != PAGEDB_OK) return rc;
   rc = api_stage_ix_meta(db, m, &xm);
   if (rc == PAGEDB_OK) rc = cat_commit(db->cat, m, atomic_load(&db->committed), db->nsample);

@@ -16,8 +16,9 @@
 ** has its data file -- all a reader reads of it -- and its catalog (where
 ** SQL reads the rows of a part by reference) uploaded in (1) to the same
 ** uri beside DEST, and, into a directory, its index (whose chunks the
-** dataset's index, copied as it is, may reference); a part by URL stays where it is; a part by an
-** absolute local path refuses the push before (0), naming it.  Uploaded to
+** dataset's index, copied as it is, may reference); a part by URL stays
+** where it is; a part by an absolute local path refuses the push before
+** (0), naming it.  Uploaded to
 ** a server, each part's ETag as uploaded (a HEAD after its PUT) is set as
 ** its validator in the snapshot, never in the local catalog, so every
 ** remote read pins that version.  The index file holds the parts'
