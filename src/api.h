@@ -267,6 +267,8 @@ typedef struct IdPlan {
 } IdPlan;
 int ids_collect(void *ctx, int64_t id, const uint64_t *slot);
 int ids_plan(IdPlan *a, int policy, int64_t offset);
+/* Automatic ids (PAGEDB_AUTO_ID) stay above TOP, an id now taken in DB. */
+void ids_seen(pagedb *db, int64_t top);
 void ids_release(IdPlan *a);
 
 /* PAGEDB_MISMATCH (message in EM) unless O has DB's page size and schema

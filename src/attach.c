@@ -122,7 +122,9 @@ int ids_collect(void *ctx, int64_t id, const uint64_t *slot) {
     a->cap = cap;
   }
   if (a->store) {
-    if (a->n >= a->store_cap) return PAGEDB_CORRUPT_INDEX;   /* more than its count */
+    if (a->n >= a->store_cap)
+      return pdb_err(a->db, a->em, PAGEDB_CORRUPT_INDEX, "its index lists more samples than it counts (%llu)",
+                     (unsigned long long)a->store_cap);
     uint64_t *t = a->store + a->n * (size_t)a->db->nw;
     memcpy(t, slot, (size_t)a->db->nw * sizeof *t);
     slot = t;
@@ -211,13 +213,14 @@ int ids_plan(IdPlan *a, int policy, int64_t offset) {
     ids_release(a);
     return rc;
   }
-  if (policy != PAGEDB_ATTACH_AFTER && a->n > 0) {
-    /* Automatic ids stay above every id seen: the largest is the last. */
-    int64_t top = a->s[a->n - 1].nid, want = top < INT64_MAX ? top + 1 : INT64_MAX;
-    int64_t next = atomic_load(&db->next_auto);
-    while (next < want && !atomic_compare_exchange_weak(&db->next_auto, &next, want)) {}
-  }
+  /* Automatic ids stay above every id seen: the largest is the last. */
+  if (policy != PAGEDB_ATTACH_AFTER && a->n > 0) ids_seen(db, a->s[a->n - 1].nid);
   return PAGEDB_OK;
+}
+
+void ids_seen(pagedb *db, int64_t top) {
+  int64_t want = top < INT64_MAX ? top + 1 : INT64_MAX, next = atomic_load(&db->next_auto);
+  while (next < want && !atomic_compare_exchange_weak(&db->next_auto, &next, want)) {}
 }
 
 /*
@@ -418,8 +421,10 @@ static int attach(Attach *a, int policy, int64_t offset, int64_t *nattached) {
       rc = PAGEDB_NOMEM;
   }
   if (rc == PAGEDB_OK) rc = idx_scan(a->o->idx, ids_collect, &a->ids);
-  if (rc != PAGEDB_OK)
+  if (rc == PAGEDB_NOMEM)
     return pdb_err(db, &a->em, rc, "out of memory listing its %llu samples", (unsigned long long)idx_count(a->o->idx));
+  if (rc != PAGEDB_OK)   /* (ids_collect's own failure is said in a->em already) */
+    return a->em.rc != PAGEDB_OK ? rc : pdb_err(db, &a->em, rc, "cannot list its samples: %s", pagedb_errmsg(a->o));
   rc = ids_plan(&a->ids, policy, offset);
   if (rc != PAGEDB_OK) return rc;
   /* OTHER's dictionaries, with their ids (which its values' frames carry),

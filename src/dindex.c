@@ -528,7 +528,7 @@ static uint64_t *tslot(void) {
 }
 
 /* The slot of ID in directory D (the snapshot in force), as dx_find; a
-** referenced slot translated into TBUF. */
+** referenced slot translated into TBUF (NULL: the calling thread's). */
 static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x, const uint64_t *d, int64_t id,
                                                                      uint64_t *tbuf) {
   if (!d || id < 0) return NULL;
@@ -538,7 +538,10 @@ static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x
     const uint64_t *e = d + x->dirw + 2 * c;
     uint64_t i = (uint64_t)id & (DX_C - 1);
     if (i < DX_HI(e[1])) {
-      if (NEVER(e[0] & DX_REF)) return tbuf ? ref_slot(x, d, e, c, i, tbuf, 0, 0) : DX_BAD;
+      if (NEVER(e[0] & DX_REF)) {
+        uint64_t *b = tbuf ? tbuf : tslot();
+        return b ? ref_slot(x, d, e, c, i, b, 0, 0) : DX_BAD;
+      }
       /* A slot that cannot be fetched reads as damaged: never a guess. */
       /* (A local map needs no fill: no call.) */
       if (NEVER(x->filled != NULL) && !readable(x, e[0] + i * x->wsb, x->wsb)) return DX_BAD;
@@ -583,7 +586,7 @@ const uint64_t *dx_find(const Dx *x, int64_t id) {
   ** directory names are seen whole. */
   const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
   /* The thread's buffer only for a version-3 index (a reference). */
-  return find_in(x, d, id, x->version >= 3 ? tslot() : NULL);
+  return find_in(x, d, id, NULL);   /* (a reference: the thread's buffer, taken only then) */
 }
 
 const uint64_t *dx_find_memo(const Dx *x, int64_t id, DxMemo *m) {
@@ -2027,7 +2030,7 @@ int dx_tok_verify(const Dx *x, int field, char *why, size_t n) {
     }
     e[1] = (uint64_t)id;
     h = tok_sum(h, e);
-    const uint64_t *s = id > previd ? find_in(x, d, id, tslot()) : NULL;
+    const uint64_t *s = id > previd ? find_in(x, d, id, NULL) : NULL;
     uint64_t want = s && s != DX_BAD ? tok_len(x, s, field) : 0;
     if (id <= previd || e[0] <= prev || e[0] > (uint64_t)INT64_MAX || e[0] - prev != want) {
       snprintf(why, n, "entry %llu (sample %lld, end %llu) disagrees with the index: %s", (unsigned long long)k,

@@ -534,12 +534,12 @@ static int ref_prep(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *run
     if (rc != PAGEDB_OK && em->rc == PAGEDB_OK)
       rc = pdb_err(db, em, rc, "cannot list its samples: %s", pagedb_errmsg(o));
   }
-  if (rc == PAGEDB_OK && (l.n == 0 || l.n >= dc.count))
-    rc = pdb_err(db, em, PAGEDB_CORRUPT_INDEX, "%s: its index holds %llu samples, %llu of them in its first and last"
-                 " chunk", o->path, (unsigned long long)dc.count, (unsigned long long)l.n);
-  int64_t lo = rc == PAGEDB_OK ? l.s[0].nid : 0, hi = (int64_t)dc.next - 1 + delta;
+  /* Nothing left to reference (the chunks between hold deleted slots
+  ** only), or none listed to start the range: listed whole instead. */
+  int some = rc == PAGEDB_OK && l.n > 0 && l.n < dc.count;
+  int64_t lo = some ? l.s[0].nid : 0, hi = (int64_t)dc.next - 1 + delta;
   int reserved = 0, taken = 0;
-  if (rc == PAGEDB_OK) {
+  if (some) {
     int r = idx_reserve_range(db->idx, lo, hi, atomic_load(&p->own));
     reserved = r == PAGEDB_OK;
     /* Published: now no writer can take one of them; none may be committed. */
@@ -547,7 +547,7 @@ static int ref_prep(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *run
       rc = pdb_err(db, em, r, "cannot look for ids %lld..%lld in %s: %s", (long long)lo, (long long)hi, db->path,
                    pagedb_errmsg(db));
   }
-  if (rc != PAGEDB_OK || !reserved || taken) {
+  if (rc != PAGEDB_OK || !some || !reserved || taken) {
     if (reserved) idx_release_range(db->idx, lo, hi);
     pdb_free(blk);
     pdb_free(l.s);
@@ -579,9 +579,7 @@ static int ref_prep(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *run
   p->pc.lent[i].unreserved = 1;
   p->pc.ref[i] = (PartRef){ rc_, nin, dc.count - l.n, (uint64_t)hi + 1, lo, hi };
   p->planned[i] = 1;
-  /* Automatic ids stay above every id seen (as ids_plan). */
-  int64_t next = atomic_load(&db->next_auto), want = hi < INT64_MAX ? hi + 1 : INT64_MAX;
-  while (next < want && !atomic_compare_exchange_weak(&db->next_auto, &next, want)) {}
+  ids_seen(db, hi);
   *done = 1;
   return PAGEDB_OK;
 }
