@@ -231,6 +231,7 @@ struct pagedb_reader {
   uint8_t *zbuf;            /* decompressed values of the last call */
   size_t zcap;
   Prefetch pf;              /* pf.ids NULL: no read-ahead */
+  const struct PartLeaves *ptab;   /* zero-copy: the handle's table of parts (api.h), pdb_parts_none until made */
   uint64_t *scratch;        /* pagedb_read_batch: offsets, lengths, addresses */
   size_t nscratch;          /* ...for this many ids */
   int hint_left;            /* zero-copy batches before the next residency check */
@@ -344,40 +345,52 @@ void parts_committed(pagedb *db, int ok);
 
 /*
 ** The table of the parts this process touched (parts.c): a two-level array
-** of entries, each leaf allocated on first use.  A part's entry holds its
-** handle and what a zero-copy read of it needs (its map's base and the
-** bytes in use) side by side, so that a read of a part already mapped
-** costs the two loads of the table and this one line -- not a load of the
-** handle, allocated apart.  Here so that the reader inlines that read
-** (parts_mapped): reached through two calls, a read of a part's sample
-** cost 506 instructions to the one file's 383; inlined, 434 to 379
-** (callgrind, doc/benchmarks.md).
+** of entries, each leaf allocated on first use.  A part's entry holds what
+** a zero-copy read of it needs (its handle lies in the leaf apart), so
+** that a read of a part already mapped costs the two loads of the table
+** and a sixteen-byte entry -- not a load of the handle -- and a compare:
+** LIM is the end of what the part uses as an address in its window
+** (dx_window(k) + its END, 0 until it is mapped whole) and BIAS the map's
+** base less dx_window(k), so an address is its pointer less one add.
+** The top slot of an address is its bits 52-63 (PT_TOPI: the windows'
+** base is a multiple of 2^52, so no subtraction), and every top slot holds
+** a leaf, those never used the one shared leaf of zeros (parts.c), so the
+** read checks no bound and no NULL.  A reader keeps the table's address
+** (pdb_parts_none until it first meets a part).  It was 27 instructions of
+** a read and is now 12 (callgrind, doc/benchmarks.md).
 */
-#define PT_LEAF 1024u
-#define PT_TOP  ((DX_PART_MAX + PT_LEAF - 1) / PT_LEAF)
+#define PT_LEAF  1024u
+#define PT_SHIFT (DX_WIN_BITS + 10)
+#define PT_TOP   ((size_t)1 << (64 - PT_SHIFT))
+_Static_assert(PT_LEAF == (1u << (PT_SHIFT - DX_WIN_BITS)) && DX_WIN_BASE % ((uint64_t)1 << PT_SHIFT) == 0,
+               "a part's top slot is its window's bits 52-63");
+static inline size_t pt_topi(uint64_t k) { return (size_t)(dx_window(k) >> PT_SHIFT); }
 typedef struct PartEnt {
-  _Atomic(struct Part *) pt;       /* release: END is set */
-  _Atomic(const uint8_t *) base;   /* release: its data region in the map, whole (NULL: not mapped, or filled on demand) */
-  uint64_t end;                    /* the handle's END: bytes of its data region in use */
-  uint64_t pad;
+  uintptr_t bias;                  /* its data region's base in the map (or copy) less dx_window(k) */
+  _Atomic uint64_t lim;            /* release: BIAS is set; dx_window(k) + END, or 0 (not mapped whole, or filled on demand) */
 } PartEnt;
+typedef struct PartLeaf {
+  PartEnt ent[PT_LEAF];                 /* what a read needs: four parts a cache line */
+  _Atomic(struct Part *) pt[PT_LEAF];   /* release: the handle's END is set */
+} PartLeaf;
 /* The first member of parts.c's struct PartTab. */
 typedef struct PartLeaves {
-  _Atomic(PartEnt *) leaf[PT_TOP];
+  _Atomic(PartLeaf *) leaf[PT_TOP];   /* never NULL: parts.c's zero leaf until a part of it is touched */
 } PartLeaves;
+/* The table of no part touched: every leaf the zero leaf. */
+extern PartLeaves pdb_parts_none;
 
-/* The bytes [OFF, OFF+LEN) of an address in a part's window if the part is
-** mapped whole and they lie within what it uses, else NULL (parts_stored
-** then opens, maps or refuses).  Lock-free: entries are published with
-** release stores and never freed before pagedb_close. */
-static inline const uint8_t *parts_mapped(pagedb *db, uint64_t off, uint64_t len) {
-  uint64_t k = dx_part_of(off);
-  const PartLeaves *t = (const PartLeaves *)atomic_load_explicit(&db->ptab, memory_order_acquire);
-  PartEnt *leaf = t && k < DX_PART_MAX ? atomic_load_explicit(&t->leaf[k / PT_LEAF], memory_order_acquire) : NULL;
-  const uint8_t *base = leaf ? atomic_load_explicit(&leaf[k % PT_LEAF].base, memory_order_acquire) : NULL;
-  if (!base) return NULL;
-  uint64_t rel = off - dx_window(k), end = leaf[k % PT_LEAF].end;
-  return rel <= end && len <= end - rel ? base + rel : NULL;
+/* The bytes [OFF, OFF+LEN) of an address in a part's window (DX_WIN_BASE
+** <= OFF, and OFF+LEN does not wrap: a lookup's extents end by
+** PDB_ADDR_MAX, the in-memory index's within a few PAGEDB_MAX_SAMPLE of
+** it) if the part is mapped whole in table T and they lie within what it
+** uses, else NULL (parts_stored then opens, maps or refuses).  Lock-free:
+** entries are published with release stores and never freed before
+** pagedb_close. */
+static inline const uint8_t *parts_mapped(const PartLeaves *t, uint64_t off, uint64_t len) {
+  assert(off >= DX_WIN_BASE && len <= UINT64_MAX - off);
+  const PartEnt *e = &atomic_load_explicit(&t->leaf[off >> PT_SHIFT], memory_order_acquire)->ent[(off >> DX_WIN_BITS) % PT_LEAF];
+  return off + len <= atomic_load_explicit(&e->lim, memory_order_acquire) ? (const uint8_t *)(e->bias + off) : NULL;
 }
 
 /*

@@ -1306,7 +1306,10 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** the part's index file, NAME-index beside its data file, which must then
 ** stay as it was committed: if it is missing or changed, they fail with
 ** PAGEDB_CORRUPT_INDEX naming the part and the file (pagedb_check reports
-** them).  While the commit runs, the ids from the part's first to its last
+** them).  A handle keeps the index file of each such part open and mapped
+** from its first lookup into it until pagedb_close: a descriptor and a map
+** per referenced part touched, in copy mode too (PAGEDB_CONFIG_PARTS_OPEN
+** bounds data files only).  While the commit runs, the ids from the part's first to its last
 ** are held whole: a writer of DB gets PAGEDB_CONSTRAINT for one of them,
 ** and a part of the same commit whose slots are copied may not have one
 ** (PAGEDB_CONSTRAINT, naming both).  A part is copied instead when DB

@@ -431,12 +431,19 @@ static int part_pin(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
 
 static void part_unpin(Part *pt) { atomic_fetch_sub(&pt->users, 1); }
 
-/* The entry of part K, its leaf allocated on first use (NULL: out of memory). */
-static PartEnt *part_ent(pagedb *db, uint64_t k) {
+/* The leaf every top slot of a new table names until a part of its span is
+** touched: parts_mapped then reads LIM 0 (not mapped) and PT NULL without
+** testing for a leaf.  Never written. */
+static PartLeaf zero_leaf;
+PartLeaves pdb_parts_none = { .leaf = { [0 ... PT_TOP - 1] = &zero_leaf } };
+
+/* The leaf of part K, allocated on first use (NULL: out of memory). */
+static PartLeaf *part_leaf(pagedb *db, uint64_t k) {
   struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
   if (!t) {
     struct PartTab *nt = pdb_calloc(1, sizeof *nt);
     if (!nt) return NULL;
+    for (size_t i = 0; i < PT_TOP; i++) atomic_init(&nt->lv.leaf[i], &zero_leaf);
     nt->cap = parts_bound();
     nt->set = pdb_malloc(nt->cap * sizeof *nt->set);
     if (!nt->set) {
@@ -450,24 +457,25 @@ static PartEnt *part_ent(pagedb *db, uint64_t k) {
       t = nt;
     }
   }
-  PartEnt *leaf = atomic_load_explicit(&t->lv.leaf[k / PT_LEAF], memory_order_acquire);
-  if (!leaf) {
-    PartEnt *nl = pdb_calloc(PT_LEAF, sizeof *nl);
+  PartLeaf *leaf = atomic_load_explicit(&t->lv.leaf[pt_topi(k)], memory_order_acquire);
+  if (leaf == &zero_leaf) {
+    PartLeaf *nl = pdb_calloc(1, sizeof *nl);
     if (!nl) return NULL;
-    if (!atomic_compare_exchange_strong(&t->lv.leaf[k / PT_LEAF], &leaf, nl)) pdb_free(nl);
+    if (!atomic_compare_exchange_strong(&t->lv.leaf[pt_topi(k)], &leaf, nl)) pdb_free(nl);
     else leaf = nl;
   }
-  return &leaf[k % PT_LEAF];
+  return leaf;
 }
 
 /* The handle of part K, opened on first use; lock-free once made. */
 static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out, PartEnt **ent) {
   if (k >= DX_PART_MAX) return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s: address of part %llu, past the last possible",
                                        db->path, (unsigned long long)k);
-  PartEnt *e = part_ent(db, k);
-  if (!e) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
-  if (ent) *ent = e;
-  Part *pt = atomic_load_explicit(&e->pt, memory_order_acquire);
+  PartLeaf *leaf = part_leaf(db, k);
+  if (!leaf) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
+  if (ent) *ent = &leaf->ent[k % PT_LEAF];
+  _Atomic(Part *) *ptp = &leaf->pt[k % PT_LEAF];
+  Part *pt = atomic_load_explicit(ptp, memory_order_acquire);
   if (LIKELY(pt != NULL)) {
     *out = pt;
     return PAGEDB_OK;
@@ -477,11 +485,10 @@ static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out, PartEnt **en
   struct PartTab *t = atomic_load(&db->ptab);
   tab_lock(t);
   int rc = PAGEDB_OK;
-  pt = atomic_load_explicit(&e->pt, memory_order_acquire);
+  pt = atomic_load_explicit(ptp, memory_order_acquire);
   if (!pt && (rc = part_open(db, m, k, &pt)) == PAGEDB_OK) {
-    e->end = pt->end;
     set_add(t, pt);
-    atomic_store_explicit(&e->pt, pt, memory_order_release);
+    atomic_store_explicit(ptp, pt, memory_order_release);
   }
   tab_unlock(t);
   if (rc != PAGEDB_OK) return rc;
@@ -492,11 +499,11 @@ static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out, PartEnt **en
 void parts_close(pagedb *db) {
   struct PartTab *t = atomic_exchange(&db->ptab, NULL);
   if (!t) return;
-  for (uint64_t i = 0; i < PT_TOP; i++) {
-    PartEnt *leaf = t->lv.leaf[i];
-    if (!leaf) continue;
+  for (size_t i = 0; i < PT_TOP; i++) {
+    PartLeaf *leaf = t->lv.leaf[i];
+    if (leaf == &zero_leaf) continue;
     for (uint64_t j = 0; j < PT_LEAF; j++)
-      if (leaf[j].pt) part_free(leaf[j].pt);
+      if (leaf->pt[j]) part_free(leaf->pt[j]);
     pdb_free(leaf);
   }
   pdb_free(t->set);
@@ -555,6 +562,13 @@ static int copy_part(pagedb *db, pdb_msg *m, Part *pt, Pager *p) {
   return PAGEDB_OK;
 }
 
+/* Entry E of part PT, mapped whole at PT's BASE (or copied there): the
+** reader's one compare and one add from now on (parts_mapped, api.h). */
+static void ent_publish(PartEnt *e, const Part *pt) {
+  e->bias = (uintptr_t)pt->base - dx_window(pt->k);
+  atomic_store_explicit(&e->lim, dx_window(pt->k) + pt->end, memory_order_release);
+}
+
 /* parts_stored's zero-copy reads past the first of their part. */
 static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, const uint8_t **src) {
   Part *pt = NULL;
@@ -575,7 +589,7 @@ static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, con
       rc = copy_part(db, m, pt, p);
       if (rc == PAGEDB_OK && pt->copy) {
         atomic_store_explicit(&pt->mapped, 1, memory_order_release);
-        atomic_store_explicit(&e->base, pt->base, memory_order_release);
+        ent_publish(e, pt);
       } else if (rc != PAGEDB_OK) {
         pthread_mutex_unlock(&pt->map_mu);
         part_unpin(pt);
@@ -591,7 +605,7 @@ static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, con
         pt->base = pager_map_span(p, &pt->lim);
         pt->fills = pager_map_fills(p);
         atomic_store_explicit(&pt->mapped, 1, memory_order_release);
-        if (!pt->fills && pt->base && pt->lim >= pt->end) atomic_store_explicit(&e->base, pt->base, memory_order_release);
+        if (!pt->fills && pt->base && pt->lim >= pt->end) ent_publish(e, pt);
       }
     }
     pthread_mutex_unlock(&pt->map_mu);
@@ -622,7 +636,9 @@ int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, u
   if (mmap) {
     /* The hot path (the reader inlines it too): the part's entry, mapped
     ** whole, and the bound. */
-    if (LIKELY((*src = parts_mapped(db, off, len)) != NULL)) return PAGEDB_OK;
+    struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
+    if (LIKELY(t != NULL && len <= UINT64_MAX - off && (*src = parts_mapped(&t->lv, off, len)) != NULL))
+      return PAGEDB_OK;
     return stored_mapped(db, m, off, len, src);
   }
   Part *pt = NULL;
@@ -648,8 +664,7 @@ int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end) {
 
 void parts_file_done(pagedb *db, uint64_t k) {
   struct PartTab *t = atomic_load(&db->ptab);
-  PartEnt *leaf = t && k < DX_PART_MAX ? atomic_load(&t->lv.leaf[k / PT_LEAF]) : NULL;
-  Part *pt = leaf ? atomic_load(&leaf[k % PT_LEAF].pt) : NULL;
+  Part *pt = t && k < DX_PART_MAX ? atomic_load(&atomic_load(&t->lv.leaf[pt_topi(k)])->pt[k % PT_LEAF]) : NULL;
   if (NEVER(!pt)) return;
   part_unpin(pt);
 }

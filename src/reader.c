@@ -73,6 +73,7 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   r->verify = verify;
   r->idx = db->idx;
   r->dx = idx_disk(db->idx);
+  r->ptab = &pdb_parts_none;
   if (mode == PAGEDB_READ_MMAP) {
     r->fill = pager_map_fills(db->pager);
     r->base = pager_map_span(db->pager, &r->lim);
@@ -159,8 +160,13 @@ static int stored_slow(pagedb_reader *r, uint64_t off, uint64_t len, const uint8
   int rc = PAGEDB_OK;
   /* An address in a part's window (doc/format.md, "Parts"): the part's
   ** own map or file, opened on first touch. */
-  if (off >= PDB_MAX_DATA)
-    return parts_stored(r->db, &r->err, r->mode == PAGEDB_READ_MMAP, off, len, &r->buf, &r->cap, src);
+  if (off >= PDB_MAX_DATA) {
+    rc = parts_stored(r->db, &r->err, r->mode == PAGEDB_READ_MMAP, off, len, &r->buf, &r->cap, src);
+    /* The table is made at the first touch of a part, and kept until the close. */
+    const PartLeaves *t = (const PartLeaves *)atomic_load_explicit(&r->db->ptab, memory_order_acquire);
+    if (t) r->ptab = t;
+    return rc;
+  }
   if (r->mode == PAGEDB_READ_MMAP) {
     if (len > 0 && r->fill) rc = pager_map_fill(p, &r->err, 1, &off, &len);
     r->base = pager_map_span(p, &r->lim);
@@ -178,13 +184,14 @@ static int stored_slow(pagedb_reader *r, uint64_t off, uint64_t len, const uint8
 
 /* The stored bytes of an extent: in the map, or fetched into R's buffer. */
 static inline int stored_bytes(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t **src) {
-  if (LIKELY(r->mode == PAGEDB_READ_MMAP && !r->fill && off + len <= r->lim)) {
-    *src = r->base + off;
-    return PAGEDB_OK;
+  if (LIKELY(r->mode == PAGEDB_READ_MMAP)) {
+    if (LIKELY(!r->fill && off + len <= r->lim)) {
+      *src = r->base + off;
+      return PAGEDB_OK;
+    }
+    /* A part's sample, its part mapped: one pointer, as the own file's. */
+    if (off >= PDB_MAX_DATA && (*src = parts_mapped(r->ptab, off, len)) != NULL) return PAGEDB_OK;
   }
-  /* A part's sample, its part mapped: one pointer, as the own file's. */
-  if (r->mode == PAGEDB_READ_MMAP && off >= PDB_MAX_DATA && (*src = parts_mapped(r->db, off, len)) != NULL)
-    return PAGEDB_OK;
   return stored_slow(r, off, len, src);
 }
 
