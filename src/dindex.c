@@ -167,9 +167,12 @@ struct Dx {
   ** k / DX_PMEMO, opened by the first lookup that needs it under REF_MU
   ** and published with a release store: a DxRef without a map, its WHY
   ** saying why, when it could not be opened or checked.  Kept until
-  ** dx_close. */
+  ** dx_close; one that failed for want of a resource (AGAIN: a descriptor,
+  ** memory, a read) is tried again by the next lookup that needs it, and
+  ** replaced (onto REFS_OLD) if that succeeds. */
   _Atomic(_Atomic(struct DxRef *) *) rtab[(DX_PART_MAX + DX_PMEMO - 1) / DX_PMEMO];
   pthread_mutex_t ref_mu;
+  struct DxRef *refs_old;   /* failed DxRefs replaced, freed at close (a lookup may still hold one) */
   uint64_t *wbuf;           /* the writer's translated slot (find_work) */
   Retired *retired;         /* older maps, unmapped at close */
   Dx *older;                /* dx_keep's: closed with this one */
@@ -347,21 +350,24 @@ typedef struct DxRef {
   uint64_t len;
   pagedb_file *f;
   int heap;
+  int again;                /* MAP NULL for want of a resource: tried again (REF_MU held) */
   const char *why;          /* MAP NULL: why the file cannot be used (pdb_malloc'd but in ref_failed) */
+  struct DxRef *next;       /* on Dx's REFS_OLD */
 } DxRef;
 /* A failure whose DxRef could not be allocated (its WHY is generic). */
-static DxRef ref_failed = { .why = "out of memory opening its index file" };
+static DxRef ref_failed = { .again = 1, .why = "out of memory opening its index file" };
 
 static const uint64_t *part_in(const Dx *x, const uint64_t *d, uint64_t k);
 
 /* Open, check and map part K's index file (REF_MU held): the DxRef, its
 ** MAP NULL and WHY set when the file cannot be used. */
-static DxRef *ref_fail(const char *why) {
+static DxRef *ref_fail(const char *why, int again) {
   DxRef *ref = pdb_calloc(1, sizeof *ref);
   if (ref && !(ref->why = pdb_strdup(why))) {
     pdb_free(ref);
     ref = NULL;
   }
+  if (ref) ref->again = again;
   return ref ? ref : &ref_failed;
 }
 
@@ -372,9 +378,10 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
   DxRef *ref = NULL;
   uint8_t *h = NULL;
   char why[PDB_MSG_MAX];
+  int again = 0;            /* BAD for want of a resource, not for what the file holds */
   if (!r || dx_part_string(x, r, 0, uri, sizeof uri) != PAGEDB_OK) {
     snprintf(why, sizeof why, "index %s: part %llu's record is damaged", x->path, (unsigned long long)k);
-    return ref_fail(why);
+    return ref_fail(why, 0);
   }
   if (uri[0] == '/') {
     snprintf(path, sizeof path, "%s-index", uri);
@@ -384,16 +391,16 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
     else snprintf(path, sizeof path, "%s-index", uri);
   }
   if (!r[13] || pdb_path_scheme(uri, NULL, 0)) bad = "no index file of its chunks is recorded";
-  if (!bad && !(ref = pdb_calloc(1, sizeof *ref))) bad = "out of memory";
+  if (!bad && !(ref = pdb_calloc(1, sizeof *ref))) again = !!(bad = "out of memory");
   if (!bad && pdb_os_open(x->vfs, path, PAGEDB_VFS_READONLY | PAGEDB_VFS_PLAIN, &ref->f) != PAGEDB_OK) {
     ref->f = NULL;
-    bad = "cannot open it";
+    again = !!(bad = "cannot open it");   /* missing, or no descriptor left: either may change */
   }
   uint64_t size = 0;
-  if (!bad && !(h = pdb_malloc(DX_HDR))) bad = "out of memory";
+  if (!bad && !(h = pdb_malloc(DX_HDR))) again = !!(bad = "out of memory");
   if (!bad && (pdb_os_size(ref->f, &size) != PAGEDB_OK || size < r[14] || r[14] < DX_HDR))
     bad = "it is shorter than when it was committed";
-  if (!bad && pdb_os_read(ref->f, h, DX_HDR, 0) != PAGEDB_OK) bad = "cannot read its header";
+  if (!bad && pdb_os_read(ref->f, h, DX_HDR, 0) != PAGEDB_OK) again = !!(bad = "cannot read its header");
   if (!bad && (memcmp(h, DX_MAGIC, 16) != 0 || pdb_get64(h + 56) != pdb_checksum(h, 56)
                || pdb_get32(h + 16) < 1 || pdb_get32(h + 16) > 2 || pdb_get32(h + 20) != (uint32_t)x->nw + 1
                || pdb_get32(h + 24) != (uint32_t)x->nfield || pdb_get32(h + 28) != DX_CBITS
@@ -408,10 +415,10 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
     if (pdb_os_map(ref->f, (size_t)ref->len, &p) == PAGEDB_OK) {
       ref->map = p;
     } else if (!(p = pdb_malloc((size_t)ref->len))) {
-      bad = "out of memory";
+      again = !!(bad = "out of memory");
     } else if (pdb_os_read(ref->f, (void *)p, (size_t)ref->len, 0) != PAGEDB_OK) {
       pdb_free((void *)p);
-      bad = "cannot read it";
+      again = !!(bad = "cannot read it");
     } else {
       ref->map = p;
       ref->heap = 1;
@@ -421,7 +428,7 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
     snprintf(why, sizeof why, "part %llu: its index file %.300s: %s", (unsigned long long)k, path, bad);
     if (ref) pdb_os_close(ref->f);
     pdb_free(ref);
-    return ref_fail(why);
+    return ref_fail(why, again);
   }
   return ref;
 }
@@ -436,15 +443,16 @@ static void ref_free(DxRef *ref) {
 }
 
 /* Part K's index file for directory D, opened on first use: its DxRef,
-** whose MAP is NULL if it cannot be used (WHY says why: the failure is
-** remembered, so asked again the answer is the same until the index is
-** opened anew). */
+** whose MAP is NULL if it cannot be used (WHY says why: a failure for what
+** the file holds is remembered, so asked again the answer is the same
+** until the index is opened anew; one for want of a resource is tried
+** again). */
 static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k);
 
 static inline __attribute__((always_inline)) DxRef *ref_any(const Dx *x, const uint64_t *d, uint64_t k) {
   _Atomic(DxRef *) *leaf = k < DX_PART_MAX ? atomic_load_explicit(&x->rtab[k / DX_PMEMO], memory_order_acquire) : NULL;
   DxRef *ref = leaf ? atomic_load_explicit(&leaf[k % DX_PMEMO], memory_order_acquire) : NULL;
-  if (LIKELY(ref != NULL)) return ref;
+  if (LIKELY(ref != NULL) && LIKELY(ref->map != NULL || !ref->again)) return ref;
   return k < DX_PART_MAX ? ref_open_once((Dx *)x, d, k) : &ref_failed;
 }
 
@@ -468,9 +476,21 @@ static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
   if (!leaf && (leaf = pdb_calloc(DX_PMEMO, sizeof *leaf)) != NULL)
     atomic_store_explicit(&x->rtab[k / DX_PMEMO], leaf, memory_order_release);
   ref = leaf ? atomic_load_explicit(&leaf[k % DX_PMEMO], memory_order_acquire) : NULL;
-  if (leaf && !ref) {
-    ref = ref_open(x, d, k);
-    atomic_store_explicit(&leaf[k % DX_PMEMO], ref, memory_order_release);
+  if (leaf && (!ref || (!ref->map && ref->again))) {
+    /* A failure for want of a resource is tried again: replaced if this
+    ** try succeeds or fails for what the file holds, else kept (its WHY
+    ** still says why) and the new one dropped. */
+    DxRef *nr = ref_open(x, d, k);
+    if (!ref || nr->map || !nr->again) {
+      if (ref && ref != &ref_failed) {
+        ref->next = x->refs_old;
+        x->refs_old = ref;
+      }
+      atomic_store_explicit(&leaf[k % DX_PMEMO], nr, memory_order_release);
+      ref = nr;
+    } else {
+      ref_free(nr);
+    }
   } else if (!leaf) {
     ref = &ref_failed;      /* not remembered: asked again */
   }
@@ -807,6 +827,11 @@ void dx_close(Dx *x) {
     _Atomic(DxRef *) *leaf = x->rtab[i];
     for (size_t j = 0; leaf && j < DX_PMEMO; j++) ref_free(leaf[j]);
     pdb_free((void *)leaf);
+  }
+  while (x->refs_old) {
+    DxRef *n = x->refs_old->next;
+    ref_free(x->refs_old);
+    x->refs_old = n;
   }
   pthread_mutex_destroy(&x->ref_mu);
   pdb_free(x->wbuf);

@@ -1306,7 +1306,9 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** the part's index file, NAME-index beside its data file, which must then
 ** stay as it was committed: if it is missing or changed, they fail with
 ** PAGEDB_CORRUPT_INDEX naming the part and the file (pagedb_check reports
-** them).  A handle keeps the index file of each such part open and mapped
+** them).  A file that could not be opened or read (missing, no descriptor
+** or memory left) is tried again by the next read that needs it; one found
+** changed stays refused by the handle until DB is opened again.  A handle keeps the index file of each such part open and mapped
 ** from its first lookup into it until pagedb_close: a descriptor and a map
 ** per referenced part touched, in copy mode too (PAGEDB_CONFIG_PARTS_OPEN
 ** bounds data files only).  While the commit runs, the ids from the part's first to its last

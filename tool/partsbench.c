@@ -41,15 +41,16 @@
 **
 ** Ingest of a workload of tool/workload.h (SPEC "W-small:100000",
 ** "W-img:2000": tool/workload.c's sizes, bytes and labels) by K = 1, 2, 4
-** processes (fork), each writing its contiguous share of the ids into a
-** part of its own, then one pagedb_parts_commit of the K parts, all timed;
-** against the reference, one process with 2 writer threads into one file
-** (ids interleaved), commit included.  Each process has max(1, 2/K) writer
+** processes (fork and exec), each writing its contiguous share of the ids
+** into a part of its own, then one pagedb_parts_commit of the K parts, all
+** timed; against the reference, one process (exec'd the same way) with 2
+** writer threads into one file (ids interleaved), commit included.  Each process has max(1, 2/K) writer
 ** threads, so that the parts path has the reference's two at every K (and
 ** K = 1 is also run with one, as before 2026-11-29).  K rounds
 ** (default 3), the reference and each K taking turns (the order reversed
 ** every other round), the best of each:
-** samples/s, the ratio to the reference (target >= 90%), and the commit's
+** samples/s, the ratio to the reference (target >= 90%) and the median and
+** range of the rounds' own ratios, and the commit's
 ** seconds and its cost per million samples.  DIR defaults to $TMPDIR or /tmp; the datasets
 ** are removed at the end unless -keep.
 */
@@ -378,17 +379,60 @@ static pagedb *create_wl(const char *path, const wl_t *w) {
   return db;
 }
 
-/* The reference: 2 writer threads into one file, committed: seconds. */
-static double ingest_one(const char *base, const wl_t *w) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/one.pagedb", base);
+/*
+** Writers in fresh processes, as a cluster's workers are: K of them, writer
+** i writing ids [N i / K, N (i+1) / K) of W into dataset NAMES[i] with NT
+** threads, sealed if SEAL.  A fork alone would write into this process's
+** heap, where an earlier round ran, and pay a copy-on-write fault for each
+** page of it; and the reference, which ran in this process until
+** 2026-11-29, wrote into a heap its earlier rounds had faulted in, which
+** no new process has (40,000 fewer page faults for a million W-small
+** samples: 0.2-0.5 s of 1.7-2.2 on this VM).  Each makes its workload's pool, says so on READY, and starts
+** when GO closes: the clock runs from there to the last one's exit.
+*/
+static double spawn_writers(const wl_t *w, int k, char names[][4300], int nt, int seal) {
+  int ready[2], go[2];
+  if (pipe(ready) != 0 || pipe(go) != 0) die("pipe", NULL, PAGEDB_ERROR);
+  pid_t pid[16];
+  for (int i = 0; i < k; i++) {
+    if ((pid[i] = fork()) == 0) {
+      char spec[64], lo[32], hi[32], nts[8], fds[32];
+      snprintf(spec, sizeof spec, "%s:%lld", w->name, (long long)w->count);
+      snprintf(lo, sizeof lo, "%lld", (long long)(w->count * i / k));
+      snprintf(hi, sizeof hi, "%lld", (long long)(w->count * (i + 1) / k));
+      snprintf(nts, sizeof nts, "%d", nt);
+      snprintf(fds, sizeof fds, "%d,%d", ready[1], go[0]);
+      close(ready[0]);
+      close(go[1]);
+      execl("/proc/self/exe", "pagedb-partsbench", "-write-part", names[i], spec, lo, hi, nts, fds, seal ? "1" : "0",
+            (char *)NULL);
+      _exit(127);
+    }
+  }
+  close(ready[1]);
+  close(go[0]);
+  for (int i = 0; i < k; i++) {
+    char c;
+    if (read(ready[0], &c, 1) != 1) die("a writer process did not start", NULL, PAGEDB_ERROR);
+  }
+  close(ready[0]);
   double t0 = clock_s();
-  pagedb *db = create_wl(path, w);
-  feed_all(db, w, 0, w->count, 2);
-  int rc = pagedb_close(db);
-  if (rc) die("close", NULL, rc);
-  double t = clock_s() - t0;
-  remove_dataset(path);
+  close(go[1]);
+  for (int i = 0; i < k; i++) {
+    int st = 0;
+    waitpid(pid[i], &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) die("a writer process failed", NULL, PAGEDB_ERROR);
+  }
+  return clock_s() - t0;
+}
+
+/* The reference: one process, 2 writer threads into one file, committed
+** (its close): seconds. */
+static double ingest_one(const char *base, const wl_t *w) {
+  char path[1][4300];
+  snprintf(path[0], sizeof path[0], "%s/one.pagedb", base);
+  double t = spawn_writers(w, 1, path, 2, 0);
+  remove_dataset(path[0]);
   return t;
 }
 
@@ -399,71 +443,37 @@ static double ingest_parts(const char *base, const wl_t *w, int k, int nt, doubl
   pagedb_part parts[16];
   char names[16][4300];
   snprintf(ds, sizeof ds, "%s/d.pagedb", base);
-  /* Each writer is a fresh process, as a cluster's worker is (a fork alone
-  ** would write into this one's heap, where the reference just ran, and
-  ** pay a copy-on-write fault for each page of it).  It makes its
-  ** workload's pool, says so on READY, and starts when GO closes: the
-  ** clock runs from there, as the reference's does once its pool is made. */
-  int ready[2], go[2];
-  if (pipe(ready) != 0 || pipe(go) != 0) die("pipe", NULL, PAGEDB_ERROR);
-  pid_t pid[16];
   for (int i = 0; i < k; i++) {
     snprintf(names[i], sizeof names[i], "%s/d.pagedb.parts/w%d", base, i);
     parts[i] = (pagedb_part){ .path = names[i] };
-    if ((pid[i] = fork()) == 0) {
-      char spec[64], lo[32], hi[32], nts[8], fds[32];
-      snprintf(spec, sizeof spec, "%s:%lld", w->name, (long long)w->count);
-      snprintf(lo, sizeof lo, "%lld", (long long)(w->count * i / k));
-      snprintf(hi, sizeof hi, "%lld", (long long)(w->count * (i + 1) / k));
-      snprintf(nts, sizeof nts, "%d", nt);
-      snprintf(fds, sizeof fds, "%d,%d", ready[1], go[0]);
-      close(ready[0]);
-      close(go[1]);
-      execl("/proc/self/exe", "pagedb-partsbench", "-write-part", names[i], spec, lo, hi, nts, fds, (char *)NULL);
-      _exit(127);
-    }
   }
-  close(ready[1]);
-  close(go[0]);
-  for (int i = 0; i < k; i++) {
-    char c;
-    if (read(ready[0], &c, 1) != 1) die("a part's writer process did not start", NULL, PAGEDB_ERROR);
-  }
-  close(ready[0]);
-  double t0 = clock_s();
-  close(go[1]);
-  for (int i = 0; i < k; i++) {
-    int st = 0;
-    waitpid(pid[i], &st, 0);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) die("a part's writer process failed", NULL, PAGEDB_ERROR);
-  }
-  double t1 = clock_s();
+  double tw = spawn_writers(w, k, names, nt, 1), t1 = clock_s();
   pagedb *db = create_wl(ds, w);
   int64_t n = 0;
   int rc = pagedb_parts_commit(db, parts, k, PAGEDB_ATTACH_KEEP, &n);
   if (rc) die("parts_commit", db, rc);
   if ((rc = pagedb_close(db))) die("close", NULL, rc);
-  double t = clock_s() - t0;
   *tcommit = clock_s() - t1;
   if (n != w->count) die("the commit's count", NULL, PAGEDB_ERROR);
   remove_dataset(ds);
   for (int i = 0; i < k; i++) remove_dataset(names[i]);
-  return t;
+  return tw + *tcommit;
 }
 
-/* -write-part PATH SPEC LO HI NT READY,GO: one part writer of ingest_parts. */
+/* -write-part PATH SPEC LO HI NT READY,GO SEAL: one writer of
+** spawn_writers (SEAL 1: a part, sealed as pagedb.dask's and .import
+** --jobs's writers seal theirs; 0: the reference's one file). */
 static int write_part(char **argv) {
   wl_t w;
-  int nt = atoi(argv[4]), ready = -1, go = -1;
+  int nt = atoi(argv[4]), ready = -1, go = -1, seal = atoi(argv[6]);
   char c;
   if (sscanf(argv[5], "%d,%d", &ready, &go) != 2 || wl_parse(argv[1], &w) != 0 || nt < 1 || nt > 2) return 2;
   int64_t lo = atoll(argv[2]), hi = atoll(argv[3]);
   if (write(ready, "r", 1) != 1 || read(go, &c, 1) != 0) return 2;
   pagedb *db = create_wl(argv[0], &w);
   feed_all(db, &w, lo, hi, nt);
-  /* Sealed, as pagedb.dask's and .import --jobs's writers seal theirs. */
-  uint64_t seal;
-  int rc = pagedb_part_seal(db, &seal);
+  uint64_t sum;
+  int rc = seal ? pagedb_part_seal(db, &sum) : PAGEDB_OK;
   int crc = pagedb_close(db);
   if (rc == PAGEDB_OK) rc = crc;
   wl_free(&w);
@@ -485,6 +495,10 @@ static int ingest_main(const char *dir, const char *specs, int rounds) {
     /* K processes of NT writer threads each. */
     static const int ks[4] = { 1, 2, 4, 1 }, nts[4] = { 2, 1, 1, 1 };
     double best_ref = 1e30, best[4] = { 1e30, 1e30, 1e30, 1e30 }, commit[4] = { 0, 0, 0, 0 };
+    /* Each round's ratio too, the way's time against the reference's in
+    ** the same round: their median is not one lucky run's, as a best is. */
+    double *pair = malloc(5 * (size_t)rounds * sizeof *pair);
+    if (!pair) die("out of memory", NULL, PAGEDB_NOMEM);
     /* Each round runs the reference and the four ways in turn, the order
     ** reversed every other round: buffered writes drift over a run with
     ** the host's memory, and a fixed order would hand that drift to
@@ -493,6 +507,7 @@ static int ingest_main(const char *dir, const char *specs, int rounds) {
       for (int j = 0; j < 5; j++) {
         int i = (r % 2 ? 4 - j : j) - 1;   /* -1: the reference */
         double tc = 0, t = i < 0 ? ingest_one(base, &w) : ingest_parts(base, &w, ks[i], nts[i], &tc);
+        pair[(i + 1) * rounds + r] = t;
         if (i < 0 && t < best_ref) best_ref = t;
         if (i >= 0 && t < best[i]) {
           best[i] = t;
@@ -502,11 +517,18 @@ static int ingest_main(const char *dir, const char *specs, int rounds) {
     }
     printf("%s (%lld samples): one process, 2 writer threads, one file: %.0f samples/s (%.2f s)\n", w.name,
            (long long)w.count, w.count / best_ref, best_ref);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
+      double *ri = pair + (i + 1) * rounds;
+      for (int r = 0; r < rounds; r++) ri[r] = pair[r] / ri[r];
+      qsort(ri, (size_t)rounds, sizeof *ri, cmp_double);
+      double med = rounds % 2 ? ri[rounds / 2] : (ri[rounds / 2 - 1] + ri[rounds / 2]) / 2;
       printf("  K = %d process%s of %d writer thread%s into parts, commit included: %.0f samples/s (%.2f s):"
-             " %.1f%%; commit %.3f s (%.2f s per million samples)\n", ks[i], ks[i] > 1 ? "es" : "", nts[i],
-             nts[i] > 1 ? "s" : "", w.count / best[i], best[i], 100 * best_ref / best[i], commit[i],
+             " %.1f%% (round by round: median %.1f%%, %.1f%%..%.1f%%); commit %.3f s (%.2f s per million samples)\n",
+             ks[i], ks[i] > 1 ? "es" : "", nts[i], nts[i] > 1 ? "s" : "", w.count / best[i], best[i],
+             100 * best_ref / best[i], 100 * med, 100 * ri[0], 100 * ri[rounds - 1], commit[i],
              commit[i] * 1e6 / (double)w.count);
+    }
+    free(pair);
     fflush(stdout);
     rmdir(pdir);
     rmdir(base);
@@ -521,7 +543,7 @@ int main(int argc, char **argv) {
   int64_t per = 10;
   int reads = 200000, rounds = 3, keep = 0, status = 0, jobs = 8;
   const char *ingest = NULL;
-  if (argc == 8 && !strcmp(argv[1], "-write-part")) return write_part(argv + 2);
+  if (argc == 9 && !strcmp(argv[1], "-write-part")) return write_part(argv + 2);
   if (argc == 7 && !strcmp(argv[1], "-open-child")) return open_measure(argv + 2);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-dir") && i + 1 < argc) dir = argv[++i];
