@@ -367,7 +367,8 @@ _Static_assert(PT_LEAF == (1u << (PT_SHIFT - DX_WIN_BITS)) && DX_WIN_BASE % ((ui
 static inline size_t pt_topi(uint64_t k) { return (size_t)(dx_window(k) >> PT_SHIFT); }
 typedef struct PartEnt {
   uintptr_t bias;                  /* its data region's base in the map (or copy) less dx_window(k) */
-  _Atomic uint64_t lim;            /* release: BIAS is set; dx_window(k) + END, or 0 (not mapped whole, or filled on demand) */
+  _Atomic uint64_t lim;            /* release: BIAS is set; dx_window(k) + END, or 0 (not mapped whole,
+                                   ** or filled on demand) */
 } PartEnt;
 typedef struct PartLeaf {
   PartEnt ent[PT_LEAF];                 /* what a read needs: four parts a cache line */
@@ -380,17 +381,22 @@ typedef struct PartLeaves {
 /* The table of no part touched: every leaf the zero leaf. */
 extern PartLeaves pdb_parts_none;
 
-/* The bytes [OFF, OFF+LEN) of an address in a part's window (DX_WIN_BASE
-** <= OFF, and OFF+LEN does not wrap: a lookup's extents end by
-** PDB_ADDR_MAX, the in-memory index's within a few PAGEDB_MAX_SAMPLE of
-** it) if the part is mapped whole in table T and they lie within what it
-** uses, else NULL (parts_stored then opens, maps or refuses).  Lock-free:
-** entries are published with release stores and never freed before
-** pagedb_close. */
-static inline const uint8_t *parts_mapped(const PartLeaves *t, uint64_t off, uint64_t len) {
-  assert(off >= DX_WIN_BASE && len <= UINT64_MAX - off);
-  const PartEnt *e = &atomic_load_explicit(&t->leaf[off >> PT_SHIFT], memory_order_acquire)->ent[(off >> DX_WIN_BITS) % PT_LEAF];
-  return off + len <= atomic_load_explicit(&e->lim, memory_order_acquire) ? (const uint8_t *)(e->bias + off) : NULL;
+/* The bytes [OFF, OFF+LEN) of an address in a part's window (OFF+LEN must
+** not wrap: a lookup's extents end by PDB_ADDR_MAX, the in-memory index's
+** within a few PAGEDB_MAX_SAMPLE of it) into *SRC, and 1, if the part is
+** mapped whole in table T and they lie within what it uses, else 0
+** (parts_stored then opens, maps or refuses).  An address below
+** DX_WIN_BASE, the own file's, finds the zero leaf in top slots 0-15 of
+** every table: 0, so the reader asks without testing which it has.
+** Lock-free: entries are published with release stores and never freed
+** before pagedb_close. */
+static inline int parts_mapped(const PartLeaves *t, uint64_t off, uint64_t len, const uint8_t **src) {
+  assert(len <= UINT64_MAX - off);
+  const PartLeaf *leaf = atomic_load_explicit(&t->leaf[off >> PT_SHIFT], memory_order_acquire);
+  const PartEnt *e = &leaf->ent[(off >> DX_WIN_BITS) % PT_LEAF];
+  if (off + len > atomic_load_explicit(&e->lim, memory_order_acquire)) return 0;
+  *src = (const uint8_t *)(e->bias + off);
+  return 1;
 }
 
 /*

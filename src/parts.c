@@ -637,7 +637,7 @@ int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, u
     /* The hot path (the reader inlines it too): the part's entry, mapped
     ** whole, and the bound. */
     struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
-    if (LIKELY(t != NULL && len <= UINT64_MAX - off && (*src = parts_mapped(&t->lv, off, len)) != NULL))
+    if (LIKELY(t != NULL && len <= UINT64_MAX - off && parts_mapped(&t->lv, off, len, src)))
       return PAGEDB_OK;
     return stored_mapped(db, m, off, len, src);
   }

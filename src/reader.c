@@ -189,8 +189,9 @@ static inline int stored_bytes(pagedb_reader *r, uint64_t off, uint64_t len, con
       *src = r->base + off;
       return PAGEDB_OK;
     }
-    /* A part's sample, its part mapped: one pointer, as the own file's. */
-    if (off >= PDB_MAX_DATA && (*src = parts_mapped(r->ptab, off, len)) != NULL) return PAGEDB_OK;
+    /* A part's sample, its part mapped: one pointer, as the own file's
+    ** (an own address past the map finds no part: parts_mapped). */
+    if (parts_mapped(r->ptab, off, len, src)) return PAGEDB_OK;
   }
   return stored_slow(r, off, len, src);
 }
