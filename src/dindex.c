@@ -246,25 +246,26 @@ static inline __attribute__((always_inline)) uint64_t slot_sum(const uint64_t *s
 /*
 ** Slot S of ID, found through directory D: checked before it is trusted.
 ** Every stored field's extent must lie within the data region D records
-** (d[8]): the record starts at s[1] and its fields follow one another, so
-** the end of the last is bounded without overflow, field by field.
+** (d[8]): the record starts at s[1] (plus BIAS, for a part's own slot read
+** in place: the part's window) and its fields follow one another, so the
+** end of the last is bounded without overflow, field by field.
 **
 ** A record in part k's window must lie within what part k's runs use
 ** (word 4 of its part record).  A scan (STRICT: dx_scan, pagedb_check)
-** checks that here.  A lookup checks only that part k exists and that the
-** record lies within its window, and leaves the part's end to the parts
-** layer, which bounds every access to a part's bytes by the same word
-** (parts.c: part_at, parts_stored): a random read of a part's sample then
+** checks that here.  A lookup checks only that the record lies within the
+** parts' windows, and leaves which part, and its end, to the parts layer,
+** which bounds every access to a part's bytes by the same word (parts.c:
+** part_at, parts_mapped): a random read of a part's sample then
 ** touches one line of per-part state, the part's table entry, not two
 ** (with the entry's read inlined, tiny samples' random reads went from
 ** 91-94% of the one file's to 96-97%, block by block: doc/benchmarks.md).
 */
 static int part_end(const Dx *x, const uint64_t *d, uint64_t k, uint64_t *pend);
 
-static inline __attribute__((always_inline)) const uint64_t *extent_ok(const Dx *x, const uint64_t *d, const uint64_t *s,
-                                                                       int strict) {
+static inline __attribute__((always_inline)) const uint64_t *extent_at(const Dx *x, const uint64_t *d, const uint64_t *s,
+                                                                       uint64_t bias, int strict) {
   /* The record's end, its values aligned as api_extent places them. */
-  uint64_t lim = d[8], end = s[1];
+  uint64_t lim = d[8], end = s[1] + bias;
   if (NEVER(end >= DX_WIN_BASE)) {
     /* Strictly, within what a part the directory counts uses; else in the
     ** parts' windows, the read bounding each value by its part's end and
@@ -286,6 +287,11 @@ static inline __attribute__((always_inline)) const uint64_t *extent_ok(const Dx 
     end += st;
   }
   return s;
+}
+
+static inline __attribute__((always_inline)) const uint64_t *extent_ok(const Dx *x, const uint64_t *d, const uint64_t *s,
+                                                                       int strict) {
+  return extent_at(x, d, s, 0, strict);
 }
 
 static inline __attribute__((always_inline)) const uint64_t *verify(const Dx *x, const uint64_t *d, const uint64_t *s, int64_t id,
@@ -499,18 +505,16 @@ static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
 }
 
 /*
-** Slot I of referenced chunk C (entry E of directory D), translated into
-** OUT (NW + 1 words): its dataset id, its record's address in the part's
-** window, and, with SUM, its check word (else OUT[NW] is 1: a lookup's
-** callers read the NW words, and only a copy into this file, apply_chunk,
-** writes the check word).  NULL when the slot is empty; DX_BAD when the
-** part's file cannot be used or the slot fails its checks (the part's own:
-** check word, the part's id, a record within the part's window; then the
-** extent's, as any slot's, on the translation).
+** Slot I of referenced chunk C (entry E of directory D), in place: the
+** part's own slot, its word 1 the record's offset in the part's data region
+** (*BIAS, the part's window, added gives its address).  NULL when the slot
+** is empty; DX_BAD when the part's file cannot be used or the slot fails
+** its checks (the part's own: check word, the part's id, a record within
+** the part's window; then the extent's, as any slot's, at its address).
 */
-static inline __attribute__((always_inline)) const uint64_t *ref_slot(const Dx *x, const uint64_t *d, const uint64_t *e,
-                                                                      uint64_t c, uint64_t i, uint64_t *out, int strict,
-                                                                      int sum) {
+static inline __attribute__((always_inline)) const uint64_t *ref_raw(const Dx *x, const uint64_t *d, const uint64_t *e,
+                                                                     uint64_t c, uint64_t i, int strict,
+                                                                     uint64_t *bias) {
   uint64_t k = DX_REF_K(e[0]), off = DX_REF_OFF(e[0]);
   int64_t delta = (int64_t)e[1] >> 14;
   /* (k < d[11]: check_dir saw every reference of a directory read, and a
@@ -521,16 +525,32 @@ static inline __attribute__((always_inline)) const uint64_t *ref_slot(const Dx *
   if (!s[x->nw]) return NULL;
   uint64_t id = c * DX_C + i;
   if (s[0] != id - (uint64_t)delta * DX_C || s[x->nw] != slot_sum(s, x->nw) || s[1] >> DX_WIN_BITS) return DX_BAD;
+  *bias = dx_window(k);
+  return extent_at(x, d, s, *bias, strict);
+}
+
+/*
+** ...translated into OUT (NW + 1 words): its dataset id, its record's
+** address in the part's window, and, with SUM, its check word (else OUT[NW]
+** is 1: a lookup's callers read the NW words, and only a copy into this
+** file, apply_chunk, writes the check word).
+*/
+static inline __attribute__((always_inline)) const uint64_t *ref_slot(const Dx *x, const uint64_t *d, const uint64_t *e,
+                                                                      uint64_t c, uint64_t i, uint64_t *out, int strict,
+                                                                      int sum) {
+  uint64_t bias = 0;
+  const uint64_t *s = ref_raw(x, d, e, c, i, strict, &bias);
+  if (!s || s == DX_BAD) return s;
   /* (A loop: NW is a few words, and memcpy's call cost more than the copy.) */
-  out[0] = id;
-  out[1] = s[1] + dx_window(k);
+  out[0] = c * DX_C + i;
+  out[1] = s[1] + bias;
   uint64_t *restrict to = out;
   const uint64_t *restrict from = s;
   int w = 2, nw = x->nw;
   for (; w + 2 <= nw; w += 2) __builtin_memcpy(to + w, from + w, 16);   /* one 16-byte move */
   if (w < nw) to[w] = from[w];
   out[x->nw] = sum ? slot_sum(out, x->nw) : 1;
-  return extent_ok(x, d, out, strict);
+  return out;
 }
 
 /* Room for a translated slot of dx_find's, valid until the thread's next:
@@ -554,9 +574,10 @@ static uint64_t *tslot(void) {
 }
 
 /* The slot of ID in directory D (the snapshot in force), as dx_find; a
-** referenced slot translated into TBUF (NULL: the calling thread's). */
+** referenced slot translated into TBUF (NULL: the calling thread's), or,
+** with BIAS, returned in place and its window in *BIAS (ref_raw; else 0). */
 static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x, const uint64_t *d, int64_t id,
-                                                                     uint64_t *tbuf) {
+                                                                     uint64_t *tbuf, uint64_t *bias) {
   if (!d || id < 0) return NULL;
   const uint8_t *base = (const uint8_t *)d - d[1];
   uint64_t c = (uint64_t)id >> DX_CBITS;
@@ -565,6 +586,7 @@ static inline __attribute__((always_inline)) const uint64_t *find_in(const Dx *x
     uint64_t i = (uint64_t)id & (DX_C - 1);
     if (i < DX_HI(e[1])) {
       if (NEVER(e[0] & DX_REF)) {
+        if (bias) return ref_raw(x, d, e, c, i, 0, bias);
         uint64_t *b = tbuf ? tbuf : tslot();
         return b ? ref_slot(x, d, e, c, i, b, 0, 0) : DX_BAD;
       }
@@ -612,7 +634,7 @@ const uint64_t *dx_find(const Dx *x, int64_t id) {
   ** directory names are seen whole. */
   const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
   /* The thread's buffer only for a version-3 index (a reference). */
-  return find_in(x, d, id, NULL);   /* (a reference: the thread's buffer, taken only then) */
+  return find_in(x, d, id, NULL, NULL);   /* (a reference: the thread's buffer, taken only then) */
 }
 
 const uint64_t *dx_find_memo(const Dx *x, int64_t id, DxMemo *m) {
@@ -622,13 +644,13 @@ const uint64_t *dx_find_memo(const Dx *x, int64_t id, DxMemo *m) {
   ** and checked through it reads the same until the pointer changes. */
   const uint64_t *d = atomic_load_explicit(&x->snap, memory_order_acquire);
   if (d == m->dir && id == m->id && d) return m->slot;
-  const uint64_t *s = find_in(x, d, id, m->buf);
+  uint64_t bias = 0;
+  const uint64_t *s = find_in(x, d, id, NULL, &bias);
   if (s && s != DX_BAD) {
     m->dir = d;
     m->id = id;
     m->slot = s;
-  } else if (m->slot == m->buf) {
-    m->dir = NULL;          /* a failed translation may have written over the one remembered */
+    m->bias = bias;
   }
   return s;
 }
@@ -2061,7 +2083,7 @@ int dx_tok_verify(const Dx *x, int field, char *why, size_t n) {
     }
     e[1] = (uint64_t)id;
     h = tok_sum(h, e);
-    const uint64_t *s = id > previd ? find_in(x, d, id, NULL) : NULL;
+    const uint64_t *s = id > previd ? find_in(x, d, id, NULL, NULL) : NULL;
     uint64_t want = s && s != DX_BAD ? tok_len(x, s, field) : 0;
     if (id <= previd || e[0] <= prev || e[0] > (uint64_t)INT64_MAX || e[0] - prev != want) {
       snprintf(why, n, "entry %llu (sample %lld, end %llu) disagrees with the index: %s", (unsigned long long)k,

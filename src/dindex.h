@@ -204,15 +204,19 @@ int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n);
 ** by the caller before the first call; one per thread, as a reader is) and
 ** is answered again, without a second check, while the snapshot in force
 ** is the same.  A damaged entry or a missing id is never remembered.  A
-** slot of a referenced chunk (version 3) is translated into M->buf, so the
-** pointer returned lives until the next call with M.
+** slot of a referenced chunk (version 3) is returned in place, the part's
+** own, checked as dx_find checks it, not translated: its word 0 is the
+** part's id and its word 1 the record's offset in the part's data region,
+** to which M->bias, the part's window (0 for any other slot), adds up to
+** the address (its other words are the sample's).  Every slot returned
+** lives until the index is closed.
 */
 #define DX_SLOT_WORDS (2 + (PAGEDB_MAX_FIELDS + 63) / 64 + 3 * PAGEDB_MAX_FIELDS + 1)
 typedef struct DxMemo {
   const uint64_t *dir;      /* the directory it was found through, NULL: none */
   int64_t id;
   const uint64_t *slot;
-  uint64_t buf[DX_SLOT_WORDS];
+  uint64_t bias;            /* added to SLOT's word 1: its record's address */
 } DxMemo;
 const uint64_t *dx_find_memo(const Dx *x, int64_t id, DxMemo *m);
 

@@ -113,8 +113,16 @@ static int no_field(pagedb_reader *r, int64_t id, int field) {
                  db->fields[field].name);
 }
 
+/* What to add to word 1 of slot S, found by find, for its record's address:
+** a referenced chunk's slot is the part's own, read in place (R's memo says
+** by how much: dx_find_memo); any other's word 1 is the address. */
+static inline uint64_t slot_bias(const pagedb_reader *r, const uint64_t *s) {
+  return r->dx && s == r->memo.slot ? r->memo.bias : 0;
+}
+
 /* The one lookup of a read: the slot of sample ID, which must have a value
-** for FIELD (in range: the callers checked its type). */
+** for FIELD (in range: the callers checked its type).  Its word 0 may not
+** be ID, and its word 1 is an address less slot_bias. */
 static inline int find(pagedb_reader *r, int64_t id, int field, const uint64_t **slot) {
   const uint64_t *s = r->dx ? dx_find_memo(r->dx, id, &r->memo) : idx_find(r->idx, id);
   if (NEVER(!s || s == DX_BAD)) return no_slot(r, id, s);
@@ -137,7 +145,12 @@ static inline int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t 
   pagedb *db = r->db;
   if (NEVER((unsigned)field >= (unsigned)db->nfield || !api_is_bytes(db, field))) return not_bytes(r, field);
   int rc = find(r, id, field, slot);
-  if (LIKELY(rc == PAGEDB_OK)) api_extent(db, *slot, field, off, len);
+  if (LIKELY(rc == PAGEDB_OK)) {
+    /* (slot_bias: the slot just found is the memo's, whose bias is 0 when
+    ** the reader has no index file and so no memo.) */
+    api_extent(db, *slot, field, off, len);
+    *off += r->memo.bias;
+  }
   return rc;
 }
 
@@ -282,6 +295,7 @@ static int verify(pagedb_reader *r, int64_t id, int f, const uint64_t *s, const 
   if (LIKELY(got == x[1])) return PAGEDB_OK;
   uint64_t off, l;
   api_extent(r->db, s, f, &off, &l);
+  off += slot_bias(r, s);
   int again = 0, rc = PAGEDB_OK;
   if (atomic_load_explicit(&r->db->untrusted, memory_order_relaxed)) {
     rc = refetch(r, off, len, src, x[1], &got, &again);
