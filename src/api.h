@@ -298,14 +298,17 @@ typedef struct PartLent {
 /* A part whose index chunks are referenced (doc/format.md, "Parts' chunks
 ** by reference"): the chunks C[0..N) (k set when the part is numbered),
 ** the COUNT samples they hold, 1 + the largest id in DB the part gives
-** (NEXT), and the ids LO..HI reserved for it whole (idx_reserve_range).
-** Its other samples (its first and last chunk's) are its PartLent's S,
-** copied; its runs are its PartLent's too. */
+** (NEXT), and the ids LO..HI reserved for it whole (idx_reserve_range);
+** DELTA maps its ids to DB's, and its index file's id and length are FID
+** and FLEN (its part record's words 13-14).  Its other samples (its first
+** and last chunk's) are its PartLent's S, copied; its runs are its
+** PartLent's too. */
 typedef struct PartRef {
   DxRefChunk *c;
   size_t n;
   uint64_t count, next;
-  int64_t lo, hi;
+  int64_t lo, hi, delta;
+  uint64_t fid, flen;
 } PartRef;
 
 typedef struct PartCommit {

@@ -611,8 +611,9 @@ int dx_unfetched(const Dx *x, int64_t id, char *why, size_t n) {
   uint64_t c = (uint64_t)id >> DX_CBITS;
   const uint64_t *e = d && id >= 0 && c < d[2] ? d + x->dirw + 2 * c : NULL;
   if (e && (e[0] & DX_REF)) {
-    /* A referenced chunk whose part's index file cannot be used (a
-    ** failure is remembered, so asking again says the same). */
+    /* A referenced chunk whose part's index file cannot be used (a failure
+    ** for what the file holds is remembered, so asking again says the
+    ** same; one for want of a resource is tried again, and may pass now). */
     if (ref_get(x, d, DX_REF_K(e[0]))) return 0;
     snprintf(why, n, "%s", ref_why(x, d, DX_REF_K(e[0])));
     return 2;

@@ -429,9 +429,9 @@ static int reserve_mem(Index *x, int64_t id) {
   }
 }
 
-/* Whether ID lies in a range reserved whole (RANGE_MU taken). */
 static void release_mem(Index *x, int64_t id);
 
+/* Whether ID lies in a range reserved whole (RANGE_MU taken). */
 static int in_range(Index *x, int64_t id) {
   int in = 0;
   pthread_mutex_lock(&x->range_mu);

@@ -532,7 +532,7 @@ static int ref_prep(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *run
     if (rc == PAGEDB_OK)
       rc = idx_scan_range(o->idx, (int64_t)(c1 * DX_C_IDS), (int64_t)(c1 * DX_C_IDS + DX_C_IDS - 1), ref_collect, &l);
     if (rc != PAGEDB_OK && em->rc == PAGEDB_OK)
-      rc = pdb_err(db, em, rc, "cannot list its samples: %s", pagedb_errmsg(o));
+      rc = pdb_err(db, em, rc, "cannot list the samples of %s: %s", o->path, pagedb_errmsg(o));
   }
   /* Nothing left to reference (the chunks between hold deleted slots
   ** only), or none listed to start the range: listed whole instead. */
@@ -577,7 +577,7 @@ static int ref_prep(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *run
   p->pc.lent[i].s = l.s;
   p->pc.lent[i].n = l.n;
   p->pc.lent[i].unreserved = 1;
-  p->pc.ref[i] = (PartRef){ rc_, nin, dc.count - l.n, (uint64_t)hi + 1, lo, hi };
+  p->pc.ref[i] = (PartRef){ rc_, nin, dc.count - l.n, (uint64_t)hi + 1, lo, hi, delta, dc.fid, dc.len };
   p->planned[i] = 1;
   ids_seen(db, hi);
   *done = 1;
@@ -712,12 +712,10 @@ static int prep_alone(Prep *p, size_t i, pdb_msg *em) {
     cp->committed = (int64_t)time(NULL);
     if (byref) {
       /* Its rows by reference, its ids its own plus the constant. */
-      DxChunks dc;
-      dx_chunks(idx_disk(o->idx), &dc);
-      d->index_id = dc.fid;
-      d->index_len = dc.len;
+      d->index_id = p->pc.ref[i].fid;
+      d->index_len = p->pc.ref[i].flen;
       cp->rows = 1;
-      cp->id_delta = p->pc.lent[i].s[0].nid - p->pc.lent[i].s[0].id;
+      cp->id_delta = p->pc.ref[i].delta;
       cp->id_min = p->pc.ref[i].lo;
       cp->id_max = p->pc.ref[i].hi;
     }

@@ -240,7 +240,7 @@ static int make_dirs(const char *name, const char *uri, char *msg) {
   return rc;
 }
 
-/* P + "-catalog" (pdb_malloc'd; NULL without memory). */
+/* P + SUFFIX (pdb_malloc'd; NULL without memory). */
 static char *suffixed(const char *p, const char *suffix) {
   size_t n = strlen(p) + strlen(suffix) + 1;
   char *c = pdb_malloc(n);
