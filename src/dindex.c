@@ -126,6 +126,8 @@ typedef struct Retired {
 } Retired;
 
 #define DX_PMEMO 1024
+#define DX_CLEAF 1024
+#define DX_CTOP  1024          /* chunks 0 .. 2^20-1: ids below 2^33 */
 /* A memo word: k + 1 (< 2^21) above data_end (<= 2^42: 43 bits). */
 #define DX_PMEMO_SHIFT 43
 
@@ -171,6 +173,11 @@ struct Dx {
   ** memory, a read) is tried again by the next lookup that needs it, and
   ** replaced (onto REFS_OLD) if that succeeds. */
   _Atomic(_Atomic(struct DxRef *) *) rtab[(DX_PART_MAX + DX_PMEMO - 1) / DX_PMEMO];
+  /* Referenced chunks resolved (RESOLVED CHUNKS): chunk c's in leaf
+  ** (c / DX_CLEAF) % DX_CTOP, cref_none until one of its chunks is
+  ** resolved, then allocated under REF_MU and published with a release
+  ** store. */
+  _Atomic(const struct DxCref *) cref[DX_CTOP];
   pthread_mutex_t ref_mu;
   struct DxRef *refs_old;   /* failed DxRefs replaced, freed at close (a lookup may still hold one) */
   uint64_t *wbuf;           /* the writer's translated slot (find_work) */
@@ -505,6 +512,66 @@ static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
 }
 
 /*
+** RESOLVED CHUNKS.  A lookup in a referenced chunk needs the part's index
+** map and where the chunk's copy lies in it: the entry's word 0 names the
+** part and the offset, and ref_resolve opens the part's file (once: its
+** DxRef) and checks the offset against it.  What that found is kept per
+** chunk -- the entry word it read (KEY, never 0: DX_REF is set) and the
+** copy's address (BASE) -- so a later lookup whose entry word is the same
+** reads its slot at BASE: one load of a table indexed by the chunk, and no
+** load of the part's state, before the slot's.  Random reads through
+** referenced chunks ran at 86% of the one file's with every lookup
+** resolving its part (doc/benchmarks.md).  An entry is written once, BASE
+** then KEY with a release store, under REF_MU, and never changed; BASE
+** points into a map that lives until dx_close (a DxRef with a map is never
+** replaced).  An entry word another snapshot changed simply does not match.
+*/
+typedef struct DxCref {
+  _Atomic uint64_t key;
+  const uint8_t *base;
+} DxCref;
+
+/* The leaf every top slot names until one of its chunks is resolved:
+** keys 0 match no entry word.  Never written. */
+static const DxCref cref_none[DX_CLEAF];
+
+/* The copy's address recorded for chunk C under entry word W, or NULL.
+** Chunks C and C + DX_CTOP * DX_CLEAF share a slot of the table: an entry
+** is a function of its word alone (its part's map plus the offset), so
+** a match is right for either. */
+static inline __attribute__((always_inline)) const uint8_t *cref_get(const Dx *x, uint64_t c, uint64_t w) {
+  const DxCref *ce = &atomic_load_explicit(&x->cref[(c / DX_CLEAF) % DX_CTOP], memory_order_acquire)[c % DX_CLEAF];
+  return atomic_load_explicit(&ce->key, memory_order_acquire) == w ? ce->base : NULL;
+}
+
+/* Chunk C's copy (entry E of directory D) in its part's index map, checked
+** and recorded (RESOLVED CHUNKS), or NULL if the part's file cannot be
+** used or the entry's offset lies outside it. */
+static __attribute__((noinline)) const uint8_t *ref_resolve(const Dx *x, const uint64_t *d, const uint64_t *e,
+                                                              uint64_t c) {
+  uint64_t k = DX_REF_K(e[0]), off = DX_REF_OFF(e[0]);
+  /* (k < d[11]: check_dir saw every reference of a directory read, and a
+  ** writer's own directories reference only parts it recorded.) */
+  DxRef *ref = ref_get(x, d, k);
+  if (!ref || off < DX_HDR || off > ref->lim) return NULL;
+  const uint8_t *base = ref->map + off;
+  Dx *w = (Dx *)x;
+  size_t top = (size_t)((c / DX_CLEAF) % DX_CTOP);
+  pthread_mutex_lock(&w->ref_mu);
+  DxCref *leaf = (DxCref *)atomic_load_explicit(&w->cref[top], memory_order_acquire);
+  if (leaf == cref_none && (leaf = pdb_calloc(DX_CLEAF, sizeof *leaf)) != NULL)
+    atomic_store_explicit(&w->cref[top], leaf, memory_order_release);
+  /* Once: a recorded entry is never changed (another word for its slot is
+  ** resolved at each lookup). */
+  if (leaf && atomic_load_explicit(&leaf[c % DX_CLEAF].key, memory_order_relaxed) == 0) {
+    leaf[c % DX_CLEAF].base = base;
+    atomic_store_explicit(&leaf[c % DX_CLEAF].key, e[0], memory_order_release);
+  }
+  pthread_mutex_unlock(&w->ref_mu);
+  return base;
+}
+
+/*
 ** Slot I of referenced chunk C (entry E of directory D), in place: the
 ** part's own slot, its word 1 the record's offset in the part's data region
 ** (*BIAS, the part's window, added gives its address).  NULL when the slot
@@ -515,13 +582,11 @@ static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
 static inline __attribute__((always_inline)) const uint64_t *ref_raw(const Dx *x, const uint64_t *d, const uint64_t *e,
                                                                      uint64_t c, uint64_t i, int strict,
                                                                      uint64_t *bias) {
-  uint64_t k = DX_REF_K(e[0]), off = DX_REF_OFF(e[0]);
+  uint64_t k = DX_REF_K(e[0]);
   int64_t delta = (int64_t)e[1] >> 14;
-  /* (k < d[11]: check_dir saw every reference of a directory read, and a
-  ** writer's own directories reference only parts it recorded.) */
-  DxRef *ref = ref_get(x, d, k);
-  if (!ref || off < DX_HDR || off > ref->lim) return DX_BAD;
-  const uint64_t *s = (const uint64_t *)(ref->map + off + i * x->wsb);
+  const uint8_t *cb = cref_get(x, c, e[0]);
+  if (!LIKELY(cb != NULL) && !(cb = ref_resolve(x, d, e, c))) return DX_BAD;
+  const uint64_t *s = (const uint64_t *)(cb + i * x->wsb);
   if (!s[x->nw]) return NULL;
   uint64_t id = c * DX_C + i;
   if (s[0] != id - (uint64_t)delta * DX_C || s[x->nw] != slot_sum(s, x->nw) || s[1] >> DX_WIN_BITS) return DX_BAD;
@@ -799,6 +864,7 @@ static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_
   assert(version >= 1 && version <= 3);
   Dx *x = pdb_calloc(1, sizeof *x);
   if (!x) return NULL;
+  for (size_t i = 0; i < DX_CTOP; i++) atomic_init(&x->cref[i], cref_none);
   pthread_mutex_init(&x->ref_mu, NULL);
   for (int f = 0; f < nfield && tokes && version >= 2; f++)
     if (tokes[f]) {
@@ -851,6 +917,8 @@ void dx_close(Dx *x) {
     for (size_t j = 0; leaf && j < DX_PMEMO; j++) ref_free(leaf[j]);
     pdb_free((void *)leaf);
   }
+  for (size_t i = 0; i < DX_CTOP; i++)
+    if (x->cref[i] != cref_none) pdb_free((void *)x->cref[i]);
   while (x->refs_old) {
     DxRef *n = x->refs_old->next;
     ref_free(x->refs_old);

@@ -140,7 +140,7 @@ static int not_bytes(pagedb_reader *r, int field) {
 }
 
 /* The extent of BYTES/TEXT field FIELD of sample ID, and its slot. */
-static inline int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len,
+static inline __attribute__((always_inline)) int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len,
                               const uint64_t **slot) {
   pagedb *db = r->db;
   if (NEVER((unsigned)field >= (unsigned)db->nfield || !api_is_bytes(db, field))) return not_bytes(r, field);
