@@ -361,7 +361,7 @@ typedef struct DxRef {
   const uint8_t *map;       /* the part's index file, LEN bytes (or a heap copy) */
   uint64_t lim;             /* the largest offset a chunk copy may start at: LEN less a chunk's bytes */
   uint64_t len;
-  pagedb_file *f;
+  pagedb_file *f;           /* detached once mapped (pdb_os_detach); NULL for a heap copy */
   int heap;
   int again;                /* MAP NULL for want of a resource: tried again (REF_MU held) */
   const char *why;          /* MAP NULL: why the file cannot be used (pdb_malloc'd but in ref_failed) */
@@ -406,8 +406,13 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
   if (!r[13] || pdb_path_scheme(uri, NULL, 0)) bad = "no index file of its chunks is recorded";
   if (!bad && !(ref = pdb_calloc(1, sizeof *ref))) again = !!(bad = "out of memory");
   if (!bad && pdb_os_open(x->vfs, path, PAGEDB_VFS_READONLY | PAGEDB_VFS_PLAIN, &ref->f) != PAGEDB_OK) {
+    /* Missing, or no descriptor left: either may change. */
+    int e = errno;
     ref->f = NULL;
-    again = !!(bad = "cannot open it");   /* missing, or no descriptor left: either may change */
+    again = !!(bad = e == EMFILE || e == ENFILE
+                         ? "cannot open it: too many open files (zero-copy reads keep each part touched open"
+                           " until pagedb_close: read in copy mode, raise ulimit -n, or vacuum)"
+                         : "cannot open it");
   }
   uint64_t size = 0;
   if (!bad && !(h = pdb_malloc(DX_HDR))) again = !!(bad = "out of memory");
@@ -425,8 +430,13 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
     const void *p;
     ref->len = r[14];
     ref->lim = r[14] - DX_C * x->wsb;
+    /* Read only through the map (or the copy) from now on: its descriptor
+    ** goes, so that a reader that touched many parts holds a map of each,
+    ** not a descriptor (a copy-mode reader's descriptors are then bounded
+    ** by the bound on open parts: parts.c). */
     if (pdb_os_map(ref->f, (size_t)ref->len, &p) == PAGEDB_OK) {
       ref->map = p;
+      pdb_os_detach(ref->f);
     } else if (!(p = pdb_malloc((size_t)ref->len))) {
       again = !!(bad = "out of memory");
     } else if (pdb_os_read(ref->f, (void *)p, (size_t)ref->len, 0) != PAGEDB_OK) {
@@ -435,6 +445,8 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
     } else {
       ref->map = p;
       ref->heap = 1;
+      pdb_os_close(ref->f);
+      ref->f = NULL;
     }
   }
   if (bad) {

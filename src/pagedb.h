@@ -1308,10 +1308,11 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** PAGEDB_CORRUPT_INDEX naming the part and the file (pagedb_check reports
 ** them).  A file that could not be opened or read (missing, no descriptor
 ** or memory left) is tried again by the next read that needs it; one found
-** changed stays refused by the handle until DB is opened again.  A handle keeps the index file of each such part open and mapped
-** from its first lookup into it until pagedb_close: a descriptor and a map
-** per referenced part touched, in copy mode too (PAGEDB_CONFIG_PARTS_OPEN
-** bounds data files only).  While the commit runs, the ids from the part's first to its last
+** changed stays refused by the handle until DB is opened again.  A handle keeps the index file of each such part mapped
+** from its first lookup into it until pagedb_close: a map per referenced
+** part touched, in copy mode too; its descriptor is given up once it is
+** mapped (with a VFS of version 7: xDetach), so a copy-mode reader's
+** descriptors stay within PAGEDB_CONFIG_PARTS_OPEN.  While the commit runs, the ids from the part's first to its last
 ** are held whole: a writer of DB gets PAGEDB_CONSTRAINT for one of them,
 ** and a part of the same commit whose slots are copied may not have one
 ** (PAGEDB_CONSTRAINT, naming both).  A part is copied instead when DB
@@ -1817,7 +1818,7 @@ typedef struct pagedb_aio {
                                          ** is asked for the source's bytes on a mismatch */
 
 struct pagedb_io_methods {
-  int iVersion;                                  /* 1 to 6 */
+  int iVersion;                                  /* 1 to 7 */
   int (*xClose)(pagedb_file *);
   int (*xRead)(pagedb_file *, void *buf, size_t n, uint64_t off);
   int (*xWrite)(pagedb_file *, const void *buf, size_t n, uint64_t off);
@@ -1902,6 +1903,20 @@ struct pagedb_io_methods {
   ** (or iVersion below 6): pagedb maps from offset 0 with xMap.
   */
   int (*xMapAt)(pagedb_file *, uint64_t off, size_t n, const void **p);
+  /*
+  ** Version 7: a file read only through its maps from now on.  xDetach
+  ** gives up what the backend holds open for the file (its descriptor)
+  ** while every map it gave stays valid and readable; after it pagedb
+  ** calls only xUnmap and xClose on the file.  pagedb asks it of a file it
+  ** has mapped whole and keeps mapped until the close: a part's index
+  ** file that the dataset's index references (doc/format.md, "Parts'
+  ** chunks by reference"), so that a reader that touched many parts holds
+  ** a map of each, not a descriptor (the bound on open parts,
+  ** PAGEDB_CONFIG_PARTS_OPEN, then bounds a copy-mode reader's
+  ** descriptors).  NULL (or iVersion below 7): the descriptor stays open
+  ** until xClose.
+  */
+  int (*xDetach)(pagedb_file *);
 };
 
 /* xOpen flags. */

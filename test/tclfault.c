@@ -859,6 +859,11 @@ static int fvMapAt(pagedb_file *pf, uint64_t off, size_t n, const void **p){
   return f->real->pMethods->xMapAt(f->real, off, n, p);
 }
 
+static int fvDetach(pagedb_file *pf){
+  FaultFile *f = (FaultFile *)pf;
+  return f->real->pMethods->xDetach(f->real);
+}
+
 static int fvUnmap(pagedb_file *pf, const void *p, size_t n){
   FaultFile *f = (FaultFile *)pf;
   return f->real->pMethods->xUnmap(f->real, p, n);
@@ -908,6 +913,7 @@ static void fvInitMethods(const pagedb_io_methods *r){
   m->xWriteStart = r->iVersion >= 2 && r->xWriteStart ? fvWriteStart : 0;
   m->xWriteWait = r->iVersion >= 2 && r->xWriteWait ? fvWriteWait : 0;
   m->xMapAt = r->iVersion >= 6 && r->xMapAt ? fvMapAt : 0;
+  m->xDetach = r->iVersion >= 7 && r->xDetach ? fvDetach : 0;
   fv.methodsInit = 1;
 }
 

@@ -184,6 +184,12 @@ int pdb_os_unmap(pagedb_file *f, const void *p, size_t n);
 static inline int pdb_os_maps_at(pagedb_file *f) {
   return f->pMethods->iVersion >= 6 && f->pMethods->xMapAt && !pdb_os_fills_maps(f);
 }
+/* Give up F's descriptor, its maps kept (xDetach, version 7); after it
+** only pdb_os_unmap and pdb_os_close may be called on F.  0 if the backend
+** cannot (its descriptor then stays open until the close). */
+static inline int pdb_os_detach(pagedb_file *f) {
+  return f->pMethods->iVersion >= 7 && f->pMethods->xDetach && f->pMethods->xDetach(f) == PAGEDB_OK;
+}
 /* Map N bytes of F from OFF, a multiple of the system page size (xMapAt);
 ** given back with pdb_os_unmap. */
 static inline int pdb_os_map_at(pagedb_file *f, uint64_t off, size_t n, const void **p) {

@@ -217,6 +217,19 @@ static int px_map_at(pagedb_file *f, uint64_t off, size_t n, const void **pp) {
 
 static int px_map(pagedb_file *f, size_t n, const void **pp) { return px_map_at(f, 0, n, pp); }
 
+/* Version 7: the descriptors closed, the maps kept (a map does not need
+** its descriptor); px_close then has nothing left to close but the path. */
+static int px_detach(pagedb_file *f) {
+  PosixFile *p = (PosixFile *)f;
+  pdb_rings_close(p->rings);
+  p->rings = NULL;
+  if (p->lockfd >= 0) close(p->lockfd);
+  p->lockfd = -1;
+  if (p->fd >= 0) close(p->fd);
+  p->fd = -1;
+  return PAGEDB_OK;
+}
+
 static int px_unmap(pagedb_file *f, const void *m, size_t n) {
   PosixFile *p = (PosixFile *)f;
   if (munmap((void *)m, n) != 0) return fail(p, PAGEDB_IOERR_MMAP);
@@ -299,7 +312,7 @@ static int px_errno(pagedb_file *f) {
 }
 
 static const pagedb_io_methods px_methods = {
-  .iVersion = 6,
+  .iVersion = 7,
   .xClose = px_close,
   .xRead = px_read,
   .xWrite = px_write,
@@ -317,6 +330,7 @@ static const pagedb_io_methods px_methods = {
   .xWriteStart = px_write_start,
   .xWriteWait = px_write_wait,
   .xMapAt = px_map_at,
+  .xDetach = px_detach,
 };
 
 /* The alignment O_DIRECT needs for FD: what the file system reports, at
