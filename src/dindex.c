@@ -127,7 +127,7 @@ typedef struct Retired {
 
 #define DX_PMEMO 1024
 #define DX_CLEAF 1024
-#define DX_CTOP  1024          /* chunks 0 .. 2^20-1: ids below 2^33 */
+#define DX_CTOP  1024          /* leaves of resolved chunks; chunk c's is (c / DX_CLEAF) % DX_CTOP */
 /* A memo word: k + 1 (< 2^21) above data_end (<= 2^42: 43 bits). */
 #define DX_PMEMO_SHIFT 43
 
@@ -531,9 +531,9 @@ static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
 ** chunk -- the entry word it read (KEY, never 0: DX_REF is set) and the
 ** copy's address (BASE) -- so a later lookup whose entry word is the same
 ** reads its slot at BASE: one load of a table indexed by the chunk, and no
-** load of the part's state, before the slot's.  Random reads through
-** referenced chunks ran at 86% of the one file's with every lookup
-** resolving its part (doc/benchmarks.md).  An entry is written once, BASE
+** load of the part's state, before the slot's (11 instructions fewer a
+** lookup; reads by reference still trail copied entries' when the parts
+** are large and many: doc/benchmarks.md).  An entry is written once, BASE
 ** then KEY with a release store, under REF_MU, and never changed; BASE
 ** points into a map that lives until dx_close (a DxRef with a map is never
 ** replaced).  An entry word another snapshot changed simply does not match.

@@ -139,9 +139,11 @@ static int not_bytes(pagedb_reader *r, int field) {
                  db->fields[field].name, db->fields[field].type == PAGEDB_INT ? "int" : "real");
 }
 
-/* The extent of BYTES/TEXT field FIELD of sample ID, and its slot. */
-static inline __attribute__((always_inline)) int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off, uint64_t *len,
-                              const uint64_t **slot) {
+/* The extent of BYTES/TEXT field FIELD of sample ID, and its slot.  Inlined
+** into the corridor: a call with its results through the stack cost 37
+** instructions a read (doc/benchmarks.md). */
+static inline __attribute__((always_inline)) int bytes_field(pagedb_reader *r, int64_t id, int field, uint64_t *off,
+                                                             uint64_t *len, const uint64_t **slot) {
   pagedb *db = r->db;
   if (NEVER((unsigned)field >= (unsigned)db->nfield || !api_is_bytes(db, field))) return not_bytes(r, field);
   int rc = find(r, id, field, slot);
