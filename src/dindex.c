@@ -410,8 +410,8 @@ static DxRef *ref_open(Dx *x, const uint64_t *d, uint64_t k) {
     int e = errno;
     ref->f = NULL;
     again = !!(bad = e == EMFILE || e == ENFILE
-                         ? "cannot open it: too many open files (zero-copy reads keep each part touched open"
-                           " until pagedb_close: read in copy mode, raise ulimit -n, or vacuum)"
+                         ? "cannot open it: too many open files (reads keep up to PAGEDB_PARTS_OPEN parts'"
+                           " files open: lower it, raise ulimit -n, or vacuum)"
                          : "cannot open it");
   }
   uint64_t size = 0;

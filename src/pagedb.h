@@ -1257,8 +1257,8 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** reference: their page rows and index entries are added to DB's, and
 ** none of their data bytes is copied or written (reads of their samples
 ** open each part's data file where it lies, the first time this process
-** reads it; copy-mode reads keep at most PAGEDB_CONFIG_PARTS_OPEN of them
-** open, zero-copy ones every part they touched until pagedb_close, mapped,
+** reads it; reads keep at most PAGEDB_CONFIG_PARTS_OPEN of them open, and
+** zero-copy ones keep every part they touched until pagedb_close, mapped,
 ** or, for small local parts, copied: PAGEDB_CONFIG_PARTS_COPY).
 ** Afterwards DB reads as one: every read API, SQL over table
 ** sample, pagedb_order, pagedb_delete and pagedb_vacuum (which copies every
@@ -2278,11 +2278,15 @@ struct pagedb_pool_methods {
 ** (PAGEDB_READ_COPY), pagedb_check and pagedb_attach.  Past it, opening one
 ** more closes the one least recently used (a clock), and a later read of
 ** that part opens and checks its file again.  A part a zero-copy reader
-** (PAGEDB_READ_MMAP) touched is not counted and stays open and mapped until
-** pagedb_close, since the pointers into it live that long: such a reader of
-** more parts than the process may map (Linux: vm.max_map_count, 65,530 by
-** default) or open (ulimit -n) fails those reads with an error saying so
-** (PAGEDB_NOMEM, PAGEDB_CANTOPEN...), never a crash.  -1 forgets the
+** (PAGEDB_READ_MMAP) touched stays mapped until pagedb_close, since the
+** pointers into it live that long, but its descriptor is counted as any
+** other (the map is made through a second descriptor, given up once it is
+** mapped: a VFS of version 7, xDetach; with one that cannot, or that fills
+** its maps on demand, the part is not counted and its file stays open).
+** A reader of more parts than the process may map (Linux:
+** vm.max_map_count, 65,530 by default) or open (ulimit -n) fails those
+** reads with an error saying so (PAGEDB_NOMEM, PAGEDB_CANTOPEN...), never a
+** crash.  -1 forgets the
 ** setting (the environment's, else 256, applies again).  Process-wide; may
 ** be set at any time; a handle reads it when it first reads a part.  Another
 ** value is PAGEDB_MISUSE and leaves the setting as it was.

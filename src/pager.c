@@ -816,6 +816,8 @@ const uint8_t *pager_map_span(Pager *p, uint64_t *len) {
   return base ? map_data(p, base) : NULL;
 }
 
+int pager_detach(Pager *p) { return pdb_os_detach(p->fd); }
+
 int pager_map_fills(Pager *p) {
   const pagedb_io_methods *io = p->fd->pMethods;
   return io->iVersion >= 3 && io->xMapFill != NULL;

@@ -196,6 +196,11 @@ const uint8_t *pager_map_span(Pager *p, uint64_t *len);
 ** it: the VFS fills its maps on demand (xMapFill, the remote VFSes). */
 int pager_map_fills(Pager *p);
 
+/* Give up P's descriptor, its map kept (the VFS's xDetach): 1 if done, 0
+** if the VFS cannot.  After it P is read only through pager_map_span's
+** pointer, until pager_close; nothing else may be asked of it. */
+int pager_detach(Pager *p);
+
 /* Make the N extents (data offsets OFF[i], LEN[i] bytes) of the map
 ** readable before a reader touches them: a no-op unless the VFS fills its
 ** maps on demand (xMapFill: the remote VFSes).  PAGEDB_OK, or the VFS's

@@ -29,6 +29,15 @@
 ** touching them all from +7.5 to +3.7 MB: doc/benchmarks.md).  A copied
 ** part's file stays in the bound's set and may be closed like any unmapped
 ** one.
+**
+** MAPS WITHOUT DESCRIPTORS.  Once a part is mapped whole for zero-copy
+** reads, the handle that mapped it gives up its descriptor (pager_detach:
+** the VFS's xDetach) and is kept as MP, for its map, which lives until the
+** close as zero-copy pointers need; the part's next copy-mode read or scan
+** opens and checks its file again, within the bound on open parts like any
+** other.  A zero-copy reader of many parts then holds a map of each but at
+** most PAGEDB_PARTS_OPEN descriptors.  A VFS that cannot detach, or whose
+** maps are filled on demand, keeps the file open until the close.
 */
 #include "api.h"
 #include "os.h"
@@ -58,8 +67,11 @@ typedef struct Part {
   uint64_t rec[6];          /* its record, as part_record gave it (for a reopen) */
   char *uri, *path;         /* its uri as recorded, and resolved */
   pthread_mutex_t map_mu;   /* making the map */
-  _Atomic int mapped;       /* release: base, lim and fills are set; P stays open until the close unless COPY */
+  _Atomic int mapped;       /* release: base, lim and fills are set; P stays open until the close unless COPY
+                            ** or MP */
   const uint8_t *base;      /* its data region in the map or COPY (made once, kept until the close) */
+  Pager *mp;                /* the pager of the map, its file detached (MAPS WITHOUT DESCRIPTORS), or NULL
+                            ** (set under OPEN_MU) */
   void *copy;               /* the block holding its copied data region (SMALL PARTS COPIED), or NULL */
   uint64_t lim;             /* bytes of the map from BASE */
   int fills;                /* the map must be filled before a read (pager_map_fills) */
@@ -72,8 +84,10 @@ typedef struct Part {
 ** passed.  A thread uses a part's file pinned (part_pin: USERS counted,
 ** then P loaded; the evictor swaps P out, then waits for USERS to drop:
 ** sequentially consistent, so one of the two sees the other) and never
-** waits on OPEN_MU while it holds a pin.  Mapped parts leave the set: a
-** zero-copy pointer lives until pagedb_close, so their maps and files stay.
+** waits on OPEN_MU while it holds a pin.  A part mapped through P (a VFS
+** that cannot detach, or fills its maps) leaves the set: a zero-copy
+** pointer lives until pagedb_close, so its map and file stay; one mapped
+** through MP stays in it (MAPS WITHOUT DESCRIPTORS).
 */
 struct PartTab {
   PartLeaves lv;            /* first: parts_mapped (api.h) reads it as the table */
@@ -293,8 +307,8 @@ static int part_file(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
       if (rc == PAGEDB_OK && NEVER(rec[5] > ((uint64_t)1 << DX_WIN_BITS) / ps)) rc = PAGEDB_CORRUPT_INDEX;
     }
   } else if (strstr(pdb_msg_text(&em), "Too many open files")) {
-    bad = "too many open files: each part a zero-copy reader touched stays open until pagedb_close, and"
-          " copy-mode reads keep up to PAGEDB_PARTS_OPEN more: read in copy mode, lower PAGEDB_PARTS_OPEN,"
+    bad = "too many open files: reads keep up to PAGEDB_PARTS_OPEN parts' files open (zero-copy ones also each"
+          " part they mapped, where the VFS cannot give up a mapped file's descriptor): lower PAGEDB_PARTS_OPEN,"
           " raise the limit (ulimit -n) or vacuum the dataset into one file";
   }
   /* A changed object explains any other mismatch: said first. */
@@ -315,6 +329,7 @@ static int part_file(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
 
 static void part_free(Part *pt) {
   pager_close(atomic_load(&pt->p));
+  pager_close(pt->mp);
   pdb_free(pt->copy);
   pthread_mutex_destroy(&pt->map_mu);
   pdb_free(pt->uri);
@@ -357,7 +372,7 @@ static int set_evict(struct PartTab *t, size_t *slot) {
   for (size_t steps = 0; t->n > 0 && steps < 2 * t->n + 2; steps++) {
     if (t->hand >= t->n) t->hand = 0;
     Part *c = t->set[t->hand];
-    if (atomic_load(&c->mapped) && !c->copy) {
+    if (atomic_load(&c->mapped) && !c->copy && !c->mp) {
       t->set[t->hand] = t->set[--t->n];
       continue;
     }
@@ -367,7 +382,7 @@ static int set_evict(struct PartTab *t, size_t *slot) {
     }
     Pager *p = atomic_exchange(&c->p, NULL);
     while (atomic_load(&c->users)) sched_yield();   /* a pin that raced the swap: one read */
-    if (atomic_load(&c->mapped) && !c->copy) {
+    if (atomic_load(&c->mapped) && !c->copy && !c->mp) {
       /* Mapped meanwhile (its mapper held a pin): it stays open. */
       atomic_store(&c->p, p);
       t->set[t->hand] = t->set[--t->n];
@@ -569,6 +584,30 @@ static void ent_publish(PartEnt *e, const Part *pt) {
   atomic_store_explicit(&e->lim, dx_window(pt->k) + pt->end, memory_order_release);
 }
 
+/* MAPS WITHOUT DESCRIPTORS: part PT, just mapped whole through P, gives up
+** P's descriptor: P, taken out of PT as the bound takes a file it closes
+** (no pin may be held here: the wait below is the evictor's), becomes MP,
+** its map kept; PT's next pin opens and checks its file again.  A VFS that
+** cannot detach leaves P as it was, open until the close. */
+static void give_up_descriptor(pagedb *db, Part *pt) {
+  struct PartTab *t = atomic_load(&db->ptab);
+  tab_lock(t);
+  Pager *p = pt->mp ? NULL : atomic_exchange(&pt->p, NULL);
+  while (p && atomic_load(&pt->users)) sched_yield();   /* a read under a pin: one */
+  if (p && pager_detach(p)) {
+    pt->mp = p;
+    /* Out of the set too, as a file the bound closed: its reopen puts it back. */
+    for (size_t i = 0; i < t->n; i++)
+      if (t->set[i] == pt) {
+        t->set[i] = t->set[--t->n];
+        break;
+      }
+  } else if (p) {
+    atomic_store(&pt->p, p);
+  }
+  tab_unlock(t);
+}
+
 /* parts_stored's zero-copy reads past the first of their part. */
 static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, const uint8_t **src) {
   Part *pt = NULL;
@@ -599,6 +638,7 @@ static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, con
                        why);
       }
     }
+    int detach = 0;
     if (rc == PAGEDB_OK && !atomic_load(&pt->mapped)) {
       rc = pager_map_ensure(p, m, pt->end, 1);
       if (rc == PAGEDB_OK) {
@@ -606,10 +646,12 @@ static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, con
         pt->fills = pager_map_fills(p);
         atomic_store_explicit(&pt->mapped, 1, memory_order_release);
         if (!pt->fills && pt->base && pt->lim >= pt->end) ent_publish(e, pt);
+        detach = !pt->fills;
       }
     }
     pthread_mutex_unlock(&pt->map_mu);
     part_unpin(pt);
+    if (detach) give_up_descriptor(db, pt);
     if (rc != PAGEDB_OK) {
       /* Most likely the process's maps are used up (vm.max_map_count). */
       char why[PDB_MSG_MAX];
@@ -622,7 +664,7 @@ static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, con
   }
   const uint8_t *base = pt->base;
   uint64_t lim = pt->lim;
-  /* (Mapped: its file stays open until the close.) */
+  /* (Filled on demand: mapped through P, which stays open until the close.) */
   if (pt->fills && len > 0) rc = pager_map_fill(atomic_load(&pt->p), m, 1, &rel, &len);
   if (rc == PAGEDB_OK && NEVER(!base || rel + len > lim))
     rc = pdb_err(db, m, PAGEDB_IOERR, "%s: the map of part %llu does not cover its data", db->path,
