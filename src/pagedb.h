@@ -1910,11 +1910,12 @@ struct pagedb_io_methods {
   ** calls only xUnmap and xClose on the file.  pagedb asks it of a file it
   ** has mapped whole and keeps mapped until the close: a part's index
   ** file that the dataset's index references (doc/format.md, "Parts'
-  ** chunks by reference"), so that a reader that touched many parts holds
-  ** a map of each, not a descriptor (the bound on open parts,
-  ** PAGEDB_CONFIG_PARTS_OPEN, then bounds a copy-mode reader's
-  ** descriptors).  NULL (or iVersion below 7): the descriptor stays open
-  ** until xClose.
+  ** chunks by reference"), and a part's data file a zero-copy reader
+  ** mapped (reads of it that need a descriptor open the file again), so
+  ** that a reader that touched many parts holds a map of each, not a
+  ** descriptor (the bound on open parts, PAGEDB_CONFIG_PARTS_OPEN, then
+  ** bounds its descriptors).  NULL (or iVersion below 7): the descriptor
+  ** stays open until xClose.
   */
   int (*xDetach)(pagedb_file *);
 };
