@@ -2280,10 +2280,11 @@ struct pagedb_pool_methods {
 ** more closes the one least recently used (a clock), and a later read of
 ** that part opens and checks its file again.  A part a zero-copy reader
 ** (PAGEDB_READ_MMAP) touched stays mapped until pagedb_close, since the
-** pointers into it live that long, but its descriptor is counted as any
-** other (the map is made through a second descriptor, given up once it is
-** mapped: a VFS of version 7, xDetach; with one that cannot, or that fills
-** its maps on demand, the part is not counted and its file stays open).
+** pointers into it live that long, but its descriptor is given up once it
+** is mapped (a VFS of version 7: xDetach), and a later copy-mode read of
+** it opens its file again within the bound; with a VFS that cannot, or
+** that fills its maps on demand, the part is not counted and its file
+** stays open.
 ** A reader of more parts than the process may map (Linux:
 ** vm.max_map_count, 65,530 by default) or open (ulimit -n) fails those
 ** reads with an error saying so (PAGEDB_NOMEM, PAGEDB_CANTOPEN...), never a
