@@ -231,7 +231,7 @@ struct pagedb_reader {
   uint8_t *zbuf;            /* decompressed values of the last call */
   size_t zcap;
   Prefetch pf;              /* pf.ids NULL: no read-ahead */
-  const struct PartLeaves *ptab;   /* zero-copy: the handle's table of parts (api.h), pdb_parts_none until made */
+  const struct PartEnt *pent;   /* zero-copy: the handle's entries of parts (api.h), NULL until made */
   uint64_t *scratch;        /* pagedb_read_batch: offsets, lengths, addresses */
   size_t nscratch;          /* ...for this many ids */
   int hint_left;            /* zero-copy batches before the next residency check */
@@ -347,57 +347,44 @@ int parts_commit_remote(pagedb *db, const pagedb_part *parts, int n, int policy,
 void parts_committed(pagedb *db, int ok);
 
 /*
-** The table of the parts this process touched (parts.c): a two-level array
-** of entries, each leaf allocated on first use.  A part's entry holds what
-** a zero-copy read of it needs (its handle lies in the leaf apart), so
-** that a read of a part already mapped costs the two loads of the table
-** and a sixteen-byte entry -- not a load of the handle -- and a compare:
-** LIM is the end of what the part uses as an address in its window
-** (dx_window(k) + its END, 0 until it is mapped whole) and BIAS the map's
-** base less dx_window(k), so an address is its pointer less one add.
-** The top slot of an address is its bits 52-63 (PT_TOPI: the windows'
-** base is a multiple of 2^52, so no subtraction), and every top slot holds
-** a leaf, those never used the one shared leaf of zeros (parts.c), so the
-** read checks no bound and no NULL.  A reader keeps the table's address
-** (pdb_parts_none until it first meets a part).  It was 27 instructions of
-** a read and is now 12 (callgrind, doc/benchmarks.md).
+** The entries of the parts this process touched (parts.c): one flat array
+** indexed by an address's bits 42-63, so that every address has an entry
+** and a read checks no bound: PT_NENT entries of 16 bytes, 64 MiB of
+** address space reserved as zeros (mem.h, RESERVED TABLES), of which the
+** pages of the parts a handle opened are made writable and so resident
+** (4 KiB for 256 parts).  A part's entry holds what a zero-copy read of it
+** needs (its handle lies apart): LIM, the end of what the part uses as an
+** address in its window (dx_window(k) + its END, 0 until it is mapped
+** whole), and BIAS, the map's base less dx_window(k), so that an address is
+** its pointer less one add.  A read of a part already mapped then costs one
+** load of its entry, dependent on the slot's address, and a compare (the
+** two-level table before cost two dependent loads, and 12 instructions
+** against 9 now: doc/benchmarks.md).  The entries of the own region (bits
+** 42-55 below DX_WIN_BASE) are never written: LIM 0.
 */
-#define PT_LEAF  1024u
-#define PT_SHIFT (DX_WIN_BITS + 10)
-#define PT_TOP   ((size_t)1 << (64 - PT_SHIFT))
-_Static_assert(PT_LEAF == (1u << (PT_SHIFT - DX_WIN_BITS)) && DX_WIN_BASE % ((uint64_t)1 << PT_SHIFT) == 0,
-               "a part's top slot is its window's bits 52-63");
-static inline size_t pt_topi(uint64_t k) { return (size_t)(dx_window(k) >> PT_SHIFT); }
+#define PT_NENT ((size_t)1 << (64 - DX_WIN_BITS))
 typedef struct PartEnt {
   uintptr_t bias;                  /* its data region's base in the map (or copy) less dx_window(k) */
   _Atomic uint64_t lim;            /* release: BIAS is set; dx_window(k) + END, or 0 (not mapped whole,
                                    ** or filled on demand) */
 } PartEnt;
-typedef struct PartLeaf {
-  PartEnt ent[PT_LEAF];                 /* what a read needs: four parts a cache line */
-  _Atomic(struct Part *) pt[PT_LEAF];   /* release: the handle's END is set */
-} PartLeaf;
-/* The first member of parts.c's struct PartTab. */
-typedef struct PartLeaves {
-  _Atomic(PartLeaf *) leaf[PT_TOP];   /* never NULL: parts.c's zero leaf until a part of it is touched */
-} PartLeaves;
-/* The table of no part touched: every leaf the zero leaf. */
-extern PartLeaves pdb_parts_none;
+
+/* The handle's entries, or NULL before the first part is touched. */
+const PartEnt *parts_entries(pagedb *db);
 
 /* The bytes [OFF, OFF+LEN) of an address in a part's window (OFF+LEN must
 ** not wrap: a lookup's extents end by PDB_ADDR_MAX, the in-memory index's
 ** within a few PAGEDB_MAX_SAMPLE of it) into *SRC, and 1, if the part is
-** mapped whole in table T and they lie within what it uses, else 0
-** (parts_stored then opens, maps or refuses).  An address below
-** DX_WIN_BASE, the own file's, finds the zero leaf in top slots 0-15 of
-** every table: 0, so the reader asks without testing which it has.
-** Lock-free: entries are published with release stores and never freed
-** before pagedb_close. */
-static inline int parts_mapped(const PartLeaves *t, uint64_t off, uint64_t len, const uint8_t **src) {
+** mapped whole in the entries T (NULL: none yet) and they lie within what
+** it uses, else 0 (parts_stored then opens, maps or refuses).  An address
+** below DX_WIN_BASE, the own file's, finds an entry of LIM 0: 0, so the
+** reader asks without testing which it has.  Lock-free: entries are
+** published with release stores and never freed before pagedb_close. */
+static inline int parts_mapped(const PartEnt *t, uint64_t off, uint64_t len, const uint8_t **src) {
   assert(len <= UINT64_MAX - off);
-  const PartLeaf *leaf = atomic_load_explicit(&t->leaf[off >> PT_SHIFT], memory_order_acquire);
-  const PartEnt *e = &leaf->ent[(off >> DX_WIN_BITS) % PT_LEAF];
-  if (off + len > atomic_load_explicit(&e->lim, memory_order_acquire)) return 0;
+  if (NEVER(!t)) return 0;
+  const PartEnt *e = &t[off >> DX_WIN_BITS];
+  if (NEVER(off + len > atomic_load_explicit(&e->lim, memory_order_acquire))) return 0;
   *src = (const uint8_t *)(e->bias + off);
   return 1;
 }

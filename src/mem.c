@@ -36,6 +36,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define PREFIX 16                    /* keeps blocks 16-byte aligned */
 #define LIVE   0x4c495645u           /* "LIVE": debug cookie of a block in use */
@@ -245,6 +246,40 @@ void pdb_mem_settle(void) {
 }
 
 void pdb_mem_uncharge(size_t n) { count(-(int64_t)n, 0, 0); }
+
+/* ---- reserved tables (mem.h) ---- */
+
+static size_t page_size(void) {
+  long n = sysconf(_SC_PAGESIZE);
+  return n > 0 ? (size_t)n : 4096;
+}
+
+static size_t page_floor(size_t n) { return n & ~(page_size() - 1); }
+
+void *pdb_table_reserve(size_t n) {
+  void *t = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return t == MAP_FAILED ? NULL : t;
+}
+
+int pdb_table_grow(void *t, size_t from, size_t *upto, size_t need) {
+  size_t lo = *upto ? *upto : page_floor(from), hi = page_floor(need + page_size() - 1);
+  if (hi <= lo) return PAGEDB_OK;
+  if (pdb_mem_charge(hi - lo) != PAGEDB_OK) return PAGEDB_NOMEM;
+  /* Writable from the pages before: one map, however far it grows. */
+  if (mprotect((uint8_t *)t + lo, hi - lo, PROT_READ | PROT_WRITE) != 0) {
+    pdb_mem_uncharge(hi - lo);
+    return PAGEDB_NOMEM;
+  }
+  pdb_mem_settle();
+  *upto = hi;
+  return PAGEDB_OK;
+}
+
+void pdb_table_release(void *t, size_t n, size_t from, size_t upto) {
+  if (!t) return;
+  munmap(t, n);
+  if (upto) pdb_mem_uncharge(upto - page_floor(from));
+}
 
 /* ---- SQLite through pagedb ---- */
 

@@ -52,6 +52,23 @@ void pdb_mem_uncharge(size_t n);
 ** done by pdb_mem_charge, so that memory never obtained never counts). */
 void pdb_mem_settle(void);
 
+/*
+** RESERVED TABLES: a table indexed by an address's high bits and read with
+** no bound check (parts.c's entries, one for every address a record may
+** have), of which a handle writes a few pages.  pdb_table_reserve gives N
+** bytes of zeros, readable, none writable and none charged: Linux charges a
+** private read-only map to no commit limit, and every page of it is the
+** one shared zero page until written.  pdb_table_grow makes the bytes from
+** FROM (rounded down to a page) up to NEED (rounded up) writable and
+** charges them against the limit, *UPTO recording the end made so far (0:
+** none): PAGEDB_NOMEM if the limit or the kernel refuses (nothing
+** changed).  The caller serializes grows of one table; reads need no lock.
+** pdb_table_release unmaps it and uncharges what grew.
+*/
+void *pdb_table_reserve(size_t n);
+int pdb_table_grow(void *t, size_t from, size_t *upto, size_t need);
+void pdb_table_release(void *t, size_t n, size_t from, size_t upto);
+
 /* Open pagedb handles: pagedb_shutdown refuses while any is. */
 extern _Atomic int pdb_handles;
 

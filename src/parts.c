@@ -13,8 +13,11 @@
 ** against it before any byte is trusted.  Handles live in a two-level
 ** table of pointers, leaves allocated on first use and entries published
 ** with a compare-and-swap, so that reading needs no lock and a process
-** holds nothing for a part it has not read.  A zero-copy pointer into a
-** part's map lives until pagedb_close, as one into the own map does.
+** holds nothing for a part it has not read; what a zero-copy read needs
+** of a part mapped whole lies in its entry (api.h, parts_mapped), in an
+** array reserved for every part number and written in the pages of the
+** parts touched.  A zero-copy pointer into a part's map lives until
+** pagedb_close, as one into the own map does.
 **
 ** SMALL PARTS COPIED.  A zero-copy reader's first touch of a local part
 ** whose data region is at most PAGEDB_CONFIG_PARTS_COPY bytes (16 KiB by
@@ -24,11 +27,12 @@
 ** into it live as long.  A map per small part costs a VMA (of the 65,530 a
 ** process may have), a descriptor held until the close, and a page of its
 ** own however few bytes it holds; the copies of many small parts lie side by
-** side in the heap (random reads of 1,000 parts of 10 tiny samples went from
-** 76-82% of the one file's speed to 86-88%, and the reader's RSS after
-** touching them all from +7.5 to +3.7 MB: doc/benchmarks.md).  A copied
-** part's file stays in the bound's set and may be closed like any unmapped
-** one.
+** side, in blocks of the handle's (copy_room), in the order they were read
+** (random reads of 1,000 parts of 10 tiny samples went from 76-82% of the
+** one file's speed to 86-88%, and the reader's RSS after touching them all
+** from +7.5 to +3.7 MB, with a heap block per copy; the blocks then gained
+** 1-2 points more: doc/benchmarks.md).  A copied part's file stays in the
+** bound's set and may be closed like any unmapped one.
 **
 ** MAPS WITHOUT DESCRIPTORS.  Once a part is mapped whole for zero-copy
 ** reads, the handle that mapped it gives up its descriptor (pager_detach:
@@ -72,7 +76,7 @@ typedef struct Part {
   const uint8_t *base;      /* its data region in the map or COPY (made once, kept until the close) */
   Pager *mp;                /* the pager of the map, its file detached (MAPS WITHOUT DESCRIPTORS), or NULL
                             ** (set under OPEN_MU) */
-  void *copy;               /* the block holding its copied data region (SMALL PARTS COPIED), or NULL */
+  int copied;               /* BASE is a copy of its data region (SMALL PARTS COPIED) */
   uint64_t lim;             /* bytes of the map from BASE */
   int fills;                /* the map must be filled before a read (pager_map_fills) */
 } Part;
@@ -89,13 +93,34 @@ typedef struct Part {
 ** pointer lives until pagedb_close, so its map and file stay; one mapped
 ** through MP stays in it (MAPS WITHOUT DESCRIPTORS).
 */
+#define PT_LEAF 1024u
+#define PT_TOP  ((size_t)(DX_PART_MAX + PT_LEAF - 1) / PT_LEAF)
+typedef struct PartLeaf {
+  _Atomic(Part *) pt[PT_LEAF];   /* release: the handle's END is set */
+} PartLeaf;
+
+/* A block of small parts' copies (SMALL PARTS COPIED): USED of CAP bytes
+** from B given out (USED may pass CAP: a copy that did not fit). */
+typedef struct CopyBlock {
+  struct CopyBlock *next;   /* the block before */
+  uint8_t *b;
+  size_t cap;
+  _Atomic size_t used;
+} CopyBlock;
+
 struct PartTab {
-  PartLeaves lv;            /* first: parts_mapped (api.h) reads it as the table */
+  PartEnt *ent;             /* PT_NENT entries (api.h), reserved; pages [ENT_FROM, ENT_UPTO) writable */
+  size_t ent_upto;          /* bytes of ENT made writable so far (pdb_table_grow; under OPEN_MU) */
+  _Atomic(PartLeaf *) leaf[PT_TOP];   /* the handles, a leaf of them made on first use (NULL: none) */
   _Atomic unsigned open_mu; /* tab_lock: 0 free, else 1 + the fork generation of its holder */
   _Atomic uint64_t copied;  /* bytes of small parts' copies (SMALL PARTS COPIED) */
+  _Atomic(CopyBlock *) blocks;   /* ...which lie in these, the newest first */
   Part **set;
   size_t n, cap, hand;
 };
+
+/* The first byte of the entries a part may write: part 0's. */
+#define ENT_FROM ((size_t)(DX_WIN_BASE >> DX_WIN_BITS) * sizeof(PartEnt))
 
 /*
 ** OPEN_MU, a lock a forked child can take although a thread of its parent
@@ -330,7 +355,6 @@ static int part_file(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
 static void part_free(Part *pt) {
   pager_close(atomic_load(&pt->p));
   pager_close(pt->mp);
-  pdb_free(pt->copy);
   pthread_mutex_destroy(&pt->map_mu);
   pdb_free(pt->uri);
   pdb_free(pt->path);
@@ -372,7 +396,7 @@ static int set_evict(struct PartTab *t, size_t *slot) {
   for (size_t steps = 0; t->n > 0 && steps < 2 * t->n + 2; steps++) {
     if (t->hand >= t->n) t->hand = 0;
     Part *c = t->set[t->hand];
-    if (atomic_load(&c->mapped) && !c->copy && !c->mp) {
+    if (atomic_load(&c->mapped) && !c->copied && !c->mp) {
       t->set[t->hand] = t->set[--t->n];
       continue;
     }
@@ -382,7 +406,7 @@ static int set_evict(struct PartTab *t, size_t *slot) {
     }
     Pager *p = atomic_exchange(&c->p, NULL);
     while (atomic_load(&c->users)) sched_yield();   /* a pin that raced the swap: one read */
-    if (atomic_load(&c->mapped) && !c->copy && !c->mp) {
+    if (atomic_load(&c->mapped) && !c->copied && !c->mp) {
       /* Mapped meanwhile (its mapper held a pin): it stays open. */
       atomic_store(&c->p, p);
       t->set[t->hand] = t->set[--t->n];
@@ -446,37 +470,40 @@ static int part_pin(pagedb *db, pdb_msg *m, Part *pt, Pager **out) {
 
 static void part_unpin(Part *pt) { atomic_fetch_sub(&pt->users, 1); }
 
-/* The leaf every top slot of a new table names until a part of its span is
-** touched: parts_mapped then reads LIM 0 (not mapped) and PT NULL without
-** testing for a leaf.  Never written. */
-static PartLeaf zero_leaf;
-PartLeaves pdb_parts_none = { .leaf = { [0 ... PT_TOP - 1] = &zero_leaf } };
-
-/* The leaf of part K, allocated on first use (NULL: out of memory). */
-static PartLeaf *part_leaf(pagedb *db, uint64_t k) {
+/* The handle's table, made on first use (NULL: out of memory). */
+static struct PartTab *part_tab(pagedb *db) {
   struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
-  if (!t) {
-    struct PartTab *nt = pdb_calloc(1, sizeof *nt);
-    if (!nt) return NULL;
-    for (size_t i = 0; i < PT_TOP; i++) atomic_init(&nt->lv.leaf[i], &zero_leaf);
-    nt->cap = parts_bound();
-    nt->set = pdb_malloc(nt->cap * sizeof *nt->set);
-    if (!nt->set) {
-      pdb_free(nt);
-      return NULL;
-    }
-    if (!atomic_compare_exchange_strong(&db->ptab, &t, nt)) {
-      pdb_free(nt->set);
-      pdb_free(nt);
-    } else {
-      t = nt;
-    }
+  if (t) return t;
+  struct PartTab *nt = pdb_calloc(1, sizeof *nt);
+  if (!nt) return NULL;
+  nt->cap = parts_bound();
+  nt->set = pdb_malloc(nt->cap * sizeof *nt->set);
+  nt->ent = pdb_table_reserve(PT_NENT * sizeof(PartEnt));
+  if (!nt->set || !nt->ent) {
+    pdb_table_release(nt->ent, PT_NENT * sizeof(PartEnt), ENT_FROM, 0);
+    pdb_free(nt->set);
+    pdb_free(nt);
+    return NULL;
   }
-  PartLeaf *leaf = atomic_load_explicit(&t->lv.leaf[pt_topi(k)], memory_order_acquire);
-  if (leaf == &zero_leaf) {
+  if (atomic_compare_exchange_strong(&db->ptab, &t, nt)) return nt;
+  pdb_table_release(nt->ent, PT_NENT * sizeof(PartEnt), ENT_FROM, 0);
+  pdb_free(nt->set);
+  pdb_free(nt);
+  return t;
+}
+
+const PartEnt *parts_entries(pagedb *db) {
+  struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
+  return t ? t->ent : NULL;
+}
+
+/* The leaf of part K's handle in T, made on first use (NULL: out of memory). */
+static PartLeaf *part_leaf(struct PartTab *t, uint64_t k) {
+  PartLeaf *leaf = atomic_load_explicit(&t->leaf[k / PT_LEAF], memory_order_acquire);
+  if (!leaf) {
     PartLeaf *nl = pdb_calloc(1, sizeof *nl);
     if (!nl) return NULL;
-    if (!atomic_compare_exchange_strong(&t->lv.leaf[pt_topi(k)], &leaf, nl)) pdb_free(nl);
+    if (!atomic_compare_exchange_strong(&t->leaf[k / PT_LEAF], &leaf, nl)) pdb_free(nl);
     else leaf = nl;
   }
   return leaf;
@@ -486,9 +513,11 @@ static PartLeaf *part_leaf(pagedb *db, uint64_t k) {
 static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out, PartEnt **ent) {
   if (k >= DX_PART_MAX) return pdb_err(db, m, PAGEDB_CORRUPT_INDEX, "%s: address of part %llu, past the last possible",
                                        db->path, (unsigned long long)k);
-  PartLeaf *leaf = part_leaf(db, k);
+  struct PartTab *t = part_tab(db);
+  PartLeaf *leaf = t ? part_leaf(t, k) : NULL;
   if (!leaf) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
-  if (ent) *ent = &leaf->ent[k % PT_LEAF];
+  size_t ei = (size_t)(dx_window(k) >> DX_WIN_BITS);
+  if (ent) *ent = &t->ent[ei];
   _Atomic(Part *) *ptp = &leaf->pt[k % PT_LEAF];
   Part *pt = atomic_load_explicit(ptp, memory_order_acquire);
   if (LIKELY(pt != NULL)) {
@@ -496,12 +525,14 @@ static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out, PartEnt **en
     return PAGEDB_OK;
   }
   /* Made under the table's OPEN_MU: the new file counts against the bound
-  ** (and no two threads open the same part at once). */
-  struct PartTab *t = atomic_load(&db->ptab);
+  ** (and no two threads open the same part at once); its entry writable
+  ** before anyone can publish it (stored_mapped, after this). */
   tab_lock(t);
   int rc = PAGEDB_OK;
   pt = atomic_load_explicit(ptp, memory_order_acquire);
-  if (!pt && (rc = part_open(db, m, k, &pt)) == PAGEDB_OK) {
+  if (!pt && pdb_table_grow(t->ent, ENT_FROM, &t->ent_upto, (ei + 1) * sizeof(PartEnt)) != PAGEDB_OK)
+    rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
+  else if (!pt && (rc = part_open(db, m, k, &pt)) == PAGEDB_OK) {
     set_add(t, pt);
     atomic_store_explicit(ptp, pt, memory_order_release);
   }
@@ -515,12 +546,17 @@ void parts_close(pagedb *db) {
   struct PartTab *t = atomic_exchange(&db->ptab, NULL);
   if (!t) return;
   for (size_t i = 0; i < PT_TOP; i++) {
-    PartLeaf *leaf = t->lv.leaf[i];
-    if (leaf == &zero_leaf) continue;
+    PartLeaf *leaf = t->leaf[i];
+    if (!leaf) continue;
     for (uint64_t j = 0; j < PT_LEAF; j++)
       if (leaf->pt[j]) part_free(leaf->pt[j]);
     pdb_free(leaf);
   }
+  for (CopyBlock *b = t->blocks, *nb; b; b = nb) {
+    nb = b->next;
+    pdb_free(b);
+  }
+  pdb_table_release(t->ent, PT_NENT * sizeof(PartEnt), ENT_FROM, t->ent_upto);
   pdb_free(t->set);
   pdb_free(t);
 }
@@ -540,37 +576,71 @@ static int part_at(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, Part **pt
   return PAGEDB_OK;
 }
 
-/* SMALL PARTS COPIED: part PT's data region read from P (pinned) into a
-** block of its own, PT's BASE and LIM set to it, when the handle's copies
-** have room (else nothing: it is mapped).  MAP_MU held.  The block is
-** aligned as a map is for the values in it (PAGEDB_MAX_ALIGN). */
+/* Blocks of copies: the first of COPY_BLOCK_MIN bytes, each next twice
+** the last up to COPY_BLOCK_MAX, so that a reader of a few small parts
+** holds little, and one of thousands holds them side by side. */
+#define COPY_BLOCK_MIN ((size_t)64 << 10)
+#define COPY_BLOCK_MAX ((size_t)2 << 20)
+
+/* N bytes, aligned to A (a power of two), in T's blocks of copies; NULL
+** when out of memory.  Lock-free (a thread copying a part holds a pin, and
+** must not wait on OPEN_MU): a block is carved by an atomic add, and a
+** new one pushed by a compare-and-swap, the loser's freed. */
+static uint8_t *copy_room(struct PartTab *t, size_t n, size_t a) {
+  size_t need = (n + a - 1) & ~(a - 1);
+  for (;;) {
+    CopyBlock *b = atomic_load(&t->blocks);
+    if (b) {
+      size_t at = atomic_fetch_add(&b->used, need);
+      if (at <= b->cap && need <= b->cap - at) return b->b + at;
+    }
+    size_t cap = b ? b->cap * 2 : COPY_BLOCK_MIN;
+    if (cap > COPY_BLOCK_MAX) cap = COPY_BLOCK_MAX;
+    if (cap < need) cap = need;
+    CopyBlock *nb = pdb_malloc(sizeof *nb + cap + a);
+    if (!nb) return NULL;
+    nb->b = (uint8_t *)(((uintptr_t)(nb + 1) + a - 1) & ~(uintptr_t)(a - 1));
+    nb->cap = cap;
+    atomic_init(&nb->used, need);
+    nb->next = b;
+    if (atomic_compare_exchange_strong(&t->blocks, &b, nb)) return nb->b;
+    pdb_free(nb);
+  }
+}
+
+/* SMALL PARTS COPIED: part PT's data region read from P (pinned) into the
+** handle's blocks of copies, PT's BASE and LIM set to it, when they have
+** room (else nothing: it is mapped).  MAP_MU held.  The copy is aligned as
+** the values in it need (the dataset's G, at least 8), and lies next to
+** the part copied before it: random reads of 1,000 parts of 10 tiny samples
+** touched 272 pages of copies each in a block of its own among the parts'
+** handles, and touch 129 now, as many as the same bytes in one file (107)
+** give or take the alignment (doc/benchmarks.md). */
 static int copy_part(pagedb *db, pdb_msg *m, Part *pt, Pager *p) {
   struct PartTab *t = atomic_load(&db->ptab);
-  uint64_t n = pt->end, want = n + PAGEDB_MAX_ALIGN;
-  if (atomic_fetch_add(&t->copied, want) + want > PARTS_COPY_TOTAL) {
-    atomic_fetch_sub(&t->copied, want);
+  uint64_t n = pt->end;
+  size_t a = (size_t)api_records_align(db);
+  if (a < 8) a = 8;
+  if (atomic_fetch_add(&t->copied, n + a) + n + a > PARTS_COPY_TOTAL) {
+    atomic_fetch_sub(&t->copied, n + a);
     return PAGEDB_OK;
   }
-  void *blk = pdb_malloc((size_t)want);
-  if (!blk) {
-    atomic_fetch_sub(&t->copied, want);
+  uint8_t *dst = copy_room(t, (size_t)n, a);
+  if (!dst) {
+    atomic_fetch_sub(&t->copied, n + a);
     return PAGEDB_OK;   /* mapped instead */
   }
-  uint8_t *dst = (uint8_t *)(((uintptr_t)blk + PAGEDB_MAX_ALIGN - 1) & ~(uintptr_t)(PAGEDB_MAX_ALIGN - 1));
   /* Through the pager, as a copy-mode read (the backend's alignment and
-  ** retries); its buffer then goes. */
+  ** retries); its buffer then goes.  (A failure leaves DST unused until
+  ** the close: counted still.) */
   uint8_t *buf = NULL;
   size_t cap = 0;
   const uint8_t *src = NULL;
   int rc = n ? pager_fetch(p, m, 0, (size_t)n, &buf, &cap, &src) : PAGEDB_OK;
   if (rc == PAGEDB_OK && n) memcpy(dst, src, (size_t)n);
   pdb_buf_free(buf);   /* (a pool buffer: pager.c, reserve) */
-  if (rc != PAGEDB_OK) {
-    pdb_free(blk);
-    atomic_fetch_sub(&t->copied, want);
-    return rc;
-  }
-  pt->copy = blk;
+  if (rc != PAGEDB_OK) return rc;
+  pt->copied = 1;
   pt->base = dst;
   pt->lim = n;
   pt->fills = 0;
@@ -626,7 +696,7 @@ static int stored_mapped(pagedb *db, pdb_msg *m, uint64_t off, uint64_t len, con
     pthread_mutex_lock(&pt->map_mu);
     if (!atomic_load(&pt->mapped) && !pager_map_fills(p) && pt->end <= parts_copy_max()) {
       rc = copy_part(db, m, pt, p);
-      if (rc == PAGEDB_OK && pt->copy) {
+      if (rc == PAGEDB_OK && pt->copied) {
         atomic_store_explicit(&pt->mapped, 1, memory_order_release);
         ent_publish(e, pt);
       } else if (rc != PAGEDB_OK) {
@@ -679,7 +749,7 @@ int parts_stored(pagedb *db, pdb_msg *m, int mmap, uint64_t off, uint64_t len, u
     /* The hot path (the reader inlines it too): the part's entry, mapped
     ** whole, and the bound. */
     struct PartTab *t = atomic_load_explicit(&db->ptab, memory_order_acquire);
-    if (LIKELY(t != NULL && len <= UINT64_MAX - off && parts_mapped(&t->lv, off, len, src)))
+    if (LIKELY(t != NULL && len <= UINT64_MAX - off && parts_mapped(t->ent, off, len, src)))
       return PAGEDB_OK;
     return stored_mapped(db, m, off, len, src);
   }
@@ -706,7 +776,8 @@ int parts_file(pagedb *db, pdb_msg *m, uint64_t k, Pager **p, uint64_t *end) {
 
 void parts_file_done(pagedb *db, uint64_t k) {
   struct PartTab *t = atomic_load(&db->ptab);
-  Part *pt = t && k < DX_PART_MAX ? atomic_load(&atomic_load(&t->lv.leaf[pt_topi(k)])->pt[k % PT_LEAF]) : NULL;
+  PartLeaf *leaf = t && k < DX_PART_MAX ? atomic_load(&t->leaf[k / PT_LEAF]) : NULL;
+  Part *pt = leaf ? atomic_load(&leaf->pt[k % PT_LEAF]) : NULL;
   if (NEVER(!pt)) return;
   part_unpin(pt);
 }

@@ -49,6 +49,17 @@
 
 #include <stdio.h>
 
+/* A zero-copy reader's copy of the own map's address and length, unless
+** the map is filled per read (then LIM stays 0: stored_bytes). */
+static void own_map(pagedb_reader *r) {
+  uint64_t lim = 0;
+  const uint8_t *base = pager_map_span(r->db->pager, &lim);
+  if (base && !r->fill) {
+    r->base = base;
+    r->lim = lim;
+  }
+}
+
 int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   if (!out) return PAGEDB_MISUSE;
   *out = NULL;
@@ -73,10 +84,12 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   r->verify = verify;
   r->idx = db->idx;
   r->dx = idx_disk(db->idx);
-  r->ptab = &pdb_parts_none;
+  /* (stored_bytes: LIM 0 sends every read to stored_slow; BASE + 0 is
+  ** what a read of no bytes at address 0 gets.) */
+  r->base = (const uint8_t *)"";
   if (mode == PAGEDB_READ_MMAP) {
     r->fill = pager_map_fills(db->pager);
-    r->base = pager_map_span(db->pager, &r->lim);
+    own_map(r);
   }
   pthread_mutex_lock(&db->mu);
   r->next = db->readers;
@@ -177,16 +190,18 @@ static int stored_slow(pagedb_reader *r, uint64_t off, uint64_t len, const uint8
   ** own map or file, opened on first touch. */
   if (off >= PDB_MAX_DATA) {
     rc = parts_stored(r->db, &r->err, r->mode == PAGEDB_READ_MMAP, off, len, &r->buf, &r->cap, src);
-    /* The table is made at the first touch of a part, and kept until the close. */
-    const PartLeaves *t = (const PartLeaves *)atomic_load_explicit(&r->db->ptab, memory_order_acquire);
-    if (t) r->ptab = t;
+    /* The entries are made at the first touch of a part, and kept until the
+    ** close; a copy-mode reader never reads them. */
+    if (r->mode == PAGEDB_READ_MMAP) r->pent = parts_entries(r->db);
     return rc;
   }
   if (r->mode == PAGEDB_READ_MMAP) {
     if (len > 0 && r->fill) rc = pager_map_fill(p, &r->err, 1, &off, &len);
-    r->base = pager_map_span(p, &r->lim);
-    assert(r->base && off + len <= r->lim);   /* commits map what they commit (commit.c) */
-    *src = r->base + off;
+    uint64_t lim = 0;
+    const uint8_t *base = pager_map_span(p, &lim);
+    assert(base && off + len <= lim);   /* commits map what they commit (commit.c) */
+    own_map(r);
+    *src = base + off;
     return rc;
   }
   *src = (const uint8_t *)"";
@@ -197,17 +212,19 @@ static int stored_slow(pagedb_reader *r, uint64_t off, uint64_t len, const uint8
   return rc;
 }
 
-/* The stored bytes of an extent: in the map, or fetched into R's buffer. */
+/* The stored bytes of an extent: in the map, or fetched into R's buffer.
+** A zero-copy read of the own map is one compare and one add, and of a part
+** mapped whole one load more (parts_mapped; an own address past the map
+** finds no part).  A copy-mode reader's LIM is 0 and its entries of parts
+** NULL, as a zero-copy one's LIM is when the VFS fills its map per read:
+** both then go by stored_slow (but for a read of no bytes at address 0,
+** which gets the "" stored_slow would give). */
 static inline int stored_bytes(pagedb_reader *r, uint64_t off, uint64_t len, const uint8_t **src) {
-  if (LIKELY(r->mode == PAGEDB_READ_MMAP)) {
-    if (LIKELY(!r->fill && off + len <= r->lim)) {
-      *src = r->base + off;
-      return PAGEDB_OK;
-    }
-    /* A part's sample, its part mapped: one pointer, as the own file's
-    ** (an own address past the map finds no part: parts_mapped). */
-    if (parts_mapped(r->ptab, off, len, src)) return PAGEDB_OK;
+  if (LIKELY(off + len <= r->lim)) {
+    *src = r->base + off;
+    return PAGEDB_OK;
   }
+  if (parts_mapped(r->pent, off, len, src)) return PAGEDB_OK;
   return stored_slow(r, off, len, src);
 }
 
