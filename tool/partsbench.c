@@ -2,7 +2,7 @@
 ** partsbench.c -- a dataset made of parts (issue 26) measured against the
 ** same samples in one file, at P parts of PER samples each:
 **
-**   pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-size S] [-reads R] [-rounds K] [-jobs J] [-keep]
+**   pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-size S] [-reads R] [-rounds K] [-jobs J] [-copy] [-keep]
 **
 ** For each P (default 1,1000): P part datasets of PER tiny samples (16-64
 ** bytes and an INT label; with -size S, S/2..3S/2 bytes, W-small's 1 KiB
@@ -22,7 +22,8 @@
 **           read of every sample (every part touched, its file opened and
 **           mapped)
 **   reads   R random reads by id through one PAGEDB_READ_MMAP reader
-**           (PAGEDB_READ_COPY past 10,000 parts, here and above) of each
+**           (PAGEDB_READ_COPY with -copy, or past 10,000 parts that are
+**           not small enough to be copied: here and above) of each
 **           (the same ids in both), both open in one process and taking
 **           turns every 10,000 reads: a first pass, with the first
 **           touches (a part's open, check and map, given per part
@@ -68,10 +69,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Zero-copy reads, or copy-mode ones past 10,000 parts: a zero-copy reader
-** keeps every part it touched open and mapped until its close, which a
-** process cannot do for 100,000 (ulimit -n, vm.max_map_count); copy-mode
-** reads keep at most PAGEDB_PARTS_OPEN open (doc/format.md, open question 1). */
+/* Zero-copy reads, or copy-mode ones past 10,000 parts larger than a
+** zero-copy reader copies (PAGEDB_CONFIG_PARTS_COPY, 16 KiB): such a reader
+** keeps every part it touched mapped until its close, which a process
+** cannot do for 100,000 (vm.max_map_count); copy-mode reads keep at most
+** PAGEDB_PARTS_OPEN open (doc/format.md, open question 1).  Small parts
+** are copied into memory, not mapped, and their files closed by that
+** bound: read zero-copy at any P.  -copy: copy mode always. */
 static int read_mode = PAGEDB_READ_MMAP;
 
 static double clock_s(void) {
@@ -541,7 +545,7 @@ static int ingest_main(const char *dir, const char *specs, int rounds) {
 int main(int argc, char **argv) {
   const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", *plist = "1,1000";
   int64_t per = 10;
-  int reads = 200000, rounds = 3, keep = 0, status = 0, jobs = 8;
+  int reads = 200000, rounds = 3, keep = 0, status = 0, jobs = 8, copy = 0;
   const char *ingest = NULL;
   if (argc == 9 && !strcmp(argv[1], "-write-part")) return write_part(argv + 2);
   if (argc == 7 && !strcmp(argv[1], "-open-child")) return open_measure(argv + 2);
@@ -554,9 +558,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "-jobs") && i + 1 < argc) jobs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "-keep")) keep = 1;
+    else if (!strcmp(argv[i], "-copy")) copy = 1;
     else if (!strcmp(argv[i], "-ingest") && i + 1 < argc) ingest = argv[++i];
     else {
-      fprintf(stderr, "usage: pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-size S] [-reads R] [-rounds K] [-jobs J] [-keep]\n"
+      fprintf(stderr, "usage: pagedb-partsbench [-dir DIR] [-parts P,P,...] [-per N] [-size S] [-reads R] [-rounds K] [-jobs J] [-copy] [-keep]\n"
                       "       pagedb-partsbench -ingest W-small:N,W-img:N [-rounds K] [-dir DIR]\n");
       return 2;
     }
@@ -579,10 +584,15 @@ int main(int argc, char **argv) {
     snprintf(one, sizeof one, "%s/one.pagedb", base);
     snprintf(pdir, sizeof pdir, "%s/d.pagedb.parts", base);
     if (mkdir(base, 0755) != 0 || mkdir(pdir, 0755) != 0) die(base, NULL, PAGEDB_CANTOPEN);
-    read_mode = P > 10000 ? PAGEDB_READ_COPY : PAGEDB_READ_MMAP;
+    /* A part's bytes at most: its samples' largest values and their records'
+    ** alignment (the INT label lies in the slot). */
+    uint64_t part_max = (uint64_t)per * ((size_mean ? size_mean * 3 / 2 : 64) + 8);
+    int big = P > 10000 && part_max > 16384;
+    read_mode = copy || big ? PAGEDB_READ_COPY : PAGEDB_READ_MMAP;
     printf("P = %lld parts of %lld samples (%lld samples, %s), in %s; reads %s\n", (long long)P, (long long)per,
            (long long)N, size_mean ? "-size: S/2..3S/2 bytes" : "16-64 bytes", base,
-           read_mode == PAGEDB_READ_COPY ? "in copy mode (past 10,000 parts)" : "zero-copy");
+           copy ? "in copy mode (-copy)" : big ? "in copy mode (past 10,000 parts too large to be copied)"
+                                               : "zero-copy");
     fflush(stdout);
     /* The parts, by JOBS processes (part k by process k % JOBS: independent
     ** writers, as a cluster's would be; a tiny part's wall time is mostly
