@@ -126,8 +126,7 @@ typedef struct Retired {
 } Retired;
 
 #define DX_PMEMO 1024
-#define DX_CLEAF 1024
-#define DX_CTOP  1024          /* leaves of resolved chunks; chunk c's is (c / DX_CLEAF) % DX_CTOP */
+#define DX_CREFS ((size_t)1 << 20)   /* resolved chunks' entries; chunk c's is c % DX_CREFS */
 /* A memo word: k + 1 (< 2^21) above data_end (<= 2^42: 43 bits). */
 #define DX_PMEMO_SHIFT 43
 
@@ -173,11 +172,11 @@ struct Dx {
   ** memory, a read) is tried again by the next lookup that needs it, and
   ** replaced (onto REFS_OLD) if that succeeds. */
   _Atomic(_Atomic(struct DxRef *) *) rtab[(DX_PART_MAX + DX_PMEMO - 1) / DX_PMEMO];
-  /* Referenced chunks resolved (RESOLVED CHUNKS): chunk c's in leaf
-  ** (c / DX_CLEAF) % DX_CTOP, cref_none until one of its chunks is
-  ** resolved, then allocated under REF_MU and published with a release
-  ** store. */
-  _Atomic(const struct DxCref *) cref[DX_CTOP];
+  /* Referenced chunks resolved (RESOLVED CHUNKS): chunk c's at
+  ** CREF[c % DX_CREFS], a table reserved as zeros (version 3 only, else
+  ** NULL), its pages made writable under REF_MU up to CREF_UPTO bytes. */
+  struct DxCref *cref;
+  size_t cref_upto;
   pthread_mutex_t ref_mu;
   struct DxRef *refs_old;   /* failed DxRefs replaced, freed at close (a lookup may still hold one) */
   uint64_t *wbuf;           /* the writer's translated slot (find_work) */
@@ -533,26 +532,26 @@ static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
 ** reads its slot at BASE: one load of a table indexed by the chunk, and no
 ** load of the part's state, before the slot's (11 instructions fewer a
 ** lookup; reads by reference still trail copied entries' when the parts
-** are large and many: doc/benchmarks.md).  An entry is written once, BASE
-** then KEY with a release store, under REF_MU, and never changed; BASE
-** points into a map that lives until dx_close (a DxRef with a map is never
-** replaced).  An entry word another snapshot changed simply does not match.
+** are large and many: doc/benchmarks.md).  The table is flat, reserved as
+** zeros for 2^20 chunks (16 MiB of address space: mem.h, RESERVED TABLES)
+** with the pages of the chunks resolved made writable, so that the entry
+** is one load from the Dx, not two through a leaf.  An entry is written
+** once, BASE then KEY with a release store, under REF_MU, and never
+** changed; BASE points into a map that lives until dx_close (a DxRef with
+** a map is never replaced).  An entry word another snapshot changed simply
+** does not match.
 */
 typedef struct DxCref {
   _Atomic uint64_t key;
   const uint8_t *base;
 } DxCref;
 
-/* The leaf every top slot names until one of its chunks is resolved:
-** keys 0 match no entry word.  Never written. */
-static const DxCref cref_none[DX_CLEAF];
-
-/* The copy's address recorded for chunk C under entry word W, or NULL.
-** Chunks C and C + DX_CTOP * DX_CLEAF share a slot of the table: an entry
-** is a function of its word alone (its part's map plus the offset), so
-** a match is right for either. */
+/* The copy's address recorded for chunk C under entry word W, or NULL
+** (keys 0, the table's zeros, match no entry word).  Chunks C and
+** C + DX_CREFS share an entry: an entry is a function of its word alone
+** (its part's map plus the offset), so a match is right for either. */
 static inline __attribute__((always_inline)) const uint8_t *cref_get(const Dx *x, uint64_t c, uint64_t w) {
-  const DxCref *ce = &atomic_load_explicit(&x->cref[(c / DX_CLEAF) % DX_CTOP], memory_order_acquire)[c % DX_CLEAF];
+  const DxCref *ce = &x->cref[c % DX_CREFS];
   return atomic_load_explicit(&ce->key, memory_order_acquire) == w ? ce->base : NULL;
 }
 
@@ -568,16 +567,15 @@ static __attribute__((noinline)) const uint8_t *ref_resolve(const Dx *x, const u
   if (!ref || off < DX_HDR || off > ref->lim) return NULL;
   const uint8_t *base = ref->map + off;
   Dx *w = (Dx *)x;
-  size_t top = (size_t)((c / DX_CLEAF) % DX_CTOP);
+  DxCref *ce = &w->cref[c % DX_CREFS];
   pthread_mutex_lock(&w->ref_mu);
-  DxCref *leaf = (DxCref *)atomic_load_explicit(&w->cref[top], memory_order_acquire);
-  if (leaf == cref_none && (leaf = pdb_calloc(DX_CLEAF, sizeof *leaf)) != NULL)
-    atomic_store_explicit(&w->cref[top], leaf, memory_order_release);
   /* Once: a recorded entry is never changed (another word for its slot is
-  ** resolved at each lookup). */
-  if (leaf && atomic_load_explicit(&leaf[c % DX_CLEAF].key, memory_order_relaxed) == 0) {
-    leaf[c % DX_CLEAF].base = base;
-    atomic_store_explicit(&leaf[c % DX_CLEAF].key, e[0], memory_order_release);
+  ** resolved at each lookup).  Its page made writable first: without
+  ** memory for it, nothing is recorded and the next lookup resolves again. */
+  if (pdb_table_grow(w->cref, 0, &w->cref_upto, (c % DX_CREFS + 1) * sizeof *ce) == PAGEDB_OK &&
+      atomic_load_explicit(&ce->key, memory_order_relaxed) == 0) {
+    ce->base = base;
+    atomic_store_explicit(&ce->key, e[0], memory_order_release);
   }
   pthread_mutex_unlock(&w->ref_mu);
   return base;
@@ -876,7 +874,11 @@ static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_
   assert(version >= 1 && version <= 3);
   Dx *x = pdb_calloc(1, sizeof *x);
   if (!x) return NULL;
-  for (size_t i = 0; i < DX_CTOP; i++) atomic_init(&x->cref[i], cref_none);
+  /* (Version 3 only: no other has a referenced chunk, check_dir.) */
+  if (version >= 3 && !(x->cref = pdb_table_reserve(DX_CREFS * sizeof(DxCref)))) {
+    pdb_free(x);
+    return NULL;
+  }
   pthread_mutex_init(&x->ref_mu, NULL);
   for (int f = 0; f < nfield && tokes && version >= 2; f++)
     if (tokes[f]) {
@@ -929,8 +931,7 @@ void dx_close(Dx *x) {
     for (size_t j = 0; leaf && j < DX_PMEMO; j++) ref_free(leaf[j]);
     pdb_free((void *)leaf);
   }
-  for (size_t i = 0; i < DX_CTOP; i++)
-    if (x->cref[i] != cref_none) pdb_free((void *)x->cref[i]);
+  pdb_table_release(x->cref, DX_CREFS * sizeof(DxCref), 0, x->cref_upto);
   while (x->refs_old) {
     DxRef *n = x->refs_old->next;
     ref_free(x->refs_old);
