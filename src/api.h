@@ -71,6 +71,10 @@ struct pagedb {
   ** mapped, chained from PINNED, until pagedb_close (main.c, drop_index). */
   _Atomic int tokpin;
   Dx *pinned;
+  /* Indexes replaced under open readers (api_install_index's LIVE), freed
+  ** at the close: NRETIRED of room for CAPRETIRED. */
+  Index **retired;
+  size_t nretired, capretired;
   pagedb_vfs *vfs;
   Pager *pager;
   Catalog *cat;
@@ -215,11 +219,13 @@ struct pagedb_reader {
   pagedb_reader *next;      /* in db->readers */
   int mode;                 /* PAGEDB_READ_MMAP or _COPY */
   int verify;               /* PAGEDB_READ_VERIFY */
-  /* The read corridor (reader.c).  DX and IDX stay the handle's while a
-  ** reader is open: what replaces them (a field add, an in-place vacuum)
-  ** refuses to run then. */
-  Dx *dx;                   /* the mapped index file, or NULL: IDX is the index */
-  Index *idx;               /* the in-memory index (read-only fallback, no map) */
+  /* The read corridor (reader.c).  DX and IDX are the handle's index in
+  ** force: a field add or an in-place vacuum, which replace it, refuse to
+  ** run while a reader is open; the first commit of parts replaces them
+  ** under the reader (release stores under db->mu, the old kept until the
+  ** close: api_install_index), and the reader's next lookup reads the new. */
+  Dx *_Atomic dx;           /* the mapped index file, or NULL: IDX is the index */
+  Index *_Atomic idx;       /* the in-memory index (read-only fallback, no map) */
   DxMemo memo;              /* the last slot dx_find_memo found */
   const uint8_t *base;      /* zero-copy: the data region's map as last seen */
   uint64_t lim;             /* ...and the bytes of it that map covers */
@@ -537,8 +543,13 @@ DxChange *api_commit_changes(pagedb *db, pdb_msg *m, size_t extra, size_t *n);
 int api_write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int version, uint64_t end,
                     const ApiIxCopy *copy, Dx **out, DxMeta *xm);
 /* Put the new index file X (written by api_write_index, XM committed) in
-** force under DB. */
-int api_install_index(pagedb *db, pdb_msg *m, Dx *x);
+** force under DB.  With LIVE (the first commit of parts), DB's open readers
+** read X from their next lookup, and the index replaced stays until the
+** close (one a reader may be reading: api_retire_room made room for it
+** before the commit); else no reader may be open and it is freed. */
+int api_install_index(pagedb *db, pdb_msg *m, Dx *x, int live);
+/* Room to keep one more replaced index until the close (PAGEDB_NOMEM). */
+int api_retire_room(pagedb *db, pdb_msg *m);
 /* The alignment every stored value of DB's records gets. */
 int api_records_align(const pagedb *db);
 /* db->isbytes and the slots' layout from db->fields. */
@@ -561,7 +572,8 @@ void pf_free(pagedb_reader *r);
 /* The slot of committed sample ID as reader R sees it (without R's memo):
 ** NULL if there is none, DX_BAD if the index file's entry is damaged. */
 static inline const uint64_t *api_find(const pagedb_reader *r, int64_t id) {
-  return r->dx ? dx_find(r->dx, id) : idx_find(r->idx, id);
+  Dx *dx = atomic_load_explicit(&r->dx, memory_order_acquire);
+  return dx ? dx_find(dx, id) : idx_find(atomic_load_explicit(&r->idx, memory_order_acquire), id);
 }
 
 /* Bytes a token of field F if it is a token field (a tensor field of rank

@@ -394,7 +394,7 @@ int api_commit_locked(pagedb *db) {
     /* The new file in force (step 4): its memory part starts empty, so
     ** the reservations of the old one go with it (no writer is open: the
     ** first commit of parts checked). */
-    rc = api_install_index(db, m, nx);
+    rc = api_install_index(db, m, nx, 1);
     dx = NULL;
   } else if (dx && rc == PAGEDB_OK) {
     /* Visible in the snapshot first, then the reservations go (index.h). */
@@ -487,14 +487,17 @@ int api_commit_parts(pagedb *db, PartCommit *pc, PageRecs **lists) {
   int rc = PAGEDB_OK;
   if (!dx || dx_version(dx) < api_parts_version(db)) {
     /* The first commit of parts writes the index anew (version 3, or 2) and
-    ** puts it in force under the handle: no reader or writer may hold the
-    ** old one.  What was written and deleted is committed first. */
+    ** puts it in force under the handle: no writer may hold reservations in
+    ** the old one; open readers switch to the new (api_install_index), the
+    ** old kept until the close, for which room is made first.  What was
+    ** written and deleted is committed first. */
     pthread_mutex_lock(&db->mu);
-    int writer = db->writers != NULL, reader = db->readers != NULL;
+    int writer = db->writers != NULL;
     pthread_mutex_unlock(&db->mu);
-    if (writer || reader)
+    if (writer)
       rc = pdb_err(db, m, PAGEDB_MISUSE, "the first commit of parts into %s rewrites its index: close the handle's"
-                   " %s first", db->path, writer ? "writers" : "readers");
+                   " writers first", db->path);
+    if (rc == PAGEDB_OK) rc = api_retire_room(db, m);
     if (rc == PAGEDB_OK) rc = api_commit_locked(db);
   }
   uint64_t p0 = dx ? dx_parts(dx) : 0, ps = pager_page_size(db->pager);

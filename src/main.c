@@ -506,11 +506,22 @@ int api_write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int 
   return PAGEDB_OK;
 }
 
+int api_retire_room(pagedb *db, pdb_msg *m) {
+  if (db->nretired < db->capretired) return PAGEDB_OK;
+  size_t cap = db->capretired ? 2 * db->capretired : 2;
+  Index **r = pdb_realloc(db->retired, cap * sizeof *r);
+  if (!r) return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing parts into %s", db->path);
+  db->retired = r;
+  db->capretired = cap;
+  return PAGEDB_OK;
+}
+
 /* Put the new index file X (written by api_write_index, XM committed) in
 ** force: rename it in, and make DB's index a memory part for reservations
 ** over it.  A failure to rename leaves NAME-index.new, which the next open
-** renames in (dx_open); this handle goes on with X either way. */
-int api_install_index(pagedb *db, pdb_msg *m, Dx *x) {
+** renames in (dx_open); this handle goes on with X either way.  With
+** LIVE the open readers switch to X and the index replaced is kept (api.h). */
+int api_install_index(pagedb *db, pdb_msg *m, Dx *x, int live) {
   Index *ix;
   if (idx_create(&ix, 1) != PAGEDB_OK) {
     dx_close(x);
@@ -520,8 +531,23 @@ int api_install_index(pagedb *db, pdb_msg *m, Dx *x) {
   int prc = dx_publish(x, m);
   if (rc == PAGEDB_OK) rc = prc;
   idx_set_disk(ix, x);
-  drop_index(db, db->idx);
+  /* Readers switch under MU, as a reader opening takes the index in force
+  ** (reader.c): a lookup under way on the old finishes on it, kept. */
+  pthread_mutex_lock(&db->mu);
+  Index *old = db->idx;
   db->idx = ix;
+  for (pagedb_reader *r = db->readers; r; r = r->next) {
+    assert(live);
+    atomic_store_explicit(&r->idx, ix, memory_order_release);
+    atomic_store_explicit(&r->dx, x, memory_order_release);
+  }
+  pthread_mutex_unlock(&db->mu);
+  if (live && old) {
+    assert(db->nretired < db->capretired);
+    db->retired[db->nretired++] = old;
+  } else {
+    drop_index(db, old);
+  }
   return rc;
 }
 
@@ -541,7 +567,7 @@ static int rebuild_index(pagedb *db, pdb_msg *m) {
     return rc;
   }
   db->ixmeta = xm;
-  return api_install_index(db, m, x);
+  return api_install_index(db, m, x, 0);
 }
 
 int api_index_copy(pagedb *db, pdb_msg *m, const ApiIxCopy *copy, Dx **out, DxMeta *xm) {
@@ -892,6 +918,8 @@ int pagedb_close(pagedb *db) {
   pager_close(db->pager);
   if (!forked) cat_close(db->cat);
   idx_free(db->idx);
+  for (size_t i = 0; i < db->nretired; i++) idx_free(db->retired[i]);
+  pdb_free(db->retired);
   dx_close(db->pinned);
   dict_free_all(db);
   if (!forked) {

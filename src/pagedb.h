@@ -1323,7 +1323,10 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 **
 ** The first commit of parts into a dataset rewrites its index file (into
 ** version 3, or 2 if a field is a token field), so it needs the handle to
-** have no open reader or writer (PAGEDB_MISUSE); later ones run beside them.  Two commits into DB
+** have no open writer (PAGEDB_MISUSE: a writer's ids are reserved in the
+** old index); the handle's open readers read on, the new index from their
+** next read (a read under way finishes on the old, which stays until
+** pagedb_close).  Later commits run beside writers and readers.  Two commits into DB
 ** cannot run at once: another process's pagedb_open read-write gets
 ** PAGEDB_BUSY_LOCKED while DB is open (after waiting up to the busy
 ** timeout, see pagedb_open), and commits of one handle take turns.
@@ -1371,7 +1374,7 @@ PAGEDB_API int pagedb_part_seal(pagedb *part, uint64_t *seal);
 ** Results: PAGEDB_OK; PAGEDB_CONSTRAINT (a part given twice, or already in
 ** DB, by uuid, location or name; an id collision; a user table named
 ** 'part' is in the way); PAGEDB_MISUSE (a part is DB itself, an unknown
-** POLICY, N < 1, or readers or writers open at a first commit of parts);
+** POLICY, N < 1, or a writer open at a first commit of parts);
 ** PAGEDB_MISMATCH (page size or schema differ, or the part has parts);
 ** PAGEDB_CORRUPT (the part changed since its SEAL, or a record lies outside
 ** its run); PAGEDB_CORRUPT_INDEX (its index holds a sample below the

@@ -82,8 +82,6 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   r->db = db;
   r->mode = mode;
   r->verify = verify;
-  r->idx = db->idx;
-  r->dx = idx_disk(db->idx);
   /* (stored_bytes: LIM 0 sends every read to stored_slow; BASE + 0 is
   ** what a read of no bytes at address 0 gets.) */
   r->base = (const uint8_t *)"";
@@ -92,6 +90,10 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
     own_map(r);
   }
   pthread_mutex_lock(&db->mu);
+  /* The index in force, read under MU: the first commit of parts replaces
+  ** it and switches the readers in the list under MU too. */
+  atomic_init(&r->idx, db->idx);
+  atomic_init(&r->dx, idx_disk(db->idx));
   r->next = db->readers;
   db->readers = r;
   pthread_mutex_unlock(&db->mu);
@@ -130,14 +132,16 @@ static int no_field(pagedb_reader *r, int64_t id, int field) {
 ** a referenced chunk's slot is the part's own, read in place (R's memo says
 ** by how much: dx_find_memo); any other's word 1 is the address. */
 static inline uint64_t slot_bias(const pagedb_reader *r, const uint64_t *s) {
-  return r->dx && s == r->memo.slot ? r->memo.bias : 0;
+  return s == r->memo.slot ? r->memo.bias : 0;
 }
 
 /* The one lookup of a read: the slot of sample ID, which must have a value
 ** for FIELD (in range: the callers checked its type).  Its word 0 may not
 ** be ID, and its word 1 is an address less slot_bias. */
 static inline int find(pagedb_reader *r, int64_t id, int field, const uint64_t **slot) {
-  const uint64_t *s = r->dx ? dx_find_memo(r->dx, id, &r->memo) : idx_find(r->idx, id);
+  /* (Acquire: a Dx put in force under the reader is published whole.) */
+  const Dx *dx = atomic_load_explicit(&r->dx, memory_order_acquire);
+  const uint64_t *s = dx ? dx_find_memo(dx, id, &r->memo) : idx_find(atomic_load_explicit(&r->idx, memory_order_relaxed), id);
   if (NEVER(!s || s == DX_BAD)) return no_slot(r, id, s);
   if (NEVER(!slot_has(s, field))) return no_field(r, id, field);
   *slot = s;
@@ -599,7 +603,8 @@ int pagedb_advise(pagedb_reader *r, int hint) {
   if (hint < PAGEDB_ADVISE_NORMAL || hint > PAGEDB_ADVISE_DONTNEED)
     return pdb_err(r->db, &r->err, PAGEDB_MISUSE, "%s: unknown access hint %d", r->db->path, hint);
   uint64_t end = atomic_load(&r->db->committed) * pager_page_size(r->db->pager);
-  if (r->dx) dx_advise(r->dx, pager_madv(hint));   /* the slots are read in the same order */
+  Dx *dx = atomic_load_explicit(&r->dx, memory_order_acquire);
+  if (dx) dx_advise(dx, pager_madv(hint));   /* the slots are read in the same order */
   return pager_advise(r->db->pager, &r->err, hint, end);
 }
 

@@ -112,7 +112,7 @@ static int field_add_disk(pagedb *db, const CatField *f) {
                    f->name, why);
   }
   db->ixmeta = xm;
-  rc = api_install_index(db, m, x);
+  rc = api_install_index(db, m, x, 0);
   if (rc != PAGEDB_OK) atomic_store(&db->broken, rc);
   return rc;
 }

@@ -1910,6 +1910,7 @@ int Tclpagedb_Init(Tcl_Interp *interp){
   Tclstress_Init(interp);
   Tclsyscall_Init(interp);
   Tclremote_Init(interp);
+  Tclpartsrace_Init(interp);
   {
     static int once = 0;
     if( !once ){

@@ -47,4 +47,7 @@ void Tclstress_Init(Tcl_Interp *interp);
 /* Create pagedb_config_remote (tclremote.c). */
 void Tclremote_Init(Tcl_Interp *interp);
 
+/* Create pagedb_parts_race (tclpartsrace.c). */
+void Tclpartsrace_Init(Tcl_Interp *interp);
+
 #endif /* TCLPAGEDB_H */
