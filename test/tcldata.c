@@ -28,7 +28,7 @@
 /* ------------------------------------------------------------------ */
 
 /* One step of splitmix64: advances *S and returns the next output. */
-static uint64_t splitmix64(uint64_t *s){
+uint64_t splitmix64(uint64_t *s){
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

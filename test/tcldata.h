@@ -66,6 +66,9 @@ struct JobThread {
   pthread_t tid;
 };
 
+/* One step of splitmix64: advances *S and returns the next output. */
+uint64_t splitmix64(uint64_t *s);
+
 /* Read the fields of DB into G and check G's options. */
 int genSetup(Tcl_Interp *interp, pagedb *db, Gen *g);
 

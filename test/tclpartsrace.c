@@ -35,13 +35,6 @@ struct Race {
   int64_t nCommitted;
 };
 
-static uint64_t splitmix(uint64_t *s){
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* The committer: waits for every reader to be open, then commits. */
 static void *commitThread(void *arg){
   Race *p = (Race *)((JobThread *)arg)->job;
@@ -67,13 +60,13 @@ static void *readThread(void *arg){
     return 0;
   }
   while( !atomic_load(&job->stop) && !atomic_load(&job->writersDone) ){
-    int64_t id = (int64_t)(splitmix(&s) % (uint64_t)job->nCount);
+    int64_t id = (int64_t)(splitmix64(&s) % (uint64_t)job->nCount);
     int k = verifyOne(job, r, id, 1, &buf, &nBuf);
     if( k < 0 ) break;
     if( k == 0 ) atomic_fetch_add(&job->nSeen, 1);
   }
   for(int i = 0; i < 200 && !atomic_load(&job->stop); i++){
-    int64_t id = (int64_t)(splitmix(&s) % (uint64_t)job->nCount);
+    int64_t id = (int64_t)(splitmix64(&s) % (uint64_t)job->nCount);
     if( verifyOne(job, r, id, 0, &buf, &nBuf) < 0 ) break;
     atomic_fetch_add(&job->nSeen, 1);
   }
