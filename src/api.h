@@ -357,8 +357,8 @@ void parts_committed(pagedb *db, int ok);
 ** indexed by an address's bits 42-63, so that every address has an entry
 ** and a read checks no bound: PT_NENT entries of 16 bytes, 64 MiB of
 ** address space reserved as zeros (mem.h, RESERVED TABLES), of which the
-** pages of the parts a handle opened are made writable and so resident
-** (4 KiB for 256 parts).  A part's entry holds what a zero-copy read of it
+** pages from part 0's entry up to the highest part a handle opened are
+** made writable and charged (4 KiB for 256 parts).  A part's entry holds what a zero-copy read of it
 ** needs (its handle lies apart): LIM, the end of what the part uses as an
 ** address in its window (dx_window(k) + its END, 0 until it is mapped
 ** whole), and BIAS, the map's base less dx_window(k), so that an address is

@@ -15,8 +15,8 @@
 ** with a compare-and-swap, so that reading needs no lock and a process
 ** holds nothing for a part it has not read; what a zero-copy read needs
 ** of a part mapped whole lies in its entry (api.h, parts_mapped), in an
-** array reserved for every part number and written in the pages of the
-** parts touched.  A zero-copy pointer into a part's map lives until
+** array reserved for every part number, writable from part 0's entry up
+** to the highest part opened.  A zero-copy pointer into a part's map lives until
 ** pagedb_close, as one into the own map does.
 **
 ** SMALL PARTS COPIED.  A zero-copy reader's first touch of a local part
@@ -109,8 +109,8 @@ typedef struct CopyBlock {
 } CopyBlock;
 
 struct PartTab {
-  PartEnt *ent;             /* PT_NENT entries (api.h), reserved; pages [ENT_FROM, ENT_UPTO) writable */
-  size_t ent_upto;          /* bytes of ENT made writable so far (pdb_table_grow; under OPEN_MU) */
+  PartEnt *ent;             /* PT_NENT entries (api.h), reserved; bytes [ENT_FROM, ENT_UPTO) writable */
+  size_t ent_upto;          /* ENT_UPTO: the end of what pdb_table_grow made writable (under OPEN_MU) */
   _Atomic(PartLeaf *) leaf[PT_TOP];   /* the handles, a leaf of them made on first use (NULL: none) */
   _Atomic unsigned open_mu; /* tab_lock: 0 free, else 1 + the fork generation of its holder */
   _Atomic uint64_t copied;  /* bytes of small parts' copies (SMALL PARTS COPIED) */
