@@ -136,3 +136,29 @@ def test_busy_timeout(tmp_path):
     finally:
         pagedb.set_busy_timeout(-1)
         first.close()
+
+
+def test_first_commit_beside_an_open_iterator(tmp_path):
+    """The first commit of parts rewrites the index; an Iterator open across it
+    reads on, the parts' samples from the new index (it was refused before)."""
+    path = str(tmp_path / "it.pagedb")
+    os.mkdir(path + ".parts")
+    part, seal = write_part((os.path.join(path + ".parts", "a"), 100, 110))
+    ds = pagedb.open(path, "c")
+    fields(ds)
+    with ds.writer() as w:
+        for i in range(5):
+            w.append(sample(i), id=i)
+    ds.commit()
+    it = ds.iterate([0, 1, 100, 109, 4], fields=["image", "label"])
+    first = next(it)
+    assert bytes(first["image"]) == sample(0)["image"]
+    assert ds.commit_parts([(part, "a", 0, seal)]) == 10
+    rest = list(it)
+    assert [bytes(s["image"]) for s in rest] == [sample(i)["image"] for i in (1, 100, 109, 4)]
+    assert [s["label"] for s in rest] == [sample(i)["label"] for i in (1, 100, 109, 4)]
+    with ds.writer() as w:                   # own samples after it, as before
+        w.append(sample(5), id=5)
+    ds.commit()
+    assert len(ds) == 16
+    ds.close()
