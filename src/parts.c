@@ -16,8 +16,8 @@
 ** holds nothing for a part it has not read; what a zero-copy read needs
 ** of a part mapped whole lies in its entry (api.h, parts_mapped), in an
 ** array reserved for every part number, writable from part 0's entry up
-** to the highest part opened.  A zero-copy pointer into a part's map lives until
-** pagedb_close, as one into the own map does.
+** to the highest part opened.  A zero-copy pointer into a part's map
+** lives until pagedb_close, as one into the own map does.
 **
 ** SMALL PARTS COPIED.  A zero-copy reader's first touch of a local part
 ** whose data region is at most PAGEDB_CONFIG_PARTS_COPY bytes (16 KiB by
@@ -614,7 +614,7 @@ static uint8_t *copy_room(struct PartTab *t, size_t n, size_t a) {
 ** the values in it need (the dataset's G, at least 8), and lies next to
 ** the part copied before it: random reads of 1,000 parts of 10 tiny samples
 ** touched 272 pages of copies each in a block of its own among the parts'
-** handles, and touch 129 now, as many as the same bytes in one file (107)
+** handles, and touch 124 now, as many as the same bytes in one file (107)
 ** give or take the alignment (doc/benchmarks.md). */
 static int copy_part(pagedb *db, pdb_msg *m, Part *pt, Pager *p) {
   struct PartTab *t = atomic_load(&db->ptab);

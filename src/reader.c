@@ -49,11 +49,10 @@
 
 #include <stdio.h>
 
-/* A zero-copy reader's copy of the own map's address and length, unless
-** the map is filled per read (then LIM stays 0: stored_bytes). */
-static void own_map(pagedb_reader *r) {
-  uint64_t lim = 0;
-  const uint8_t *base = pager_map_span(r->db->pager, &lim);
+/* A zero-copy reader's copy of the own map's address BASE and length LIM
+** (pager_map_span's), unless the map is filled per read (then LIM stays 0:
+** stored_bytes). */
+static void own_map(pagedb_reader *r, const uint8_t *base, uint64_t lim) {
   if (base && !r->fill) {
     r->base = base;
     r->lim = lim;
@@ -86,8 +85,10 @@ int pagedb_reader_open(pagedb *db, int mode, pagedb_reader **out) {
   ** what a read of no bytes at address 0 gets.) */
   r->base = (const uint8_t *)"";
   if (mode == PAGEDB_READ_MMAP) {
+    uint64_t lim = 0;
+    const uint8_t *base = pager_map_span(db->pager, &lim);
     r->fill = pager_map_fills(db->pager);
-    own_map(r);
+    own_map(r, base, lim);
   }
   pthread_mutex_lock(&db->mu);
   /* The index in force, read under MU: the first commit of parts replaces
@@ -204,7 +205,7 @@ static int stored_slow(pagedb_reader *r, uint64_t off, uint64_t len, const uint8
     uint64_t lim = 0;
     const uint8_t *base = pager_map_span(p, &lim);
     assert(base && off + len <= lim);   /* commits map what they commit (commit.c) */
-    own_map(r);
+    own_map(r, base, lim);
     *src = base + off;
     return rc;
   }
