@@ -110,6 +110,8 @@ typedef struct Prep {
   long ncpu;                /* processors online */
   _Atomic int stop;
   int refok;                /* chunks may be referenced (may_ref) */
+  uint8_t *noref;           /* per part: copied whatever it is (ref_overlaps; kept across attempts) */
+  size_t demoted;           /* parts ref_overlaps marked in NOREF this attempt */
   _Atomic uint64_t own;     /* ids this commit holds reserved one by one (IdPlan.own) */
   pthread_mutex_t mu;
   size_t fail_at;
@@ -499,7 +501,7 @@ static int ref_prep(Prep *p, pdb_msg *em, size_t i, pagedb *o, const CatRun *run
   int64_t delta = p->policy == PAGEDB_ATTACH_OFFSET ? pp->offset : 0;
   Dx *ox = idx_disk(o->idx);
   DxChunks dc;
-  if (!p->refok || pdb_path_scheme(pp->path, NULL, 0) || delta < 0 || delta % (int64_t)DX_C_IDS || !ox
+  if (!p->refok || p->noref[i] || pdb_path_scheme(pp->path, NULL, 0) || delta < 0 || delta % (int64_t)DX_C_IDS || !ox
       || !dx_chunks(ox, &dc) || dc.version > 2 || dc.nsg || dc.count < REF_MIN || !dc.fid
       || dc.next > (uint64_t)INT64_MAX - (uint64_t)delta)
     return PAGEDB_OK;
@@ -817,6 +819,68 @@ static int prep_plan(Prep *p, size_t i) {
   return rc;
 }
 
+static int by_lo(const void *x, const void *y) {
+  const PartRef *a = *(const PartRef *const *)x, *b = *(const PartRef *const *)y;
+  return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* A part by reference holds its range of ids whole, holes included
+** (ref_prep): a part copied with an id in it, which the other thread may
+** have planned before the range was reserved, or which found the range
+** taken, would be refused though its ids collide with none.  So, once
+** every part is prepared, each part by reference with a copied part's id
+** in its range is marked in NOREF; the commit then prepares every part
+** again, those copied (pagedb_parts_commit).  Returns how many were
+** marked.  The ranges are disjoint (a range meeting another is refused),
+** so each copied part looks for its ids' span among them by bisection,
+** then for an id inside each range it spans: O(parts x log) when no range
+** is met, as is usual. */
+static size_t ref_overlaps(Prep *p) {
+  size_t n = p->pc.n, nr = 0, marked = 0;
+  for (size_t i = 0; i < n; i++) nr += p->pc.ref[i].n != 0;
+  if (nr == 0) return 0;
+  const PartRef **rs = pdb_malloc(nr * sizeof *rs);
+  if (!rs) {
+    /* Without room to sort: every part by reference copied, the safe way. */
+    for (size_t i = 0; i < n; i++)
+      if (p->pc.ref[i].n) p->noref[i] = 1;
+    return nr;
+  }
+  nr = 0;
+  for (size_t i = 0; i < n; i++)
+    if (p->pc.ref[i].n) rs[nr++] = &p->pc.ref[i];
+  qsort(rs, nr, sizeof *rs, by_lo);
+  for (size_t j = 0; j < n; j++) {
+    const IdPlan *a = &p->plans[j];
+    if (p->pc.ref[j].n || !a->n) continue;
+    int64_t d = p->policy == PAGEDB_ATTACH_OFFSET ? p->parts[j].offset : 0, first, last;
+    /* (An id the offset overflows is ids_plan's to refuse.) */
+    if (__builtin_add_overflow(a->s[0].id, d, &first) || __builtin_add_overflow(a->s[a->n - 1].id, d, &last))
+      continue;
+    size_t lo = 0, hi = nr;   /* the first range ending at or after FIRST */
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (rs[mid]->hi < first) lo = mid + 1;
+      else hi = mid;
+    }
+    for (size_t k = lo; k < nr && rs[k]->lo <= last; k++) {
+      uint64_t t0 = 0, t1 = a->n;   /* its first id at or after the range's start */
+      while (t0 < t1) {
+        uint64_t mid = t0 + (t1 - t0) / 2;
+        if (a->s[mid].id + d < rs[k]->lo) t0 = mid + 1;
+        else t1 = mid;
+      }
+      size_t r = (size_t)(rs[k] - p->pc.ref);
+      if (t0 < a->n && a->s[t0].id + d <= rs[k]->hi && !p->noref[r]) {
+        p->noref[r] = 1;
+        marked++;
+      }
+    }
+  }
+  pdb_free(rs);
+  return marked;
+}
+
 /* The first half: every part prepared, on up to 2 threads (the machine's
 ** processors, at most; the parts' opens and scans are independent), then
 ** planned in order.  The failure reported is the lowest part's. */
@@ -831,30 +895,12 @@ static int prep_all(Prep *p, size_t *failed) {
   int helper = nt > 1 && pthread_create(&th, NULL, prep_worker, p) == 0;
   prep_worker(p);
   if (helper) pthread_join(th, NULL);
+  if (p->fail_at == SIZE_MAX && (p->demoted = ref_overlaps(p)) > 0) return PAGEDB_OK;
   for (size_t i = 0; i < n; i++) {
     *failed = i;
     if (i == p->fail_at) return pdb_err_copy(p->db, &p->em, &p->fail_em);
     int rc = prep_plan(p, i);
     if (rc != PAGEDB_OK) return rc;
-  }
-  /* A part copied whose ids were reserved before a part by reference
-  ** reserved its range (on the other thread) went unseen by it: the ranges
-  ** must hold none of the ids copied (a collision, or one in a hole of the
-  ** part by reference, which the range holds whole). */
-  for (size_t r = 0; r < n; r++) {
-    if (!p->pc.ref[r].n) continue;
-    for (size_t j = 0; j < n; j++) {
-      const IdPlan *a = &p->plans[j];
-      if (p->pc.ref[j].n || !a->n || p->pc.cat[j].id_max < p->pc.ref[r].lo || p->pc.cat[j].id_min > p->pc.ref[r].hi)
-        continue;
-      for (uint64_t t = 0; t < a->n; t++)
-        if (a->s[t].nid >= p->pc.ref[r].lo && a->s[t].nid <= p->pc.ref[r].hi) {
-          *failed = j > r ? j : r;
-          return pdb_err(p->db, &p->em, PAGEDB_CONSTRAINT, "sample id %lld of part %zu lies among the ids %lld..%lld"
-                         " of part %zu", (long long)a->s[t].nid, j, (long long)p->pc.ref[r].lo,
-                         (long long)p->pc.ref[r].hi, r);
-        }
-    }
   }
   return PAGEDB_OK;
 }
@@ -948,6 +994,40 @@ void parts_committed(pagedb *db, int ok) {
   atomic_fetch_add(&db->moved, pc->moved);
 }
 
+/* P made ready to prepare the N PARTS for a commit into DB under POLICY
+** (NOREF: the parts to copy whatever they are).  0 when out of memory,
+** nothing then held. */
+static int prep_init(Prep *p, pagedb *db, const pagedb_part *parts, size_t n, int policy, uint8_t *noref) {
+  *p = (Prep){ .db = db, .parts = parts, .policy = policy, .noref = noref };
+  pthread_mutex_init(&p->mu, NULL);
+  p->lists = pdb_calloc(n, sizeof *p->lists);
+  p->plans = pdb_calloc(n, sizeof *p->plans);
+  p->runbuf = pdb_calloc(n, sizeof *p->runbuf);
+  for (p->mask = 1; p->mask < 2 * n; p->mask <<= 1) {
+  }
+  p->by_uuid = pdb_calloc(p->mask, sizeof *p->by_uuid);
+  p->by_name = pdb_calloc(p->mask, sizeof *p->by_name);
+  p->mask--;
+  p->uris = pdb_calloc(n, sizeof *p->uris);
+  p->names = pdb_calloc(n, sizeof *p->names);
+  p->vals = pdb_calloc(n, sizeof *p->vals);
+  p->pc.dx = pdb_calloc(n, sizeof *p->pc.dx);
+  p->pc.cat = pdb_calloc(n, sizeof *p->pc.cat);
+  p->pc.lent = pdb_calloc(n, sizeof *p->pc.lent);
+  p->pc.ref = pdb_calloc(n, sizeof *p->pc.ref);
+  p->keep = pdb_calloc(n, sizeof *p->keep);
+  p->planned = pdb_calloc(n, sizeof *p->planned);
+  p->pc.n = n;
+  if (!p->lists || !p->plans || !p->runbuf || !p->by_uuid || !p->by_name || !p->uris || !p->names || !p->vals
+      || !p->pc.dx || !p->pc.cat || !p->pc.lent || !p->pc.ref || !p->keep || !p->planned) {
+    prep_free(p, 0, 0);
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++) p->plans[i] = (IdPlan){ .db = db, .em = &p->em, .after = -1, .own = &p->own };
+  p->refok = may_ref(db, policy);
+  return 1;
+}
+
 int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy, int64_t *ncommitted) {
   if (ncommitted) *ncommitted = 0;
   if (!db) return PAGEDB_MISUSE;
@@ -963,36 +1043,21 @@ int pagedb_parts_commit(pagedb *db, const pagedb_part *parts, int n, int policy,
                    " _AFTER", policy);
   if ((uint64_t)n > DX_PART_MAX)
     return pdb_err(db, m, PAGEDB_FULL, "pagedb_parts_commit: %d parts are more than a dataset can have", n);
-  Prep p = { .db = db, .parts = parts, .policy = policy };
-  pthread_mutex_init(&p.mu, NULL);
-  size_t un = (size_t)n;
-  p.lists = pdb_calloc(un, sizeof *p.lists);
-  p.plans = pdb_calloc(un, sizeof *p.plans);
-  p.runbuf = pdb_calloc(un, sizeof *p.runbuf);
-  for (p.mask = 1; p.mask < 2 * un; p.mask <<= 1) {
+  size_t un = (size_t)n, i = 0;
+  uint8_t *noref = pdb_calloc(un, 1);
+  Prep p;
+  /* Prepared again when parts by reference must be copied (ref_overlaps):
+  ** at most once more for each, as NOREF only grows. */
+  for (;;) {
+    if (!noref || !prep_init(&p, db, parts, un, policy, noref)) {
+      pdb_free(noref);
+      return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
+    }
+    rc = prep_all(&p, &i);
+    if (rc != PAGEDB_OK || !p.demoted) break;
+    prep_free(&p, un, 1);
   }
-  p.by_uuid = pdb_calloc(p.mask, sizeof *p.by_uuid);
-  p.by_name = pdb_calloc(p.mask, sizeof *p.by_name);
-  p.mask--;
-  p.uris = pdb_calloc(un, sizeof *p.uris);
-  p.names = pdb_calloc(un, sizeof *p.names);
-  p.vals = pdb_calloc(un, sizeof *p.vals);
-  p.pc.dx = pdb_calloc(un, sizeof *p.pc.dx);
-  p.pc.cat = pdb_calloc(un, sizeof *p.pc.cat);
-  p.pc.lent = pdb_calloc(un, sizeof *p.pc.lent);
-  p.pc.ref = pdb_calloc(un, sizeof *p.pc.ref);
-  p.keep = pdb_calloc(un, sizeof *p.keep);
-  p.planned = pdb_calloc(un, sizeof *p.planned);
-  p.pc.n = un;
-  if (!p.lists || !p.plans || !p.runbuf || !p.by_uuid || !p.by_name || !p.uris || !p.names || !p.vals || !p.pc.dx
-      || !p.pc.cat || !p.pc.lent || !p.pc.ref || !p.keep || !p.planned) {
-    prep_free(&p, 0, 0);
-    return pdb_err(db, m, PAGEDB_NOMEM, "out of memory committing %d parts", n);
-  }
-  for (size_t i = 0; i < un; i++) p.plans[i] = (IdPlan){ .db = db, .em = &p.em, .after = -1, .own = &p.own };
-  p.refok = may_ref(db, policy);
-  size_t i = 0;
-  rc = prep_all(&p, &i);
+  pdb_free(noref);
   if (rc == PAGEDB_OK) {
     rc = api_commit_parts(db, &p.pc, p.lists);
     if (rc == PAGEDB_OK && ncommitted) *ncommitted = (int64_t)p.pc.nsamples;
