@@ -358,7 +358,7 @@ void parts_committed(pagedb *db, int ok);
 ** and a read checks no bound: PT_NENT entries of 16 bytes, 64 MiB of
 ** address space reserved as zeros (mem.h, RESERVED TABLES), of which the
 ** pages from part 0's entry up to the highest part a handle opened are
-** made writable and charged (4 KiB for 256 parts).  A part's entry holds what a zero-copy read of it
+** made writable, and each page written in (256 entries) is charged.  A part's entry holds what a zero-copy read of it
 ** needs (its handle lies apart): LIM, the end of what the part uses as an
 ** address in its window (dx_window(k) + its END, 0 until it is mapped
 ** whole), and BIAS, the map's base less dx_window(k), so that an address is

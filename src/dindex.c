@@ -174,9 +174,9 @@ struct Dx {
   _Atomic(_Atomic(struct DxRef *) *) rtab[(DX_PART_MAX + DX_PMEMO - 1) / DX_PMEMO];
   /* Referenced chunks resolved (RESOLVED CHUNKS): chunk c's at
   ** CREF[c % DX_CREFS], a table reserved as zeros (version 3 only, else
-  ** NULL), its pages made writable under REF_MU up to CREF_UPTO bytes. */
+  ** NULL): CREFS's bytes, grown under REF_MU (mem.h, RESERVED TABLES). */
   struct DxCref *cref;
-  size_t cref_upto;
+  PdbTable crefs;
   pthread_mutex_t ref_mu;
   struct DxRef *refs_old;   /* failed DxRefs replaced, freed at close (a lookup may still hold one) */
   uint64_t *wbuf;           /* the writer's translated slot (find_work) */
@@ -534,7 +534,8 @@ static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
 ** lookup; reads by reference still trail copied entries' when the parts
 ** are large and many: doc/benchmarks.md).  The table is flat, reserved as
 ** zeros for 2^20 chunks (16 MiB of address space: mem.h, RESERVED TABLES),
-** its pages up to the highest chunk resolved made writable and charged, so
+** its pages up to the highest chunk resolved made writable (each page
+** written in charged), so
 ** that the entry is one load from the Dx, not two through a leaf.  An
 ** entry is written once, BASE then KEY with a release store, under REF_MU,
 ** and never changed; BASE points into a map that lives until dx_close (a
@@ -572,7 +573,7 @@ static __attribute__((noinline)) const uint8_t *ref_resolve(const Dx *x, const u
   /* Once: a recorded entry is never changed (another word for its slot is
   ** resolved at each lookup).  Its page made writable first: without
   ** memory for it, nothing is recorded and the next lookup resolves again. */
-  if (pdb_table_grow(w->cref, 0, &w->cref_upto, (c % DX_CREFS + 1) * sizeof *ce) == PAGEDB_OK &&
+  if (pdb_table_grow(&w->crefs, c % DX_CREFS * sizeof *ce, sizeof *ce) == PAGEDB_OK &&
       atomic_load_explicit(&ce->key, memory_order_relaxed) == 0) {
     ce->base = base;
     atomic_store_explicit(&ce->key, e[0], memory_order_release);
@@ -875,9 +876,12 @@ static Dx *dx_new(pagedb *db, const char *path, int nw, int nfield, const uint8_
   Dx *x = pdb_calloc(1, sizeof *x);
   if (!x) return NULL;
   /* (Version 3 only: no other has a referenced chunk, check_dir.) */
-  if (version >= 3 && !(x->cref = pdb_table_reserve(DX_CREFS * sizeof(DxCref)))) {
-    pdb_free(x);
-    return NULL;
+  if (version >= 3) {
+    if (pdb_table_reserve(&x->crefs, DX_CREFS * sizeof(DxCref), 0) != PAGEDB_OK) {
+      pdb_free(x);
+      return NULL;
+    }
+    x->cref = x->crefs.base;
   }
   pthread_mutex_init(&x->ref_mu, NULL);
   for (int f = 0; f < nfield && tokes && version >= 2; f++)
@@ -931,7 +935,7 @@ void dx_close(Dx *x) {
     for (size_t j = 0; leaf && j < DX_PMEMO; j++) ref_free(leaf[j]);
     pdb_free((void *)leaf);
   }
-  pdb_table_release(x->cref, DX_CREFS * sizeof(DxCref), 0, x->cref_upto);
+  pdb_table_release(&x->crefs);
   while (x->refs_old) {
     DxRef *n = x->refs_old->next;
     ref_free(x->refs_old);

@@ -256,29 +256,46 @@ static size_t page_size(void) {
 
 static size_t page_floor(size_t n) { return n & ~(page_size() - 1); }
 
-void *pdb_table_reserve(size_t n) {
-  void *t = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return t == MAP_FAILED ? NULL : t;
-}
-
-int pdb_table_grow(void *t, size_t from, size_t *upto, size_t need) {
-  size_t lo = *upto ? *upto : page_floor(from), hi = page_floor(need + page_size() - 1);
-  if (hi <= lo) return PAGEDB_OK;
-  if (pdb_mem_charge(hi - lo) != PAGEDB_OK) return PAGEDB_NOMEM;
-  /* Writable from the pages before: one map, however far it grows. */
-  if (mprotect((uint8_t *)t + lo, hi - lo, PROT_READ | PROT_WRITE) != 0) {
-    pdb_mem_uncharge(hi - lo);
+int pdb_table_reserve(PdbTable *t, size_t n, size_t from) {
+  *t = (PdbTable){ .n = n, .from = from };
+  size_t npg = (n + page_size() - 1) / page_size();
+  t->charged = pdb_calloc((npg + 63) / 64, sizeof *t->charged);
+  void *m = t->charged ? mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : MAP_FAILED;
+  if (m == MAP_FAILED) {
+    pdb_free(t->charged);
+    *t = (PdbTable){ 0 };
     return PAGEDB_NOMEM;
   }
-  pdb_mem_settle();
-  *upto = hi;
+  t->base = m;
   return PAGEDB_OK;
 }
 
-void pdb_table_release(void *t, size_t n, size_t from, size_t upto) {
-  if (!t) return;
-  munmap(t, n);
-  if (upto) pdb_mem_uncharge(upto - page_floor(from));
+int pdb_table_grow(PdbTable *t, size_t at, size_t len) {
+  assert(t->base && at >= t->from && len > 0 && at + len <= t->n);
+  size_t ps = page_size(), p0 = at / ps, p1 = (at + len - 1) / ps, need = 0;
+  for (size_t p = p0; p <= p1; p++) need += !(t->charged[p / 64] >> (p % 64) & 1);
+  size_t lo = t->upto ? t->upto : page_floor(t->from), hi = (p1 + 1) * ps;
+  if (need == 0 && hi <= lo) return PAGEDB_OK;
+  if (need && pdb_mem_charge(need * ps) != PAGEDB_OK) return PAGEDB_NOMEM;
+  if (hi > lo && mprotect((uint8_t *)t->base + lo, hi - lo, PROT_READ | PROT_WRITE) != 0) {
+    if (need) pdb_mem_uncharge(need * ps);
+    return PAGEDB_NOMEM;
+  }
+  if (hi > lo) t->upto = hi;
+  if (need) {
+    for (size_t p = p0; p <= p1; p++) t->charged[p / 64] |= (uint64_t)1 << (p % 64);
+    t->ncharged += need;
+    pdb_mem_settle();
+  }
+  return PAGEDB_OK;
+}
+
+void pdb_table_release(PdbTable *t) {
+  if (!t->base) return;
+  munmap(t->base, t->n);
+  if (t->ncharged) pdb_mem_uncharge(t->ncharged * page_size());
+  pdb_free(t->charged);
+  *t = (PdbTable){ 0 };
 }
 
 /* ---- SQLite through pagedb ---- */

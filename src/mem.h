@@ -55,19 +55,31 @@ void pdb_mem_settle(void);
 /*
 ** RESERVED TABLES: a table indexed by an address's high bits and read with
 ** no bound check (parts.c's entries, one for every address a record may
-** have), of which a handle writes a few pages.  pdb_table_reserve gives N
+** have), of which a handle writes a few pages.  pdb_table_reserve maps N
 ** bytes of zeros, readable, none writable and none charged: Linux charges a
 ** private read-only map to no commit limit, and every page of it is the
-** one shared zero page until written.  pdb_table_grow makes the bytes from
-** FROM (rounded down to a page) up to NEED (rounded up) writable and
-** charges them against the limit, *UPTO recording the end made so far (0:
-** none): PAGEDB_NOMEM if the limit or the kernel refuses (nothing
-** changed).  The caller serializes grows of one table; reads need no lock.
-** pdb_table_release unmaps it and uncharges what grew.
+** one shared zero page until written.  Bytes before FROM are never written.
+** pdb_table_grow readies the bytes [AT, AT+LEN) to be written: the map
+** is made writable from FROM (rounded down to a page) up to their end, one
+** map however far it grows (a page made writable alone would split the map
+** in three, and a table written sparsely would pass vm.max_map_count), and
+** each of their pages not yet charged is charged against the limit, once:
+** a handle is charged for the pages it writes, not for those below the
+** highest (still the shared zero page).  PAGEDB_NOMEM if the limit or the
+** kernel refuses (nothing changed).  The caller serializes grows of one
+** table; reads need no lock.  pdb_table_release unmaps it and uncharges
+** what was charged (a table never reserved, or zeroed, is a no-op).
 */
-void *pdb_table_reserve(size_t n);
-int pdb_table_grow(void *t, size_t from, size_t *upto, size_t need);
-void pdb_table_release(void *t, size_t n, size_t from, size_t upto);
+typedef struct PdbTable {
+  void *base;               /* N bytes reserved; NULL when not */
+  size_t n, from;
+  size_t upto;              /* writable: [FROM rounded down, UPTO); 0 when none is */
+  uint64_t *charged;        /* a bit a page: charged */
+  size_t ncharged;          /* pages charged */
+} PdbTable;
+int pdb_table_reserve(PdbTable *t, size_t n, size_t from);
+int pdb_table_grow(PdbTable *t, size_t at, size_t len);
+void pdb_table_release(PdbTable *t);
 
 /* Open pagedb handles: pagedb_shutdown refuses while any is. */
 extern _Atomic int pdb_handles;

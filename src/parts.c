@@ -16,7 +16,7 @@
 ** holds nothing for a part it has not read; what a zero-copy read needs
 ** of a part mapped whole lies in its entry (api.h, parts_mapped), in an
 ** array reserved for every part number, writable from part 0's entry up
-** to the highest part opened.  A zero-copy pointer into a part's map
+** to the highest part opened, and charged for the pages written in.  A zero-copy pointer into a part's map
 ** lives until pagedb_close, as one into the own map does.
 **
 ** SMALL PARTS COPIED.  A zero-copy reader's first touch of a local part
@@ -109,8 +109,8 @@ typedef struct CopyBlock {
 } CopyBlock;
 
 struct PartTab {
-  PartEnt *ent;             /* PT_NENT entries (api.h), reserved; bytes [ENT_FROM, ENT_UPTO) writable */
-  size_t ent_upto;          /* ENT_UPTO: the end of what pdb_table_grow made writable (under OPEN_MU) */
+  PartEnt *ent;             /* PT_NENT entries (api.h): ENTS's bytes */
+  PdbTable ents;            /* ...reserved, grown under OPEN_MU (mem.h, RESERVED TABLES) */
   _Atomic(PartLeaf *) leaf[PT_TOP];   /* the handles, a leaf of them made on first use (NULL: none) */
   _Atomic unsigned open_mu; /* tab_lock: 0 free, else 1 + the fork generation of its holder */
   _Atomic uint64_t copied;  /* bytes of small parts' copies (SMALL PARTS COPIED) */
@@ -478,15 +478,15 @@ static struct PartTab *part_tab(pagedb *db) {
   if (!nt) return NULL;
   nt->cap = parts_bound();
   nt->set = pdb_malloc(nt->cap * sizeof *nt->set);
-  nt->ent = pdb_table_reserve(PT_NENT * sizeof(PartEnt));
-  if (!nt->set || !nt->ent) {
-    pdb_table_release(nt->ent, PT_NENT * sizeof(PartEnt), ENT_FROM, 0);
+  if (!nt->set || pdb_table_reserve(&nt->ents, PT_NENT * sizeof(PartEnt), ENT_FROM) != PAGEDB_OK) {
+    pdb_table_release(&nt->ents);
     pdb_free(nt->set);
     pdb_free(nt);
     return NULL;
   }
+  nt->ent = nt->ents.base;
   if (atomic_compare_exchange_strong(&db->ptab, &t, nt)) return nt;
-  pdb_table_release(nt->ent, PT_NENT * sizeof(PartEnt), ENT_FROM, 0);
+  pdb_table_release(&nt->ents);
   pdb_free(nt->set);
   pdb_free(nt);
   return t;
@@ -530,7 +530,7 @@ static int part_get(pagedb *db, pdb_msg *m, uint64_t k, Part **out, PartEnt **en
   tab_lock(t);
   int rc = PAGEDB_OK;
   pt = atomic_load_explicit(ptp, memory_order_acquire);
-  if (!pt && pdb_table_grow(t->ent, ENT_FROM, &t->ent_upto, (ei + 1) * sizeof(PartEnt)) != PAGEDB_OK)
+  if (!pt && pdb_table_grow(&t->ents, ei * sizeof(PartEnt), sizeof(PartEnt)) != PAGEDB_OK)
     rc = pdb_err(db, m, PAGEDB_NOMEM, "out of memory reading the parts of %s", db->path);
   else if (!pt && (rc = part_open(db, m, k, &pt)) == PAGEDB_OK) {
     set_add(t, pt);
@@ -556,7 +556,7 @@ void parts_close(pagedb *db) {
     nb = b->next;
     pdb_free(b);
   }
-  pdb_table_release(t->ent, PT_NENT * sizeof(PartEnt), ENT_FROM, t->ent_upto);
+  pdb_table_release(&t->ents);
   pdb_free(t->set);
   pdb_free(t);
 }
