@@ -16,8 +16,9 @@
 ** holds nothing for a part it has not read; what a zero-copy read needs
 ** of a part mapped whole lies in its entry (api.h, parts_mapped), in an
 ** array reserved for every part number, writable from part 0's entry up
-** to the highest part opened, and charged for the pages written in.  A zero-copy pointer into a part's map
-** lives until pagedb_close, as one into the own map does.
+** to the highest part opened, and charged for the pages written in.  A
+** zero-copy pointer into a part's map lives until pagedb_close, as one
+** into the own map does.
 **
 ** SMALL PARTS COPIED.  A zero-copy reader's first touch of a local part
 ** whose data region is at most PAGEDB_CONFIG_PARTS_COPY bytes (16 KiB by
