@@ -712,7 +712,7 @@ static int partsOrphans(ShellState *p, int nArg, char **azArg){
 /* USAGE: .parts | .parts commit FILE ... [--keep|--offset N|--after]
 **        | .parts orphans [--age SECONDS] [--remove]
 ** The parts the dataset is made of (table part): number, where its data
-** file is, samples, bytes of its data file in use, the id range, its name;
+** file is, samples, bytes its runs hold, the id range, its name;
 ** or commit the datasets FILE ... as new parts, all or none; or list (and
 ** remove) the orphans under NAME.parts/ at least SECONDS old. */
 int dotParts(ShellState *p, int nArg, char **azArg){
@@ -725,7 +725,8 @@ int dotParts(ShellState *p, int nArg, char **azArg){
   for(int i = 0; i < 7; i++) resultSetNum(&r, i, i != 1 && i != 6);
   int rc = PAGEDB_OK;
   if( pagedb_part_count(p->db) > 0 )
-    rc = pagedb_sql(p->db, "SELECT part, uri, samples, data_off + data_end, id_min, id_max, name FROM part"
+    rc = pagedb_sql(p->db, "SELECT part, uri, samples, (SELECT coalesce(sum(used), 0) FROM page WHERE pgno >= first_page"
+                    " AND pgno < first_page + pages), id_min, id_max, name FROM part"
                     " ORDER BY part", partsRow, &r);
   if( rc ){
     resultFree(&r);

@@ -236,18 +236,20 @@ static const DotCmd aDotCmd[] = {
   { "parts", dotParts, ".parts | .parts commit FILE ... [--keep|--offset N|--after] | .parts orphans [--age S] [--remove]",
     "List the dataset's parts, or commit datasets as new parts (all or none)",
     "Without arguments, the parts the dataset is made of (table part): number,\n"
-    "where its data file is, samples, bytes of it in use, the id range and its\n"
-    "name.  With commit, the datasets FILE ... (same page size and fields,\n"
-    "written by any process) become parts of this one in one commit, all or\n"
-    "none, without copying their bytes: ids kept (--keep, the default), plus N\n"
-    "(--offset N) or after the largest (--after).  .vacuum makes one file again.\n"
+    "where its data file is, samples, bytes its runs hold (samples and run\n"
+    "headers; the page size's unused tails not counted), the id range and its\n"
+    "name.\n"
+    "With commit, the datasets FILE ... (same page size and fields, written by\n"
+    "any process) become parts of this one in one commit, all or none, without\n"
+    "copying their bytes: ids kept (--keep, the default), plus N (--offset N)\n"
+    "or after the largest (--after).  .vacuum makes one file again.\n"
     "With orphans, the datasets under NAME.parts/ that no commit took, at least\n"
     "S seconds old (--age, default 0); --remove removes them.\n",
     "pagedb> .parts commit cats.pagedb.parts/a cats.pagedb.parts/b --after\n"
     "committed 2 parts, 2000 samples\n"
     "pagedb> .parts\n"
-    "0|cats.pagedb.parts/a|1000|8392704|0|999|\n"
-    "1|cats.pagedb.parts/b|1000|8392704|1000|1999|\n" },
+    "0|cats.pagedb.parts/a|1000|3008136|0|999|\n"
+    "1|cats.pagedb.parts/b|1000|3008136|1000|1999|\n" },
   { "print", dotPrint, ".print STRING ...",
     "Print the STRINGs, separated by blanks",
     "Prints its arguments, separated by one blank, and a newline: a script's\n"
