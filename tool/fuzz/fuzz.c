@@ -17,7 +17,8 @@
 
 static char dir[256];
 
-/* Remove directory D and the files in it (the targets make no subdirectory). */
+/* Remove directory D and what it holds (fuzz_open makes one subdirectory,
+** its dataset's NAME.parts). */
 static void remove_tree(const char *d) {
   DIR *h = opendir(d);
   if (!h) return;
@@ -26,7 +27,7 @@ static void remove_tree(const char *d) {
   while ((e = readdir(h))) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
     snprintf(p, sizeof p, "%s/%s", d, e->d_name);
-    unlink(p);
+    if (unlink(p) != 0 && (errno == EISDIR || errno == EPERM)) remove_tree(p);
   }
   closedir(h);
   rmdir(d);

@@ -47,6 +47,12 @@ void fz_rc(int rc, const char *what);
 **                 of its segments, as the data file's below (an index file
 **                 is mostly the holes of chunks' unwritten slots).  Without
 **                 FZ_INDEX there is no index file: the open scans the catalog
+**   with FZ_PARTS, the dataset's parts (doc/format.md, "Parts"): 1 byte,
+**                 NP (modulo FZ_MAX_PARTS + 1); then NP parts, each 4 bytes,
+**                 PLEN, and PLEN bytes framing part k as this framing does a
+**                 dataset (its FZ_SQL and FZ_INDEX read, its other flags and
+**                 parts ignored), written as NAME.parts/pK: the names the
+**                 seeds' part rows give, relative to the dataset
 **   the rest      segments of the data file, each a 4-byte offset, a
 **                 2-byte length and that many bytes; the file is zeros
 **                 elsewhere (a data file is mostly the hole before page 0
@@ -57,6 +63,9 @@ void fz_rc(int rc, const char *what);
 #define FZ_CHECKOPEN  0x04   /* open with PAGEDB_OPEN_CHECK */
 #define FZ_FULLCHECK  0x08   /* pagedb_check without PAGEDB_CHECK_QUICK */
 #define FZ_INDEX      0x10   /* an index file follows the catalog */
+#define FZ_PARTS      0x20   /* parts follow the index file */
+#define FZ_MMAP       0x40   /* read zero-copy too (parts' maps and copies) */
+#define FZ_MAX_PARTS  3
 #define FZ_MAX_FILE   (8u << 20)
 #define FZ_HDR        9
 

@@ -7,6 +7,11 @@
 ** pagedb_check (which compares every index entry with the catalog), and
 ** close.
 **
+** With FZ_PARTS the dataset has parts, each framed as a dataset is
+** (NAME.parts/pK): their headers, catalogs, index files and page tables are
+** read as a commit left them named, zero-copy too with FZ_MMAP, and SQL
+** reads their rows.
+**
 ** The input is a dataset in the framing of fuzz.h, written to this
 ** process's scratch directory.  Whatever it holds, every call must return
 ** a pagedb code, nothing may crash, overflow or leak, and closing must give
@@ -21,11 +26,13 @@
 
 #include "pagedb.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_READS 8            /* samples read per input */
@@ -101,6 +108,11 @@ static void read_fields(pagedb *db, pagedb_reader *r, int64_t id) {
   }
 }
 
+static int sql_row(void *ctx, int ncol, char **vals, char **names) {
+  (void)ctx, (void)ncol, (void)vals, (void)names;
+  return 0;
+}
+
 /* Read the first samples of the sequential order, then check. */
 static void use(pagedb *db, int flags) {
   int64_t n = 0;
@@ -112,13 +124,25 @@ static void use(pagedb *db, int flags) {
   if (all && pagedb_order(db, PAGEDB_ORDER_SEQUENTIAL, 0, 0, 0, 1, all, &n) == PAGEDB_OK)
     for (; nread < n && nread < MAX_READS; nread++) ids[nread] = all[nread];
   free(all);
-  pagedb_reader *r;
-  rc = pagedb_reader_open(db, PAGEDB_READ_COPY | (flags & FZ_VERIFY ? PAGEDB_READ_VERIFY : 0), &r);
-  fz_rc(rc, "pagedb_reader_open");
-  if (rc == PAGEDB_OK) {
-    for (int i = 0; i < nread; i++) read_fields(db, r, ids[i]);
-    read_fields(db, r, -1);
-    pagedb_reader_close(r);
+  /* Copy mode, then with FZ_MMAP zero-copy: a part's map, or its copy in
+  ** memory (parts.c), whose bounds come from the part's own files. */
+  for (int mode = 0; mode < (flags & FZ_MMAP ? 2 : 1); mode++) {
+    pagedb_reader *r;
+    rc = pagedb_reader_open(db, (mode ? PAGEDB_READ_MMAP : PAGEDB_READ_COPY) | (flags & FZ_VERIFY ? PAGEDB_READ_VERIFY : 0),
+                            &r);
+    fz_rc(rc, "pagedb_reader_open");
+    if (rc == PAGEDB_OK) {
+      for (int i = 0; i < nread; i++) read_fields(db, r, ids[i]);
+      read_fields(db, r, -1);
+      pagedb_reader_close(r);
+    }
+  }
+  /* SQL over table sample: with parts' rows by reference, their catalogs
+  ** are opened and read (catref.c). */
+  if (flags & FZ_PARTS) {
+    fz_rc(pagedb_sql(db, "SELECT count(*), sum(id) FROM sample", sql_row, NULL), "pagedb_sql");
+    /* The datasets under NAME.parts/ that no part row names. */
+    fz_rc(pagedb_parts_orphans(db, 0, 0, NULL, NULL, NULL), "pagedb_parts_orphans");
   }
   pagedb_stat st;
   fz_rc(pagedb_stats(db, &st), "pagedb_stats");
@@ -134,36 +158,79 @@ static void counters(int64_t *blocks, int64_t *pool) {
   pagedb_status(PAGEDB_STATUS_POOL_USED, pool, &high, 0);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
-  if (n < FZ_HDR) return 0;
-  pagedb_initialize();      /* before SQLite's first use: its memory is counted */
+/* Write the dataset framed in DATA[0..N) (fuzz.h) as NAME in the scratch
+** directory: its index NAME-index, with TOP its parts NAME.parts/pK, its
+** data file NAME and its catalog NAME-catalog.  Returns its flags, or -1
+** when the frame is too short to hold any (nothing is then written). */
+static int write_dataset(const char *name, const uint8_t *data, size_t n, int top) {
+  if (n < FZ_HDR) return -1;
   int flags = data[0];
   uint32_t size = fz_get32(data + 1), catlen = fz_get32(data + 5);
   if (size > FZ_MAX_FILE) size = FZ_MAX_FILE;
   if (catlen > n - FZ_HDR) catlen = (uint32_t)(n - FZ_HDR);
-  static const char *leftovers[] = { "d-catalog", "d-catalog-wal", "d-catalog-shm", "d-catalog-journal",
-                                     "d.vacuum", "d.vacuum-catalog", "d-index", "d-index.new" };
-  char path[FZ_PATH], cat[FZ_PATH];
-  for (size_t i = 0; i < sizeof leftovers / sizeof *leftovers; i++) {
-    fz_path(path, leftovers[i]);
-    fz_unlink(path);
-  }
+  char path[FZ_PATH], nm[FZ_PATH];
   const uint8_t *rest = data + FZ_HDR + catlen;
   size_t left = n - FZ_HDR - catlen;
   if ((flags & FZ_INDEX) && left >= 8) {
     uint32_t ixsize = fz_get32(rest), ixlen = fz_get32(rest + 4);
     if (ixsize > FZ_MAX_FILE) ixsize = FZ_MAX_FILE;
     if (ixlen > left - 8) ixlen = (uint32_t)(left - 8);
-    fz_path(path, "d-index");
+    snprintf(nm, sizeof nm, "%s-index", name);
+    fz_path(path, nm);
     make_data(path, ixsize, rest + 8, ixlen);
     rest += 8 + ixlen;
     left -= 8 + ixlen;
   }
-  fz_path(path, "d");
-  fz_path(cat, "d-catalog");
+  if (top && (flags & FZ_PARTS) && left >= 1) {
+    int np = rest[0] % (FZ_MAX_PARTS + 1);
+    rest++;
+    left--;
+    for (int k = 0; k < np && left >= 4; k++) {
+      uint32_t plen = fz_get32(rest);
+      rest += 4;
+      left -= 4;
+      if (plen > left) plen = (uint32_t)left;
+      snprintf(nm, sizeof nm, "%s.parts/p%d", name, k);
+      write_dataset(nm, rest, plen, 0);
+      rest += plen;
+      left -= plen;
+    }
+  }
+  fz_path(path, name);
   make_data(path, size, rest, left);
-  if (flags & FZ_SQL) make_catalog(cat, data + FZ_HDR, catlen);
-  else fz_write(cat, data + FZ_HDR, catlen);
+  snprintf(nm, sizeof nm, "%s-catalog", name);
+  fz_path(path, nm);
+  if (flags & FZ_SQL) make_catalog(path, data + FZ_HDR, catlen);
+  else fz_write(path, data + FZ_HDR, catlen);
+  return flags;
+}
+
+/* Remove what an earlier input left of dataset NAME. */
+static void remove_dataset(const char *name) {
+  static const char *suffix[] = { "", "-catalog", "-catalog-wal", "-catalog-shm", "-catalog-journal", "-index",
+                                  "-index.new", ".vacuum", ".vacuum-catalog" };
+  char path[FZ_PATH], nm[FZ_PATH];
+  for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
+    snprintf(nm, sizeof nm, "%s%s", name, suffix[i]);
+    fz_path(path, nm);
+    fz_unlink(path);
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
+  if (n < FZ_HDR) return 0;
+  pagedb_initialize();      /* before SQLite's first use: its memory is counted */
+  char path[FZ_PATH];
+  remove_dataset("d");
+  for (int k = 0; k < FZ_MAX_PARTS; k++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "d.parts/p%d", k);
+    remove_dataset(nm);
+  }
+  fz_path(path, "d.parts");
+  if (mkdir(path, 0700) != 0 && errno != EEXIST) abort();
+  int flags = write_dataset("d", data, n, 1);
+  fz_path(path, "d");
 
   int64_t blocks0, pool0, blocks1, pool1;
   counters(&blocks0, &pool0);

@@ -12,7 +12,8 @@
 ** (FZ_INDEX), whole and damaged as test/index.test damages them: cut short,
 ** a byte flipped in the header, a slot or the directory, another dataset's,
 ** and stale (the index of a commit the catalog never recorded: a crash
-** between the index's sync and the catalog's commit).  fuzz_page: those datasets' first
+** between the index's sync and the catalog's commit); a dataset of two
+** parts, whole and damaged (parts_seeds).  fuzz_page: those datasets' first
 ** runs with their extents from the catalog's extent view.  fuzz_tar: tars
 ** written by the shell's own writer (shell/tar.c: ustar, pax long names,
 ** gzip) and one GNU long-name tar made here.
@@ -22,10 +23,12 @@
 #include "pagedb.h"
 #include "xfer.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define DIE(...) (fprintf(stderr, "mkseeds: " __VA_ARGS__), fputc('\n', stderr), exit(1))
 
@@ -186,24 +189,39 @@ static void segments(Buf *out, const uint8_t *data, size_t n) {
   }
 }
 
+/* A dataset framed as fuzz.h says, into B: catalog CAT, data file FILE,
+** the index file IX if not NULL (FZ_INDEX is then set), and the NP parts
+** PARTS, each framed already (FZ_PARTS is then set). */
+static void frame(Buf *b, int flags, const Buf *cat, const Buf *ix, const Buf *parts, int np, const Buf *file) {
+  uint8_t f = (uint8_t)(flags | (ix ? FZ_INDEX : 0) | (np ? FZ_PARTS : 0));
+  put(b, &f, 1);
+  put32(b, (uint32_t)file->n);
+  put32(b, (uint32_t)cat->n);
+  put(b, cat->p, cat->n);
+  if (ix) {
+    Buf seg = { 0 };
+    segments(&seg, ix->p, ix->n);
+    put32(b, (uint32_t)ix->n);
+    put32(b, (uint32_t)seg.n);
+    put(b, seg.p, seg.n);
+    free(seg.p);
+  }
+  if (np) {
+    uint8_t n = (uint8_t)np;
+    put(b, &n, 1);
+    for (int k = 0; k < np; k++) {
+      put32(b, (uint32_t)parts[k].n);
+      put(b, parts[k].p, parts[k].n);
+    }
+  }
+  segments(b, file->p, file->n);
+}
+
 /* A fuzz_open input: catalog CAT, data file FILE and, if IX is not NULL,
 ** the index file IX (FZ_INDEX is then set). */
 static void open_seed_ix(const char *name, int flags, const Buf *cat, const Buf *ix, const Buf *file) {
   Buf b = { 0 };
-  uint8_t f = (uint8_t)(flags | (ix ? FZ_INDEX : 0));
-  put(&b, &f, 1);
-  put32(&b, (uint32_t)file->n);
-  put32(&b, (uint32_t)cat->n);
-  put(&b, cat->p, cat->n);
-  if (ix) {
-    Buf seg = { 0 };
-    segments(&seg, ix->p, ix->n);
-    put32(&b, (uint32_t)ix->n);
-    put32(&b, (uint32_t)seg.n);
-    put(&b, seg.p, seg.n);
-    free(seg.p);
-  }
-  segments(&b, file->p, file->n);
+  frame(&b, flags, cat, ix, NULL, 0, file);
   emit("fuzz_open", name, &b);
   free(b.p);
 }
@@ -365,6 +383,101 @@ static void datasets(void) {
   free(pre1.p);
 }
 
+/* --- a dataset of parts ------------------------------------------------- */
+
+/* Dataset "d" of two parts, d.parts/p0 and p1 (doc/format.md, "Parts"),
+** each dataset 0 of make_dataset and sealed, committed under OFFSET (p1's
+** ids plus 100: rows by reference, read by SQL from the parts' catalogs),
+** then p1's sample 7 deleted through d.  Framed with its parts as
+** fuzz_open's FZ_PARTS inputs: whole, catalogs as files and as SQL, read
+** zero-copy too; a part missing; a part's data file cut short; the two
+** parts' files swapped (each row then names the other's uuid). */
+static void parts_seeds(void) {
+  char d[FZ_PATH], dir[FZ_PATH], p[2][FZ_PATH], nm[64];
+  fz_path(d, "d");
+  fz_path(dir, "d.parts");
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) DIE("cannot make %s", dir);
+  pagedb_part pp[2];
+  for (int k = 0; k < 2; k++) {
+    snprintf(nm, sizeof nm, "d.parts/p%d", k);
+    fz_path(p[k], nm);
+    make_dataset(p[k], 0);
+    pagedb *o;
+    ok(pagedb_open(p[k], &o, PAGEDB_OPEN_READWRITE, NULL), o, "open part");
+    uint64_t seal;
+    ok(pagedb_part_seal(o, &seal), o, "seal");
+    ok(pagedb_close(o), NULL, "close part");
+    pp[k] = (pagedb_part){ p[k], NULL, 100 * k, seal };
+  }
+  pagedb *db;
+  ok(pagedb_open(d, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, NULL), db, "open");
+  ok(pagedb_set_page_size(db, PAGEDB_MIN_PAGE_SIZE), db, "page size");
+  ok(pagedb_field_add(db, "img", PAGEDB_BYTES, PAGEDB_CODEC_NONE), db, "field");
+  ok(pagedb_field_add(db, "label", PAGEDB_INT, PAGEDB_CODEC_NONE), db, "field");
+  ok(pagedb_field_add(db, "cap", PAGEDB_TEXT, PAGEDB_CODEC_LZ4), db, "field");
+  ok(pagedb_field_add(db, "score", PAGEDB_REAL, PAGEDB_CODEC_NONE), db, "field");
+  ok(pagedb_field_add(db, "mask", PAGEDB_BYTES, PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 9)), db, "field");
+  ok(pagedb_parts_commit(db, pp, 2, PAGEDB_ATTACH_OFFSET, NULL), db, "parts commit");
+  ok(pagedb_delete(db, 107), db, "delete");
+  ok(pagedb_commit(db), db, "commit");
+  ok(pagedb_close(db), NULL, "close");
+  /* Each file in its forms: the catalog as a file and as SQL. */
+  Buf cat[3], sql[3] = { { 0 } }, ix[3], file[3];
+  for (int k = 0; k < 3; k++) {
+    const char *base = k < 2 ? p[k] : d;
+    char c[FZ_PATH + 16], copy[FZ_PATH + 16], x[FZ_PATH + 16];
+    snprintf(c, sizeof c, "%s-catalog", base);
+    snprintf(copy, sizeof copy, "%s.copy", base);
+    snprintf(x, sizeof x, "%s-index", base);
+    catalog_forms(c, copy, &cat[k], &sql[k]);
+    ix[k] = slurp(x);
+    file[k] = slurp(base);
+  }
+  Buf part[2], partsql[2], swapped[2], cut[2];
+  for (int k = 0; k < 2; k++) {
+    part[k] = partsql[k] = swapped[k] = cut[k] = (Buf){ 0 };
+    frame(&part[k], 0, &cat[k], &ix[k], NULL, 0, &file[k]);
+    frame(&partsql[k], FZ_SQL, &sql[k], &ix[k], NULL, 0, &file[k]);
+    frame(&swapped[k], 0, &cat[1 - k], &ix[1 - k], NULL, 0, &file[1 - k]);
+    Buf shorter = file[k];
+    shorter.n = file[k].n > 200 ? file[k].n - 200 : 0;
+    frame(&cut[k], 0, &cat[k], &ix[k], NULL, 0, k == 1 ? &shorter : &file[k]);
+  }
+  static const struct { const char *name; int flags, sql, np; } seeds[] = {
+    { "parts-sqlite", FZ_MMAP | FZ_VERIFY | FZ_FULLCHECK, 0, 2 },
+    { "parts-sql", FZ_SQL | FZ_MMAP, 1, 2 },
+    { "parts-checkopen", FZ_CHECKOPEN | FZ_MMAP, 0, 2 },
+    { "parts-one-missing", FZ_MMAP | FZ_FULLCHECK, 0, 1 },
+  };
+  for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+    Buf b = { 0 };
+    frame(&b, seeds[i].flags, seeds[i].sql ? &sql[2] : &cat[2], &ix[2], seeds[i].sql ? partsql : part, seeds[i].np,
+          &file[2]);
+    emit("fuzz_open", seeds[i].name, &b);
+    free(b.p);
+  }
+  Buf b = { 0 };
+  frame(&b, FZ_MMAP | FZ_FULLCHECK, &cat[2], &ix[2], cut, 2, &file[2]);
+  emit("fuzz_open", "parts-truncated", &b);
+  free(b.p);
+  b = (Buf){ 0 };
+  frame(&b, FZ_MMAP | FZ_VERIFY, &cat[2], &ix[2], swapped, 2, &file[2]);
+  emit("fuzz_open", "parts-swapped", &b);
+  free(b.p);
+  for (int k = 0; k < 3; k++) {
+    free(cat[k].p);
+    free(sql[k].p);
+    free(ix[k].p);
+    free(file[k].p);
+  }
+  for (int k = 0; k < 2; k++) {
+    free(part[k].p);
+    free(partsql[k].p);
+    free(swapped[k].p);
+    free(cut[k].p);
+  }
+}
+
 /* --- tars ---------------------------------------------------------------- */
 
 static void tar_seed(const char *name, int gz) {
@@ -433,6 +546,7 @@ int main(int argc, char **argv) {
   if (argc != 2) DIE("usage: mkseeds CORPUS-DIR (its fuzz_open, fuzz_page and fuzz_tar must exist)");
   outdir = argv[1];
   datasets();
+  parts_seeds();
   tar_seed("wds", 0);
   tar_seed("wds-gz", 1);
   gnu_longname_seed();
