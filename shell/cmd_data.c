@@ -725,8 +725,8 @@ int dotParts(ShellState *p, int nArg, char **azArg){
   for(int i = 0; i < 7; i++) resultSetNum(&r, i, i != 1 && i != 6);
   int rc = PAGEDB_OK;
   if( pagedb_part_count(p->db) > 0 )
-    rc = pagedb_sql(p->db, "SELECT part, uri, samples, (SELECT coalesce(sum(used), 0) FROM page WHERE pgno >= first_page"
-                    " AND pgno < first_page + pages), id_min, id_max, name FROM part"
+    rc = pagedb_sql(p->db, "SELECT part, uri, samples, (SELECT coalesce(sum(used), 0) FROM page"
+                    " WHERE pgno >= first_page AND pgno < first_page + pages), id_min, id_max, name FROM part"
                     " ORDER BY part", partsRow, &r);
   if( rc ){
     resultFree(&r);

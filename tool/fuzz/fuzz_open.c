@@ -128,8 +128,8 @@ static void use(pagedb *db, int flags) {
   ** memory (parts.c), whose bounds come from the part's own files. */
   for (int mode = 0; mode < (flags & FZ_MMAP ? 2 : 1); mode++) {
     pagedb_reader *r;
-    rc = pagedb_reader_open(db, (mode ? PAGEDB_READ_MMAP : PAGEDB_READ_COPY) | (flags & FZ_VERIFY ? PAGEDB_READ_VERIFY : 0),
-                            &r);
+    int how = (mode ? PAGEDB_READ_MMAP : PAGEDB_READ_COPY) | (flags & FZ_VERIFY ? PAGEDB_READ_VERIFY : 0);
+    rc = pagedb_reader_open(db, how, &r);
     fz_rc(rc, "pagedb_reader_open");
     if (rc == PAGEDB_OK) {
       for (int i = 0; i < nread; i++) read_fields(db, r, ids[i]);
