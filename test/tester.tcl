@@ -184,6 +184,16 @@ proc fd_list {} {
 }
 set ::TC(fds) [fd_list]
 
+# The files under DIR this process holds open: their names (the last
+# component), sorted, once for each descriptor (from /proc/PID/fd).
+proc open_files {dir} {
+  set out {}
+  foreach fd [glob -nocomplain /proc/[pid]/fd/*] {
+    if {![catch {file readlink $fd} to] && [string match "$dir/*" $to]} { lappend out [file tail $to] }
+  }
+  return [lsort $out]
+}
+
 # The fds open now that were not open when the file started.
 proc fd_leaks {} {
   set res {}

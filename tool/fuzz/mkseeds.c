@@ -76,17 +76,23 @@ static void ok(int rc, pagedb *db, const char *what) {
   if (rc != PAGEDB_OK) DIE("%s: %s (%s)", what, pagedb_errname(rc), pagedb_errmsg(db));
 }
 
-/* Dataset KIND at PATH: 0 every type and codec, 1 a deleted sample and a
-** missing value, 2 fields and no sample. */
-static void make_dataset(const char *path, int kind) {
-  pagedb *db;
-  ok(pagedb_open(path, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, NULL), db, "open");
+/* The seeds' schema (64 KiB pages; fields of every type, lz4 and lz4hc) on
+** the new dataset DB. */
+static void schema(pagedb *db) {
   ok(pagedb_set_page_size(db, PAGEDB_MIN_PAGE_SIZE), db, "page size");
   ok(pagedb_field_add(db, "img", PAGEDB_BYTES, PAGEDB_CODEC_NONE), db, "field");
   ok(pagedb_field_add(db, "label", PAGEDB_INT, PAGEDB_CODEC_NONE), db, "field");
   ok(pagedb_field_add(db, "cap", PAGEDB_TEXT, PAGEDB_CODEC_LZ4), db, "field");
   ok(pagedb_field_add(db, "score", PAGEDB_REAL, PAGEDB_CODEC_NONE), db, "field");
   ok(pagedb_field_add(db, "mask", PAGEDB_BYTES, PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 9)), db, "field");
+}
+
+/* Dataset KIND at PATH: 0 every type and codec, 1 a deleted sample and a
+** missing value, 2 fields and no sample. */
+static void make_dataset(const char *path, int kind) {
+  pagedb *db;
+  ok(pagedb_open(path, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, NULL), db, "open");
+  schema(db);
   if (kind != 2) {
     pagedb_writer *w;
     ok(pagedb_writer_open(db, &w), db, "writer");
@@ -411,12 +417,7 @@ static void parts_seeds(void) {
   }
   pagedb *db;
   ok(pagedb_open(d, &db, PAGEDB_OPEN_READWRITE | PAGEDB_OPEN_CREATE, NULL), db, "open");
-  ok(pagedb_set_page_size(db, PAGEDB_MIN_PAGE_SIZE), db, "page size");
-  ok(pagedb_field_add(db, "img", PAGEDB_BYTES, PAGEDB_CODEC_NONE), db, "field");
-  ok(pagedb_field_add(db, "label", PAGEDB_INT, PAGEDB_CODEC_NONE), db, "field");
-  ok(pagedb_field_add(db, "cap", PAGEDB_TEXT, PAGEDB_CODEC_LZ4), db, "field");
-  ok(pagedb_field_add(db, "score", PAGEDB_REAL, PAGEDB_CODEC_NONE), db, "field");
-  ok(pagedb_field_add(db, "mask", PAGEDB_BYTES, PAGEDB_CODEC_LEVEL(PAGEDB_CODEC_LZ4HC, 9)), db, "field");
+  schema(db);
   ok(pagedb_parts_commit(db, pp, 2, PAGEDB_ATTACH_OFFSET, NULL), db, "parts commit");
   ok(pagedb_delete(db, 107), db, "delete");
   ok(pagedb_commit(db), db, "commit");
