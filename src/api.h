@@ -358,14 +358,16 @@ void parts_committed(pagedb *db, int ok);
 ** and a read checks no bound: PT_NENT entries of 16 bytes, 64 MiB of
 ** address space reserved as zeros (mem.h, RESERVED TABLES), of which the
 ** pages from part 0's entry up to the highest part a handle opened are
-** made writable, and each page written in (256 entries) is charged.  A part's entry holds what a zero-copy read of it
-** needs (its handle lies apart): LIM, the end of what the part uses as an
-** address in its window (dx_window(k) + its END, 0 until it is mapped
-** whole), and BIAS, the map's base less dx_window(k), so that an address is
-** its pointer less one add.  A read of a part already mapped then costs one
-** load of its entry, dependent on the slot's address, and a compare (the
-** two-level table before cost two dependent loads, and 12 instructions
-** against 9 now: doc/benchmarks.md).  The entries of the own region (bits
+** made writable, and each page written in (256 entries) is charged.  A
+** part's entry holds what a zero-copy read of it needs (its handle lies
+** apart): LIM, the end of what the part uses as an address in its window
+** (dx_window(k) + its END, 0 until it is mapped whole), and BIAS, the map's
+** base less dx_window(k), so that an address is its pointer less one add.
+** A read of a part already mapped then costs one load of its entry,
+** dependent on the slot's address, and a compare: 12 instructions by
+** callgrind (a read of a tiny part 349 against the one file's 338; the
+** two-level table before took two dependent loads, and the read 353:
+** doc/benchmarks.md).  The entries of the own region (bits
 ** 42-55 below DX_WIN_BASE) are never written: LIM 0.
 */
 #define PT_NENT ((size_t)1 << (64 - DX_WIN_BITS))
@@ -544,9 +546,10 @@ int api_write_index(pagedb *db, pdb_msg *m, Index *src, const CatField *nf, int 
                     const ApiIxCopy *copy, Dx **out, DxMeta *xm);
 /* Put the new index file X (written by api_write_index, XM committed) in
 ** force under DB.  With LIVE (the first commit of parts), DB's open readers
-** read X from their next lookup, and the index replaced stays until the
-** close (one a reader may be reading: api_retire_room made room for it
-** before the commit); else no reader may be open and it is freed. */
+** read X from their next lookup, and the index replaced, if any reader was
+** open, stays until the close (one a reader may be reading: api_retire_room
+** made room for it before the commit); else it is freed (without LIVE no
+** reader may be open). */
 int api_install_index(pagedb *db, pdb_msg *m, Dx *x, int live);
 /* Room to keep one more replaced index until the close (PAGEDB_NOMEM). */
 int api_retire_room(pagedb *db, pdb_msg *m);

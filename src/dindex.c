@@ -536,11 +536,10 @@ static DxRef *ref_open_once(Dx *x, const uint64_t *d, uint64_t k) {
 ** zeros for 2^20 chunks (16 MiB of address space: mem.h, RESERVED TABLES),
 ** its pages up to the highest chunk resolved made writable (each page
 ** written in charged), so that the entry is one load from the Dx, not two
-** through a leaf.  An
-** entry is written once, BASE then KEY with a release store, under REF_MU,
-** and never changed; BASE points into a map that lives until dx_close (a
-** DxRef with a map is never replaced).  An entry word another snapshot
-** changed simply does not match.
+** through a leaf.  An entry is written once, BASE then KEY with a release
+** store, under REF_MU, and never changed; BASE points into a map that lives
+** until dx_close (a DxRef with a map is never replaced).  An entry word
+** another snapshot changed simply does not match.
 */
 typedef struct DxCref {
   _Atomic uint64_t key;

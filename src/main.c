@@ -520,7 +520,8 @@ int api_retire_room(pagedb *db, pdb_msg *m) {
 ** force: rename it in, and make DB's index a memory part for reservations
 ** over it.  A failure to rename leaves NAME-index.new, which the next open
 ** renames in (dx_open); this handle goes on with X either way.  With
-** LIVE the open readers switch to X and the index replaced is kept (api.h). */
+** LIVE the open readers switch to X and, if there were any, the index
+** replaced is kept (api.h). */
 int api_install_index(pagedb *db, pdb_msg *m, Dx *x, int live) {
   Index *ix;
   if (idx_create(&ix, 1) != PAGEDB_OK) {
@@ -536,13 +537,16 @@ int api_install_index(pagedb *db, pdb_msg *m, Dx *x, int live) {
   pthread_mutex_lock(&db->mu);
   Index *old = db->idx;
   db->idx = ix;
+  int readers = db->readers != NULL;
   for (pagedb_reader *r = db->readers; r; r = r->next) {
     assert(live);
     atomic_store_explicit(&r->idx, ix, memory_order_release);
     atomic_store_explicit(&r->dx, x, memory_order_release);
   }
   pthread_mutex_unlock(&db->mu);
-  if (live && old) {
+  /* Kept only if a reader may be reading it: else its map (and the old
+  ** file's pages, renamed over) go now, as without LIVE. */
+  if (readers && old) {
     assert(db->nretired < db->capretired);
     db->retired[db->nretired++] = old;
   } else {
